@@ -1,0 +1,16 @@
+# radix_module(<folder> SOURCES ... [DEPS ...])
+# Declares the static library radix_<folder> built from src/<folder>/. Sources are relative to
+# the folder. Warnings are errors on our own code; include paths are rooted at src/.
+function(radix_module folder)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  set(target radix_${folder})
+  add_library(${target} STATIC ${ARG_SOURCES})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+  target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# radix_warnings(<target>): the same warning policy for executables.
+function(radix_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+endfunction()

@@ -1,0 +1,90 @@
+// Expected failures as values: Status (ok or an error with a code and message) and Expected<T>
+// (a value or an error Status). Programmer errors use RADIX_CHECK (check.h) instead.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "common/check.h"
+
+namespace radixserve {
+
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,   // bad user input: CLI argument, request field, config key
+  kNotFound,          // a file, model, route or tensor that does not exist
+  kUnsupported,       // valid input that this build or device cannot serve
+  kResourceExhausted, // no memory / queue full
+  kDataLoss,          // a malformed or truncated file
+  kInternal,          // a bug: should be unreachable from input
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return {}; }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+inline Status InvalidArgument(std::string message) {
+  return {StatusCode::kInvalidArgument, std::move(message)};
+}
+inline Status NotFound(std::string message) { return {StatusCode::kNotFound, std::move(message)}; }
+inline Status Unsupported(std::string message) {
+  return {StatusCode::kUnsupported, std::move(message)};
+}
+inline Status DataLoss(std::string message) { return {StatusCode::kDataLoss, std::move(message)}; }
+inline Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
+
+// A value of type T or an error Status. Construct from either; check ok() before value().
+template <typename T>
+class [[nodiscard]] Expected {
+ public:
+  Expected(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(Status status) : data_(std::move(status)) {  // NOLINT: implicit by design
+    RADIX_CHECK(!std::get<Status>(data_).ok());
+  }
+
+  bool ok() const { return std::holds_alternative<T>(data_); }
+  const Status& status() const {
+    static const Status kOkStatus;
+    return ok() ? kOkStatus : std::get<Status>(data_);
+  }
+  T& value() & {
+    RADIX_CHECK(ok());
+    return std::get<T>(data_);
+  }
+  const T& value() const& {
+    RADIX_CHECK(ok());
+    return std::get<T>(data_);
+  }
+  T&& value() && {
+    RADIX_CHECK(ok());
+    return std::get<T>(std::move(data_));
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  std::variant<T, Status> data_;
+};
+
+}  // namespace radixserve
+
+// Propagates an error Status from an expression yielding Status.
+#define RADIX_RETURN_IF_ERROR(expr)          \
+  do {                                       \
+    ::radixserve::Status radix_status_ = (expr); \
+    if (!radix_status_.ok()) return radix_status_; \
+  } while (0)
