@@ -32,7 +32,3 @@ def arg_table():
                          capture_output=True, text=True).stdout
     return {entry["name"]: entry for entry in json.loads(out)}
 
-
-def run_radixserve(binary, *args, timeout=30):
-    return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import run_radixserve
+from e2e_util import run_radixserve
 
 MODEL = "/models/example"
 

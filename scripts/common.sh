@@ -1,0 +1,35 @@
+# Shared settings for scripts/*: where caches and builds live (outside the repo).
+# shellcheck shell=bash
+RADIX_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RADIX_CACHE="${RADIX_CACHE:-$HOME/.cache/radixserve}"
+RADIX_VENV="$RADIX_CACHE/venv"
+RADIX_MODELS="$RADIX_CACHE/models"
+RADIX_NPM="$RADIX_CACHE/npm"
+# One build directory per checkout, so several clones never share a CMake cache.
+_radix_tag="$(basename "$RADIX_REPO")-$(printf '%s' "$RADIX_REPO" | sha1sum | cut -c1-8)"
+RADIX_BUILD_DIR="${RADIX_BUILD_DIR:-$RADIX_CACHE/build/$_radix_tag-release}"
+RADIX_ASAN_BUILD_DIR="${RADIX_ASAN_BUILD_DIR:-$RADIX_CACHE/build/$_radix_tag-asan}"
+RADIX_DEFAULT_MODEL="$RADIX_MODELS/smollm2-135m-instruct-q4_1.gguf"
+export RADIX_REPO RADIX_CACHE RADIX_BUILD_DIR RADIX_ASAN_BUILD_DIR RADIX_MODELS
+export CCACHE_DIR="${CCACHE_DIR:-$RADIX_CACHE/ccache}"
+export CCACHE_BASEDIR="$RADIX_REPO"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+
+radix_log() { printf '[radixserve] %s\n' "$*" >&2; }
+
+# Configures (once) and builds a CMake tree. Usage: radix_cmake_build DIR [cmake -D args...] -- targets
+radix_cmake_build() {
+  local dir="$1"; shift
+  local defs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do defs+=("$1"); shift; done
+  [ "${1:-}" = "--" ] && shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$RADIX_REPO" -B "$dir" -G Ninja "${defs[@]}" >&2
+  fi
+  local jobs; jobs="$(nproc)"
+  if [ $# -gt 0 ]; then
+    cmake --build "$dir" -j "$jobs" --target "$@" >&2
+  else
+    cmake --build "$dir" -j "$jobs" >&2
+  fi
+}
