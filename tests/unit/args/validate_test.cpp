@@ -1,0 +1,102 @@
+#include "args/validate.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "args/arg_parser.h"
+
+namespace radixserve::args {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+struct Resolved {
+  Status status;
+  ServerArgs args;
+  std::vector<std::string> warnings;
+};
+
+Resolved Resolve(std::vector<std::string> words, uint64_t memory = 24 * kGiB) {
+  words.insert(words.begin(), {"--model-path", "/m"});
+  auto parsed = ParseCommandLine(words);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  Resolved out{Status::Ok(), parsed->args, {}};
+  MachineInfo machine{.total_memory_bytes = memory, .available_memory_bytes = memory,
+                      .usable_cpus = 2};
+  out.status = ResolveServerArgs(out.args, machine, out.warnings);
+  return out;
+}
+
+TEST(Validate, DerivedDefaultsFollowSglang) {
+  Resolved r = Resolve({});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.args.GetString("tokenizer-path"), "/m");
+  EXPECT_EQ(r.args.GetString("served-model-name"), "/m");
+  EXPECT_EQ(r.args.GetString("device"), "cpu");
+  EXPECT_EQ(r.args.GetInt("page-size"), 1);
+  EXPECT_EQ(r.args.GetInt("threads"), 2);
+  // 24 GiB falls in SGLang's smallest bucket: 2048-token chunks, 2.9 GiB reserved at tp 1.
+  EXPECT_EQ(r.args.GetInt("chunked-prefill-size"), 2048);
+  EXPECT_DOUBLE_EQ(r.args.GetFloat("mem-fraction-static"), 0.879);
+  EXPECT_FALSE(r.args.IsNull("random-seed"));
+}
+
+TEST(Validate, MemoryBuckets) {
+  EXPECT_EQ(Resolve({}, 80 * kGiB).args.GetInt("chunked-prefill-size"), 8192);
+  EXPECT_EQ(Resolve({}, 200 * kGiB).args.GetInt("chunked-prefill-size"), 16384);
+  EXPECT_EQ(Resolve({}, 0).args.GetInt("chunked-prefill-size"), 4096);
+  EXPECT_DOUBLE_EQ(Resolve({}, 0).args.GetFloat("mem-fraction-static"), 0.88);
+}
+
+TEST(Validate, IncompatibleCombinationsAreRejected) {
+  struct Case {
+    std::vector<std::string> words;
+    std::string named;
+  };
+  const std::vector<Case> cases = {
+      {{"--enable-hierarchical-cache", "--disable-radix-cache"}, "--enable-hierarchical-cache"},
+      {{"--page-size", "16", "--chunked-prefill-size", "100"}, "--chunked-prefill-size"},
+      {{"--device", "cuda"}, "--device"},
+      {{"--mem-fraction-static", "1.0"}, "--mem-fraction-static"},
+      {{"--max-queued-requests", "0"}, "--max-queued-requests"},
+      {{"--schedule-conservativeness", "-0.5"}, "--schedule-conservativeness"},
+      {{"--revision", "main"}, "--revision"},
+      {{"--prompt-tokens-buckets", "tse", "1", "1", "3"}, "--prompt-tokens-buckets"},
+      {{"--enable-priority-scheduling", "--schedule-policy", "lpm"},
+       "--enable-priority-scheduling"},
+      {{"--pp-size", "2", "--enable-mixed-chunk"}, "--pp-size"},
+  };
+  for (const Case& c : cases) {
+    Resolved r = Resolve(c.words);
+    ASSERT_FALSE(r.status.ok()) << c.named;
+    EXPECT_EQ(r.status.message().rfind("argument " + c.named, 0), 0u) << r.status.message();
+  }
+}
+
+TEST(Validate, AdjustmentsAndWarnings) {
+  Resolved r = Resolve({"--dp-size", "2", "--tp-size", "2", "--enable-dp-attention",
+                        "--speculative-algorithm", "NEXTN", "--enable-mixed-chunk",
+                        "--enable-triton-kernel-moe", "--disable-cuda-graph"});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.args.GetString("speculative-algorithm"), "EAGLE");
+  EXPECT_FALSE(r.args.GetBool("enable-mixed-chunk"));
+  EXPECT_EQ(r.args.GetInt("chunked-prefill-size"), 1024);
+  EXPECT_DOUBLE_EQ(r.args.GetFloat("schedule-conservativeness"), 0.3);
+  EXPECT_EQ(r.args.GetString("moe-runner-backend"), "triton_kernel");
+  int cuda_graph_warnings = 0;
+  for (const std::string& w : r.warnings) cuda_graph_warnings += w.find("--disable-cuda-graph") == 0;
+  EXPECT_EQ(cuda_graph_warnings, 1);
+}
+
+TEST(Validate, GgufModelPathSetsTheLoadFormat) {
+  Resolved r = Resolve({"--model-path", std::string(RADIX_SHARED_DIR) +
+                                            "/models/stories260K/gguf/stories260K.gguf"});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.args.GetString("load-format"), "gguf");
+  EXPECT_EQ(r.args.GetString("quantization"), "gguf");
+}
+
+}  // namespace
+}  // namespace radixserve::args
