@@ -7,7 +7,7 @@
 #include "args/validate.h"
 #include "common/log.h"
 #include "common/machine.h"
-#include "main/version.h"
+#include "common/version.h"
 
 namespace {
 

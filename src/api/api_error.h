@@ -1,0 +1,34 @@
+// The one place that turns a failure into an HTTP status and a JSON error body.
+//
+// Two body shapes exist, as in SGLang: OpenAI routes (and request-validation failures anywhere)
+// answer {"object":"error","message":...,"type":...,"param":null,"code":N}; the native
+// /generate answers engine ValueErrors with {"error":{"message":...}}.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace radixserve::api {
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "BadRequestError";  // OpenAI error type
+  std::string param;                      // empty: null
+
+  nlohmann::json OpenAiBody() const;
+  nlohmann::json NativeBody() const;  // {"error": {"message": ...}}
+};
+
+// Status code -> HTTP: invalid argument / unsupported 400, not found 404, resource exhausted 503,
+// everything else 500 ("Internal server error: ...").
+ApiError FromStatus(const Status& status);
+
+inline ApiError BadRequest(std::string message, std::string type = "BadRequestError") {
+  return {400, std::move(message), std::move(type), {}};
+}
+
+}  // namespace radixserve::api

@@ -1,0 +1,76 @@
+#include "api/call_tracker.h"
+
+namespace radixserve::api {
+
+CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event,
+                         OnDone on_done)
+    : ctx_(ctx),
+      writer_(std::move(writer)),
+      on_event_(std::move(on_event)),
+      on_done_(std::move(on_done)) {}
+
+void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
+                        std::vector<engine::GenerateRequest> requests, OnEvent on_event,
+                        OnDone on_done, OnRejected on_rejected) {
+  std::shared_ptr<CallTracker> call(
+      new CallTracker(ctx, writer, std::move(on_event), std::move(on_done)));
+  call->choices_.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    call->choices_[i].rid = requests[i].rid;
+    call->choices_[i].input_ids = requests[i].input_ids;
+  }
+  std::weak_ptr<CallTracker> weak = call;
+  writer->OnDisconnect([weak] {
+    if (auto self = weak.lock()) self->AbortUnfinished();
+  });
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Status submitted = ctx.engine->Submit(
+        std::move(requests[i]),
+        [call, i](engine::RequestEvent event) { call->Handle(i, std::move(event)); });
+    if (!submitted.ok()) {
+      {
+        std::lock_guard lock(call->mu_);
+        call->rejected_ = true;
+      }
+      for (size_t j = 0; j < i; ++j) ctx.engine->Abort(call->choices_[j].rid);
+      on_rejected(FromStatus(submitted));
+      return;
+    }
+  }
+}
+
+void CallTracker::Handle(size_t index, engine::RequestEvent event) {
+  std::lock_guard lock(mu_);
+  if (rejected_) return;
+  ChoiceState& choice = choices_[index];
+  if (choice.finished) return;
+  choice.text += event.text_delta;
+  choice.output_ids.insert(choice.output_ids.end(), event.new_token_ids.begin(),
+                           event.new_token_ids.end());
+  for (auto& info : event.output_logprobs) choice.output_logprobs.push_back(info);
+  if (!event.input_logprobs.empty()) choice.input_logprobs = event.input_logprobs;
+  choice.prompt_tokens = event.prompt_tokens;
+  choice.completion_tokens = event.completion_tokens;
+  choice.cached_tokens = event.cached_tokens;
+  choice.e2e_latency_s = event.e2e_latency_s;
+  if (event.finished) {
+    choice.finished = true;
+    choice.finish = event.finish_reason;
+    ++num_finished_;
+  }
+  on_event_(*this, index, event);
+  if (event.finished && num_finished_ == choices_.size()) on_done_(*this);
+}
+
+void CallTracker::AbortUnfinished() {
+  std::vector<std::string> rids;
+  {
+    std::lock_guard lock(mu_);
+    for (const ChoiceState& choice : choices_) {
+      if (!choice.finished) rids.push_back(choice.rid);
+    }
+  }
+  for (const std::string& rid : rids) ctx_.engine->Abort(rid);
+}
+
+}  // namespace radixserve::api

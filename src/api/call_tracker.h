@@ -1,0 +1,78 @@
+// CallTracker: the engine requests behind one HTTP call (a /generate batch, or the n choices of an
+// OpenAI request), their accumulated outputs, and the call's lifetime: submission, events,
+// client disconnect (aborts whatever is unfinished), completion.
+//
+// Thread safety: events arrive on the engine thread, disconnects on an HTTP thread; all state is
+// guarded by one mutex, and the callbacks run under it (they only format and write).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/api_error.h"
+#include "api/response_writer.h"
+#include "api/server_context.h"
+#include "engine/request.h"
+#include "engine/request_event.h"
+
+namespace radixserve::api {
+
+// Everything one engine request has produced so far.
+struct ChoiceState {
+  std::string rid;
+  std::vector<int32_t> input_ids;
+  std::string text;                 // cumulative output text
+  std::vector<int32_t> output_ids;  // cumulative output ids
+  std::vector<engine::TokenLogprobInfo> output_logprobs;
+  std::vector<engine::TokenLogprobInfo> input_logprobs;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+  double e2e_latency_s = 0.0;
+  bool finished = false;
+  std::optional<engine::FinishReason> finish;
+  // Bookkeeping for formatters that send deltas.
+  size_t text_sent = 0;
+  size_t ids_sent = 0;
+  size_t logprobs_sent = 0;
+};
+
+class CallTracker : public std::enable_shared_from_this<CallTracker> {
+ public:
+  // Runs under the tracker's lock after an event was folded into choices()[index].
+  using OnEvent = std::function<void(CallTracker&, size_t index, const engine::RequestEvent&)>;
+  // Runs once, under the lock, when every choice has finished.
+  using OnDone = std::function<void(CallTracker&)>;
+  // Runs when the engine refuses a request at submission (nothing else is called then).
+  using OnRejected = std::function<void(const ApiError&)>;
+
+  // Submits every request. If one is refused, the already-submitted ones are aborted and
+  // `on_rejected` answers the call.
+  static void Start(ServerContext& ctx, ResponseWriterPtr writer,
+                    std::vector<engine::GenerateRequest> requests, OnEvent on_event,
+                    OnDone on_done, OnRejected on_rejected);
+
+  std::vector<ChoiceState>& choices() { return choices_; }
+  ResponseWriter& writer() { return *writer_; }
+  ServerContext& context() { return ctx_; }
+
+ private:
+  CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event, OnDone on_done);
+  void Handle(size_t index, engine::RequestEvent event);
+  void AbortUnfinished();
+
+  ServerContext& ctx_;
+  ResponseWriterPtr writer_;
+  OnEvent on_event_;
+  OnDone on_done_;
+  std::mutex mu_;
+  std::vector<ChoiceState> choices_;
+  size_t num_finished_ = 0;
+  bool rejected_ = false;
+};
+
+}  // namespace radixserve::api

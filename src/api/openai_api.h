@@ -1,0 +1,17 @@
+// The OpenAI-compatible generation routes: POST /v1/chat/completions and POST /v1/completions,
+// with SGLang's extensions (top_k, min_p, repetition_penalty, min_tokens, stop_token_ids,
+// ignore_eos, chat_template_kwargs, rid, priority, ...), streaming as OpenAI chunks, usage with
+// cached tokens under --enable-cache-report, logprobs in OpenAI's shapes.
+#pragma once
+
+#include <string>
+
+#include "api/response_writer.h"
+#include "api/server_context.h"
+
+namespace radixserve::api {
+
+void HandleChatCompletions(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+void HandleCompletions(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+
+}  // namespace radixserve::api

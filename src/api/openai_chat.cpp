@@ -1,0 +1,288 @@
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "api/openai_api.h"
+#include "api/openai_common.h"
+#include "api/request_builder.h"
+
+namespace radixserve::api {
+namespace {
+
+using namespace openai;
+
+const char* const kRoles[] = {"system", "user", "assistant", "tool", "function", "developer"};
+
+// Messages as the template wants them; roles lower-cased and checked.
+chat::Json PrepareMessages(const chat::Json& messages, chat::ContentFormat format) {
+  chat::Json out = chat::Json::array();
+  for (const auto& message : messages) {
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
+      throw ValidationError("Each message must be an object with a string 'role'.");
+    }
+    std::string role = message["role"].get<std::string>();
+    std::transform(role.begin(), role.end(), role.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (std::find(std::begin(kRoles), std::end(kRoles), role) == std::end(kRoles)) {
+      throw ValidationError(fmt::format("Invalid message role '{}'.", role));
+    }
+    const chat::Json& content = message.contains("content") ? message["content"] : chat::Json();
+    if (!content.is_null() && !content.is_string() && !content.is_array()) {
+      throw ValidationError("Message content must be a string or a list of content parts.");
+    }
+    if (content.is_array()) {
+      for (const auto& part : content) {
+        if (!part.is_object() || !part.contains("type")) {
+          throw ValidationError("Each content part must be an object with a 'type'.");
+        }
+        std::string type = part["type"].is_string() ? part["type"].get<std::string>() : "";
+        if (type != "text") {
+          throw ValidationError(fmt::format(
+              "Content parts of type '{}' are not supported: this model takes text only.", type));
+        }
+      }
+    }
+    chat::Json ordered = chat::Json::parse(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    ordered["role"] = role;
+    out.push_back(chat::PrepareMessage(ordered, format));
+  }
+  return out;
+}
+
+json ChatLogprobs(const ServerContext& ctx, const ChoiceState& choice, size_t from) {
+  json content = json::array();
+  for (size_t i = from; i < choice.output_logprobs.size(); ++i) {
+    const auto& info = choice.output_logprobs[i];
+    std::string token = TokenText(ctx, info.token_id);
+    json top = json::array();
+    for (const auto& [id, lp] : info.top) {
+      std::string alt = TokenText(ctx, id);
+      top.push_back({{"token", alt}, {"bytes", Bytes(alt)}, {"logprob", lp}});
+    }
+    content.push_back(
+        {{"token", token}, {"bytes", Bytes(token)}, {"logprob", info.logprob}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json Chunk(const std::string& id, int64_t created, const std::string& model, json choice) {
+  return {{"id", id},
+          {"object", "chat.completion.chunk"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({std::move(choice)})},
+          {"usage", nullptr}};
+}
+
+}  // namespace
+
+void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
+                           ResponseWriterPtr writer) {
+  json body = json::parse(body_text, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    SendValidationError(*writer, "The request body must be a JSON object.");
+    return;
+  }
+  std::vector<engine::GenerateRequest> requests;
+  std::string model;
+  bool stream = false, include_usage = false, logprobs = false;
+  int64_t n = 1;
+  try {
+    model = OptString(body, "model").value_or("default");
+    stream = OptBool(body, "stream").value_or(false);
+    if (body.contains("stream_options") && body["stream_options"].is_object()) {
+      include_usage = OptBool(body["stream_options"], "include_usage").value_or(false);
+    }
+    logprobs = OptBool(body, "logprobs").value_or(false);
+    int64_t top_logprobs = OptInt(body, "top_logprobs").value_or(0);
+    n = OptInt(body, "n").value_or(1);
+    if (!body.contains("messages") || !body["messages"].is_array()) {
+      throw ValidationError("Field 'messages' is required and must be a list.");
+    }
+    if (body["messages"].empty()) {
+      SendError(*writer, BadRequest("Messages cannot be empty."));
+      return;
+    }
+    if (body.contains("tools") && body["tools"].is_array() && !body["tools"].empty()) {
+      SendError(*writer, BadRequest("Tool calling is not supported by radixserve yet: send the "
+                                    "request without 'tools'."));
+      return;
+    }
+    if (body.contains("response_format") && body["response_format"].is_object()) {
+      std::string type = body["response_format"].value("type", "text");
+      if (type != "text") {
+        SendError(*writer, BadRequest(fmt::format(
+                               "response_format type '{}' is not supported yet.", type)));
+        return;
+      }
+    }
+    if (ctx.chat_template == nullptr) {
+      SendError(*writer, BadRequest("This model has no chat template; pass --chat-template or "
+                                    "use /v1/completions."));
+      return;
+    }
+    chat::ChatRenderInput input;
+    // Templates see the client's key order (tools | tojson), so read messages order-preserving.
+    chat::Json ordered_body = chat::Json::parse(body_text);
+    input.messages =
+        PrepareMessages(ordered_body["messages"], ctx.chat_template->content_format());
+    input.continue_final_message = OptBool(body, "continue_final_message").value_or(false);
+    input.add_generation_prompt = !input.continue_final_message;
+    if (body.contains("chat_template_kwargs") && body["chat_template_kwargs"].is_object()) {
+      input.template_kwargs = chat::Json::parse(body["chat_template_kwargs"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+    auto prompt = ctx.chat_template->Render(input);
+    if (!prompt.ok()) {
+      SendError(*writer, BadRequest(prompt.status().message()));
+      return;
+    }
+
+    json sampling = SamplingFromOpenAi(body);
+    auto max_tokens = OptInt(body, "max_completion_tokens");
+    if (!max_tokens) max_tokens = OptInt(body, "max_tokens");
+    sampling["max_new_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
+    sampling["n"] = n;
+    std::string base_rid = OptString(body, "rid").value_or(NewRid(ctx));
+    std::optional<int64_t> priority = OptInt(body, "priority");
+    for (int64_t i = 0; i < std::max<int64_t>(n, 1); ++i) {
+      BuildOptions options{.rid = n > 1 ? fmt::format("{}_{}", base_rid, i) : base_rid,
+                           .stream = stream,
+                           .priority = priority,
+                           .return_logprob = logprobs,
+                           .logprob_start_len = -1,
+                           .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),
+                           .token_ids_logprob = {},
+                           .return_text_in_logprobs = false,
+                           .add_special_tokens = false,
+                           .apply_model_defaults =
+                               ctx.args->GetString("sampling-defaults") == "model",
+                           .float_fields_are_floats = true};
+      BuiltRequest built = BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
+      if (built.error) {
+        SendError(*writer, *built.error);
+        return;
+      }
+      built.request->sampling.n = 1;
+      requests.push_back(std::move(*built.request));
+    }
+  } catch (const ValidationError& e) {
+    SendValidationError(*writer, e.what());
+    return;
+  }
+
+  const std::string id = requests[0].rid;
+  const int64_t created = NowSeconds();
+  const size_t group = static_cast<size_t>(std::max<int64_t>(n, 1));
+  if (stream) writer->StartStream();
+
+  auto on_event = [id, created, model, stream, logprobs](CallTracker& call, size_t index,
+                                                         const engine::RequestEvent& event) {
+    if (!stream) return;
+    ChoiceState& choice = call.choices()[index];
+    if (choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
+        choice.finish->status_code >= 400) {
+      return;  // reported once everything has finished
+    }
+    if (choice.text_sent == 0 && choice.logprobs_sent == 0 && choice.ids_sent == 0) {
+      choice.ids_sent = 1;  // marks "role chunk sent"
+      call.writer().SendEvent(
+          Chunk(id, created, model,
+                {{"index", index},
+                 {"delta", {{"role", "assistant"}, {"content", ""}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr},
+                 {"matched_stop", nullptr}})
+              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+    if (choice.text.size() > choice.text_sent || !event.new_token_ids.empty()) {
+      std::string delta = choice.text.substr(choice.text_sent);
+      choice.text_sent = choice.text.size();
+      json lp = nullptr;
+      if (logprobs) {
+        lp = ChatLogprobs(call.context(), choice, choice.logprobs_sent);
+        choice.logprobs_sent = choice.output_logprobs.size();
+      }
+      if (delta.empty() && lp.is_null()) return;
+      call.writer().SendEvent(Chunk(id, created, model,
+                                    {{"index", index},
+                                     {"delta", {{"content", delta}}},
+                                     {"logprobs", lp},
+                                     {"finish_reason", nullptr},
+                                     {"matched_stop", nullptr}})
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+  };
+  auto on_done = [id, created, model, stream, include_usage, logprobs, group](CallTracker& call) {
+    auto& choices = call.choices();
+    for (const ChoiceState& choice : choices) {
+      if (choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
+          choice.finish->status_code >= 400) {
+        ApiError error{choice.finish->status_code, choice.finish->message,
+                       choice.finish->status_code == 503 ? "503" : "BadRequestError", {}};
+        if (stream) {
+          call.writer().SendEvent(json{{"error", error.OpenAiBody()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+          call.writer().SendEvent("[DONE]");
+          call.writer().EndStream();
+        } else {
+          SendError(call.writer(), error);
+        }
+        return;
+      }
+    }
+    if (stream) {
+      for (size_t i = 0; i < choices.size(); ++i) {
+        call.writer().SendEvent(Chunk(id, created, model,
+                                      {{"index", i},
+                                       {"delta", json::object()},
+                                       {"logprobs", nullptr},
+                                       {"finish_reason", FinishReasonName(choices[i])},
+                                       {"matched_stop", MatchedStop(choices[i])}})
+                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      }
+      if (include_usage) {
+        call.writer().SendEvent(json{{"id", id},
+                                     {"object", "chat.completion.chunk"},
+                                     {"created", created},
+                                     {"model", model},
+                                     {"choices", json::array()},
+                                     {"usage", Usage(call.context(), choices, group)}}
+                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      }
+      call.writer().SendEvent("[DONE]");
+      call.writer().EndStream();
+      return;
+    }
+    json out_choices = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+      out_choices.push_back(
+          {{"index", i},
+           {"message",
+            {{"role", "assistant"}, {"content", choices[i].text}, {"reasoning_content", nullptr},
+             {"tool_calls", nullptr}}},
+           {"logprobs", logprobs ? ChatLogprobs(call.context(), choices[i], 0) : json(nullptr)},
+           {"finish_reason", FinishReasonName(choices[i])},
+           {"matched_stop", MatchedStop(choices[i])}});
+    }
+    json out = {{"id", id},
+                {"object", "chat.completion"},
+                {"created", created},
+                {"model", model},
+                {"choices", out_choices},
+                {"usage", Usage(call.context(), choices, group)},
+                {"metadata", {{"weight_version", call.context().weight_version}}}};
+    call.writer().Send(200, "application/json", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  auto on_rejected = [writer, stream](const ApiError& error) {
+    if (stream) {
+      writer->SendEvent(json{{"error", error.OpenAiBody()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      writer->SendEvent("[DONE]");
+      writer->EndStream();
+    } else {
+      SendError(*writer, error);
+    }
+  };
+  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected);
+}
+
+}  // namespace radixserve::api

@@ -1,0 +1,154 @@
+#include "api/openai_common.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace radixserve::api::openai {
+namespace {
+
+[[noreturn]] void WrongType(const char* key, const char* expected) {
+  throw ValidationError(fmt::format("Invalid value for '{}': expected {}.", key, expected));
+}
+
+}  // namespace
+
+std::optional<int64_t> OptInt(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float() && it->get<double>() == static_cast<double>(static_cast<int64_t>(
+                                                         it->get<double>()))) {
+    return static_cast<int64_t>(it->get<double>());
+  }
+  WrongType(key, "an integer");
+}
+
+std::optional<double> OptNumber(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || it->is_boolean()) WrongType(key, "a number");
+  return it->get<double>();
+}
+
+std::optional<bool> OptBool(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) WrongType(key, "a boolean");
+  return it->get<bool>();
+}
+
+std::optional<std::string> OptString(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) WrongType(key, "a string");
+  return it->get<std::string>();
+}
+
+json SamplingFromOpenAi(const json& body) {
+  json sampling = json::object();
+  auto copy_number = [&](const char* from, const char* to) {
+    if (auto v = OptNumber(body, from)) sampling[to] = body[from];
+  };
+  copy_number("temperature", "temperature");
+  copy_number("top_p", "top_p");
+  copy_number("min_p", "min_p");
+  copy_number("frequency_penalty", "frequency_penalty");
+  copy_number("presence_penalty", "presence_penalty");
+  copy_number("repetition_penalty", "repetition_penalty");
+  if (auto v = OptInt(body, "top_k")) sampling["top_k"] = *v;
+  if (auto v = OptInt(body, "min_tokens")) sampling["min_new_tokens"] = *v;
+  if (auto v = OptInt(body, "seed")) sampling["sampling_seed"] = *v;
+  if (auto v = OptBool(body, "ignore_eos")) sampling["ignore_eos"] = *v;
+  if (auto v = OptBool(body, "skip_special_tokens")) sampling["skip_special_tokens"] = *v;
+  if (auto v = OptBool(body, "spaces_between_special_tokens")) {
+    sampling["spaces_between_special_tokens"] = *v;
+  }
+  if (auto v = OptBool(body, "no_stop_trim")) sampling["no_stop_trim"] = *v;
+  if (body.contains("stop") && !body["stop"].is_null()) {
+    const json& stop = body["stop"];
+    if (!stop.is_string() && !stop.is_array()) WrongType("stop", "a string or a list of strings");
+    if (stop.is_array()) {
+      for (const auto& s : stop) {
+        if (!s.is_string()) WrongType("stop", "a string or a list of strings");
+      }
+    }
+    sampling["stop"] = stop;
+  }
+  if (body.contains("stop_token_ids") && !body["stop_token_ids"].is_null()) {
+    const json& ids = body["stop_token_ids"];
+    if (!ids.is_array()) WrongType("stop_token_ids", "a list of integers");
+    for (const auto& id : ids) {
+      if (!id.is_number_integer()) WrongType("stop_token_ids", "a list of integers");
+    }
+    sampling["stop_token_ids"] = ids;
+  }
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const json& bias = body["logit_bias"];
+    if (!bias.is_object()) WrongType("logit_bias", "an object of token id to bias");
+    for (const auto& [key, value] : bias.items()) {
+      if (!value.is_number()) WrongType("logit_bias", "an object of token id to bias");
+    }
+    sampling["logit_bias"] = bias;
+  }
+  return sampling;
+}
+
+void SendError(ResponseWriter& writer, const ApiError& error) {
+  writer.Send(error.status, "application/json", error.OpenAiBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void SendValidationError(ResponseWriter& writer, const std::string& message) {
+  SendError(writer, ApiError{400, message, "Bad Request", {}});
+}
+
+std::string FinishReasonName(const ChoiceState& choice) {
+  if (!choice.finish) return "stop";
+  switch (choice.finish->kind) {
+    case engine::FinishKind::kStop: return "stop";
+    case engine::FinishKind::kLength: return "length";
+    case engine::FinishKind::kAbort: return "abort";
+  }
+  return "stop";
+}
+
+json MatchedStop(const ChoiceState& choice) {
+  if (!choice.finish || choice.finish->kind != engine::FinishKind::kStop) return nullptr;
+  if (choice.finish->matched_str) return *choice.finish->matched_str;
+  if (choice.finish->matched_token) return *choice.finish->matched_token;
+  return nullptr;
+}
+
+json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t n) {
+  int64_t prompt = 0, completion = 0, cached = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (i % n == 0) {
+      prompt += choices[i].prompt_tokens;
+      cached += choices[i].cached_tokens;
+    }
+    completion += choices[i].completion_tokens;
+  }
+  json details = nullptr;
+  if (ctx.args->GetBool("enable-cache-report") && cached > 0) {
+    details = {{"cached_tokens", cached}};
+  }
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", details},
+          {"reasoning_tokens", 0}};
+}
+
+json Bytes(const std::string& text) {
+  json out = json::array();
+  for (unsigned char c : text) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace radixserve::api::openai

@@ -1,0 +1,54 @@
+// Pieces shared by the OpenAI-compatible routes: field readers that turn type mistakes into
+// 400s, the sampling-params mapping, usage and logprob shapes, finish reasons.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "api/call_tracker.h"
+#include "api/response_writer.h"
+#include "api/server_context.h"
+
+namespace radixserve::api::openai {
+
+using nlohmann::json;
+
+// Thrown by the readers below on a wrong type; handlers catch it and answer 400 "Bad Request"
+// (SGLang's shape for request-schema errors).
+struct ValidationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Optional typed fields: missing or null -> nullopt; wrong type -> ValidationError.
+std::optional<int64_t> OptInt(const json& body, const char* key);
+std::optional<double> OptNumber(const json& body, const char* key);
+std::optional<bool> OptBool(const json& body, const char* key);
+std::optional<std::string> OptString(const json& body, const char* key);
+
+// SGLang's sampling-params dict from the OpenAI fields both routes share (stop, penalties,
+// top_k/min_p extras, logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, ...). Only the
+// fields the request set are present, so server defaults can fill the rest.
+json SamplingFromOpenAi(const json& body);
+
+void SendError(ResponseWriter& writer, const ApiError& error);
+void SendValidationError(ResponseWriter& writer, const std::string& message);
+
+// "stop" | "length" | "abort" and the matched stop (string, token id or null).
+std::string FinishReasonName(const ChoiceState& choice);
+json MatchedStop(const ChoiceState& choice);
+
+// usage: prompt tokens counted once per prompt (the first choice of each group of n),
+// completion tokens summed; prompt_tokens_details only with --enable-cache-report and N > 0.
+json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t n);
+
+// UTF-8 bytes of a token's text, for OpenAI's "bytes" fields.
+json Bytes(const std::string& text);
+
+int64_t NowSeconds();
+
+}  // namespace radixserve::api::openai

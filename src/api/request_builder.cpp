@@ -1,0 +1,103 @@
+#include "api/request_builder.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "sampling/sampling_defaults.h"
+#include "sampling/sampling_params.h"
+
+namespace radixserve::api {
+
+std::string NewRid(ServerContext& ctx) {
+  // Time-seeded prefix + counter: unique in the process, unpredictable enough for logs.
+  static const uint64_t kStart = static_cast<uint64_t>(
+      std::chrono::system_clock::now().time_since_epoch().count());
+  uint64_t n = ctx.next_rid.fetch_add(1);
+  return fmt::format("{:016x}{:016x}", kStart, n);
+}
+
+std::string TokenText(const ServerContext& ctx, int32_t token_id) {
+  if (ctx.tokenizer == nullptr) return {};
+  const int32_t ids[1] = {token_id};
+  return ctx.tokenizer->Decode(ids, {.skip_special_tokens = false,
+                                     .spaces_between_special_tokens = true});
+}
+
+BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
+                                  const nlohmann::json& sampling_json,
+                                  const BuildOptions& options) {
+  BuiltRequest out;
+  engine::GenerateRequest request;
+  request.rid = options.rid;
+
+  if (prompt.ids) {
+    request.input_ids = *prompt.ids;
+  } else if (prompt.text) {
+    if (ctx.tokenizer == nullptr) {
+      out.error = BadRequest("The tokenizer is not initialized (--skip-tokenizer-init): send "
+                             "input_ids instead of text.");
+      return out;
+    }
+    auto ids = ctx.tokenizer->Encode(*prompt.text,
+                                     {.add_special_tokens = options.add_special_tokens,
+                                      .parse_special = true});
+    request.input_ids.assign(ids.begin(), ids.end());
+  }
+  if (request.input_ids.empty()) {
+    out.error = BadRequest("input_ids cannot be empty.");
+    return out;
+  }
+  for (int32_t id : request.input_ids) {
+    if (id < 0 || id >= ctx.model.vocab_size) {
+      out.error = BadRequest(fmt::format("Token id {} is out of vocabulary (size {}).", id,
+                                         ctx.model.vocab_size));
+      return out;
+    }
+  }
+
+  nlohmann::json merged = sampling_json.is_null() ? nlohmann::json::object() : sampling_json;
+  if (!merged.is_object()) {
+    out.error = BadRequest("sampling_params must be an object.");
+    return out;
+  }
+  if (options.apply_model_defaults) {
+    merged = sampling::MergeSamplingDefaults(ctx.model.generation_defaults, merged);
+  }
+  const nlohmann::json& preferred = ctx.args->Get("preferred-sampling-params");
+  if (preferred.is_object()) merged = sampling::MergeSamplingDefaults(preferred, merged);
+
+  auto params = sampling::SamplingParams::FromJson(
+      merged, {.float_fields_are_floats = options.float_fields_are_floats});
+  if (!params.ok()) {
+    out.error = BadRequest(params.status().message());
+    return out;
+  }
+  if (Status verified = params->Verify(ctx.model.vocab_size); !verified.ok()) {
+    out.error = BadRequest(verified.message());
+    return out;
+  }
+  request.sampling = std::move(params).value();
+
+  request.stream = options.stream;
+  request.priority = options.priority;
+  request.return_logprob = options.return_logprob;
+  request.logprob_start_len = options.logprob_start_len;
+  request.top_logprobs_num = options.top_logprobs_num;
+  request.token_ids_logprob = options.token_ids_logprob;
+  request.return_text_in_logprobs = options.return_text_in_logprobs;
+  request.detokenize = ctx.tokenizer != nullptr;
+  if (options.return_logprob && options.logprob_start_len >= 0 &&
+      options.logprob_start_len >= static_cast<int64_t>(request.input_ids.size())) {
+    out.error = BadRequest(fmt::format(
+        "logprob_start_len={} is higher than the number of input tokens {}. Request with a "
+        "lower logprob_start_len.",
+        options.logprob_start_len, request.input_ids.size()));
+    return out;
+  }
+  out.request = std::move(request);
+  return out;
+}
+
+}  // namespace radixserve::api

@@ -1,0 +1,53 @@
+// Turns the fields of a parsed API request into engine::GenerateRequests: tokenization, sampling
+// defaults (--preferred-sampling-params; generation_config.json for chat), SamplingParams
+// construction and SGLang's verify(), logprob options, rid assignment.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "api/server_context.h"
+#include "engine/request.h"
+
+namespace radixserve::api {
+
+// A prompt as text or as token ids (ids win when both are present, as in SGLang).
+struct PromptInput {
+  std::optional<std::string> text;
+  std::optional<std::vector<int32_t>> ids;
+};
+
+struct BuildOptions {
+  std::string rid;
+  bool stream = false;
+  std::optional<int64_t> priority;
+  bool return_logprob = false;
+  int64_t logprob_start_len = -1;
+  int32_t top_logprobs_num = 0;
+  std::vector<int32_t> token_ids_logprob;
+  bool return_text_in_logprobs = false;
+  bool add_special_tokens = true;   // when tokenizing text
+  bool apply_model_defaults = false;  // generation_config.json defaults (chat completions)
+  bool float_fields_are_floats = false;  // OpenAI routes (pydantic float semantics)
+};
+
+// The request, or a 400 ApiError with SGLang's message.
+struct BuiltRequest {
+  std::optional<engine::GenerateRequest> request;
+  std::optional<ApiError> error;
+};
+
+BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
+                                  const nlohmann::json& sampling_json, const BuildOptions& options);
+
+// A fresh request id (hex), unique within this process.
+std::string NewRid(ServerContext& ctx);
+
+// Decodes a single token for logprob text / OpenAI token fields ("" without a tokenizer).
+std::string TokenText(const ServerContext& ctx, int32_t token_id);
+
+}  // namespace radixserve::api

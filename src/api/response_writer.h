@@ -1,0 +1,34 @@
+// ResponseWriter: how an API handler answers, independent of the HTTP server that carries it
+// (src/http adapts its connection to this interface). A handler either sends one complete
+// response, or starts a Server-Sent-Events stream, sends events, and ends it.
+//
+// Thread safety: every method may be called from any thread (engine events arrive on the engine
+// thread); implementations serialize them. Calls after the response completed or after the
+// client disconnected are ignored.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace radixserve::api {
+
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+
+  virtual void Send(int status, std::string content_type, std::string body) = 0;
+
+  // 200 with Content-Type text/event-stream; then each SendEvent writes "data: <data>\n\n".
+  virtual void StartStream() = 0;
+  virtual void SendEvent(std::string data) = 0;
+  virtual void EndStream() = 0;
+
+  // `callback` runs once (on any thread) if the client goes away before the response
+  // completes; handlers abort their engine requests from it.
+  virtual void OnDisconnect(std::function<void()> callback) = 0;
+};
+
+using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;
+
+}  // namespace radixserve::api

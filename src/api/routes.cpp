@@ -1,0 +1,55 @@
+#include "api/routes.h"
+
+#include "api/admin_api.h"
+#include "api/api_error.h"
+#include "api/generate_api.h"
+#include "api/openai_api.h"
+
+namespace radixserve::api {
+namespace {
+
+// OpenAI routes take JSON bodies only (SGLang answers 400 otherwise).
+ApiHandler JsonOnly(void (*handle)(ServerContext&, const std::string&, ResponseWriterPtr)) {
+  return [handle](ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+    if (request.content_type != "application/json") {
+      ApiError error{400, "Unsupported Media Type: Only 'application/json' is allowed",
+                     "BadRequestError", {}};
+      writer->Send(400, "application/json", error.OpenAiBody().dump());
+      return;
+    }
+    handle(ctx, request.body, std::move(writer));
+  };
+}
+
+ApiHandler BodyOnly(void (*handle)(ServerContext&, const std::string&, ResponseWriterPtr)) {
+  return [handle](ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+    handle(ctx, request.body, std::move(writer));
+  };
+}
+
+}  // namespace
+
+std::vector<ApiRoute> ApiRoutes() {
+  return {
+      {{"GET"}, "/health", false, HandleHealth},
+      {{"GET"}, "/health_generate", false, HandleHealthGenerate},
+      {{"GET"}, "/model_info", false, HandleModelInfo},
+      {{"GET"}, "/get_model_info", false, HandleModelInfo},
+      {{"GET"}, "/server_info", false, HandleServerInfo},
+      {{"GET"}, "/get_server_info", false, HandleServerInfo},
+      {{"GET"}, "/get_load", false, HandleGetLoad},
+      {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache},
+      {{"POST"}, "/abort_request", false, HandleAbortRequest},
+      {{"POST", "PUT"}, "/generate", false, BodyOnly(HandleGenerate)},
+      {{"POST"}, "/tokenize", false, HandleTokenize},
+      {{"POST"}, "/v1/tokenize", false, HandleTokenize},
+      {{"POST"}, "/detokenize", false, HandleDetokenize},
+      {{"POST"}, "/v1/detokenize", false, HandleDetokenize},
+      {{"POST"}, "/v1/completions", false, JsonOnly(HandleCompletions)},
+      {{"POST"}, "/v1/chat/completions", false, JsonOnly(HandleChatCompletions)},
+      {{"GET"}, "/v1/models", false, HandleListModels},
+      {{"GET"}, "/v1/models/", true, HandleGetModel},
+  };
+}
+
+}  // namespace radixserve::api

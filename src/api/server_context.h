@@ -1,0 +1,42 @@
+// ServerContext: what every API handler reads - the resolved arguments, the engine, the tokenizer
+// and chat template, and facts about the served model. Built once by main before the HTTP server
+// starts; read-only afterwards (the engine itself is thread-safe).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "args/server_args.h"
+#include "chat/chat_template.h"
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace radixserve::api {
+
+struct ModelFacts {
+  std::string model_type;                  // config.json model_type / GGUF architecture
+  std::vector<std::string> architectures;  // e.g. ["LlamaForCausalLM"]
+  int64_t context_len = 0;
+  int64_t vocab_size = 0;
+  // generation_config.json values used as sampling defaults (--sampling-defaults model).
+  nlohmann::json generation_defaults = nlohmann::json::object();
+};
+
+struct ServerContext {
+  const args::ServerArgs* args = nullptr;
+  engine::Engine* engine = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;  // null with --skip-tokenizer-init
+  const chat::ChatTemplate* chat_template = nullptr;  // null: the model has none
+  ModelFacts model;
+  std::string served_model_name;
+  std::string weight_version = "default";
+  std::atomic<bool> shutting_down{false};
+  std::atomic<uint64_t> next_rid{0};
+};
+
+}  // namespace radixserve::api

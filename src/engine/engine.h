@@ -1,0 +1,66 @@
+// Engine: the facade the API layer talks to. One engine thread owns all scheduling state (queues,
+// sequences, KV pool, prefix cache) and runs the loop: drain the inbox, plan a step, run the
+// model, sample, commit tokens, detokenize, match stops, emit events.
+//
+// Thread safety: every public method may be called from any thread. Callbacks (EventSink) run on
+// the engine thread and must return quickly without blocking (post the event elsewhere).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "engine/request.h"
+#include "engine/request_event.h"
+
+namespace radixserve::engine {
+
+// Receives the events of one request, on the engine thread, in order.
+using EventSink = std::function<void(RequestEvent)>;
+
+// Load and cache figures for /get_load, /server_info, /metrics and the leak check.
+struct EngineStats {
+  int64_t num_running_reqs = 0;
+  int64_t num_queued_reqs = 0;
+  int64_t max_total_num_tokens = 0;
+  int64_t max_running_requests = 0;
+  int64_t context_len = 0;
+  int64_t used_tokens = 0;     // KV slots held by live sequences
+  int64_t cached_tokens = 0;   // KV slots held by the prefix cache
+  double token_usage = 0.0;    // used / total
+  double cache_hit_rate = 0.0; // cached prompt tokens / prompt tokens, since start
+  double gen_throughput = 0.0; // tokens/s over the last decode log interval
+  int64_t num_retractions = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Queues a request. The returned status is an immediate rejection (queue full: kResourceExhausted
+  // -> 503; prompt too long and not truncatable: kInvalidArgument -> 400); on success every
+  // outcome, including later errors, arrives through `sink` ending with a finished event.
+  virtual Status Submit(GenerateRequest request, EventSink sink) = 0;
+
+  // Aborts every request whose rid starts with `rid_prefix` (empty: all). Their sinks receive a
+  // final kAbort event; their KV is released within one step.
+  virtual void Abort(std::string_view rid_prefix) = 0;
+
+  // /flush_cache: drops the prefix cache when no request is running or queued; returns
+  // kResourceExhausted (SGLang answers 400 with a message) otherwise.
+  virtual Status FlushCache() = 0;
+
+  virtual EngineStats Stats() const = 0;
+
+  // The leak check (SGLang's): when idle, every KV slot is free or held by the prefix cache.
+  // Ok when busy-but-consistent or idle-and-clean; an error describing the discrepancy otherwise.
+  virtual Status CheckLeaks() const = 0;
+
+  // Stops accepting requests, aborts what is in flight and joins the engine thread.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace radixserve::engine

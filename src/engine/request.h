@@ -1,0 +1,40 @@
+// GenerateRequest: what a client asked for, fixed once the API layer has parsed and tokenized it
+// (MLC-LLM's Request vs RequestState split: the engine's mutable per-sequence state lives in the
+// engine, never here). Built on an HTTP thread, moved into Engine::Submit, read by the engine
+// thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+
+namespace radixserve::engine {
+
+struct GenerateRequest {
+  std::string rid;                  // unique id; /abort_request matches it by prefix
+  std::vector<int32_t> input_ids;   // the prompt, already tokenized (chat template applied)
+  sampling::SamplingParams sampling;  // verified against the vocabulary; n == 1 (the API layer
+                                      // submits n requests for n > 1)
+  bool stream = false;
+  // Priority for --enable-priority-scheduling (nullopt: the default priority).
+  std::optional<int64_t> priority;
+
+  // Logprobs (native API names; OpenAI's are mapped onto these).
+  bool return_logprob = false;
+  int64_t logprob_start_len = -1;  // -1: no prompt logprobs; else from this prompt position
+  int32_t top_logprobs_num = 0;
+  std::vector<int32_t> token_ids_logprob;
+  bool return_text_in_logprobs = false;
+
+  // Text generation: detokenize incrementally and match stop strings (false: token ids only,
+  // e.g. --skip-tokenizer-init).
+  bool detokenize = true;
+
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+};
+
+}  // namespace radixserve::engine

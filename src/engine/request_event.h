@@ -1,0 +1,59 @@
+// RequestEvent: what the engine reports to one request's consumer. A request receives zero or
+// more progress events and exactly one final event (finished == true), after which it receives
+// nothing more. Events are cumulative-free: each carries only what is new since the previous
+// event (the API layer accumulates for the native API's cumulative text).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace radixserve::engine {
+
+enum class FinishKind {
+  kStop,    // EOS, a stop token id or a stop string
+  kLength,  // max_new_tokens or the context length reached
+  kAbort,   // aborted: client gone, /abort_request, server shutdown, or an error after admission
+};
+
+struct FinishReason {
+  FinishKind kind = FinishKind::kStop;
+  // kStop: the matched stop string, or the matched token id (EOS / stop_token_ids).
+  std::optional<std::string> matched_str;
+  std::optional<int32_t> matched_token;
+  // kAbort: why, and the HTTP status the API should report (400 bad request, 503 queue full /
+  // shutting down, 500 internal).
+  std::string message;
+  int status_code = 0;
+};
+
+struct TokenLogprobInfo {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // top_logprobs_num alternatives, best first
+  std::vector<float> token_ids_logprobs;       // aligned with GenerateRequest::token_ids_logprob
+};
+
+struct RequestEvent {
+  // Output tokens generated since the previous event, and the text they completed. The text is
+  // only ever appended to (never retracted); a stop string and anything after it never appear.
+  std::vector<int32_t> new_token_ids;
+  std::string text_delta;
+  std::vector<TokenLogprobInfo> output_logprobs;  // aligned with new_token_ids (if requested)
+  // Prompt logprobs, in the first event only: one entry per prompt position from
+  // logprob_start_len to the end, entry i holding log P(token_i | tokens before i). Like SGLang,
+  // the first entry has no computed value: its logprob is NaN (reported as null).
+  std::vector<TokenLogprobInfo> input_logprobs;
+
+  bool finished = false;
+  std::optional<FinishReason> finish_reason;  // set when finished
+
+  // Running totals at the time of the event.
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  double e2e_latency_s = 0.0;  // since GenerateRequest::arrival
+};
+
+}  // namespace radixserve::engine
