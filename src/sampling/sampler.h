@@ -1,0 +1,107 @@
+// Sampler: picks the next token of each row from processed logits (see LogitsProcessor) and
+// reports its logprobs. Per row, with T = the normalized temperature (SamplingParams maps
+// temperature < 1e-6 to T = 1 and top_k = 1):
+//   * distribution  p = softmax(logits / T)
+//   * greedy (top_k <= 1): token = argmax(logits); ties go to the LOWEST token id.
+//   * otherwise SGLang's sort-based filter (pytorch backend): sort p descending (ties: lower id
+//     first) and keep the longest prefix whose members satisfy all of
+//       rank < top_k;  (cumulative p of the tokens before it) <= top_p;  p >= p_max * min_p,
+//     then draw by inverse CDF over the kept tokens (renormalized), walked in ascending token id
+//     order, with the row's uniform u = RequestRng(seed).Uniform(step): the first kept token
+//     whose cumulative mass exceeds u * kept_mass. The result depends only on (logits, params,
+//     seed, step), never on the batch.
+//   * logprobs are taken from p, i.e. AFTER temperature and BEFORE top-k/top-p/min-p truncation
+//     (SGLang's default). Greedy requests (temperature < 1e-6) have T = 1, so theirs are
+//     log_softmax(processed logits); a top_k = 1 request with T != 1 uses its T whatever the
+//     batch (SGLang would drop T when the whole batch is greedy). -inf (masked) becomes the
+//     lowest finite float, as SGLang clamps to the dtype minimum.
+// Thread affinity: one instance per engine thread (reuses scratch buffers; no per-token heap
+// allocation once outputs have reached their capacity).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+
+namespace radixserve::sampling {
+
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+};
+
+// Per-row sampling inputs (a flat view of SamplingParams plus the row's RNG position).
+struct SampleRowParams {
+  double temperature = 1.0;  // > 0 (already normalized)
+  int64_t top_k = kTopKAll;  // >= 1; <= 1 means greedy
+  double top_p = 1.0;        // (0, 1]
+  double min_p = 0.0;        // [0, 1]
+  uint64_t seed = 0;         // request seed (SamplingParams::sampling_seed or a SeedSource draw)
+  uint64_t step = 0;         // number of tokens this sequence generated before this one
+  // false: SampleRow skips every logprob (greedy rows then cost one argmax pass) and leaves the
+  // logprob fields of SampleOutput zero/empty.
+  bool return_logprob = true;
+  int32_t top_logprobs_num = 0;                // alternatives to report (0: none)
+  std::span<const int32_t> token_ids_logprob;  // ids whose logprobs to report; in vocab range
+
+  static SampleRowParams From(const SamplingParams& params, uint64_t seed, uint64_t step);
+};
+
+// Results for one row. Vectors are cleared and refilled; keep the object across steps so their
+// capacity is reused.
+struct SampleOutput {
+  int32_t token_id = 0;
+  float logprob = 0.0f;                    // of token_id
+  std::vector<TokenLogprob> top_logprobs;  // best first; ties: lower id first
+  std::vector<float> token_ids_logprobs;   // aligned with SampleRowParams::token_ids_logprob
+};
+
+class Sampler {
+ public:
+  explicit Sampler(int32_t vocab_size);
+
+  void SampleRow(std::span<const float> logits, const SampleRowParams& params, SampleOutput& out);
+
+  // Logprobs of a given `token_id` (and the alternatives `params` asks for) under
+  // log_softmax(logits / params.temperature), without drawing anything. Prompt logprobs use it
+  // with temperature 1 (SGLang's input logprobs are raw log_softmax). Sampling fields of
+  // `params` other than temperature are ignored.
+  void ScoreRow(std::span<const float> logits, int32_t token_id, const SampleRowParams& params,
+                SampleOutput& out);
+
+  // Row-major [params.size(), vocab_size] logits; outputs.size() == params.size(). Rows run one
+  // after another; to spread a batch over cores give each worker its own Sampler and a row
+  // range (results do not depend on how rows are split).
+  void SampleBatch(std::span<const float> logits, std::span<const SampleRowParams> params,
+                   std::span<SampleOutput> outputs);
+
+  int32_t vocab_size() const { return vocab_size_; }
+
+ private:
+  // Fills probs_ with softmax(logits / temperature) and, if asked, logprobs_ with its log. If the
+  // largest logit is not finite (all -inf, or +inf present) returns false with every logprob at
+  // the lowest float and every prob 0; the row then falls back to argmax. NaN logits count as
+  // -inf.
+  bool ComputeProbs(std::span<const float> logits, double temperature, bool with_logprobs);
+  // Puts into order_[0, count) every token that can survive truncation; returns count.
+  size_t GatherCandidates(const SampleRowParams& params, float p_max_float);
+  int32_t SampleFiltered(const SampleRowParams& params);
+  int32_t SampleUnfiltered(const SampleRowParams& params);
+  void FillLogprobOutputs(const SampleRowParams& params, SampleOutput& out);
+
+  int32_t vocab_size_;
+  std::vector<float> scaled_;    // scratch: logits / temperature for the current row
+  std::vector<float> logprobs_;  // scratch: log p for the current row
+  std::vector<float> probs_;     // scratch: p for the current row
+  std::vector<int32_t> order_;   // scratch: token ids, sorted by p for the current row
+};
+
+// Index of the largest logit, lowest index on ties (NaN never wins). Returns 0 if all are NaN.
+int32_t ArgmaxLowestId(std::span<const float> logits);
+
+// Largest value (NaN ignored; -inf for an empty or all-NaN span).
+float MaxValue(std::span<const float> values);
+
+}  // namespace radixserve::sampling
