@@ -1,5 +1,6 @@
 # Shared settings for scripts/*: where caches and builds live (outside the repo).
 # shellcheck shell=bash
+export PATH="$HOME/.cargo/bin:$PATH"
 RADIX_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RADIX_CACHE="${RADIX_CACHE:-$HOME/.cache/radixserve}"
 RADIX_VENV="$RADIX_CACHE/venv"
@@ -11,6 +12,7 @@ RADIX_BUILD_DIR="${RADIX_BUILD_DIR:-$RADIX_CACHE/build/$_radix_tag-release}"
 RADIX_ASAN_BUILD_DIR="${RADIX_ASAN_BUILD_DIR:-$RADIX_CACHE/build/$_radix_tag-asan}"
 RADIX_DEFAULT_MODEL="$RADIX_MODELS/smollm2-135m-instruct-q4_1.gguf"
 export RADIX_REPO RADIX_CACHE RADIX_BUILD_DIR RADIX_ASAN_BUILD_DIR RADIX_MODELS
+export RADIX_CARGO_TARGET_DIR="${RADIX_CARGO_TARGET_DIR:-$RADIX_CACHE/cargo-target}"
 export CCACHE_DIR="${CCACHE_DIR:-$RADIX_CACHE/ccache}"
 export CCACHE_BASEDIR="$RADIX_REPO"
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"

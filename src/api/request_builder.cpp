@@ -80,6 +80,17 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   }
   request.sampling = std::move(params).value();
 
+  for (int32_t id : options.token_ids_logprob) {
+    if (id < 0 || id >= ctx.model.vocab_size) {
+      out.error = BadRequest(fmt::format("token_ids_logprob contains {}, which is outside the "
+                                         "vocabulary (size {}).", id, ctx.model.vocab_size));
+      return out;
+    }
+  }
+  if (options.top_logprobs_num < 0) {
+    out.error = BadRequest("top_logprobs_num must be at least 0.");
+    return out;
+  }
   request.stream = options.stream;
   request.priority = options.priority;
   request.return_logprob = options.return_logprob;

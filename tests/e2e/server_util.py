@@ -1,0 +1,77 @@
+"""Starts a real radixserve process for black-box tests and stops it afterwards."""
+import os
+import pathlib
+import socket
+import subprocess
+import time
+
+import requests
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("RADIX_BUILD_DIR",
+                                    pathlib.Path.home() / ".cache/radixserve/build/release"))
+MODELS = pathlib.Path(os.environ.get("RADIX_MODELS",
+                                     pathlib.Path.home() / ".cache/radixserve/models"))
+SHARED = pathlib.Path(os.environ.get("RADIX_SHARED_DIR", REPO.parent / "shared"))
+SMOLLM2 = MODELS / "smollm2-135m-instruct-q4_1.gguf"
+STORIES = SHARED / "models/stories260K/gguf/stories260K.gguf"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """radixserve on a free loopback port; `url` is its base URL."""
+
+    def __init__(self, model, *args, startup_timeout=180):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [str(BUILD / "radixserve"), "--model-path", str(model), "--host", "127.0.0.1",
+               "--port", str(self.port), "--max-total-tokens", "16384", *map(str, args)]
+        self.log_path = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"radixserve-{self.port}.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + startup_timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"radixserve exited with {self.proc.returncode}:\n{self.logs()}")
+            try:
+                if requests.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"radixserve did not become healthy:\n{self.logs()}")
+
+    def logs(self):
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def server_info(self, headers=None):
+        return requests.get(self.url + "/server_info", headers=headers, timeout=10).json()
+
+    def assert_no_leak(self, headers=None):
+        """SGLang's idle check: every KV slot is free or held by the radix cache."""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            state = self.server_info(headers)["internal_states"][0]
+            if state.get("num_running_reqs", 0) == 0 and state.get("num_queued_reqs", 0) == 0:
+                assert state["kv_leak_check"] == "ok", state["kv_leak_check"]
+                return
+            time.sleep(0.1)
+        raise AssertionError("server did not become idle")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
