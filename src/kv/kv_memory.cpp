@@ -1,0 +1,135 @@
+#include "kv/kv_memory.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/log.h"
+#include "kv/chunk_cache.h"
+#include "kv/kv_storage.h"
+#include "kv/leak_check.h"
+
+namespace radixserve::kv {
+
+namespace {
+
+constexpr int64_t kMinReqPoolSize = 2048;
+constexpr int64_t kMaxReqPoolSize = 4096;
+constexpr int64_t kRowHeadroom = 4;
+
+}  // namespace
+
+Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& options) {
+  if (options.num_layers <= 0 || options.kv_heads <= 0 || options.head_dim <= 0) {
+    return InvalidArgument("KV geometry needs positive layers, kv heads and head dim");
+  }
+  if (options.context_len <= 0) return InvalidArgument("context length must be positive");
+  if (options.page_size < 1) return InvalidArgument("--page-size must be at least 1");
+  if (options.max_running_requests && *options.max_running_requests <= 0) {
+    return InvalidArgument("--max-running-requests must be positive");
+  }
+
+  HostMemory memory;
+  if (options.memory) {
+    memory = *options.memory;
+  } else {
+    Expected<HostMemory> read = ReadHostMemory();
+    if (!read.ok()) return read.status();
+    memory = *read;
+  }
+  KvSizingInput input;
+  input.kv_bytes_per_token =
+      KvBytesPerToken(options.num_layers, options.kv_heads, options.head_dim, options.dtype);
+  input.memory = memory;
+  input.weights_bytes = options.weights_bytes;
+  input.mem_fraction_static = options.mem_fraction_static;
+  input.max_total_tokens = options.max_total_tokens;
+  input.page_size = options.page_size;
+  Expected<KvSizing> sizing = ComputeKvSizing(input);
+  if (!sizing.ok()) return sizing.status();
+
+  const auto max_total = static_cast<int64_t>(sizing->max_total_num_tokens);
+  const int64_t req_pool_size =
+      options.max_running_requests
+          ? *options.max_running_requests
+          : std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(max_total) /
+                                                     static_cast<double>(options.context_len) *
+                                                     512),
+                                kMinReqPoolSize, kMaxReqPoolSize);
+  const int64_t running = std::min(options.max_running_requests.value_or(max_total / 2),
+                                   req_pool_size);
+  if (running <= 0) {
+    return Status(StatusCode::kResourceExhausted,
+                  "max_running_requests would be 0 with max_total_num_tokens=" +
+                      std::to_string(max_total) + "; increase --max-total-tokens");
+  }
+
+  RADIX_LOG_INFO(
+      "KV pool sizing: available_cpu_mem={:.2f} GB, mem_fraction_static={:.3f}, weights={:.2f} GB, "
+      "bytes/token={}, max_total_num_tokens={}, req_pool_size={}, max_running_requests={}",
+      static_cast<double>(sizing->available_bytes) / (1 << 30), sizing->mem_fraction_static,
+      static_cast<double>(options.weights_bytes) / (1 << 30), input.kv_bytes_per_token, max_total,
+      req_pool_size, running);
+
+  TokenToKVPoolOptions pool_options;
+  pool_options.size = sizing->max_total_num_tokens;
+  pool_options.page_size = options.page_size;
+  pool_options.num_layers = options.num_layers;
+  pool_options.kv_heads = options.kv_heads;
+  pool_options.head_dim = options.head_dim;
+  pool_options.dtype = options.dtype;
+  Expected<TokenToKVPool> pool = TokenToKVPool::Create(pool_options);
+  if (!pool.ok()) return pool.status();
+
+  std::unique_ptr<KvMemory> memory_pools(new KvMemory());
+  memory_pools->sizing_ = *sizing;
+  memory_pools->max_running_requests_ = running;
+  memory_pools->pool_ = std::make_unique<TokenToKVPool>(std::move(pool).value());
+  memory_pools->req_pool_ = std::make_unique<ReqToTokenPool>(
+      static_cast<size_t>(req_pool_size), static_cast<size_t>(options.context_len + kRowHeadroom));
+  if (options.disable_radix_cache) {
+    memory_pools->cache_ = std::make_unique<ChunkCache>(memory_pools->pool_.get(),
+                                                        memory_pools->req_pool_.get());
+  } else {
+    auto radix = std::make_unique<RadixCache>(
+        memory_pools->pool_.get(), memory_pools->req_pool_.get(),
+        RadixCacheOptions{options.page_size, options.eviction_policy});
+    memory_pools->radix_ = radix.get();
+    memory_pools->cache_ = std::move(radix);
+  }
+  return memory_pools;
+}
+
+Expected<std::vector<int32_t>> KvMemory::AllocExtendEvicting(std::span<const ExtendSpec> specs) {
+  const size_t need = pool_->PagesNeeded(specs) * static_cast<size_t>(pool_->page_size());
+  if (pool_->available_size() < need) cache_->Evict(need - pool_->available_size());
+  return pool_->AllocExtend(specs);
+}
+
+size_t KvMemory::used_tokens() const {
+  return pool_->size() - pool_->available_size() - cache_->EvictableSize();
+}
+
+double KvMemory::token_usage() const {
+  return static_cast<double>(used_tokens()) / static_cast<double>(pool_->size());
+}
+
+size_t KvMemory::allocatable_tokens() const {
+  return pool_->available_size() + cache_->EvictableSize();
+}
+
+Status KvMemory::CheckIdle() const { return CheckKvLeak(*pool_, *cache_, req_pool_.get()); }
+
+Status KvMemory::Flush() {
+  const size_t rows_in_use = req_pool_->size() - req_pool_->available_size();
+  if (rows_in_use > 0 || cache_->ProtectedSize() > 0) {
+    return Status(StatusCode::kResourceExhausted,
+                  "cache not flushed: " + std::to_string(rows_in_use) +
+                      " requests still hold KV memory");
+  }
+  RADIX_RETURN_IF_ERROR(cache_->Reset());
+  pool_->Clear();
+  req_pool_->Clear();
+  return Status::Ok();
+}
+
+}  // namespace radixserve::kv

@@ -1,0 +1,84 @@
+#include "kv/kv_storage.h"
+
+#include <sys/mman.h>
+
+#include <string>
+
+namespace radixserve::kv {
+
+namespace {
+constexpr size_t kBufferAlign = 4096;
+}  // namespace
+
+size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype) {
+  return static_cast<size_t>(num_layers) * 2 * static_cast<size_t>(kv_heads) *
+         static_cast<size_t>(head_dim) * KvDtypeSize(dtype);
+}
+
+void KvStorage::Unmapper::operator()(std::byte* base) const {
+  if (base != nullptr) munmap(base, bytes);
+}
+
+Expected<KvStorage> KvStorage::Create(const KvStorageSpec& spec) {
+  RADIX_CHECK(spec.num_layers >= 0 && spec.kv_heads >= 0 && spec.head_dim >= 0);
+  const size_t row = static_cast<size_t>(spec.kv_heads) * spec.head_dim * KvDtypeSize(spec.dtype);
+  const size_t stride = (row * spec.num_rows + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+  const size_t total = stride * 2 * static_cast<size_t>(spec.num_layers);
+  if (total == 0) {
+    return KvStorage(spec, std::unique_ptr<std::byte, Unmapper>(nullptr, Unmapper{0}), stride);
+  }
+  void* mapped = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) {
+    return Status(StatusCode::kResourceExhausted,
+                  "cannot map " + std::to_string(total) + " bytes for the KV cache");
+  }
+  return KvStorage(spec,
+                   std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(mapped),
+                                                        Unmapper{total}),
+                   stride);
+}
+
+KvStorage::KvStorage(const KvStorageSpec& spec, std::unique_ptr<std::byte, Unmapper> base,
+                     size_t stride)
+    : spec_(spec), base_(std::move(base)), buffer_stride_(stride) {}
+
+size_t KvStorage::row_elements() const {
+  return static_cast<size_t>(spec_.kv_heads) * spec_.head_dim;
+}
+
+size_t KvStorage::row_bytes() const { return row_elements() * KvDtypeSize(spec_.dtype); }
+
+const std::byte* KvStorage::buffer(int32_t layer, bool is_v) const {
+  RADIX_CHECK(layer >= 0 && layer < spec_.num_layers);
+  return base_.get() + buffer_stride_ * (2 * static_cast<size_t>(layer) + (is_v ? 1 : 0));
+}
+
+void* KvStorage::k_base(int32_t layer) { return const_cast<std::byte*>(buffer(layer, false)); }
+void* KvStorage::v_base(int32_t layer) { return const_cast<std::byte*>(buffer(layer, true)); }
+
+KvLayerView KvStorage::layer(int32_t layer) {
+  return KvLayerView{k_base(layer),   v_base(layer),  spec_.dtype,    KvDtypeSize(spec_.dtype),
+                     spec_.kv_heads, spec_.head_dim, row_elements(), spec_.num_rows};
+}
+
+void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const float* k,
+                        const float* v) {
+  auto* k_dst = static_cast<std::byte*>(k_base(layer));
+  auto* v_dst = static_cast<std::byte*>(v_base(layer));
+  const size_t n = row_elements();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const auto slot = static_cast<size_t>(slots[i]);
+    RADIX_CHECK(slot < spec_.num_rows);
+    StoreRow(k + i * n, n, spec_.dtype, k_dst + slot * row_bytes());
+    StoreRow(v + i * n, n, spec_.dtype, v_dst + slot * row_bytes());
+  }
+}
+
+void KvStorage::LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const {
+  RADIX_CHECK(slot >= 0 && static_cast<size_t>(slot) < spec_.num_rows);
+  const size_t offset = static_cast<size_t>(slot) * row_bytes();
+  LoadRow(buffer(layer, false) + offset, row_elements(), spec_.dtype, k_out);
+  LoadRow(buffer(layer, true) + offset, row_elements(), spec_.dtype, v_out);
+}
+
+}  // namespace radixserve::kv

@@ -1,0 +1,85 @@
+// KvStorage: the per-layer K and V buffers of one KV pool. Each buffer is `num_rows` rows of
+// [kv_heads, head_dim] elements in the KV dtype, contiguous per row (slot), so the K row of slot s
+// in layer l starts at k_base(l) + s * row_bytes(). Row 0 (and, with pages, all of page 0) is the
+// padding target SGLang reserves: the model may write padded tokens there.
+//
+// Memory comes from one anonymous mmap: zero-filled and committed lazily by the kernel, so an idle
+// server with a large pool does not hold that much resident memory.
+//
+// Thread affinity: the engine thread owns the object; the model reads and writes rows through the
+// raw pointers during a forward pass that the engine thread waits for.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "common/status.h"
+#include "kv/kv_dtype.h"
+
+namespace radixserve::kv {
+
+struct KvStorageSpec {
+  int32_t num_layers = 0;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 0;
+  KvDtype dtype = KvDtype::kF32;
+  size_t num_rows = 0;  // slots including the reserved padding rows
+};
+
+// What the model needs to address one layer's cache.
+struct KvLayerView {
+  void* k = nullptr;
+  void* v = nullptr;
+  KvDtype dtype = KvDtype::kF32;
+  size_t element_size = 4;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 0;
+  size_t row_elements = 0;  // kv_heads * head_dim: the stride between slots, in elements
+  size_t num_rows = 0;
+};
+
+// Bytes one token occupies across all layers, K and V: layers * 2 * kv_heads * head_dim * size.
+size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype);
+
+class KvStorage {
+ public:
+  // Maps the buffers. kResourceExhausted if the mapping fails. A spec with zero layers is valid
+  // (no memory; useful for allocator-only tests).
+  static Expected<KvStorage> Create(const KvStorageSpec& spec);
+
+  KvStorage(KvStorage&&) noexcept = default;
+  KvStorage& operator=(KvStorage&&) noexcept = default;
+
+  const KvStorageSpec& spec() const { return spec_; }
+  size_t row_elements() const;
+  size_t row_bytes() const;
+  // Bytes of all K buffers (equal to all V buffers).
+  size_t k_bytes() const { return row_bytes() * spec_.num_rows * spec_.num_layers; }
+
+  void* k_base(int32_t layer);
+  void* v_base(int32_t layer);
+  KvLayerView layer(int32_t layer);
+
+  // Writes f32 rows k[i], v[i] (each row_elements() floats, rows contiguous) into slots[i] of
+  // `layer`, converting to the KV dtype.
+  void StoreKv(int32_t layer, std::span<const int32_t> slots, const float* k, const float* v);
+  // Reads one slot of `layer` back as f32 (row_elements() floats each).
+  void LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const;
+
+ private:
+  struct Unmapper {
+    size_t bytes;
+    void operator()(std::byte* base) const;
+  };
+
+  KvStorage(const KvStorageSpec& spec, std::unique_ptr<std::byte, Unmapper> base, size_t stride);
+  const std::byte* buffer(int32_t layer, bool is_v) const;
+
+  KvStorageSpec spec_;
+  std::unique_ptr<std::byte, Unmapper> base_;
+  size_t buffer_stride_ = 0;  // bytes between consecutive buffers (page-rounded)
+};
+
+}  // namespace radixserve::kv

@@ -1,0 +1,95 @@
+// TokenToKVPool: the KV slots of one engine replica, handed out in pages of `page_size` tokens.
+//
+// Slot (token index) t lives in page t / page_size at offset t % page_size. Page 0 is reserved as
+// SGLang's padding target and never handed out, so valid slots start at page_size and a pool of
+// `size` tokens has storage rows [0, size + page_size). `size` must be a multiple of page_size.
+//
+// Free pages form a stack: allocation takes from the front and freed pages return to the front
+// (lowest page first). SGLang appends freed slots at the back when page_size == 1; reusing
+// recently freed pages instead keeps the set of touched (hence resident) pages of the lazily
+// mapped buffers small. Slot numbers are never visible to clients.
+// A page is either free or allocated; freeing a slot frees its whole page, so a caller frees a
+// partially used page exactly once, when it gives up all of it. Double frees and frees of
+// reserved or out-of-range slots are bugs (RADIX_CHECK).
+//
+// Running out is an expected condition: allocation returns kResourceExhausted and changes
+// nothing (all-or-nothing for a batch). Callers that want room ask the prefix cache to evict first.
+//
+// Thread affinity: engine thread only; not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "kv/kv_storage.h"
+
+namespace radixserve::kv {
+
+struct TokenToKVPoolOptions {
+  size_t size = 0;          // usable token slots (max_total_num_tokens); multiple of page_size
+  int32_t page_size = 1;
+  int32_t num_layers = 0;   // 0 layers: an allocator without buffers (for tests / planning)
+  int32_t kv_heads = 0;
+  int32_t head_dim = 0;
+  KvDtype dtype = KvDtype::kF32;
+};
+
+// One sequence's extension: slots for positions [prefix_len, seq_len). last_loc is the slot of
+// position prefix_len - 1 (ignored when prefix_len is 0 or a page multiple): the new positions
+// continue that partly filled page first.
+struct ExtendSpec {
+  size_t prefix_len = 0;
+  size_t seq_len = 0;
+  int32_t last_loc = -1;
+};
+
+class TokenToKVPool {
+ public:
+  static Expected<TokenToKVPool> Create(const TokenToKVPoolOptions& options);
+
+  TokenToKVPool(TokenToKVPool&&) noexcept = default;
+  TokenToKVPool& operator=(TokenToKVPool&&) noexcept = default;
+
+  // Whole pages for num_tokens tokens (a multiple of page_size), slots in page order.
+  Expected<std::vector<int32_t>> Alloc(size_t num_tokens);
+
+  // Slots for each spec's new positions, concatenated in spec order. All or nothing. Decode is the
+  // case seq_len == prefix_len + 1.
+  Expected<std::vector<int32_t>> AllocExtend(std::span<const ExtendSpec> specs);
+
+  // Pages that AllocExtend(specs) would take; lets the scheduler check before allocating.
+  size_t PagesNeeded(std::span<const ExtendSpec> specs) const;
+
+  // Frees the pages holding these slots (each page once, however many of its slots are listed).
+  void Free(std::span<const int32_t> slots);
+
+  // Marks every page free again (for /flush_cache once nothing holds a slot).
+  void Clear();
+
+  size_t size() const { return num_pages_ * page_size_; }
+  size_t available_size() const { return free_pages_.size() * page_size_; }
+  size_t used_size() const { return size() - available_size(); }
+  int32_t page_size() const { return page_size_; }
+  size_t num_pages() const { return num_pages_; }  // usable pages, excluding page 0
+  bool IsPageFree(size_t page) const;
+
+  KvStorage& storage() { return storage_; }
+  const KvStorage& storage() const { return storage_; }
+
+ private:
+  TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage storage);
+  void PushFreePage(int32_t page);
+  int32_t PopFreePage();
+
+  size_t num_pages_ = 0;
+  int32_t page_size_ = 1;
+  std::deque<int32_t> free_pages_;
+  std::vector<uint8_t> page_free_;  // indexed by page id; page 0 is never free
+  KvStorage storage_;
+};
+
+}  // namespace radixserve::kv

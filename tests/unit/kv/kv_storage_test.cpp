@@ -1,0 +1,74 @@
+#include "kv/kv_storage.h"
+
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace radixserve::kv {
+namespace {
+
+TEST(KvStorageTest, BytesPerTokenFormula) {
+  // 2 (K and V) * layers * heads * head_dim * element size.
+  EXPECT_EQ(KvBytesPerToken(30, 3, 64, KvDtype::kBF16), 2u * 30 * 3 * 64 * 2);
+  EXPECT_EQ(KvBytesPerToken(5, 8, 8, KvDtype::kF32), 2u * 5 * 8 * 8 * 4);
+}
+
+TEST(KvStorageTest, LayoutIsSlotMajorPerLayer) {
+  KvStorageSpec spec{3, 2, 4, KvDtype::kF32, 10};
+  Expected<KvStorage> storage = KvStorage::Create(spec);
+  ASSERT_TRUE(storage.ok());
+  EXPECT_EQ(storage->row_elements(), 8u);
+  EXPECT_EQ(storage->row_bytes(), 32u);
+  EXPECT_EQ(storage->k_bytes(), 3u * 10 * 32);
+
+  std::vector<float> k(2 * 8), v(2 * 8);
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = static_cast<float>(i);
+    v[i] = -static_cast<float>(i);
+  }
+  const int32_t slots[2] = {7, 3};
+  storage->StoreKv(1, slots, k.data(), v.data());
+
+  KvLayerView view = storage->layer(1);
+  EXPECT_EQ(view.element_size, 4u);
+  EXPECT_EQ(view.row_elements, 8u);
+  EXPECT_EQ(view.num_rows, 10u);
+  const float* k_base = static_cast<const float*>(view.k);
+  const float* v_base = static_cast<const float*>(view.v);
+  for (int e = 0; e < 8; ++e) {
+    EXPECT_EQ(k_base[7 * 8 + e], static_cast<float>(e));       // first row -> slot 7
+    EXPECT_EQ(k_base[3 * 8 + e], static_cast<float>(8 + e));   // second row -> slot 3
+    EXPECT_EQ(v_base[7 * 8 + e], -static_cast<float>(e));
+  }
+  // Other layers and untouched slots stay zero (fresh anonymous mapping).
+  const float* k_other = static_cast<const float*>(storage->k_base(0));
+  for (int e = 0; e < 80; ++e) EXPECT_EQ(k_other[e], 0.0f);
+  EXPECT_EQ(k_base[5 * 8], 0.0f);
+}
+
+TEST(KvStorageTest, Bf16StorageHoldsRoundedBits) {
+  KvStorageSpec spec{1, 1, 2, KvDtype::kBF16, 4};
+  Expected<KvStorage> storage = KvStorage::Create(spec);
+  ASSERT_TRUE(storage.ok());
+  const float k[2] = {1.0f, 1.01171875f};
+  const float v[2] = {-2.0f, 0.0f};
+  const int32_t slot = 2;
+  storage->StoreKv(0, {&slot, 1}, k, v);
+  const auto* bits = static_cast<const uint16_t*>(storage->k_base(0));
+  EXPECT_EQ(bits[4], 0x3F80);
+  EXPECT_EQ(bits[5], 0x3F82);
+  float k_back[2], v_back[2];
+  storage->LoadKv(0, 2, k_back, v_back);
+  EXPECT_EQ(k_back[0], 1.0f);
+  EXPECT_EQ(v_back[0], -2.0f);
+}
+
+TEST(KvStorageTest, ZeroLayersNeedNoMemory) {
+  Expected<KvStorage> storage = KvStorage::Create(KvStorageSpec{0, 4, 4, KvDtype::kF32, 100});
+  ASSERT_TRUE(storage.ok());
+  EXPECT_EQ(storage->k_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace radixserve::kv
