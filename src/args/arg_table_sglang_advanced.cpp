@@ -440,9 +440,7 @@ std::vector<ArgSpec> CacheAndOffloadArgs() {
        .choices = {"lru", "lfu"},
        .group = group::kHierarchicalCache,
        .help = "Order in which unlocked radix-tree leaves are evicted: least recently used or "
-               "least frequently used.",
-       .cpu = Support::kPartial,
-       .cpu_note = "lru is implemented; lfu is not yet."},
+               "least frequently used."},
       {.name = "hicache-io-backend",
        .type = ArgType::kString,
        .default_value = "\"kernel\"",

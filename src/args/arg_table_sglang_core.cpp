@@ -192,15 +192,20 @@ std::vector<ArgSpec> SglangCoreArgs() {
       {.name = "kv-cache-dtype",
        .type = ArgType::kString,
        .default_value = "\"auto\"",
-       .choices = {"auto", "fp8_e5m2", "fp8_e4m3"},
+       .choices = {"auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp16", "float16", "half",
+                   "fp32", "float32"},
        .group = group::kQuantization,
        .help = "Data type of the stored keys and values. 'auto' stores them in the model's data "
-               "type."},
+               "type.",
+       .cpu = Support::kPartial,
+       .cpu_note = "auto, bf16, fp16 and fp32 apply; the fp8 formats are not implemented yet "
+                   "and are refused with an error."},
       {.name = "mem-fraction-static",
        .type = ArgType::kFloat,
        .group = group::kMemory,
        .help = "Share of memory reserved for static allocations (weights plus the KV-cache "
-               "pool). Lower it when the server runs out of memory."},
+               "pool). Lower it when the server runs out of memory. On cpu, unset means a "
+               "quarter of the available RAM (see docs/server_args.md)."},
       {.name = "max-running-requests",
        .type = ArgType::kInt,
        .group = group::kMemory,

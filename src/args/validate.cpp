@@ -68,26 +68,9 @@ void WarnInapplicable(const ServerArgs& args, std::vector<std::string>& warnings
 void DeriveMemoryDefaults(ServerArgs& args, const MachineInfo& machine) {
   const double mem_mb = static_cast<double>(machine.total_memory_bytes) / kMiB;
   const bool known = machine.total_memory_bytes != 0;
-  if (args.IsNull("mem-fraction-static")) {
-    double fraction = 0.88;
-    if (known) {
-      double parallel = static_cast<double>(args.GetInt("tp-size") * args.GetInt("pp-size"));
-      double reserved_mb;
-      if (mem_mb < 35 * 1024) {
-        reserved_mb = (2.8 + parallel / 10) * 1024;
-      } else if (mem_mb < 90 * 1024) {
-        reserved_mb = (9.5 + parallel / 2) * 1024;
-      } else if (mem_mb < 160 * 1024) {
-        reserved_mb = (12 + parallel / 2) * 1024;
-      } else {
-        reserved_mb = 32 * 1024;
-      }
-      if (args.GetBool("enable-dp-attention")) reserved_mb += 4 * 1024;
-      fraction = std::round((mem_mb - reserved_mb) / mem_mb * 1000.0) / 1000.0;
-      if (fraction <= 0.0) fraction = 0.1;
-    }
-    args.Set("mem-fraction-static", fraction);
-  }
+  // mem_fraction_static stays unset unless given: SGLang derives it from GPU memory minus an
+  // activation reserve, but on cpu the KV pool shares RAM with every other process, so the
+  // engine applies the cpu rule of kv/memory_sizing.h (a quarter of the available memory).
   if (args.IsNull("chunked-prefill-size")) {
     int64_t chunk = 4096;
     if (known) chunk = mem_mb < 35 * 1024 ? 2048 : mem_mb < 160 * 1024 ? 8192 : 16384;
@@ -159,9 +142,11 @@ Status CheckRanges(const ServerArgs& args) {
     }
   }
   if (args.GetInt("port") > 65535) return Invalid("port", "must be <= 65535");
-  double fraction = args.GetFloat("mem-fraction-static");
-  if (!(fraction > 0.0 && fraction < 1.0)) {
-    return Invalid("mem-fraction-static", fmt::format("must be in (0, 1), got {}", fraction));
+  if (!args.IsNull("mem-fraction-static")) {
+    double fraction = args.GetFloat("mem-fraction-static");
+    if (!(fraction > 0.0 && fraction < 1.0)) {
+      return Invalid("mem-fraction-static", fmt::format("must be in (0, 1), got {}", fraction));
+    }
   }
   if (args.GetFloat("schedule-conservativeness") < 0) {
     return Invalid("schedule-conservativeness", "must be >= 0");

@@ -170,7 +170,7 @@ def test_derived_defaults(radixserve_bin):
     assert config["device"] == "cpu"
     assert config["page_size"] == 1
     assert isinstance(config["random_seed"], int) and 0 <= config["random_seed"] <= 2**30
-    assert 0 < config["mem_fraction_static"] < 1
+    assert config["mem_fraction_static"] is None  # the engine's cpu rule applies
     assert config["chunked_prefill_size"] in (2048, 8192, 16384)
     assert config["host"] == "127.0.0.1" and config["port"] == 30000
     assert config["schedule_policy"] == "fcfs"
