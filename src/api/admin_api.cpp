@@ -106,6 +106,14 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   json state = ctx.args->values();
   state["last_gen_throughput"] = stats.gen_throughput;
   state["memory_usage"] = {{"token_capacity", stats.max_total_num_tokens}};
+  state["num_running_reqs"] = stats.num_running_reqs;
+  state["num_queued_reqs"] = stats.num_queued_reqs;
+  state["token_usage"] = stats.token_usage;
+  state["cache_hit_rate"] = stats.cache_hit_rate;
+  // SGLang's idle leak check (every KV slot free or held by the radix cache), for tests and
+  // operators: "ok", or what is wrong.
+  Status leaks = ctx.engine->CheckLeaks();
+  state["kv_leak_check"] = leaks.ok() ? std::string("ok") : leaks.message();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;
   SendJson(*writer, 200, info);

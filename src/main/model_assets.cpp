@@ -1,0 +1,109 @@
+#include "main/model_assets.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "chat/chat_template_loader.h"
+#include "common/log.h"
+#include "model/model_loader.h"
+#include "sampling/sampling_defaults.h"
+#include "tokenizer/gguf_metadata.h"
+#include "tokenizer/tokenizer_loader.h"
+
+namespace radixserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsGguf(const std::string& path) {
+  return fs::is_regular_file(path) && path.size() > 5 &&
+         path.compare(path.size() - 5, 5, ".gguf") == 0;
+}
+
+// A GGUF model path may also be a folder holding one .gguf file.
+std::string ResolveGgufPath(const std::string& path) {
+  if (!fs::is_directory(path)) return path;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    if (entry.path().extension() == ".gguf") return entry.path().string();
+  }
+  return path;
+}
+
+Expected<std::unique_ptr<chat::ChatTemplate>> LoadTemplate(const args::ServerArgs& args,
+                                                           const std::string& tokenizer_path) {
+  std::string chat_arg = args.GetOptionalString("chat-template").value_or("");
+  std::string config_path;
+  std::optional<std::string> gguf_template;
+  if (IsGguf(tokenizer_path)) {
+    auto meta = tokenizer::GgufMetadata::Read(tokenizer_path);
+    if (!meta.ok()) return meta.status();
+    gguf_template = meta->GetString("tokenizer.chat_template");
+  } else {
+    fs::path candidate = fs::path(tokenizer_path) / "tokenizer_config.json";
+    if (fs::exists(candidate)) config_path = candidate.string();
+  }
+  if (chat_arg.empty() && config_path.empty() && !gguf_template) return std::unique_ptr<chat::ChatTemplate>();
+  auto loaded = chat::LoadChatTemplate(chat_arg, config_path, {}, gguf_template);
+  if (!loaded.ok()) {
+    // A model without a template still serves /generate and /v1/completions.
+    if (chat_arg.empty() && loaded.status().code() == StatusCode::kNotFound) return std::unique_ptr<chat::ChatTemplate>();
+    return loaded.status();
+  }
+  return std::make_unique<chat::ChatTemplate>(std::move(loaded).value());
+}
+
+nlohmann::json GenerationDefaults(const model::ModelConfig& config,
+                                  const args::ServerArgs& args) {
+  nlohmann::json generation = nlohmann::json::object();
+  if (config.temperature) generation["temperature"] = *config.temperature;
+  if (config.top_p) generation["top_p"] = *config.top_p;
+  if (config.top_k) generation["top_k"] = *config.top_k;
+  if (config.repetition_penalty) generation["repetition_penalty"] = *config.repetition_penalty;
+  auto source = sampling::ParseSamplingDefaultsSource(args.GetString("sampling-defaults"));
+  if (!source.ok()) return nlohmann::json::object();
+  auto defaults = sampling::ModelSamplingDefaults(generation, *source);
+  return defaults.ok() && defaults->is_object() ? *defaults : nlohmann::json::object();
+}
+
+}  // namespace
+
+Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
+  ModelAssets assets;
+  model::LoadOptions options;
+  options.model_path = ResolveGgufPath(args.GetString("model-path"));
+  options.load_format = args.GetString("load-format");
+  options.dtype = args.GetString("dtype");
+  options.context_length = args.GetOptionalInt("context-length").value_or(0);
+  const nlohmann::json& overrides = args.Get("json-model-override-args");
+  if (overrides.is_object() && !overrides.empty()) options.json_override = overrides.dump();
+  options.random_seed = static_cast<uint64_t>(args.GetInt("random-seed"));
+  options.disable_mmap = args.GetBool("weight-loader-disable-mmap");
+
+  auto model = model::LoadModel(options);
+  if (!model.ok()) return model.status();
+  assets.model = std::shared_ptr<const model::CausalLM>(std::move(model).value());
+  const model::ModelConfig& config = assets.model->config();
+
+  if (!args.GetBool("skip-tokenizer-init")) {
+    std::string tokenizer_path = args.GetString("tokenizer-path");
+    if (tokenizer_path == args.GetString("model-path")) tokenizer_path = options.model_path;
+    auto tokenizer = tokenizer::LoadTokenizer(tokenizer_path);
+    if (!tokenizer.ok()) return tokenizer.status();
+    assets.tokenizer = std::shared_ptr<const tokenizer::Tokenizer>(std::move(tokenizer).value());
+    auto chat_template = LoadTemplate(args, tokenizer_path);
+    if (!chat_template.ok()) return chat_template.status();
+    assets.chat_template = std::move(chat_template).value();
+  }
+
+  assets.facts.model_type = config.model_type;
+  assets.facts.architectures = {config.architecture};
+  assets.facts.context_len = config.context_length;
+  assets.facts.vocab_size = config.vocab_size;
+  assets.facts.generation_defaults = GenerationDefaults(config, args);
+  return assets;
+}
+
+}  // namespace radixserve

@@ -1,0 +1,26 @@
+// Loading what the server serves, from the resolved arguments: the model, its tokenizer, its chat
+// template, and the facts the API reports about it. Called once by main before serving.
+#pragma once
+
+#include <memory>
+
+#include "api/server_context.h"
+#include "args/server_args.h"
+#include "chat/chat_template.h"
+#include "common/status.h"
+#include "model/causal_lm.h"
+#include "tokenizer/tokenizer.h"
+
+namespace radixserve {
+
+struct ModelAssets {
+  std::shared_ptr<const model::CausalLM> model;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null with --skip-tokenizer-init
+  std::unique_ptr<chat::ChatTemplate> chat_template;      // null: the model has none
+  api::ModelFacts facts;
+};
+
+// Errors name the file at fault; main prints them and exits with status 1.
+Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args);
+
+}  // namespace radixserve
