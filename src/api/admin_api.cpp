@@ -135,12 +135,37 @@ void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
                "running or waiting requests, the operation will not be performed.)\n");
 }
 
+void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  if (ctx.metrics == nullptr) {
+    writer->Send(404, "application/json",
+                 ApiError{404, "Metrics are off: start the server with --enable-metrics.",
+                          "NotFoundError", {}}
+                     .OpenAiBody()
+                     .dump());
+    return;
+  }
+  // Scheduler-side gauges are read from the engine at scrape time.
+  engine::EngineStats stats = ctx.engine->Stats();
+  metrics::SchedulerStats scheduler;
+  scheduler.num_running_reqs = stats.num_running_reqs;
+  scheduler.num_used_tokens = stats.used_tokens + stats.cached_tokens;
+  scheduler.token_usage = stats.token_usage;
+  scheduler.gen_throughput = stats.gen_throughput;
+  scheduler.num_queue_reqs = stats.num_queued_reqs;
+  scheduler.cache_hit_rate = stats.cache_hit_rate;
+  scheduler.max_total_num_tokens = stats.max_total_num_tokens;
+  scheduler.num_retracted_reqs = stats.num_retractions;
+  ctx.metrics->Scheduler().LogStats(scheduler);
+  writer->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics->Expose());
+}
+
 void HandleAbortRequest(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
   json body = ParseBodyObject(request);
   if (body.is_null()) {
     openai::SendValidationError(*writer, "The request body must be a JSON object.");
     return;
   }
+  if (ctx.metrics != nullptr) ctx.metrics->Requests().ObserveAbortedRequest();
   if (body.value("abort_all", false)) {
     ctx.engine->Abort("");
   } else if (body.contains("rid") && body["rid"].is_string() &&

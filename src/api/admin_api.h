@@ -16,6 +16,7 @@ void HandleAbortRequest(ServerContext& ctx, const ApiRequest& request, ResponseW
 void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleListModels(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+void HandleMetrics(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleGetModel(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 
 }  // namespace radixserve::api

@@ -18,6 +18,8 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   for (size_t i = 0; i < requests.size(); ++i) {
     call->choices_[i].rid = requests[i].rid;
     call->choices_[i].input_ids = requests[i].input_ids;
+    call->choices_[i].arrival = requests[i].arrival;
+    call->choices_[i].has_grammar = requests[i].sampling.HasGrammar();
   }
   std::weak_ptr<CallTracker> weak = call;
   writer->OnDisconnect([weak] {
@@ -53,6 +55,7 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
   choice.completion_tokens = event.completion_tokens;
   choice.cached_tokens = event.cached_tokens;
   choice.e2e_latency_s = event.e2e_latency_s;
+  RecordMetrics(choice, event);
   if (event.finished) {
     choice.finished = true;
     choice.finish = event.finish_reason;
@@ -60,6 +63,33 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
   }
   on_event_(*this, index, event);
   if (event.finished && num_finished_ == choices_.size()) on_done_(*this);
+}
+
+// Tokenizer-side metrics, as SGLang's TokenizerManager records them: TTFT at the first output,
+// inter-token latency per later output, counters and e2e latency at the finish.
+void CallTracker::RecordMetrics(ChoiceState& choice, const engine::RequestEvent& event) {
+  if (ctx_.metrics == nullptr) return;
+  metrics::RequestMetrics& requests = ctx_.metrics->Requests();
+  const auto now = std::chrono::steady_clock::now();
+  const auto new_tokens = static_cast<int64_t>(event.new_token_ids.size());
+  if (new_tokens > 0) {
+    if (!choice.has_output) {
+      requests.ObserveTimeToFirstToken(std::chrono::duration<double>(now - choice.arrival).count());
+    } else {
+      requests.ObserveInterTokenLatency(
+          std::chrono::duration<double>(now - choice.last_output).count(), new_tokens);
+    }
+    choice.has_output = true;
+    choice.last_output = now;
+  }
+  if (event.finished) {
+    requests.ObserveFinishedRequest({.prompt_tokens = event.prompt_tokens,
+                                     .generation_tokens = event.completion_tokens,
+                                     .cached_tokens = event.cached_tokens,
+                                     .e2e_latency_s = event.e2e_latency_s,
+                                     .has_grammar = choice.has_grammar,
+                                     .retraction_count = 0});
+  }
 }
 
 void CallTracker::AbortUnfinished() {

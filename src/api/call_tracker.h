@@ -6,6 +6,7 @@
 // guarded by one mutex, and the callbacks run under it (they only format and write).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,11 @@ struct ChoiceState {
   double e2e_latency_s = 0.0;
   bool finished = false;
   std::optional<engine::FinishReason> finish;
+  // Metrics bookkeeping: arrival and the time of the previous output.
+  std::chrono::steady_clock::time_point arrival;
+  std::chrono::steady_clock::time_point last_output;
+  bool has_output = false;
+  bool has_grammar = false;
   // Bookkeeping for formatters that send deltas.
   size_t text_sent = 0;
   size_t ids_sent = 0;
@@ -64,6 +70,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event, OnDone on_done);
   void Handle(size_t index, engine::RequestEvent event);
   void AbortUnfinished();
+  void RecordMetrics(ChoiceState& choice, const engine::RequestEvent& event);
 
   ServerContext& ctx_;
   ResponseWriterPtr writer_;

@@ -47,6 +47,7 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/detokenize", false, HandleDetokenize},
       {{"POST"}, "/v1/completions", false, JsonOnly(HandleCompletions)},
       {{"POST"}, "/v1/chat/completions", false, JsonOnly(HandleChatCompletions)},
+      {{"GET"}, "/metrics", false, HandleMetrics},
       {{"GET"}, "/v1/models", false, HandleListModels},
       {{"GET"}, "/v1/models/", true, HandleGetModel},
   };

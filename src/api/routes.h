@@ -29,8 +29,7 @@ struct ApiRoute {
   ApiHandler handler;
 };
 
-// The route table (native API, OpenAI API, admin routes). /metrics is added by main only with
-// --enable-metrics.
+// The route table (native API, OpenAI API, admin routes, /metrics).
 std::vector<ApiRoute> ApiRoutes();
 
 }  // namespace radixserve::api

@@ -14,6 +14,7 @@
 #include "args/server_args.h"
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "metrics/serving_metrics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace radixserve::api {
@@ -32,6 +33,7 @@ struct ServerContext {
   engine::Engine* engine = nullptr;
   const tokenizer::Tokenizer* tokenizer = nullptr;  // null with --skip-tokenizer-init
   const chat::ChatTemplate* chat_template = nullptr;  // null: the model has none
+  metrics::ServingMetrics* metrics = nullptr;          // null unless --enable-metrics
   ModelFacts model;
   std::string served_model_name;
   std::string weight_version = "default";
