@@ -1,0 +1,49 @@
+#include "main/api_bridge.h"
+
+#include "api/routes.h"
+
+namespace radixserve {
+namespace {
+
+class ResponderWriter final : public api::ResponseWriter {
+ public:
+  explicit ResponderWriter(http::ResponderPtr responder) : responder_(std::move(responder)) {}
+
+  void Send(int status, std::string content_type, std::string body) override {
+    responder_->Send(status, std::move(content_type), std::move(body));
+  }
+  void StartStream() override { responder_->StartStream(); }
+  void SendEvent(std::string data) override { responder_->SendEvent(data); }
+  void EndStream() override { responder_->EndStream(); }
+  void OnDisconnect(std::function<void()> callback) override {
+    responder_->OnDisconnect(std::move(callback));
+  }
+
+ private:
+  http::ResponderPtr responder_;
+};
+
+}  // namespace
+
+http::Router BuildRouter(api::ServerContext& ctx) {
+  http::Router router;
+  for (api::ApiRoute& route : api::ApiRoutes()) {
+    http::Handler handler = [&ctx, handle = route.handler](const http::Request& request,
+                                                          http::ResponderPtr responder) {
+      api::ApiRequest api_request{.method = request.method,
+                                  .path = request.path,
+                                  .path_param = request.path_param,
+                                  .content_type = request.media_type(),
+                                  .body = request.body};
+      handle(ctx, api_request, std::make_shared<ResponderWriter>(std::move(responder)));
+    };
+    if (route.prefix) {
+      router.AddPrefix(route.methods, route.path, std::move(handler));
+    } else {
+      router.Add(route.methods, route.path, std::move(handler));
+    }
+  }
+  return router;
+}
+
+}  // namespace radixserve
