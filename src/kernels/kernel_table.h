@@ -1,0 +1,44 @@
+// KernelTable: the vector primitives every composite op (matmul, attention, norms, gating) is
+// built from, in one variant per instruction set. `ref` is plain scalar C++ and the test oracle
+// for every other variant; `avx2` and `avx512` use function-level target attributes, so one binary
+// runs on any x86-64 CPU and picks the best variant at run time from CPUID.
+//
+// ActiveKernels() chooses once per process: RADIX_KERNELS=ref|avx2|avx512 forces a variant (an
+// unavailable one falls back to ref with a warning); otherwise the best the CPU supports.
+// All pointers need no alignment; n may be any size including 0. Thread-safe (pure functions).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace radixserve::kernels {
+
+struct KernelTable {
+  std::string_view name;
+  // sum_i a[i] * b[i]
+  float (*dot)(const float* a, const float* b, int64_t n);
+  // y[i] += alpha * x[i]
+  void (*axpy)(float alpha, const float* x, float* y, int64_t n);
+  // y = x / sqrt(mean(x^2) + eps) * (weight_offset + w); y may alias x.
+  void (*rms_norm)(const float* x, const float* w, float weight_offset, float eps, float* y,
+                   int64_t n);
+  // In place: x = exp(x - max) / sum.
+  void (*softmax)(float* x, int64_t n);
+  // out = silu(gate) * up; out may alias gate or up.
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  // out = gelu_tanh(gate) * up; out may alias gate or up.
+  void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n);
+};
+
+const KernelTable& RefKernels();
+// nullptr when the CPU lacks the instruction set.
+const KernelTable* Avx2Kernels();
+const KernelTable* Avx512Kernels();
+
+// Every variant this CPU can run, ref first.
+std::vector<const KernelTable*> AvailableKernels();
+
+const KernelTable& ActiveKernels();
+
+}  // namespace radixserve::kernels

@@ -1,0 +1,135 @@
+// AVX-512 (F + DQ) variants of the KernelTable primitives; tails use masked loads and stores.
+// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_ps() helpers
+// when inlined into masked intrinsics; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/kernel_table.h"
+
+#define RADIX_AVX512 __attribute__((target("avx512f,avx512dq")))
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+RADIX_AVX512 __mmask16 TailMask(int64_t remaining) {
+  return remaining >= 16 ? static_cast<__mmask16>(0xFFFF)
+                         : static_cast<__mmask16>((1u << remaining) - 1u);
+}
+
+// Same range reduction and polynomial as the AVX2 variant.
+RADIX_AVX512 __m512 Exp(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+  __m512 n = _mm512_roundscale_ps(
+      _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  x = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), x);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+  __m512i exponent =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(exponent));
+}
+
+RADIX_AVX512 float Dot(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+RADIX_AVX512 void Axpy(float alpha, const float* x, float* y, int64_t n) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 r =
+        _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i));
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
+
+RADIX_AVX512 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y,
+                          int64_t n) {
+  const float mean = n > 0 ? Dot(x, x, n) / static_cast<float>(n) : 0.0f;
+  const __m512 vinv = _mm512_set1_ps(1.0f / std::sqrt(mean + eps));
+  const __m512 voff = _mm512_set1_ps(weight_offset);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 scale = _mm512_add_ps(voff, _mm512_maskz_loadu_ps(m, w + i));
+    __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vinv), scale);
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
+
+RADIX_AVX512 void Softmax(float* x, int64_t n) {
+  if (n == 0) return;
+  __m512 vmax = _mm512_set1_ps(x[0]);
+  for (int64_t i = 0; i < n; i += 16) {
+    vmax = _mm512_mask_max_ps(vmax, TailMask(n - i), vmax,
+                              _mm512_maskz_loadu_ps(TailMask(n - i), x + i));
+  }
+  const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 e = Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm));
+    e = _mm512_maskz_mov_ps(m, e);
+    _mm512_mask_storeu_ps(x + i, m, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  const __m512 vinv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vinv));
+  }
+}
+
+RADIX_AVX512 void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    __m512 e = Exp(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+RADIX_AVX512 void GeluTanhMul(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
+    __m512 inner = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f),
+                                 _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), g3, g));
+    __m512 e = Exp(_mm512_mul_ps(two, inner));
+    __m512 one_plus_tanh = _mm512_sub_ps(two, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+    __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), g), one_plus_tanh);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(r, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+}  // namespace
+
+const KernelTable& Avx512Table() {
+  static const KernelTable table{"avx512", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul};
+  return table;
+}
+
+}  // namespace radixserve::kernels::x86

@@ -1,0 +1,36 @@
+// CausalLM: the one interface every architecture implements (one class per file).
+//
+// Forward is called by the engine thread only; it uses the thread pool for the heavy loops and
+// is not reentrant. Weights are read-only after construction, so several engine replicas may
+// share one model only if each calls Forward from its own thread with its own KV view and the
+// implementation keeps no per-call state in members (ours keep none).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache_view.h"
+#include "model/model_config.h"
+
+namespace radixserve::model {
+
+class CausalLM {
+ public:
+  virtual ~CausalLM() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  // Bytes of weights the model uses (as stored: quantized tensors count their packed size).
+  virtual int64_t weight_bytes() const = 0;
+
+  // Runs one step. Writes K/V of the new tokens into the KV view and logits
+  // [batch.logit_indices.size(), vocab_size] (row-major, float32) to `logits`.
+  // Token ids out of [0, vocab) give InvalidArgument; a batch whose lengths or slots are
+  // inconsistent is a caller bug (RADIX_CHECK).
+  virtual Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                         float* logits) const = 0;
+};
+
+}  // namespace radixserve::model

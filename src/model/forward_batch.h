@@ -1,0 +1,34 @@
+// ForwardBatch: one model step's flattened input, mixing prefill chunks (extend with a cached
+// prefix) and decode tokens (extend_len 1) of several sequences, SGLang's "extend" vocabulary.
+//
+// Tokens of sequence s occupy a contiguous range of token_ids/positions, in sequence order.
+// kv_slots of a sequence covers positions [0, prefix_len + extend_len): the first prefix_len
+// slots already hold K/V (written by earlier steps or shared through the radix cache); the model
+// writes the K/V of the new tokens into the remaining extend_len slots.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace radixserve::model {
+
+struct SequenceExtend {
+  int64_t prefix_len = 0;
+  int64_t extend_len = 0;
+  // Slot of each position 0 .. prefix_len + extend_len - 1; owned by the caller (typically a
+  // row of the request-to-token table), valid for the duration of Forward.
+  std::span<const int32_t> kv_slots;
+};
+
+struct ForwardBatch {
+  std::vector<int32_t> token_ids;  // [num_tokens]
+  std::vector<int64_t> positions;  // [num_tokens] rotary positions (normally prefix_len + i)
+  std::vector<SequenceExtend> sequences;
+  // Indices into token_ids whose logits are wanted, in output order.
+  std::vector<int64_t> logit_indices;
+
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
+};
+
+}  // namespace radixserve::model

@@ -1,0 +1,168 @@
+// radix_logits: runs a model on given token ids (teacher forcing) and reports logits, for the
+// oracle tests in tests/oracle/model and for debugging. Not part of the server.
+//
+//   radix_logits --model PATH [--load-format F] [--dtype D] [--threads N]
+//                (--tokens 1,2,3 | --tokens-file FILE) [--chunk N] [--logits-out FILE]
+//                [--ggml-activations] [--disable-mmap]
+//   radix_logits --model PATH --dump-tensor NAME --out FILE
+//
+// Prints one JSON object on stdout: {"architecture", "n_tokens", "n_vocab", "top1": [...]}.
+// --logits-out writes float32 logits [n_tokens, n_vocab] (little-endian, row-major).
+// --chunk N feeds the prompt N tokens per forward step (the rest comes from the KV prefix).
+// --dump-tensor writes one weight tensor dequantized to float32. --ggml-activations rounds
+// activations like llama.cpp before quantized matmuls (LoadOptions::ggml_activation_rounding). Exit
+// status 1 on any error.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "common/thread_pool.h"
+#include "kernels/ref/dequantize.h"
+#include "model/gguf_file.h"
+#include "model/model_loader.h"
+
+namespace {
+
+using radixserve::Status;
+namespace model = radixserve::model;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "radix_logits: %s\n", message.c_str());
+  return 1;
+}
+
+bool ParseTokens(const std::string& text, std::vector<int32_t>* out) {
+  std::string token;
+  std::stringstream in(text);
+  while (std::getline(in, token, ',')) {
+    token.erase(std::remove_if(token.begin(), token.end(), ::isspace), token.end());
+    if (token.empty()) continue;
+    try {
+      out->push_back(static_cast<int32_t>(std::stol(token)));
+    } catch (...) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int DumpTensor(const model::LoadOptions& options, const std::string& name,
+               const std::string& out_path) {
+  auto gguf = model::GgufFile::Open(options.model_path, !options.disable_mmap);
+  if (!gguf.ok()) return Fail(gguf.status().message());
+  const model::GgufTensorInfo* t = gguf->FindTensor(name);
+  if (t == nullptr) return Fail(options.model_path + ": missing tensor " + name);
+  int64_t elements = 1;
+  for (int64_t d : t->shape) elements *= d;
+  std::vector<float> values(static_cast<size_t>(elements));
+  radixserve::kernels::ref::Dequantize(t->format, t->data, values.data(), elements);
+  std::ofstream out(out_path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  if (!out) return Fail(out_path + ": write failed");
+  nlohmann::json report{{"name", name}, {"shape", t->shape}, {"elements", elements}};
+  std::cout << report.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  radixserve::InitLogging("warning");
+  model::LoadOptions options;
+  std::string tokens_text, tokens_file, logits_out, dump_tensor, dump_out;
+  int threads = 0;
+  int64_t chunk = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--model")
+      options.model_path = next();
+    else if (arg == "--load-format")
+      options.load_format = next();
+    else if (arg == "--dtype")
+      options.dtype = next();
+    else if (arg == "--threads")
+      threads = std::atoi(next().c_str());
+    else if (arg == "--tokens")
+      tokens_text = next();
+    else if (arg == "--tokens-file")
+      tokens_file = next();
+    else if (arg == "--chunk")
+      chunk = std::atoll(next().c_str());
+    else if (arg == "--logits-out")
+      logits_out = next();
+    else if (arg == "--dump-tensor")
+      dump_tensor = next();
+    else if (arg == "--out")
+      dump_out = next();
+    else if (arg == "--disable-mmap")
+      options.disable_mmap = true;
+    else if (arg == "--ggml-activations")
+      options.ggml_activation_rounding = true;
+    else
+      return Fail("unknown argument " + arg);
+  }
+  if (options.model_path.empty()) return Fail("--model is required");
+  if (!dump_tensor.empty()) return DumpTensor(options, dump_tensor, dump_out);
+
+  std::vector<int32_t> tokens;
+  if (!tokens_file.empty()) {
+    std::ifstream in(tokens_file);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    tokens_text = buffer.str();
+  }
+  if (!ParseTokens(tokens_text, &tokens) || tokens.empty()) return Fail("no valid --tokens given");
+
+  auto loaded = model::LoadModel(options);
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  const model::CausalLM& lm = **loaded;
+  const model::ModelConfig& c = lm.config();
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  model::KvCacheBuffers kv(c.num_layers, n, c.num_kv_heads, c.head_dim);
+  std::vector<int32_t> slots(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    slots[static_cast<size_t>(i)] = static_cast<int32_t>(n - 1 - i);  // any permutation
+  radixserve::ThreadPool pool(threads);
+  std::vector<float> logits(static_cast<size_t>(n * c.vocab_size));
+  if (chunk <= 0) chunk = n;
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t len = std::min(chunk, n - start);
+    model::ForwardBatch batch;
+    batch.token_ids.assign(tokens.begin() + start, tokens.begin() + start + len);
+    for (int64_t i = 0; i < len; ++i) {
+      batch.positions.push_back(start + i);
+      batch.logit_indices.push_back(i);
+    }
+    batch.sequences.push_back(
+        {start, len, std::span<const int32_t>(slots.data(), static_cast<size_t>(start + len))});
+    Status status = lm.Forward(batch, kv.view(), &pool, logits.data() + start * c.vocab_size);
+    if (!status.ok()) return Fail(status.message());
+  }
+  nlohmann::json report;
+  report["architecture"] = c.architecture;
+  report["n_tokens"] = n;
+  report["n_vocab"] = c.vocab_size;
+  std::vector<int64_t> top1;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = logits.data() + t * c.vocab_size;
+    top1.push_back(std::max_element(row, row + c.vocab_size) - row);
+  }
+  report["top1"] = top1;
+  if (!logits_out.empty()) {
+    std::ofstream out(logits_out, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(logits.data()),
+              static_cast<std::streamsize>(logits.size() * sizeof(float)));
+    if (!out) return Fail(logits_out + ": write failed");
+  }
+  std::cout << report.dump() << std::endl;
+  return 0;
+}

@@ -1,0 +1,297 @@
+#include "model/model_config.h"
+
+#include <cmath>
+
+#include "model/gguf_file.h"
+
+namespace radixserve::model {
+namespace {
+
+using nlohmann::json;
+
+// Reads config[key] as a number if present; errors on a wrong type.
+template <typename T>
+Status ReadNumber(const json& config, const char* key, T* out, const std::string& source) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number()) return InvalidArgument(source + ": " + key + " must be a number");
+  *out = it->get<T>();
+  return Status::Ok();
+}
+
+Status RequirePositive(int64_t value, const char* key, const std::string& source) {
+  if (value <= 0) return InvalidArgument(source + ": " + key + " must be a positive integer");
+  return Status::Ok();
+}
+
+void CollectIds(const json& value, std::vector<int64_t>* out) {
+  auto add = [&](int64_t id) {
+    for (int64_t e : *out) {
+      if (e == id) return;
+    }
+    out->push_back(id);
+  };
+  if (value.is_number_integer()) add(value.get<int64_t>());
+  if (value.is_array()) {
+    for (const auto& v : value) {
+      if (v.is_number_integer()) add(v.get<int64_t>());
+    }
+  }
+}
+
+Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& source) {
+  auto it = config.find("rope_scaling");
+  if (it == config.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return InvalidArgument(source + ": rope_scaling must be an object");
+  std::string type = it->value("rope_type", it->value("type", std::string("default")));
+  kernels::RopeScaling& s = c->rope_scaling;
+  RADIX_RETURN_IF_ERROR(ReadNumber(*it, "factor", &s.factor, source));
+  if (type == "default") {
+    s.type = kernels::RopeScalingType::kNone;
+  } else if (type == "linear") {
+    s.type = kernels::RopeScalingType::kLinear;
+  } else if (type == "llama3") {
+    s.type = kernels::RopeScalingType::kLlama3;
+    RADIX_RETURN_IF_ERROR(ReadNumber(*it, "low_freq_factor", &s.low_freq_factor, source));
+    RADIX_RETURN_IF_ERROR(ReadNumber(*it, "high_freq_factor", &s.high_freq_factor, source));
+    RADIX_RETURN_IF_ERROR(
+        ReadNumber(*it, "original_max_position_embeddings", &s.original_max_position, source));
+    if (s.high_freq_factor <= s.low_freq_factor) {
+      return InvalidArgument(source +
+                             ": rope_scaling high_freq_factor must exceed low_freq_factor");
+    }
+  } else {
+    return Unsupported(source + ": rope_scaling type '" + type + "' is not supported yet");
+  }
+  if (!(s.factor > 0)) return InvalidArgument(source + ": rope_scaling factor must be positive");
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t ModelConfig::ParameterCount() const {
+  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size +
+                            3 * hidden_size * intermediate_size + 2 * hidden_size;
+  return vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + num_layers * per_layer +
+         hidden_size;
+}
+
+Expected<ModelConfig> ParseModelConfig(const json& config, const json* generation,
+                                       const std::string& source) {
+  if (!config.is_object()) return InvalidArgument(source + ": config is not a JSON object");
+  ModelConfig c;
+  // Gemma 3 multimodal configs nest the language model under text_config.
+  const json& cfg = config.contains("text_config") && config["text_config"].is_object()
+                        ? config["text_config"]
+                        : config;
+  auto arch_it = config.find("architectures");
+  if (arch_it != config.end() && arch_it->is_array() && !arch_it->empty() &&
+      (*arch_it)[0].is_string()) {
+    c.architecture = (*arch_it)[0].get<std::string>();
+  }
+  c.model_type = cfg.value("model_type", config.value("model_type", std::string()));
+  if (c.architecture.empty()) {
+    return InvalidArgument(source + ": config has no \"architectures\" entry");
+  }
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "hidden_size", &c.hidden_size, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "intermediate_size", &c.intermediate_size, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_hidden_layers", &c.num_layers, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_attention_heads", &c.num_heads, source));
+  c.num_kv_heads = c.num_heads;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_key_value_heads", &c.num_kv_heads, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "vocab_size", &c.vocab_size, source));
+  for (auto [value, key] : {std::pair{c.hidden_size, "hidden_size"},
+                            {c.intermediate_size, "intermediate_size"},
+                            {c.num_layers, "num_hidden_layers"},
+                            {c.num_heads, "num_attention_heads"},
+                            {c.num_kv_heads, "num_key_value_heads"},
+                            {c.vocab_size, "vocab_size"}}) {
+    RADIX_RETURN_IF_ERROR(RequirePositive(value, key, source));
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return InvalidArgument(source +
+                           ": num_attention_heads must be a multiple of num_key_value_heads");
+  }
+  c.head_dim = c.hidden_size / c.num_heads;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "head_dim", &c.head_dim, source));
+  RADIX_RETURN_IF_ERROR(RequirePositive(c.head_dim, "head_dim", source));
+  double partial = 1.0;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "partial_rotary_factor", &partial, source));
+  c.rotary_dim = static_cast<int64_t>(std::llround(static_cast<double>(c.head_dim) * partial));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rotary_dim", &c.rotary_dim, source));
+  if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0) {
+    return InvalidArgument(source + ": rotary dimension must be even and at most head_dim");
+  }
+  c.context_length = 2048;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "max_position_embeddings", &c.context_length, source));
+  RADIX_RETURN_IF_ERROR(RequirePositive(c.context_length, "max_position_embeddings", source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rms_norm_eps", &c.rms_norm_eps, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rope_theta", &c.rope_theta, source));
+  if (!(c.rope_theta > 0)) return InvalidArgument(source + ": rope_theta must be positive");
+  RADIX_RETURN_IF_ERROR(ParseRopeScaling(cfg, &c, source));
+  c.tie_word_embeddings =
+      cfg.value("tie_word_embeddings", config.value("tie_word_embeddings", false));
+  c.attention_bias = cfg.value("attention_bias", false);
+  if (cfg.contains("hidden_activation") && cfg["hidden_activation"].is_string()) {
+    c.hidden_act = cfg["hidden_activation"].get<std::string>();
+  } else if (cfg.contains("hidden_act") && cfg["hidden_act"].is_string()) {
+    c.hidden_act = cfg["hidden_act"].get<std::string>();
+  }
+  if (cfg.contains("sliding_window") && cfg["sliding_window"].is_number_integer()) {
+    c.sliding_window = cfg["sliding_window"].get<int64_t>();
+  }
+  int64_t pattern = 0;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "sliding_window_pattern", &pattern, source));
+  c.layer_is_sliding.assign(static_cast<size_t>(c.num_layers), false);
+  if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+    const json& types = cfg["layer_types"];
+    if (types.size() != static_cast<size_t>(c.num_layers)) {
+      return InvalidArgument(source + ": layer_types must have num_hidden_layers entries");
+    }
+    for (size_t i = 0; i < types.size(); ++i) {
+      c.layer_is_sliding[i] =
+          types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
+    }
+  } else if (pattern > 0 && c.sliding_window > 0) {
+    for (int64_t i = 0; i < c.num_layers; ++i)
+      c.layer_is_sliding[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  } else if (c.sliding_window > 0 && cfg.value("use_sliding_window", true)) {
+    c.layer_is_sliding.assign(static_cast<size_t>(c.num_layers), true);
+  }
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rope_local_base_freq", &c.rope_local_theta, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "query_pre_attn_scalar", &c.query_pre_attn_scalar, source));
+  RADIX_RETURN_IF_ERROR(
+      ReadNumber(cfg, "final_logit_softcapping", &c.final_logit_softcapping, source));
+  RADIX_RETURN_IF_ERROR(
+      ReadNumber(cfg, "attn_logit_softcapping", &c.attn_logit_softcapping, source));
+  if (cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer()) {
+    c.bos_token_id = cfg["bos_token_id"].get<int64_t>();
+  }
+  if (cfg.contains("eos_token_id")) CollectIds(cfg["eos_token_id"], &c.eos_token_ids);
+  c.torch_dtype = cfg.value("torch_dtype", config.value("torch_dtype", std::string()));
+  if (generation != nullptr && generation->is_object()) {
+    const json& g = *generation;
+    if (g.contains("eos_token_id")) CollectIds(g["eos_token_id"], &c.eos_token_ids);
+    if (!c.bos_token_id && g.contains("bos_token_id") && g["bos_token_id"].is_number_integer()) {
+      c.bos_token_id = g["bos_token_id"].get<int64_t>();
+    }
+    if (g.contains("temperature") && g["temperature"].is_number())
+      c.temperature = g["temperature"].get<double>();
+    if (g.contains("top_p") && g["top_p"].is_number()) c.top_p = g["top_p"].get<double>();
+    if (g.contains("top_k") && g["top_k"].is_number_integer()) c.top_k = g["top_k"].get<int64_t>();
+    if (g.contains("repetition_penalty") && g["repetition_penalty"].is_number()) {
+      c.repetition_penalty = g["repetition_penalty"].get<double>();
+    }
+  }
+  return c;
+}
+
+Status ApplyJsonOverride(json& config, const std::string& override_json) {
+  if (override_json.empty()) return Status::Ok();
+  json patch = json::parse(override_json, nullptr, false);
+  if (patch.is_discarded() || !patch.is_object()) {
+    return InvalidArgument("--json-model-override-args must be a JSON object");
+  }
+  config.merge_patch(patch);
+  return Status::Ok();
+}
+
+namespace {
+
+struct GgufArch {
+  const char* gguf_name;
+  const char* hf_class;
+  const char* model_type;
+};
+
+constexpr GgufArch kGgufArchs[] = {
+    {"llama", "LlamaForCausalLM", "llama"},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3"},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text"},
+};
+
+}  // namespace
+
+Expected<json> GgufConfigJson(const GgufFile& gguf) {
+  auto arch_or = gguf.GetString("general.architecture");
+  if (!arch_or.ok()) return arch_or.status();
+  if (!arch_or.value()) return DataLoss(gguf.path() + ": GGUF has no general.architecture");
+  const std::string arch = *arch_or.value();
+  const GgufArch* known = nullptr;
+  for (const GgufArch& a : kGgufArchs) {
+    if (arch == a.gguf_name) known = &a;
+  }
+  if (known == nullptr) {
+    return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
+                       "' is not supported (supported: llama, qwen2, qwen3, gemma3)");
+  }
+  json c;
+  c["architectures"] = json::array({known->hf_class});
+  c["model_type"] = known->model_type;
+  Status error;
+  auto copy_int = [&](const std::string& key, const char* hf_key) {
+    auto v = gguf.GetInt(arch + "." + key);
+    if (!v.ok()) {
+      error = v.status();
+    } else if (v.value()) {
+      c[hf_key] = *v.value();
+    }
+  };
+  auto copy_float = [&](const std::string& key, const char* hf_key) {
+    auto v = gguf.GetFloat(arch + "." + key);
+    if (!v.ok()) {
+      error = v.status();
+    } else if (v.value()) {
+      c[hf_key] = *v.value();
+    }
+  };
+  copy_int("embedding_length", "hidden_size");
+  copy_int("feed_forward_length", "intermediate_size");
+  copy_int("block_count", "num_hidden_layers");
+  copy_int("attention.head_count", "num_attention_heads");
+  copy_int("attention.head_count_kv", "num_key_value_heads");
+  copy_int("attention.key_length", "head_dim");
+  copy_int("rope.dimension_count", "rotary_dim");
+  copy_int("context_length", "max_position_embeddings");
+  copy_int("vocab_size", "vocab_size");
+  copy_int("attention.sliding_window", "sliding_window");
+  copy_float("attention.layer_norm_rms_epsilon", "rms_norm_eps");
+  copy_float("rope.freq_base", "rope_theta");
+  copy_float("final_logit_softcapping", "final_logit_softcapping");
+  copy_float("attn_logit_softcapping", "attn_logit_softcapping");
+  if (!error.ok()) return error;
+  if (!c.contains("vocab_size")) {
+    if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {
+      c["vocab_size"] = tokens->array.size();
+    } else if (const GgufTensorInfo* embd = gguf.FindTensor("token_embd.weight")) {
+      c["vocab_size"] = embd->shape.front();
+    }
+  }
+  auto scaling = gguf.GetString(arch + ".rope.scaling.type");
+  if (!scaling.ok()) return scaling.status();
+  if (scaling.value() && *scaling.value() != "none") {
+    auto factor = gguf.GetFloat(arch + ".rope.scaling.factor");
+    if (!factor.ok()) return factor.status();
+    c["rope_scaling"] = {{"rope_type", *scaling.value()}, {"factor", factor.value().value_or(1.0)}};
+  }
+  c["tie_word_embeddings"] = gguf.FindTensor("output.weight") == nullptr;
+  if (known->model_type == std::string("qwen2")) c["attention_bias"] = true;
+  if (arch == "gemma3") {
+    c["hidden_activation"] = "gelu_pytorch_tanh";
+    c["sliding_window_pattern"] = 6;
+    c["rope_local_base_freq"] = 10000.0;
+    if (c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+    if (!c.contains("rope_theta")) c["rope_theta"] = 1000000.0;
+  }
+  for (auto [key, hf_key] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                             {"tokenizer.ggml.eos_token_id", "eos_token_id"}}) {
+    auto v = gguf.GetInt(key);
+    if (!v.ok()) return v.status();
+    if (v.value()) c[hf_key] = *v.value();
+  }
+  return c;
+}
+
+}  // namespace radixserve::model

@@ -1,0 +1,77 @@
+// ModelConfig: the shape and hyper-parameters of a decoder-only model, in Hugging Face terms.
+//
+// Both checkpoint kinds go through one parser: an HF folder's config.json as is, and a GGUF
+// file's metadata first rewritten into the same HF-style JSON (GgufConfigJson). That way
+// --json-model-override-args (a JSON object merged over the config before parsing) behaves the
+// same for both.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "kernels/rope.h"
+
+namespace radixserve::model {
+
+class GgufFile;
+
+struct ModelConfig {
+  std::string architecture;  // HF class name, e.g. "LlamaForCausalLM"
+  std::string model_type;    // e.g. "llama", "qwen2", "qwen3", "gemma3_text"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t rotary_dim = 0;  // head_dim unless the config asks for partial rotary
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;  // max_position_embeddings (or --context-length)
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  kernels::RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  std::string hidden_act = "silu";
+
+  // Gemma 3: sliding-window layers use rope_local_theta; every sliding_window_pattern-th layer
+  // is global. query_pre_attn_scalar sets the attention scale (1/sqrt of it).
+  int64_t sliding_window = 0;          // 0: no sliding window
+  std::vector<bool> layer_is_sliding;  // size num_layers
+  double rope_local_theta = 10000.0;
+  double query_pre_attn_scalar = 0.0;  // 0: head_dim
+  double final_logit_softcapping = 0.0;
+  double attn_logit_softcapping = 0.0;
+
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // config.json and generation_config.json, merged
+  std::string torch_dtype;             // as written in config.json ("" for GGUF)
+
+  // Sampling defaults from generation_config.json (absent: not given).
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> repetition_penalty;
+
+  // Total parameters implied by the shapes above (for the load log line).
+  int64_t ParameterCount() const;
+};
+
+// Parses an HF-style config (after any overrides were merged). generation may be null.
+// `source` names the file in error messages.
+Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
+                                       const nlohmann::json* generation, const std::string& source);
+
+// HF-style config JSON from GGUF metadata (architectures llama, qwen2, qwen3, gemma3).
+Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
+
+// Merges `override_json` (a JSON object as text; empty means none) into config, key by key,
+// recursing into nested objects like HF's update().
+Status ApplyJsonOverride(nlohmann::json& config, const std::string& override_json);
+
+}  // namespace radixserve::model

@@ -1,0 +1,255 @@
+#include "model/model_loader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/log.h"
+#include "model/assign_or_return.h"
+#include "model/gemma3_model.h"
+#include "model/gguf_file.h"
+#include "model/llama_model.h"
+#include "model/safetensors_file.h"
+#include "model/weight_store.h"
+
+namespace radixserve::model {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// What a model path resolves to.
+struct Checkpoint {
+  enum class Kind { kHf, kGguf } kind = Kind::kHf;
+  std::string gguf_path;  // kGguf
+  std::string folder;     // kHf
+};
+
+Expected<json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound(path + ": cannot read");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  json j = json::parse(buffer.str(), nullptr, false);
+  if (j.is_discarded()) return DataLoss(path + ": not valid JSON");
+  return j;
+}
+
+Expected<Checkpoint> Resolve(const LoadOptions& o) {
+  static const char* kUnsupportedFormats[] = {
+      "pt",     "npcache",         "sharded_state", "bitsandbytes", "mistral", "layered",
+      "remote", "fastsafetensors", "jax",           "private",      "flash_rl"};
+  for (const char* f : kUnsupportedFormats) {
+    if (o.load_format == f) {
+      return Unsupported("--load-format " + o.load_format +
+                         " is not supported (supported: auto, safetensors, gguf, dummy)");
+    }
+  }
+  if (o.load_format != "auto" && o.load_format != "safetensors" && o.load_format != "gguf" &&
+      o.load_format != "dummy") {
+    return InvalidArgument("--load-format " + o.load_format + " is unknown");
+  }
+  std::error_code ec;
+  const fs::path path(o.model_path);
+  if (!fs::exists(path, ec)) {
+    return NotFound(o.model_path +
+                    ": no such file or directory (radixserve cannot download from a hub)");
+  }
+  Checkpoint cp;
+  if (fs::is_regular_file(path, ec)) {
+    if (path.extension() != ".gguf" && o.load_format != "gguf") {
+      return InvalidArgument(o.model_path + ": a model file must be .gguf (or pass a folder)");
+    }
+    if (o.load_format == "safetensors") {
+      return InvalidArgument(o.model_path + ": --load-format safetensors needs an HF folder");
+    }
+    cp.kind = Checkpoint::Kind::kGguf;
+    cp.gguf_path = path.string();
+    return cp;
+  }
+  std::vector<std::string> ggufs;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".gguf")
+      ggufs.push_back(entry.path().string());
+  }
+  const bool has_config = fs::exists(path / "config.json", ec);
+  const bool want_gguf = o.load_format == "gguf" || (o.load_format != "safetensors" && !has_config);
+  if (want_gguf) {
+    if (ggufs.size() != 1) {
+      if (!ggufs.empty())
+        return InvalidArgument(o.model_path + ": several .gguf files; pass one of them");
+      return NotFound(o.model_path +
+                      (has_config ? ": no .gguf file" : ": no config.json and no .gguf file"));
+    }
+    cp.kind = Checkpoint::Kind::kGguf;
+    cp.gguf_path = ggufs.front();
+    return cp;
+  }
+  if (!has_config) return NotFound(o.model_path + ": no config.json");
+  cp.kind = Checkpoint::Kind::kHf;
+  cp.folder = path.string();
+  return cp;
+}
+
+Expected<kernels::WeightFormat> DummyFormat(const std::string& dtype) {
+  if (dtype == "auto" || dtype == "float" || dtype == "float32") return kernels::WeightFormat::kF32;
+  if (dtype == "half" || dtype == "float16") return kernels::WeightFormat::kF16;
+  if (dtype == "bfloat16") return kernels::WeightFormat::kBF16;
+  return InvalidArgument("--dtype " + dtype +
+                         " is unknown (auto, half, float16, bfloat16, float, float32)");
+}
+
+// Config JSON (overrides applied) plus, for GGUF, the parsed file.
+struct ConfigSource {
+  json config;
+  json generation;
+  bool has_generation = false;
+  std::string name;
+  std::unique_ptr<GgufFile> gguf;
+};
+
+Expected<ConfigSource> ReadConfig(const LoadOptions& o, const Checkpoint& cp) {
+  ConfigSource src;
+  if (cp.kind == Checkpoint::Kind::kGguf) {
+    auto gguf = GgufFile::Open(cp.gguf_path, !o.disable_mmap);
+    if (!gguf.ok()) return gguf.status();
+    src.gguf = std::make_unique<GgufFile>(std::move(gguf).value());
+    RADIX_ASSIGN_OR_RETURN(src.config, GgufConfigJson(*src.gguf));
+    src.name = cp.gguf_path;
+  } else {
+    src.name = (fs::path(cp.folder) / "config.json").string();
+    RADIX_ASSIGN_OR_RETURN(src.config, ReadJsonFile(src.name));
+    const fs::path gen = fs::path(cp.folder) / "generation_config.json";
+    std::error_code ec;
+    if (fs::exists(gen, ec)) {
+      RADIX_ASSIGN_OR_RETURN(src.generation, ReadJsonFile(gen.string()));
+      src.has_generation = true;
+    }
+  }
+  RADIX_RETURN_IF_ERROR(ApplyJsonOverride(src.config, o.json_override));
+  return src;
+}
+
+Expected<ModelConfig> BuildConfig(const LoadOptions& o, const ConfigSource& src) {
+  auto config =
+      ParseModelConfig(src.config, src.has_generation ? &src.generation : nullptr, src.name);
+  if (!config.ok()) return config.status();
+  if (o.context_length > 0) config->context_length = o.context_length;
+  RADIX_RETURN_IF_ERROR(DummyFormat(o.dtype).status());
+  return config;
+}
+
+Expected<std::vector<SafetensorsFile>> OpenSafetensors(const std::string& folder, bool use_mmap) {
+  const fs::path dir(folder);
+  std::vector<std::string> shards;
+  std::error_code ec;
+  if (fs::exists(dir / "model.safetensors.index.json", ec)) {
+    const std::string index_path = (dir / "model.safetensors.index.json").string();
+    json index;
+    RADIX_ASSIGN_OR_RETURN(index, ReadJsonFile(index_path));
+    if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
+      return DataLoss(index_path + ": no weight_map object");
+    }
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      if (!file.is_string())
+        return DataLoss(index_path + ": weight_map entry " + name + " is not a file name");
+      const std::string shard = file.get<std::string>();
+      if (shard.find('/') != std::string::npos)
+        return DataLoss(index_path + ": shard name " + shard + " has a path");
+      if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
+    }
+  } else if (fs::exists(dir / "model.safetensors", ec)) {
+    shards.push_back("model.safetensors");
+  } else {
+    return NotFound(folder +
+                    ": no model.safetensors or model.safetensors.index.json "
+                    "(only safetensors weights are supported for HF folders)");
+  }
+  std::vector<SafetensorsFile> files;
+  for (const std::string& shard : shards) {
+    auto file = SafetensorsFile::Open((dir / shard).string(), use_mmap);
+    if (!file.ok()) return file.status();
+    files.push_back(std::move(file).value());
+  }
+  return files;
+}
+
+Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
+                                               std::unique_ptr<WeightStore> weights) {
+  const std::string& arch = config.architecture;
+  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights), {});
+  }
+  if (arch == "Qwen2ForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{true, false});
+  }
+  if (arch == "Qwen3ForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{false, true});
+  }
+  if (arch == "Gemma3ForCausalLM") {
+    return Gemma3Model::Create(std::move(config), std::move(weights));
+  }
+  return Unsupported("architecture " + arch +
+                     " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM); "
+                     "--trust-remote-code cannot help: "
+                     "radixserve does not run custom model code");
+}
+
+}  // namespace
+
+Expected<ModelConfig> LoadModelConfig(const LoadOptions& options) {
+  Checkpoint cp;
+  RADIX_ASSIGN_OR_RETURN(cp, Resolve(options));
+  ConfigSource src;
+  RADIX_ASSIGN_OR_RETURN(src, ReadConfig(options, cp));
+  return BuildConfig(options, src);
+}
+
+Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Checkpoint cp;
+  RADIX_ASSIGN_OR_RETURN(cp, Resolve(options));
+  ConfigSource src;
+  RADIX_ASSIGN_OR_RETURN(src, ReadConfig(options, cp));
+  ModelConfig config;
+  RADIX_ASSIGN_OR_RETURN(config, BuildConfig(options, src));
+  std::unique_ptr<WeightStore> weights;
+  if (options.load_format == "dummy") {
+    kernels::WeightFormat format;
+    RADIX_ASSIGN_OR_RETURN(format, DummyFormat(options.dtype));
+    weights = WeightStore::Dummy(options.random_seed, format);
+  } else if (cp.kind == Checkpoint::Kind::kGguf) {
+    RADIX_ASSIGN_OR_RETURN(weights, WeightStore::FromGguf(std::move(*src.gguf)));
+    if (options.ggml_activation_rounding) {
+      weights->set_activation_mode(kernels::ActivationMode::kGgmlRounded);
+    }
+  } else {
+    std::vector<SafetensorsFile> files;
+    RADIX_ASSIGN_OR_RETURN(files, OpenSafetensors(cp.folder, !options.disable_mmap));
+    RADIX_ASSIGN_OR_RETURN(weights,
+                           WeightStore::FromSafetensors(std::move(files), config.model_type));
+  }
+  // Dummy stores have no tensor list; count the tensors a Llama-shaped model asks for.
+  const int64_t expected =
+      weights->tensor_count() > 0 ? weights->tensor_count() : config.num_layers * 9 + 3;
+  LoadProgress progress("Loading weights", expected);
+  weights->set_progress(&progress);
+  WeightStore* store = weights.get();
+  std::unique_ptr<CausalLM> model;
+  RADIX_ASSIGN_OR_RETURN(model, BuildModel(std::move(config), std::move(weights)));
+  progress.Finish();
+  store->set_progress(nullptr);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const ModelConfig& c = model->config();
+  RADIX_LOG_INFO(
+      "Load weight end. arch={}, params={:.2f}M, weight bytes={:.2f} MB, load time={:.2f} s",
+      c.architecture, static_cast<double>(c.ParameterCount()) / 1e6,
+      static_cast<double>(model->weight_bytes()) / (1 << 20), seconds);
+  return model;
+}
+
+}  // namespace radixserve::model

@@ -1,0 +1,42 @@
+// LoadModel: resolves --model-path and --load-format to a checkpoint, builds ModelConfig and the
+// architecture's CausalLM. The lead maps ServerArgs onto LoadOptions (src/model must not depend
+// on src/args).
+//
+// model_path: an HF folder (config.json [+ generation_config.json] + model.safetensors or
+// model.safetensors.index.json with shards), a .gguf file, or a folder holding exactly one .gguf.
+// load_format: auto | safetensors | gguf | dummy (random weights from the config, seeded by
+// random_seed); SGLang's other formats (pt, npcache, ...) are reported as not supported.
+// dtype: auto | half | float16 | bfloat16 | float | float32. Activations are float32 on CPU;
+// dtype picks the storage of dummy weights, checkpoint weights keep their stored format.
+// All failures are Status values naming the file (and tensor); nothing here aborts on input.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "model/causal_lm.h"
+
+namespace radixserve::model {
+
+struct LoadOptions {
+  std::string model_path;
+  std::string load_format = "auto";
+  std::string dtype = "auto";
+  int64_t context_length = 0;  // 0: the model's own
+  std::string json_override;   // --json-model-override-args ("" or a JSON object)
+  uint64_t random_seed = 0;
+  bool disable_mmap = false;
+  // GGUF block-quantized weights: by default they multiply float32 activations (the exact
+  // product with the dequantized weights, what an HF copy of them computes). true rounds
+  // activations through Q8_0/Q8_1/Q8_K first, as llama.cpp's CPU backend does.
+  bool ggml_activation_rounding = false;
+};
+
+Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);
+
+// The config alone (no weights): what LoadModel would use.
+Expected<ModelConfig> LoadModelConfig(const LoadOptions& options);
+
+}  // namespace radixserve::model

@@ -1,0 +1,172 @@
+#include "model/weight_store.h"
+
+#include <cstring>
+
+#include "kernels/half.h"
+#include "kernels/ref/dequantize.h"
+
+namespace radixserve::model {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+std::string CanonicalWeightName(const std::string& hf, const std::string& model_type) {
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  if (hf.rfind(prefix, 0) != 0) return "";
+  const size_t dot = hf.find('.', prefix.size());
+  if (dot == std::string::npos) return "";
+  const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
+  if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
+  const std::string rest = hf.substr(dot + 1);
+  const bool gemma = model_type.rfind("gemma", 0) == 0;
+  static const std::pair<const char*, const char*> kCommon[] = {
+      {"input_layernorm", "attn_norm"},
+      {"self_attn.q_proj", "attn_q"},
+      {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"},
+      {"self_attn.q_norm", "attn_q_norm"},
+      {"self_attn.k_norm", "attn_k_norm"},
+      {"mlp.gate_proj", "ffn_gate"},
+      {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},
+      {"pre_feedforward_layernorm", "ffn_norm"},
+      {"post_feedforward_layernorm", "post_ffw_norm"},
+  };
+  for (const std::string suffix : {".weight", ".bias"}) {
+    if (rest.size() <= suffix.size() ||
+        rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string module = rest.substr(0, rest.size() - suffix.size());
+    std::string mapped;
+    for (auto [from, to] : kCommon) {
+      if (module == from) mapped = to;
+    }
+    if (module == "post_attention_layernorm") mapped = gemma ? "post_attention_norm" : "ffn_norm";
+    if (mapped.empty()) return "";
+    return "blk." + layer + "." + mapped + suffix;
+  }
+  return "";
+}
+
+void WeightStore::Add(WeightTensor tensor) {
+  std::string name = tensor.name;
+  tensors_[name] = std::move(tensor);
+}
+
+Expected<std::unique_ptr<WeightStore>> WeightStore::FromGguf(GgufFile gguf) {
+  std::unique_ptr<WeightStore> store(new WeightStore());
+  store->gguf_ = std::make_unique<GgufFile>(std::move(gguf));
+  store->description_ = store->gguf_->path();
+  auto arch = store->gguf_->GetString("general.architecture");
+  // llama.cpp's converter stores llama Q/K rows in Meta's interleaved rotary order.
+  if (arch.ok() && arch.value() && *arch.value() == "llama") {
+    store->rope_layout_ = kernels::RopeLayout::kInterleaved;
+  }
+  for (const GgufTensorInfo& t : store->gguf_->tensors()) {
+    store->Add({t.name, store->gguf_->path(), t.format, t.shape, t.data, t.bytes});
+  }
+  return store;
+}
+
+Expected<std::unique_ptr<WeightStore>> WeightStore::FromSafetensors(
+    std::vector<SafetensorsFile> files, const std::string& model_type) {
+  std::unique_ptr<WeightStore> store(new WeightStore());
+  store->safetensors_ = std::move(files);
+  for (const SafetensorsFile& f : store->safetensors_) {
+    if (!store->description_.empty()) store->description_ += ", ";
+    store->description_ += f.path();
+    for (const SafetensorsTensor& t : f.tensors()) {
+      const std::string name = CanonicalWeightName(t.name, model_type);
+      if (name.empty()) continue;
+      if (store->tensors_.count(name) != 0) {
+        return DataLoss(f.path() + ": tensor " + t.name + " appears in more than one file");
+      }
+      store->Add({name, f.path() + " (" + t.name + ")", t.format, t.shape, t.data, t.bytes});
+    }
+  }
+  return store;
+}
+
+std::unique_ptr<WeightStore> WeightStore::Dummy(uint64_t seed, kernels::WeightFormat format) {
+  std::unique_ptr<WeightStore> store(new WeightStore());
+  store->dummy_ = true;
+  store->dummy_format_ = format;
+  store->rng_.seed(seed);
+  store->description_ = "dummy weights (seed " + std::to_string(seed) + ")";
+  return store;
+}
+
+const WeightTensor* WeightStore::Find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Expected<WeightTensor> WeightStore::Require(const std::string& name,
+                                            const std::vector<int64_t>& shape) {
+  if (dummy_ && tensors_.count(name) == 0) {
+    int64_t elements = 1;
+    for (int64_t d : shape) elements *= d;
+    const bool is_norm = name.find("norm") != std::string::npos;
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    std::vector<float> values(static_cast<size_t>(elements));
+    for (float& v : values) v = (is_norm ? 1.0f : 0.0f) + dist(rng_);
+    auto& bytes = owned_.emplace_back();
+    auto format = shape.size() == 1 ? kernels::WeightFormat::kF32 : dummy_format_;
+    bytes.resize(static_cast<size_t>(*kernels::StorageBytes(format, elements)));
+    for (int64_t i = 0; i < elements; ++i) {
+      const float v = values[static_cast<size_t>(i)];
+      if (format == kernels::WeightFormat::kF32) {
+        std::memcpy(bytes.data() + 4 * i, &v, 4);
+      } else {
+        const uint16_t h =
+            format == kernels::WeightFormat::kF16 ? kernels::F32ToF16(v) : kernels::F32ToBf16(v);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    Add({name, description_, format, shape, bytes.data(), static_cast<int64_t>(bytes.size())});
+  }
+  const WeightTensor* t = Find(name);
+  if (t == nullptr) return NotFound(description_ + ": missing tensor " + name);
+  if (t->shape != shape) {
+    return InvalidArgument(t->file + ": tensor " + name + " has shape " + ShapeString(t->shape) +
+                           ", expected " + ShapeString(shape));
+  }
+  if (!counted_[name]) {
+    counted_[name] = true;
+    used_bytes_ += t->bytes;
+    if (progress_ != nullptr) progress_->Update(static_cast<int64_t>(counted_.size()));
+  }
+  return *t;
+}
+
+Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& name, int64_t rows,
+                                                           int64_t cols) {
+  auto t = Require(name, {rows, cols});
+  if (!t.ok()) return t.status();
+  return kernels::WeightMatrix{t->format, rows, cols, t->data};
+}
+
+Expected<std::vector<float>> WeightStore::RequireVector(const std::string& name, int64_t size) {
+  auto t = Require(name, {size});
+  if (!t.ok()) return t.status();
+  std::vector<float> out(static_cast<size_t>(size));
+  if (size % kernels::BlockElements(t->format) != 0) {
+    return InvalidArgument(t->file + ": tensor " + name +
+                           " has a size that does not fit its format");
+  }
+  kernels::ref::Dequantize(t->format, t->data, out.data(), size);
+  return out;
+}
+
+}  // namespace radixserve::model

@@ -1,0 +1,54 @@
+"""Helpers for the model oracle tests: locate radix_logits and the model files (a plain module,
+not conftest.py, so it cannot clash with other oracle folders)."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+SHARED = os.environ.get("RADIX_SHARED_DIR", os.path.join(os.path.dirname(__file__), "../../../../shared"))
+MODELS = os.environ.get("RADIX_MODELS_DIR", "/root/.cache/radixserve/models")
+STORIES_GGUF = os.path.join(SHARED, "models/stories260K/gguf/stories260K.gguf")
+STORIES_HF = os.path.join(SHARED, "models/stories260K/hf")
+SMOLLM2_GGUF = os.path.join(MODELS, "smollm2-135m-instruct-q4_1.gguf")
+SMOLLM2_HF = os.path.join(MODELS, "smollm2-135m-instruct-hf")
+# Fixtures made by tests/fixtures/make_dequantized_gguf.py (all tensors dequantized to F32).
+SMOLLM2_F32_GGUF = os.path.join(MODELS, "smollm2-135m-instruct-f32.gguf")
+GEMMA3_GGUF = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+GEMMA3_F32_GGUF = os.path.join(MODELS, "gemma-3-270m-f32.gguf")
+
+
+def radix_logits_binary():
+    build = os.environ.get("RADIX_BUILD_DIR", "/root/.cache/radixserve/build/release")
+    for path in (os.path.join(build, "radix_logits"), os.path.join(build, "src/model/radix_logits")):
+        if os.path.exists(path):
+            return path
+    pytest.fail(f"radix_logits is not built in {build} (set RADIX_BUILD_DIR)")
+
+
+def require(path):
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+def run_radix(model, tokens, tmp_path, *extra):
+    """Teacher-forced logits [len(tokens), vocab] from our implementation."""
+    out = tmp_path / "logits.f32"
+    tokens_file = tmp_path / "tokens.txt"
+    tokens_file.write_text(",".join(str(t) for t in tokens))
+    proc = subprocess.run(
+        [radix_logits_binary(), "--model", model, "--tokens-file", str(tokens_file),
+         "--logits-out", str(out), *extra],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    logits = np.fromfile(out, dtype=np.float32).reshape(report["n_tokens"], report["n_vocab"])
+    return logits
+
+
+def log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))

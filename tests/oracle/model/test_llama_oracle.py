@@ -1,0 +1,147 @@
+"""Llama-architecture logits against llama.cpp (llama-cpp-python) on the same GGUF file,
+teacher-forced on a few hundred tokens of English text, and HF form == GGUF form."""
+import numpy as np
+import pytest
+
+from model_oracle_helpers import (SMOLLM2_F32_GGUF, SMOLLM2_GGUF, SMOLLM2_HF, STORIES_GGUF,
+                                  STORIES_HF, log_softmax, require, run_radix)
+
+# Original text written for these tests (TinyStories-like vocabulary for stories260K).
+STORY = (
+    "Once upon a time, there was a little fox named Pip. Pip lived in a big green forest near a "
+    "quiet river. Every morning, Pip ran to the river to drink water and look at the fish. One "
+    "day, Pip saw a small bird sitting on a rock. The bird was sad because it could not fly. "
+    "Its wing was hurt. Pip said, \"Do not be sad, little bird. I will help you.\" Pip brought "
+    "soft leaves and made a warm bed for the bird. He gave the bird some berries to eat. The bird "
+    "smiled and said, \"Thank you, Pip. You are a good friend.\" Every day, Pip came to see the "
+    "bird. They played games and sang songs together. After many days, the wing was better. The "
+    "bird flapped its wings and flew up into the blue sky. Pip was happy for his friend. The bird "
+    "came back every morning to say hello, and they were friends forever. The end. "
+    "One sunny day, a girl named Mia went to the park with her mom. She wanted to play on the big "
+    "slide. Mia climbed up the steps and slid down very fast. She laughed and ran to do it again."
+)
+
+TECH = (
+    "The history of the printing press shows how a single invention can change the way people "
+    "share ideas. Before movable type, books were copied by hand, which made them rare and "
+    "expensive. When printers began to arrange small metal letters in frames, they could make "
+    "hundreds of identical pages in a day. Prices fell, more people learned to read, and new "
+    "ideas travelled quickly between cities. Scientists published their experiments, merchants "
+    "printed price lists, and governments issued laws that everyone could check. Historians still "
+    "debate which effects mattered most, but almost all agree that cheap printed text helped "
+    "create the modern world. Today, computers play a similar role: software lets anyone write, "
+    "edit and publish documents in seconds, and networks carry them around the planet. Yet the "
+    "basic questions remain the same. Who decides what is worth printing? How do readers know "
+    "whether a text can be trusted? And how can a society keep old knowledge safe while it adds "
+    "new knowledge every day? Librarians, teachers and engineers all work on parts of the answer."
+)
+
+
+def _without_extra_buffer_types(llama_cpp):
+    """llama.cpp repacks quantized weights into "extra" buffer types (AMX, ...) when the CPU
+    advertises them; on our CI machines AMX tiles are advertised but not usable (SIGILL). The
+    plain CPU buffers compute the same model, so turn the extra ones off."""
+    import llama_cpp.llama as llama_module
+
+    default = llama_cpp.llama_model_default_params
+    if getattr(default, "_radix_patched", False):
+        return
+
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    params._radix_patched = True
+    llama_module.llama_cpp.llama_model_default_params = params
+
+
+def llama_cpp_logits(model_path, tokens, n_ctx):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    _without_extra_buffer_types(llama_cpp)
+    llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
+                          logits_all=True, n_threads=2, verbose=False,
+                          type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+    llm.eval(tokens)
+    return np.array(llm.scores[: len(tokens)], dtype=np.float32)
+
+
+def tokenize(model_path, text):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    vocab = llama_cpp.Llama(model_path=model_path, vocab_only=True, verbose=False)
+    return vocab.tokenize(text.encode(), add_bos=True)
+
+
+def test_stories260k_matches_llama_cpp(tmp_path):
+    model = require(STORIES_GGUF)
+    tokens = tokenize(model, STORY)
+    assert 200 <= len(tokens) <= 512
+    ref = llama_cpp_logits(model, tokens, 512)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    max_diff = np.abs(ours - ref).max()
+    print(f"stories260K: {len(tokens)} tokens, top-1 agreement {top1:.4f}, max |dlogit| {max_diff:.2e}")
+    assert top1 == 1.0
+    assert max_diff < 1e-3
+
+
+def test_stories260k_hf_equals_gguf(tmp_path):
+    gguf, hf = require(STORIES_GGUF), require(STORIES_HF)
+    tokens = tokenize(gguf, STORY)
+    a = run_radix(gguf, tokens, tmp_path)
+    b = run_radix(hf, tokens, tmp_path)
+    assert np.abs(a - b).max() < 1e-4
+
+
+def test_stories260k_chunked_prefill_is_invariant(tmp_path):
+    gguf = require(STORIES_GGUF)
+    tokens = tokenize(gguf, STORY)
+    a = run_radix(gguf, tokens, tmp_path)
+    b = run_radix(gguf, tokens, tmp_path, "--chunk", "37")
+    assert np.abs(a - b).max() < 1e-5
+
+
+# llama.cpp's CPU backend rounds activations to 8 bits (Q8_1 / Q8_0) before every quantized
+# matmul; we multiply float32 activations with the dequantized weights (the exact product).
+# test_smollm2_f32_matches_llama_cpp shows the model math agrees to ~3e-5 once weights are
+# dequantized for both; what is left here is llama.cpp's activation rounding. Measured on this
+# text: top-1 0.965, mean |dlogprob| 0.055 (0.960 / 0.066 with --ggml-activations).
+@pytest.mark.xfail(reason="top-1 ~0.965 < 0.98: llama.cpp's int8 activation rounding is not "
+                          "reproduced (see comment)", strict=False)
+def test_smollm2_q4_1_matches_llama_cpp(tmp_path):
+    model = require(SMOLLM2_GGUF)
+    tokens = tokenize(model, TECH)
+    assert len(tokens) >= 200
+    ref = llama_cpp_logits(model, tokens, 512)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    # Log-prob of the actual next token under each model.
+    nxt = np.array(tokens[1:])
+    lp_ours = log_softmax(ours[:-1])[np.arange(len(nxt)), nxt]
+    lp_ref = log_softmax(ref[:-1])[np.arange(len(nxt)), nxt]
+    mean_lp = np.abs(lp_ours - lp_ref).mean()
+    print(f"SmolLM2 Q4_1: {len(tokens)} tokens, top-1 agreement {top1:.4f}, "
+          f"mean |dlogprob| {mean_lp:.4f}, max |dlogit| {np.abs(ours - ref).max():.3f}")
+    assert top1 >= 0.98
+    assert mean_lp < 0.05
+
+
+def test_smollm2_f32_matches_llama_cpp(tmp_path):
+    """Same model with weights dequantized to float32 (tests/fixtures/make_dequantized_gguf.py):
+    llama.cpp and radixserve then compute the same float32 math."""
+    model = require(SMOLLM2_F32_GGUF)
+    tokens = tokenize(model, TECH)
+    ref = llama_cpp_logits(model, tokens, 512)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    max_diff = np.abs(ours - ref).max()
+    print(f"SmolLM2 dequantized F32: {len(tokens)} tokens, max |dlogit| {max_diff:.2e}")
+    assert (ours.argmax(-1) == ref.argmax(-1)).mean() == 1.0
+    assert max_diff < 1e-3
+
+
+def test_smollm2_hf_copy_equals_gguf(tmp_path):
+    gguf, hf = require(SMOLLM2_GGUF), require(SMOLLM2_HF)
+    tokens = tokenize(gguf, TECH)[:128]
+    a = run_radix(gguf, tokens, tmp_path)
+    b = run_radix(hf, tokens, tmp_path)
+    assert np.abs(a - b).max() < 1e-3

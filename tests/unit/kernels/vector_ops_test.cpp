@@ -1,0 +1,92 @@
+// Every SIMD KernelTable variant against the scalar reference on random inputs with odd sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_table.h"
+
+namespace radixserve::kernels {
+namespace {
+
+std::vector<float> Random(int64_t n, std::mt19937& rng, float lo = -3.0f, float hi = 3.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, float rel,
+                 const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], rel * (1.0f + std::fabs(b[i]))) << what << " at " << i;
+  }
+}
+
+constexpr int64_t kSizes[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
+
+TEST(VectorOpsTest, VariantsAreListed) {
+  auto all = AvailableKernels();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front()->name, "ref");
+  EXPECT_NE(ActiveKernels().dot, nullptr);
+}
+
+TEST(VectorOpsTest, EveryVariantMatchesReference) {
+  const KernelTable& ref = RefKernels();
+  std::mt19937 rng(1234);
+  for (const KernelTable* table : AvailableKernels()) {
+    SCOPED_TRACE(std::string(table->name));
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(n);
+      auto a = Random(n, rng), b = Random(n, rng), w = Random(n, rng);
+      EXPECT_NEAR(table->dot(a.data(), b.data(), n), ref.dot(a.data(), b.data(), n),
+                  1e-5f * (1.0f + static_cast<float>(n)));
+
+      auto y1 = b, y2 = b;
+      table->axpy(0.7f, a.data(), y1.data(), n);
+      ref.axpy(0.7f, a.data(), y2.data(), n);
+      ExpectClose(y1, y2, 1e-6f, "axpy");
+
+      std::vector<float> n1(a.size()), n2(a.size());
+      if (n > 0) {
+        table->rms_norm(a.data(), w.data(), 1.0f, 1e-6f, n1.data(), n);
+        ref.rms_norm(a.data(), w.data(), 1.0f, 1e-6f, n2.data(), n);
+        ExpectClose(n1, n2, 1e-5f, "rms_norm");
+      }
+
+      auto s1 = Random(n, rng, -30.0f, 30.0f);
+      auto s2 = s1;
+      table->softmax(s1.data(), n);
+      ref.softmax(s2.data(), n);
+      ExpectClose(s1, s2, 1e-6f, "softmax");
+
+      std::vector<float> g1(a.size()), g2(a.size());
+      table->silu_mul(a.data(), b.data(), g1.data(), n);
+      ref.silu_mul(a.data(), b.data(), g2.data(), n);
+      ExpectClose(g1, g2, 1e-5f, "silu_mul");
+      table->gelu_tanh_mul(a.data(), b.data(), g1.data(), n);
+      ref.gelu_tanh_mul(a.data(), b.data(), g2.data(), n);
+      ExpectClose(g1, g2, 1e-5f, "gelu_tanh_mul");
+    }
+  }
+}
+
+TEST(VectorOpsTest, ReferenceValues) {
+  const KernelTable& ref = RefKernels();
+  std::vector<float> x{1.0f, 2.0f, 3.0f};
+  ref.softmax(x.data(), 3);
+  const double denom = std::exp(-2.0) + std::exp(-1.0) + 1.0;
+  EXPECT_NEAR(x[2], 1.0 / denom, 1e-7);
+  float g = 1.5f, u = 2.0f, out;
+  ref.silu_mul(&g, &u, &out, 1);
+  EXPECT_NEAR(out, 1.5 / (1.0 + std::exp(-1.5)) * 2.0, 1e-6);
+  std::vector<float> v{3.0f, 4.0f}, w{1.0f, 1.0f}, y(2);
+  ref.rms_norm(v.data(), w.data(), 0.0f, 0.0f, y.data(), 2);
+  EXPECT_NEAR(y[0], 3.0 / std::sqrt(12.5), 1e-6);
+}
+
+}  // namespace
+}  // namespace radixserve::kernels
