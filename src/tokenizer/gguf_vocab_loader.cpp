@@ -1,0 +1,186 @@
+// GGUF tokenizer.ggml.* -> Tokenizer, reproducing llama.cpp's tokenization of the `llama`
+// (SentencePiece) and `gpt2` (byte-level BPE) vocabulary families.
+#include <algorithm>
+
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/gguf_metadata.h"
+#include "tokenizer/gguf_special_tokens.h"
+#include "tokenizer/tokenizer_loader.h"
+#include "tokenizer/unicode.h"
+
+namespace radixserve::tokenizer {
+
+namespace {
+
+constexpr const char* kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+// llama.cpp token types.
+enum GgufTokenType { kUnknown = 2, kControl = 3, kUserDefined = 4 };
+
+constexpr const char* kLlama3Pattern =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr const char* kQwen2Pattern =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr const char* kDeepseekV3Patterns[] = {
+    "\\p{N}{1,3}",
+    "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+    " ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+
+Expected<std::unique_ptr<PreTokenizer>> SplitThenBytes(std::vector<const char*> patterns) {
+  std::vector<std::unique_ptr<PreTokenizer>> steps;
+  for (const char* p : patterns) {
+    auto re = Regex::Compile(p);
+    if (!re.ok()) return re.status();
+    steps.push_back(std::make_unique<SplitPreTokenizer>(std::move(re).value(),
+                                                        SplitBehavior::kIsolated, false));
+  }
+  steps.push_back(std::make_unique<ByteLevelPreTokenizer>(false, false));
+  return std::unique_ptr<PreTokenizer>(new SequencePreTokenizer(std::move(steps)));
+}
+
+// The pre-tokenizer llama.cpp uses for a `gpt2` vocabulary's tokenizer.ggml.pre value.
+Expected<std::unique_ptr<PreTokenizer>> Gpt2PreTokenizer(const std::string& pre,
+                                                         bool& ignore_merges) {
+  ignore_merges = false;
+  if (pre.empty() || pre == "default" || pre == "gpt-2" || pre == "gpt2" || pre == "olmo" ||
+      pre == "jais" || pre == "poro-chat" || pre == "viking") {
+    return std::unique_ptr<PreTokenizer>(new ByteLevelPreTokenizer(false, true));
+  }
+  if (pre == "llama-bpe" || pre == "llama3" || pre == "falcon3" || pre == "pixtral" ||
+      pre == "dbrx" || pre == "smaug-bpe") {
+    ignore_merges = pre == "llama-bpe" || pre == "llama3";
+    return SplitThenBytes({kLlama3Pattern});
+  }
+  if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2" || pre == "hunyuan") {
+    return SplitThenBytes({kQwen2Pattern});
+  }
+  if (pre == "deepseek-v3") {
+    return SplitThenBytes({kDeepseekV3Patterns[0], kDeepseekV3Patterns[1], kDeepseekV3Patterns[2]});
+  }
+  if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "command-r" ||
+      pre == "codeshell" || pre == "exaone" || pre == "minerva") {
+    std::vector<std::unique_ptr<PreTokenizer>> steps;
+    steps.push_back(std::make_unique<CharSplitPreTokenizer>(IsNumeric, SplitBehavior::kIsolated));
+    steps.push_back(std::make_unique<ByteLevelPreTokenizer>(false, true));
+    return std::unique_ptr<PreTokenizer>(new SequencePreTokenizer(std::move(steps)));
+  }
+  return Unsupported("GGUF tokenizer.ggml.pre '" + pre + "' is not supported");
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_path) {
+  auto meta_or = GgufMetadata::Read(gguf_path);
+  if (!meta_or.ok()) return meta_or.status();
+  const GgufMetadata& meta = *meta_or;
+  const std::string family = meta.GetString("tokenizer.ggml.model").value_or("");
+  const auto* tokens = meta.GetStrings("tokenizer.ggml.tokens");
+  if (tokens == nullptr) return DataLoss(gguf_path + " has no tokenizer.ggml.tokens");
+  const auto* types = meta.GetNumbers("tokenizer.ggml.token_type");
+  if (types != nullptr && types->size() != tokens->size()) {
+    return DataLoss("tokenizer.ggml.token_type length differs from tokenizer.ggml.tokens");
+  }
+
+  Tokenizer::Parts parts;
+  // llama.cpp's gemma4 / paddleocr rule: with "<|tool_response>" present, "</s>" is plain text.
+  const bool s_is_text =
+      std::find(tokens->begin(), tokens->end(), "<|tool_response>") != tokens->end();
+  std::vector<AddedToken> added;
+  std::vector<TokenId> end_of_generation;
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const std::string& text = (*tokens)[i];
+    const int type = types != nullptr ? static_cast<int>((*types)[i]) : 1;
+    const bool plain_s = s_is_text && text == "</s>";
+    const bool control = type == kControl || (IsControlLookingToken(text) && !plain_s);
+    if ((IsEndOfGenerationToken(text) || IsFimEndToken(text)) && !plain_s) {
+      end_of_generation.push_back(static_cast<TokenId>(i));
+    }
+    if (!control && type != kUserDefined && type != kUnknown) continue;
+    AddedToken t;
+    t.id = static_cast<TokenId>(i);
+    t.content = text;
+    t.special = control || type == kUnknown;
+    // llama.cpp leaves control and unknown tokens as text without parse_special; user-defined
+    // tokens are always matched.
+    t.special_parse_only = t.special;
+    added.push_back(std::move(t));
+  }
+  parts.added = AddedVocabulary(std::move(added));
+
+  auto token_id = [&](const char* key) -> std::optional<TokenId> {
+    auto v = meta.GetInt(key);
+    if (!v || *v < 0 || static_cast<size_t>(*v) >= tokens->size()) return std::nullopt;
+    return static_cast<TokenId>(*v);
+  };
+  parts.bos_id = token_id("tokenizer.ggml.bos_token_id");
+  // End of generation: eos / eot / eom from metadata, then llama.cpp's text-detected markers.
+  std::vector<TokenId> from_metadata;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    if (auto id = token_id(key)) from_metadata.push_back(*id);
+  }
+  end_of_generation.insert(end_of_generation.begin(), from_metadata.begin(), from_metadata.end());
+  for (TokenId id : end_of_generation) {
+    if (std::find(parts.eos_ids.begin(), parts.eos_ids.end(), id) == parts.eos_ids.end()) {
+      parts.eos_ids.push_back(id);
+    }
+  }
+
+  BpeOptions opts;
+  opts.unk_id = token_id("tokenizer.ggml.unknown_token_id");
+  bool add_bos_default = false;
+  if (family == "llama") {
+    const auto* scores = meta.GetNumbers("tokenizer.ggml.scores");
+    std::vector<float> s;
+    if (scores != nullptr) s.assign(scores->begin(), scores->end());
+    opts.byte_fallback = true;
+    opts.fuse_unk = true;
+    parts.model = std::make_unique<BpeModel>(
+        BpeModel::FromScores(Vocab(*tokens), std::move(s), opts));
+    const bool space_prefix = meta.GetBool("tokenizer.ggml.add_space_prefix").value_or(true);
+    std::vector<std::unique_ptr<Normalizer>> norm;
+    if (space_prefix) norm.push_back(std::make_unique<PrependNormalizer>(kSpaceMark));
+    norm.push_back(std::make_unique<ReplaceNormalizer>(" ", kSpaceMark));
+    parts.normalizer = std::make_unique<SequenceNormalizer>(std::move(norm));
+    std::vector<std::unique_ptr<Decoder>> dec;
+    dec.push_back(std::make_unique<ReplaceDecoder>(kSpaceMark, " "));
+    dec.push_back(std::make_unique<ByteFallbackDecoder>());
+    dec.push_back(std::make_unique<FuseDecoder>());
+    if (space_prefix) dec.push_back(std::make_unique<StripDecoder>(" ", 1, 0));
+    parts.decoder = std::make_unique<SequenceDecoder>(std::move(dec));
+    add_bos_default = true;
+  } else if (family == "gpt2") {
+    const auto* merges_text = meta.GetStrings("tokenizer.ggml.merges");
+    if (merges_text == nullptr) return DataLoss(gguf_path + " has no tokenizer.ggml.merges");
+    std::vector<std::pair<std::string, std::string>> merges;
+    merges.reserve(merges_text->size());
+    for (const auto& m : *merges_text) {
+      const size_t space = m.find(' ', 1);
+      if (space == std::string::npos) return DataLoss("malformed GGUF merge '" + m + "'");
+      merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+    }
+    auto pre = Gpt2PreTokenizer(meta.GetString("tokenizer.ggml.pre").value_or(""),
+                                opts.ignore_merges);
+    if (!pre.ok()) return pre.status();
+    parts.pre_tokenizer = std::move(pre).value();
+    auto model = BpeModel::FromMerges(Vocab(*tokens), merges, opts);
+    if (!model.ok()) return model.status();
+    parts.model = std::make_unique<BpeModel>(std::move(model).value());
+    parts.decoder = std::make_unique<ByteLevelDecoder>();
+  } else {
+    return Unsupported("GGUF tokenizer model '" + family + "' is not supported");
+  }
+
+  if (meta.GetBool("tokenizer.ggml.add_bos_token").value_or(add_bos_default) && parts.bos_id) {
+    parts.post_processor.prefix.push_back(*parts.bos_id);
+  }
+  if (meta.GetBool("tokenizer.ggml.add_eos_token").value_or(false)) {
+    if (auto eos = token_id("tokenizer.ggml.eos_token_id")) parts.post_processor.suffix.push_back(*eos);
+  }
+  return std::make_unique<Tokenizer>(std::move(parts));
+}
+
+}  // namespace radixserve::tokenizer
