@@ -1,0 +1,53 @@
+#include "http/dispatcher.h"
+
+#include <exception>
+
+#include "common/log.h"
+#include "http/cors.h"
+#include "http/http_error.h"
+
+namespace radixserve::http {
+
+Dispatcher::Dispatcher(Router router, ApiKeyCheck api_key)
+    : router_(std::move(router)), api_key_(std::move(api_key)) {}
+
+void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
+  if (IsCorsPreflight(request)) {
+    PreflightAnswer answer = AnswerCorsPreflight(request);
+    responder->Send(answer.status, "text/plain; charset=utf-8", std::move(answer.body),
+                    std::move(answer.headers));
+    return;
+  }
+  responder->SetDefaultHeaders(CorsResponseHeaders(request));
+  if (!api_key_.Allows(request)) {
+    responder->Send(401, std::string(kJsonContentType), UnauthorizedBody());
+    return;
+  }
+
+  RouteMatch match = router_.Match(request.method, request.path);
+  if (match.kind == RouteMatchKind::kNotFound) {
+    responder->Send(404, std::string(kJsonContentType),
+                    ErrorBody(404, "Not Found", "NotFoundError"));
+    return;
+  }
+  if (match.kind == RouteMatchKind::kMethodNotAllowed) {
+    std::string allow;
+    for (const std::string& m : match.allowed) allow += (allow.empty() ? "" : ", ") + m;
+    responder->Send(405, std::string(kJsonContentType),
+                    ErrorBody(405, "Method Not Allowed", "MethodNotAllowedError"),
+                    {{"Allow", allow}});
+    return;
+  }
+
+  request.path_param = std::move(match.path_param);
+  try {
+    (*match.handler)(request, responder);
+  } catch (const std::exception& e) {
+    RADIX_LOG_ERROR("http: handler for {} {} threw: {}", request.method, request.path, e.what());
+    responder->Send(500, std::string(kJsonContentType),
+                    ErrorBody(500, std::string("Internal server error: ") + e.what(),
+                              "InternalServerError"));
+  }
+}
+
+}  // namespace radixserve::http

@@ -1,0 +1,49 @@
+#include "http/api_key.h"
+
+#include <gtest/gtest.h>
+
+namespace radixserve::http {
+namespace {
+
+Request Make(std::string method, std::string path, std::string auth = "") {
+  Request r;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  if (!auth.empty()) r.headers.emplace_back("authorization", std::move(auth));
+  return r;
+}
+
+TEST(ApiKeyTest, NoKeyAllowsAll) {
+  ApiKeyCheck check("");
+  EXPECT_FALSE(check.enabled());
+  EXPECT_TRUE(check.Allows(Make("POST", "/generate")));
+}
+
+TEST(ApiKeyTest, BearerRequiredExceptExemptPaths) {
+  ApiKeyCheck check("sk-secret");
+  EXPECT_FALSE(check.Allows(Make("POST", "/generate")));
+  EXPECT_FALSE(check.Allows(Make("POST", "/generate", "Bearer sk-secreT")));
+  EXPECT_FALSE(check.Allows(Make("POST", "/generate", "Bearer sk-secret ")));
+  EXPECT_FALSE(check.Allows(Make("POST", "/generate", "bearer sk-secret")));  // exact, like SGLang
+  EXPECT_FALSE(check.Allows(Make("POST", "/generate", "sk-secret")));
+  EXPECT_TRUE(check.Allows(Make("POST", "/generate", "Bearer sk-secret")));
+  // SGLang exempts OPTIONS and any path starting with /health or /metrics, nothing else.
+  EXPECT_TRUE(check.Allows(Make("GET", "/health")));
+  EXPECT_TRUE(check.Allows(Make("GET", "/health_generate")));
+  EXPECT_TRUE(check.Allows(Make("GET", "/metrics")));
+  EXPECT_TRUE(check.Allows(Make("OPTIONS", "/v1/models")));
+  EXPECT_FALSE(check.Allows(Make("GET", "/ping")));
+  EXPECT_FALSE(check.Allows(Make("GET", "/v1/models")));
+}
+
+TEST(ApiKeyTest, ConstantTimeEquals) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abd", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("ab", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abcd", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("", "abc"));
+}
+
+}  // namespace
+}  // namespace radixserve::http
