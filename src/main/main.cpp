@@ -1,17 +1,30 @@
-// radixserve entry point: parse and resolve the server arguments, then serve.
+// radixserve entry point: parse and resolve the server arguments, load the model, start the
+// engine and the HTTP server, serve until SIGINT/SIGTERM.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
+#include <fmt/format.h>
+
+#include "api/server_context.h"
 #include "args/arg_parser.h"
 #include "args/help_text.h"
 #include "args/validate.h"
 #include "common/log.h"
 #include "common/machine.h"
+#include "common/thread_pool.h"
 #include "common/version.h"
+#include "engine/engine_factory.h"
+#include "http/http_server.h"
+#include "main/api_bridge.h"
+#include "main/model_assets.h"
+#include "main/warmup.h"
+#include "metrics/serving_metrics.h"
 
 namespace {
 
 constexpr int kUsageError = 2;
+constexpr int kStartupError = 1;
 
 int UsageError(const std::string& message) {
   std::fprintf(stderr, "usage: radixserve --model-path MODEL_PATH [options]  (see --help)\n");
@@ -19,29 +32,62 @@ int UsageError(const std::string& message) {
   return kUsageError;
 }
 
+int StartupError(const std::string& message) {
+  RADIX_LOG_ERROR("{}", message);
+  return kStartupError;
+}
+
+std::optional<std::vector<double>> OptionalBuckets(const radixserve::args::ServerArgs& args,
+                                                   const char* key) {
+  const nlohmann::json& value = args.Get(key);
+  if (value.is_null()) return std::nullopt;
+  return value.get<std::vector<double>>();
+}
+
+std::vector<std::string> Words(const radixserve::args::ServerArgs& args, const char* key) {
+  const nlohmann::json& value = args.Get(key);
+  std::vector<std::string> out;
+  if (!value.is_array()) return out;
+  for (const auto& item : value) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  return out;
+}
+
+radixserve::Expected<std::unique_ptr<radixserve::metrics::ServingMetrics>> MakeMetrics(
+    const radixserve::args::ServerArgs& args, const std::string& model_name) {
+  radixserve::metrics::ServingMetricsOptions options;
+  options.model_name = model_name;
+  options.bucket_time_to_first_token = OptionalBuckets(args, "bucket-time-to-first-token");
+  options.bucket_inter_token_latency = OptionalBuckets(args, "bucket-inter-token-latency");
+  options.bucket_e2e_request_latency = OptionalBuckets(args, "bucket-e2e-request-latency");
+  options.collect_tokens_histogram = args.GetBool("collect-tokens-histogram");
+  options.prompt_tokens_buckets = Words(args, "prompt-tokens-buckets");
+  options.generation_tokens_buckets = Words(args, "generation-tokens-buckets");
+  return radixserve::metrics::ServingMetrics::Create(options);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using radixserve::args::ParsedCommandLine;
-  auto parsed = radixserve::args::ParseCommandLine(argc, argv);
+  namespace rs = radixserve;
+  auto parsed = rs::args::ParseCommandLine(argc, argv);
   if (!parsed.ok()) return UsageError(parsed.status().message());
   if (parsed->action == ParsedCommandLine::Action::kHelp) {
-    std::cout << radixserve::args::RenderHelp();
+    std::cout << rs::args::RenderHelp();
     return 0;
   }
   if (parsed->action == ParsedCommandLine::Action::kVersion) {
-    std::cout << "radixserve " << radixserve::kVersion << "\n";
+    std::cout << "radixserve " << rs::kVersion << "\n";
     return 0;
   }
 
-  radixserve::args::ServerArgs& args = parsed->args;
-  if (!radixserve::InitLogging(args.GetString("log-level"))) {
+  rs::args::ServerArgs& args = parsed->args;
+  if (!rs::InitLogging(args.GetString("log-level"))) {
     return UsageError("argument --log-level: invalid choice: '" + args.GetString("log-level") +
-                      "'");
+                      "' (choose from 'debug', 'info', 'warning', 'error', 'critical')");
   }
   std::vector<std::string> warnings = std::move(parsed->notices);
-  radixserve::Status resolved =
-      radixserve::args::ResolveServerArgs(args, radixserve::ProbeMachine(), warnings);
+  rs::Status resolved = rs::args::ResolveServerArgs(args, rs::ProbeMachine(), warnings);
   if (!resolved.ok()) return UsageError(resolved.message());
   for (const std::string& warning : warnings) RADIX_LOG_WARN("{}", warning);
 
@@ -50,9 +96,53 @@ int main(int argc, char** argv) {
     return 0;
   }
   RADIX_LOG_INFO("server_args={}", args.values().dump());
-  RADIX_LOG_ERROR(
-      "radixserve {}: arguments are valid, but this build cannot load models or serve requests "
-      "yet (model loading, the engine and the HTTP server land in later releases)",
-      radixserve::kVersion);
-  return 1;
+
+  auto assets = rs::LoadModelAssets(args);
+  if (!assets.ok()) return StartupError(assets.status().message());
+
+  rs::ThreadPool pool(static_cast<int>(args.GetInt("threads")));
+  auto engine = rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool);
+  if (!engine.ok()) return StartupError(engine.status().message());
+
+  rs::api::ServerContext ctx;
+  ctx.args = &args;
+  ctx.engine = engine->get();
+  ctx.tokenizer = assets->tokenizer.get();
+  ctx.chat_template = assets->chat_template.get();
+  ctx.model = assets->facts;
+  ctx.served_model_name = args.GetString("served-model-name");
+  ctx.weight_version = args.GetString("weight-version");
+  std::unique_ptr<rs::metrics::ServingMetrics> metrics;
+  if (args.GetBool("enable-metrics")) {
+    auto made = MakeMetrics(args, ctx.served_model_name);
+    if (!made.ok()) return UsageError(made.status().message());
+    metrics = std::move(made).value();
+    ctx.metrics = metrics.get();
+  }
+
+  rs::http::ServerOptions http_options;
+  http_options.host = args.GetString("host");
+  http_options.port = static_cast<uint16_t>(args.GetInt("port"));
+  http_options.api_key = args.GetOptionalString("api-key").value_or("");
+  rs::http::HttpServer server(http_options, rs::BuildRouter(ctx));
+  if (rs::Status started = server.Start(); !started.ok()) {
+    (*engine)->Shutdown();
+    return StartupError(started.message());
+  }
+  server.HandleSignals();
+
+  if (!args.GetBool("skip-server-warmup")) {
+    if (rs::Status warmed = rs::RunWarmup(ctx);
+        !warmed.ok()) {
+      RADIX_LOG_ERROR("warmup failed: {}", warmed.message());
+    }
+  }
+  RADIX_LOG_INFO("The server is fired up and ready to roll! Listening on http://{}:{}",
+                 http_options.host, server.port());
+
+  server.Wait();  // returns after SIGINT/SIGTERM and the graceful drain
+  ctx.shutting_down = true;
+  (*engine)->Shutdown();
+  RADIX_LOG_INFO("radixserve stopped");
+  return 0;
 }
