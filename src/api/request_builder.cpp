@@ -91,6 +91,28 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
     out.error = BadRequest("top_logprobs_num must be at least 0.");
     return out;
   }
+  // SGLang's TokenizerManager length checks (the engine truncates instead under
+  // --allow-auto-truncate).
+  const auto input_len = static_cast<int64_t>(request.input_ids.size());
+  const int64_t context_len = ctx.model.context_len;
+  if (!ctx.args->GetBool("allow-auto-truncate") && context_len > 0) {
+    if (input_len >= context_len) {
+      out.error = BadRequest(fmt::format(
+          "The input ({} tokens) is longer than the model's context length ({} tokens).",
+          input_len, context_len));
+      return out;
+    }
+    const auto& max_new = request.sampling.max_new_tokens;
+    if (max_new && *max_new + input_len >= context_len) {
+      out.error = BadRequest(fmt::format(
+          "Requested token count exceeds the model's maximum context length of {} tokens. You "
+          "requested a total of {} tokens: {} tokens from the input messages and {} tokens for "
+          "the completion. Please reduce the number of tokens in the input messages or the "
+          "completion to fit within the limit.",
+          context_len, *max_new + input_len, input_len, *max_new));
+      return out;
+    }
+  }
   request.stream = options.stream;
   request.priority = options.priority;
   request.return_logprob = options.return_logprob;

@@ -1,0 +1,41 @@
+// EngineConfig: the server arguments the engine loop reads, resolved once at startup from
+// ServerArgs and the sized KV memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "args/server_args.h"
+#include "common/status.h"
+#include "sched/scheduler_config.h"
+
+namespace radixserve::engine {
+
+struct EngineConfig {
+  sched::SchedulerConfig sched;
+  int64_t stream_interval = 1;
+  int64_t decode_log_interval = 40;
+  int64_t num_continuous_decode_steps = 1;
+  bool allow_auto_truncate = false;
+  bool sleep_on_idle = false;
+  bool deterministic_inference = false;
+  bool enable_priority_scheduling = false;
+  bool abort_on_priority_when_disabled = false;
+  uint64_t random_seed = 0;
+  // Limits (SGLang): max_req_len = min(context_len - 1, max_total_tokens - 1);
+  // max_req_input_len = max_req_len - 5.
+  int64_t context_len = 0;
+  int64_t max_total_tokens = 0;
+  int64_t max_req_len() const { return std::min(context_len - 1, max_total_tokens - 1); }
+  int64_t max_req_input_len() const { return max_req_len() - 5; }
+};
+
+// Reads every scheduler / engine argument. context_len, max_total_tokens and max_running_requests
+// come from the model and the KV memory, the rest from `args`.
+Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t context_len,
+                                        int64_t max_total_tokens, int64_t max_running_requests);
+
+// An optional integer argument (null or absent from the table: nullopt).
+std::optional<int64_t> OptionalIntArg(const args::ServerArgs& args, const char* key);
+
+}  // namespace radixserve::engine

@@ -1,0 +1,298 @@
+#include "engine/engine_loop.h"
+
+#include <future>
+#include <limits>
+
+#include "common/log.h"
+
+namespace radixserve::engine {
+
+EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory,
+                       std::unique_ptr<sched::Scheduler> scheduler,
+                       std::shared_ptr<const model::CausalLM> model,
+                       std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool)
+    : config_(std::move(config)),
+      memory_(std::move(memory)),
+      scheduler_(std::move(scheduler)),
+      model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      pool_(pool),
+      vocab_size_(model_->config().vocab_size),
+      logits_processor_(static_cast<int32_t>(vocab_size_)),
+      sampler_(static_cast<int32_t>(vocab_size_)),
+      seeds_(config_.random_seed, config_.deterministic_inference) {
+  const model::ModelConfig& mc = model_->config();
+  kv::KvStorage& storage = memory_->pool().storage();
+  for (int32_t l = 0; l < static_cast<int32_t>(mc.num_layers); ++l) {
+    kv::KvLayerView layer = storage.layer(l);
+    kv_view_.k.push_back(static_cast<float*>(layer.k));
+    kv_view_.v.push_back(static_cast<float*>(layer.v));
+  }
+  kv_view_.num_slots = static_cast<int64_t>(storage.spec().num_rows);
+  kv_view_.num_kv_heads = mc.num_kv_heads;
+  kv_view_.head_dim = mc.head_dim;
+  for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
+  if (tokenizer_) {
+    for (auto id : tokenizer_->eos_ids()) eos_ids_.push_back(static_cast<int32_t>(id));
+  }
+  PublishStats();
+}
+
+EngineLoop::~EngineLoop() { Shutdown(); }
+
+void EngineLoop::Start() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    thread_live_ = true;
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+Status EngineLoop::Submit(GenerateRequest request, EventSink sink) {
+  if (request.input_ids.empty()) return InvalidArgument("The input_ids is empty.");
+  // One bad id would fail the model step of every request batched with it.
+  for (int32_t id : request.input_ids) {
+    if (id < 0 || id >= vocab_size_) {
+      return InvalidArgument("Token id " + std::to_string(id) + " is out of the vocabulary (size " +
+                             std::to_string(vocab_size_) + ").");
+    }
+  }
+  const auto max_input = config_.max_req_input_len();
+  if (static_cast<int64_t>(request.input_ids.size()) >= max_input) {
+    if (!config_.allow_auto_truncate) {
+      return InvalidArgument("Input length (" + std::to_string(request.input_ids.size()) +
+                             " tokens) exceeds the maximum allowed length (" +
+                             std::to_string(max_input) +
+                             " tokens). Use a shorter input or enable --allow-auto-truncate.");
+    }
+    request.input_ids.resize(static_cast<size_t>(max_input));
+  }
+  if (request.priority && !config_.enable_priority_scheduling &&
+      config_.abort_on_priority_when_disabled) {
+    return Status(StatusCode::kResourceExhausted,
+                  "Using priority is disabled for this server. Please send a new request "
+                  "without a priority.");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return Status(StatusCode::kResourceExhausted, "The server is shutting down.");
+  const auto& limit = config_.sched.max_queued_requests;
+  if (limit && !config_.enable_priority_scheduling &&
+      static_cast<int64_t>(submissions_.size()) + waiting_count_.load() + 1 > *limit) {
+    return Status(StatusCode::kResourceExhausted, "The request queue is full.");
+  }
+  submissions_.push_back(Submission{std::move(request), std::move(sink)});
+  wake_.notify_all();
+  return Status::Ok();
+}
+
+void EngineLoop::Abort(std::string_view rid_prefix) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborts_.emplace_back(rid_prefix);
+  wake_.notify_all();
+}
+
+Status EngineLoop::RunOnEngineThread(std::function<Status()> fn) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!thread_live_) {
+    lock.unlock();
+    std::lock_guard<std::mutex> inline_lock(inline_mutex_);
+    return fn();
+  }
+  auto promise = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = promise->get_future();
+  commands_.push_back([promise, fn = std::move(fn)] { promise->set_value(fn()); });
+  wake_.notify_all();
+  lock.unlock();
+  return result.get();
+}
+
+Status EngineLoop::FlushCache() {
+  return RunOnEngineThread([this]() -> Status {
+    if (!scheduler_->idle()) {
+      const std::string message =
+          "Cache not flushed because there are pending requests. #queue-req: " +
+          std::to_string(scheduler_->waiting().size()) +
+          ", #running-req: " + std::to_string(scheduler_->running().size());
+      RADIX_LOG_WARN("{}", message);
+      return Status(StatusCode::kResourceExhausted, message);
+    }
+    RADIX_RETURN_IF_ERROR(memory_->Flush());
+    RADIX_LOG_INFO("Cache flushed successfully!");
+    PublishStats();
+    return Status::Ok();
+  });
+}
+
+Status EngineLoop::CheckLeaks() const {
+  return RunOnEngineThread([this]() -> Status {
+    if (!scheduler_->idle()) return Status::Ok();
+    return memory_->CheckIdle();
+  });
+}
+
+EngineStats EngineLoop::Stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void EngineLoop::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineLoop::Run() {
+  int64_t continuous_decodes = 0;
+  while (true) {
+    if (continuous_decodes % config_.num_continuous_decode_steps == 0) {
+      if (DrainInbox()) break;
+    }
+    AbortFlagged();
+    sched::StepPlan plan = scheduler_->PlanStep();
+    for (const sched::DroppedSeq& dropped : plan.dropped) {
+      if (dropped.reason == sched::DropReason::kOutOfMemory) {
+        FinishSequence(dropped.seq, AbortFinish("Out of KV cache memory for this request.", 500),
+                       /*cache_kv=*/true);
+      }
+    }
+    if (plan.empty()) {
+      continuous_decodes = 0;
+      PublishStats();
+      std::unique_lock<std::mutex> lock(mutex_);
+      const auto has_work = [this] {
+        return stopping_ || !submissions_.empty() || !aborts_.empty() || !commands_.empty();
+      };
+      if (config_.sleep_on_idle && scheduler_->idle()) {
+        wake_.wait(lock, has_work);
+      } else {
+        wake_.wait_for(lock, std::chrono::milliseconds(1), has_work);
+      }
+      continue;
+    }
+    RunStep(plan);
+    continuous_decodes = plan.kind == sched::StepKind::kDecode ? continuous_decodes + 1 : 0;
+    PublishStats();
+  }
+  // Shutdown: everything still held ends with an abort.
+  const FinishReason shutdown = AbortFinish("The server is shutting down.", 503);
+  for (sched::Sequence* seq : scheduler_->AllSequences()) FinishSequence(seq, shutdown, true);
+  PublishStats();
+  std::lock_guard<std::mutex> inline_lock(inline_mutex_);
+  std::deque<Submission> left;
+  std::deque<Command> commands;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    left.swap(submissions_);
+    commands.swap(commands_);
+    thread_live_ = false;  // later commands run on their caller's thread
+  }
+  for (Command& command : commands) command();
+  for (Submission& s : left) {
+    RequestEvent event;
+    event.finished = true;
+    event.finish_reason = shutdown;
+    event.prompt_tokens = static_cast<int64_t>(s.request.input_ids.size());
+    s.sink(std::move(event));
+  }
+  PublishStats();
+}
+
+bool EngineLoop::DrainInbox() {
+  std::deque<Submission> submissions;
+  std::vector<std::string> aborts;
+  std::deque<Command> commands;
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    submissions.swap(submissions_);
+    aborts.swap(aborts_);
+    commands.swap(commands_);
+    stopping = stopping_;
+  }
+  for (Submission& s : submissions) AdmitSubmission(std::move(s));
+  for (const std::string& prefix : aborts) AbortByPrefix(prefix);
+  for (Command& command : commands) command();
+  return stopping;
+}
+
+void EngineLoop::AdmitSubmission(Submission submission) {
+  GenerateRequest& request = submission.request;
+  auto seq = std::make_unique<sched::Sequence>();
+  seq->id = next_seq_id_++;
+  seq->rid = request.rid;
+  seq->input_ids = request.input_ids;
+  const int64_t limit = config_.max_req_len() - static_cast<int64_t>(request.input_ids.size()) - 1;
+  seq->max_new_tokens = std::min(request.sampling.max_new_tokens.value_or(int64_t{1} << 30), limit);
+  seq->max_new_tokens = std::max<int64_t>(seq->max_new_tokens, 0);
+  if (config_.enable_priority_scheduling) {
+    const int64_t lowest = config_.sched.schedule_low_priority_values_first
+                               ? std::numeric_limits<int64_t>::max()
+                               : std::numeric_limits<int64_t>::min();
+    seq->priority = request.priority.value_or(lowest);
+  }
+  seq->ignore_eos = request.sampling.ignore_eos;
+  seq->return_logprob = request.return_logprob;
+  if (request.return_logprob && request.logprob_start_len >= 0) {
+    seq->logprob_start_len = static_cast<size_t>(request.logprob_start_len);
+  }
+  // The state keeps the request with max_new_tokens capped by the context (finish checks).
+  request.sampling.max_new_tokens = seq->max_new_tokens;
+  const uint64_t seed = seeds_.SeedFor(request.sampling.sampling_seed);
+  auto state =
+      std::make_unique<RequestState>(std::move(submission.request), std::move(submission.sink),
+                                     tokenizer_.get(), seed, config_.stream_interval);
+  sched::Sequence* raw = seq.get();
+  std::unique_ptr<sched::Sequence> displaced;
+  Status status = scheduler_->Enqueue(std::move(seq), &displaced);
+  if (!status.ok()) {
+    state->Finish(AbortFinish(status.message(), 503), 0, 0);
+    return;
+  }
+  prompt_tokens_total_ += static_cast<int64_t>(raw->input_ids.size());
+  states_.emplace(raw, std::move(state));
+  if (displaced) {
+    auto it = states_.find(displaced.get());
+    it->second->Finish(AbortFinish("The request is aborted by a higher priority request.", 503), 0,
+                       0);
+    states_.erase(it);
+  }
+}
+
+void EngineLoop::AbortByPrefix(const std::string& prefix) {
+  const auto matches = [&](const sched::Sequence& seq) {
+    return seq.rid.compare(0, prefix.size(), prefix) == 0;
+  };
+  for (std::unique_ptr<sched::Sequence>& seq : scheduler_->TakeWaiting(matches)) {
+    auto it = states_.find(seq.get());
+    it->second->Finish(AbortFinish("Abort in waiting queue"), 0, 0);
+    states_.erase(it);
+  }
+  for (sched::Sequence* seq : scheduler_->AllSequences()) {
+    if (matches(*seq)) abort_flags_[seq] = true;
+  }
+}
+
+void EngineLoop::AbortFlagged() {
+  if (abort_flags_.empty()) return;
+  const auto flags = std::move(abort_flags_);
+  abort_flags_.clear();
+  for (const auto& [seq, flag] : flags) {
+    FinishSequence(const_cast<sched::Sequence*>(seq), AbortFinish("Aborted"),
+                   /*cache_kv=*/true);
+  }
+}
+
+void EngineLoop::FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv) {
+  auto it = states_.find(seq);
+  if (it != states_.end()) {
+    it->second->Finish(std::move(reason), static_cast<int64_t>(seq->output_ids.size()),
+                       static_cast<int64_t>(seq->cached_tokens));
+    states_.erase(it);
+  }
+  scheduler_->Release(seq, cache_kv);
+}
+
+}  // namespace radixserve::engine

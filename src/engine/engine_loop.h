@@ -1,0 +1,119 @@
+// EngineLoop: the Engine implementation for one replica. Public methods post to an inbox; one
+// engine thread owns everything else (scheduler, KV memory, request states) and runs the loop:
+//   drain inbox (submits, aborts, commands) -> abort flagged sequences -> PlanStep -> forward ->
+//   CompleteStep -> input logprobs, logits processing and sampling per row -> commit tokens,
+//   finish checks, events -> release finished sequences to the prefix cache -> logs.
+// When there is nothing to do it waits on a condition variable (indefinitely with
+// --sleep-on-idle, else polling every millisecond as SGLang's busy loop would).
+//
+// Thread safety: see engine.h. Shutdown (or the destructor) joins the thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "engine/batch_builder.h"
+#include "engine/engine.h"
+#include "engine/engine_config.h"
+#include "engine/request_state.h"
+#include "kv/kv_memory.h"
+#include "model/causal_lm.h"
+#include "sampling/logits_processor.h"
+#include "sampling/sampler.h"
+#include "sampling/seed_source.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace radixserve::engine {
+
+class EngineLoop final : public Engine {
+ public:
+  EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory,
+             std::unique_ptr<sched::Scheduler> scheduler,
+             std::shared_ptr<const model::CausalLM> model,
+             std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool);
+  ~EngineLoop() override;
+
+  // Starts the engine thread (CreateEngine does).
+  void Start();
+
+  Status Submit(GenerateRequest request, EventSink sink) override;
+  void Abort(std::string_view rid_prefix) override;
+  Status FlushCache() override;
+  EngineStats Stats() const override;
+  Status CheckLeaks() const override;
+  void Shutdown() override;
+
+ private:
+  struct Submission {
+    GenerateRequest request;
+    EventSink sink;
+  };
+  using Command = std::function<void()>;
+
+  void Run();
+  bool DrainInbox();
+  void AdmitSubmission(Submission submission);
+  void AbortByPrefix(const std::string& prefix);
+  void AbortFlagged();
+  void FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv);
+  // engine_step.cpp
+  void RunStep(sched::StepPlan& plan);
+  void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);
+  void ScoreInput(const sched::StepEntry& entry, size_t position, std::span<const float> logits);
+  void LogPrefill(const sched::StepPlan& plan);
+  void LogDecode();
+  void PublishStats();
+  Status RunOnEngineThread(std::function<Status()> fn) const;
+
+  EngineConfig config_;
+  std::unique_ptr<kv::KvMemory> memory_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::shared_ptr<const model::CausalLM> model_;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+  ThreadPool* pool_;
+  model::KvCacheView kv_view_;
+  std::vector<int32_t> eos_ids_;
+  int64_t vocab_size_;
+
+  // Engine-thread state.
+  sampling::LogitsProcessor logits_processor_;
+  sampling::Sampler sampler_;
+  sampling::SeedSource seeds_;
+  sampling::SampleOutput sample_out_;
+  std::unordered_map<const sched::Sequence*, std::unique_ptr<RequestState>> states_;
+  std::unordered_map<const sched::Sequence*, bool> abort_flags_;
+  std::vector<float> logits_;
+  std::vector<LogitRow> logit_rows_;
+  uint64_t next_seq_id_ = 1;
+  int64_t decode_steps_ = 0;
+  int64_t tokens_since_log_ = 0;
+  std::chrono::steady_clock::time_point last_decode_log_ = std::chrono::steady_clock::now();
+  int64_t prompt_tokens_total_ = 0;
+  int64_t cached_tokens_total_ = 0;
+  double last_gen_throughput_ = 0.0;
+
+  // Shared with other threads.
+  mutable std::mutex mutex_;
+  mutable std::condition_variable wake_;
+  std::deque<Submission> submissions_;
+  std::vector<std::string> aborts_;
+  mutable std::deque<Command> commands_;
+  bool stopping_ = false;
+  bool thread_live_ = false;  // the engine thread runs and will execute posted commands
+  // Serializes commands run outside the engine thread (after it ended) with its last ones.
+  mutable std::mutex inline_mutex_;
+  std::atomic<int64_t> waiting_count_{0};  // the scheduler's waiting queue, as of the last step
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace radixserve::engine

@@ -1,0 +1,146 @@
+// EngineLoop's model step: forward, input logprobs, sampling, token commit, step logs, stats.
+#include <algorithm>
+
+#include "common/log.h"
+#include "engine/engine_loop.h"
+
+namespace radixserve::engine {
+
+void EngineLoop::RunStep(sched::StepPlan& plan) {
+  const InputLogprobStart input_start =
+      [this](const sched::Sequence& seq) -> std::optional<size_t> {
+    auto it = states_.find(&seq);
+    if (it == states_.end() || !it->second->needs_input_logprobs()) return std::nullopt;
+    return seq.logprob_start_len;
+  };
+  model::ForwardBatch batch =
+      BuildForwardBatch(plan, memory_->req_pool(), input_start, &logit_rows_);
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
+  const Status status = model_->Forward(batch, kv_view_, pool_, logits_.data());
+  scheduler_->CompleteStep(plan);
+  if (plan.kind != sched::StepKind::kDecode) LogPrefill(plan);
+  if (!status.ok()) {
+    RADIX_LOG_ERROR("Forward failed: {}", status.message());
+    for (const sched::StepEntry& entry : plan.entries) {
+      FinishSequence(entry.seq, AbortFinish(status.message(), 500),
+                     /*cache_kv=*/false);
+    }
+    return;
+  }
+  const auto vocab = static_cast<size_t>(vocab_size_);
+  for (size_t r = 0; r < logit_rows_.size(); ++r) {
+    if (logit_rows_[r].sample) continue;
+    ScoreInput(plan.entries[logit_rows_[r].entry], logit_rows_[r].input_position,
+               std::span<const float>(logits_.data() + r * vocab, vocab));
+  }
+  int64_t decoded = 0;
+  for (size_t r = 0; r < logit_rows_.size(); ++r) {
+    if (!logit_rows_[r].sample) continue;
+    const sched::StepEntry& entry = plan.entries[logit_rows_[r].entry];
+    if (entry.is_decode) ++decoded;
+    SampleEntry(entry, std::span<float>(logits_.data() + r * vocab, vocab));
+  }
+  if (decoded > 0) {
+    tokens_since_log_ += decoded;
+    if (++decode_steps_ % config_.decode_log_interval == 0) LogDecode();
+  }
+}
+
+void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
+                            std::span<const float> logits) {
+  RequestState& state = *states_.at(entry.seq);
+  const GenerateRequest& request = state.request();
+  sampling::SampleRowParams params;
+  params.temperature = 1.0;
+  params.top_logprobs_num = request.top_logprobs_num;
+  params.token_ids_logprob = request.token_ids_logprob;
+  const int32_t token = entry.seq->input_ids[position];
+  sampler_.ScoreRow(logits, token, params, sample_out_);
+  TokenLogprobInfo info;
+  info.token_id = token;
+  info.logprob = sample_out_.logprob;
+  for (const sampling::TokenLogprob& t : sample_out_.top_logprobs)
+    info.top.emplace_back(t.token_id, t.logprob);
+  info.token_ids_logprobs = sample_out_.token_ids_logprobs;
+  state.AddInputLogprob(position, std::move(info));
+}
+
+void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> logits) {
+  sched::Sequence* seq = entry.seq;
+  RequestState& state = *states_.at(seq);
+  const GenerateRequest& request = state.request();
+  if (seq->max_new_tokens <= 0) {
+    // Prefill only (max_new_tokens 0, e.g. scoring a prompt's logprobs): nothing is sampled.
+    state.Finish(LengthFinish(), 0, static_cast<int64_t>(seq->cached_tokens));
+    states_.erase(seq);
+    scheduler_->Release(seq, /*cache_kv=*/true);
+    return;
+  }
+  sampling::LogitsRowContext context;
+  context.params = &request.sampling;
+  context.output_ids = seq->output_ids;
+  context.eos_token_ids = eos_ids_;
+  logits_processor_.ProcessRow(logits, context);
+  sampling::SampleRowParams params =
+      sampling::SampleRowParams::From(request.sampling, state.seed(), seq->output_ids.size());
+  params.return_logprob = request.return_logprob;
+  params.top_logprobs_num = request.return_logprob ? request.top_logprobs_num : 0;
+  params.token_ids_logprob = request.return_logprob
+                                 ? std::span<const int32_t>(request.token_ids_logprob)
+                                 : std::span<const int32_t>();
+  sampler_.SampleRow(logits, params, sample_out_);
+  const int32_t token = sample_out_.token_id;
+  seq->output_ids.push_back(token);
+  const bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                                  eos_ids_, vocab_size_, static_cast<int64_t>(seq->cached_tokens));
+  if (done) {
+    states_.erase(seq);
+    scheduler_->Release(seq, /*cache_kv=*/true);
+  }
+}
+
+void EngineLoop::LogPrefill(const sched::StepPlan& plan) {
+  cached_tokens_total_ += static_cast<int64_t>(plan.cached_tokens);
+  RADIX_LOG_INFO(
+      "Prefill batch, #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: {:.2f}, "
+      "#running-req: {}, #queue-req: {}, ",
+      plan.new_seqs, plan.new_tokens, plan.cached_tokens, memory_->token_usage(),
+      plan.running_before, scheduler_->waiting().size());
+}
+
+void EngineLoop::LogDecode() {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - last_decode_log_).count();
+  last_gen_throughput_ = elapsed > 0 ? static_cast<double>(tokens_since_log_) / elapsed : 0.0;
+  tokens_since_log_ = 0;
+  last_decode_log_ = now;
+  RADIX_LOG_INFO(
+      "Decode batch, #running-req: {}, #token: {}, token usage: {:.2f}, cpu graph: False, gen "
+      "throughput (token/s): {:.2f}, #queue-req: {}, ",
+      scheduler_->running().size(), memory_->used_tokens(), memory_->token_usage(),
+      last_gen_throughput_, scheduler_->waiting().size());
+}
+
+void EngineLoop::PublishStats() {
+  EngineStats stats;
+  stats.num_running_reqs = static_cast<int64_t>(scheduler_->running().size()) +
+                           (scheduler_->chunked() != nullptr ? 1 : 0);
+  stats.num_queued_reqs = static_cast<int64_t>(scheduler_->waiting().size());
+  stats.max_total_num_tokens = static_cast<int64_t>(memory_->max_total_num_tokens());
+  stats.max_running_requests = config_.sched.max_running_requests;
+  stats.context_len = config_.context_len;
+  stats.used_tokens =
+      static_cast<int64_t>(memory_->pool().used_size() - memory_->cache().TotalSize());
+  stats.cached_tokens = static_cast<int64_t>(memory_->cache().TotalSize());
+  stats.token_usage = memory_->token_usage();
+  stats.cache_hit_rate = prompt_tokens_total_ > 0 ? static_cast<double>(cached_tokens_total_) /
+                                                        static_cast<double>(prompt_tokens_total_)
+                                                  : 0.0;
+  stats.gen_throughput = last_gen_throughput_;
+  stats.num_retractions = scheduler_->num_retractions();
+  waiting_count_.store(stats.num_queued_reqs);
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_ = stats;
+}
+
+}  // namespace radixserve::engine

@@ -1,0 +1,117 @@
+#include "engine/request_state.h"
+
+#include <cmath>
+#include <limits>
+
+namespace radixserve::engine {
+
+RequestState::RequestState(GenerateRequest request, EventSink sink,
+                           const tokenizer::Tokenizer* tokenizer, uint64_t seed,
+                           int64_t stream_interval)
+    : request_(std::move(request)),
+      sink_(std::move(sink)),
+      seed_(seed),
+      stream_interval_(request_.sampling.stream_interval.value_or(stream_interval)) {
+  if (stream_interval_ < 1) stream_interval_ = 1;
+  if (request_.detokenize && tokenizer != nullptr) {
+    tokenizer::DecodeOptions options;
+    options.skip_special_tokens = request_.sampling.skip_special_tokens;
+    options.spaces_between_special_tokens = request_.sampling.spaces_between_special_tokens;
+    detokenizer_ = std::make_unique<tokenizer::IncrementalDetokenizer>(*tokenizer,
+                                                                       request_.input_ids, options);
+    stop_matcher_ = std::make_unique<tokenizer::StopStringMatcher>(request_.sampling.stop);
+  }
+  if (request_.return_logprob && request_.logprob_start_len >= 0) {
+    input_logprob_start_ = static_cast<size_t>(request_.logprob_start_len);
+    const size_t n = request_.input_ids.size() > input_logprob_start_
+                         ? request_.input_ids.size() - input_logprob_start_
+                         : 0;
+    pending_.input_logprobs.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      pending_.input_logprobs[i].token_id = request_.input_ids[input_logprob_start_ + i];
+      pending_.input_logprobs[i].logprob = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+}
+
+void RequestState::AddInputLogprob(size_t pos, TokenLogprobInfo info) {
+  if (pos < input_logprob_start_ || pos - input_logprob_start_ >= pending_.input_logprobs.size()) {
+    return;
+  }
+  // The first entry stays without a value, as in SGLang.
+  if (pos == input_logprob_start_) return;
+  pending_.input_logprobs[pos - input_logprob_start_] = std::move(info);
+}
+
+bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
+                           std::span<const int32_t> eos_ids, int64_t vocab_size,
+                           int64_t cached_tokens) {
+  pending_.new_token_ids.push_back(token);
+  if (request_.return_logprob) {
+    TokenLogprobInfo info;
+    info.token_id = token;
+    info.logprob = sample.logprob;
+    for (const sampling::TokenLogprob& t : sample.top_logprobs)
+      info.top.emplace_back(t.token_id, t.logprob);
+    info.token_ids_logprobs = sample.token_ids_logprobs;
+    pending_.output_logprobs.push_back(std::move(info));
+  }
+  const sampling::TokenFinish check =
+      sampling::CheckTokenFinish(request_.sampling, output_len, token, eos_ids, vocab_size);
+  if (check.kind == sampling::FinishKind::kLength) {
+    finish_ = LengthFinish();
+  } else if (check.kind == sampling::FinishKind::kStopToken) {
+    finish_ = StopTokenFinish(check.matched_token);
+  } else if (check.kind == sampling::FinishKind::kStopText) {
+    finish_ = StopTextFinish(check.matched_text);
+  }
+
+  if (detokenizer_) {
+    // A matched stop token is trimmed from the text unless no_stop_trim.
+    const bool trim_token =
+        check.kind == sampling::FinishKind::kStopToken && !request_.sampling.no_stop_trim;
+    std::string delta = trim_token ? std::string() : detokenizer_->Step(std::span(&token, 1));
+    if (finish_) delta += detokenizer_->Finish();
+    tokenizer::StopStringMatcher::Output out = stop_matcher_->Feed(delta);
+    pending_.text_delta += out.text;
+    if (out.matched) {
+      if (request_.sampling.no_stop_trim) pending_.text_delta += *out.matched;
+      if (!finish_) finish_ = StopTextFinish(*out.matched);
+    } else if (finish_) {
+      pending_.text_delta += stop_matcher_->Flush();
+    }
+  }
+
+  if (finish_) {
+    Emit(/*final=*/true, output_len, cached_tokens);
+    return true;
+  }
+  const bool cadence = stream_interval_ == 1 || output_len % stream_interval_ == 1;
+  if (request_.stream && cadence) Emit(/*final=*/false, output_len, cached_tokens);
+  return false;
+}
+
+void RequestState::Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens) {
+  if (finished_) return;
+  finish_ = std::move(reason);
+  Emit(/*final=*/true, output_len, cached_tokens);
+}
+
+void RequestState::Emit(bool final, int64_t output_len, int64_t cached_tokens) {
+  RequestEvent event = std::move(pending_);
+  pending_ = RequestEvent{};
+  input_logprobs_sent_ = true;
+  event.prompt_tokens = static_cast<int64_t>(request_.input_ids.size());
+  event.completion_tokens = output_len;
+  event.cached_tokens = cached_tokens;
+  event.e2e_latency_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - request_.arrival).count();
+  if (final) {
+    event.finished = true;
+    event.finish_reason = finish_;
+    finished_ = true;
+  }
+  sink_(std::move(event));
+}
+
+}  // namespace radixserve::engine

@@ -1,0 +1,89 @@
+// RequestState: the engine's output side of one request: the request as submitted, its sink, the
+// incremental detokenizer and stop-string matcher, the finish decision and the event being
+// accumulated between two emissions (stream cadence, reference/sglang-runtime.md 1.3: a streaming
+// request emits at output lengths 1, k+1, 2k+1, ... for stream interval k; a non-streaming one only
+// its final event; text that may still become a stop string is held back).
+//
+// Thread affinity: engine thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "sampling/finish_check.h"
+#include "sampling/sampler.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/stop_string_matcher.h"
+
+namespace radixserve::engine {
+
+// FinishReason builders (designated initializers would leave members implicitly initialized).
+inline FinishReason LengthFinish() {
+  FinishReason r;
+  r.kind = FinishKind::kLength;
+  return r;
+}
+inline FinishReason StopTokenFinish(int32_t token) {
+  FinishReason r;
+  r.matched_token = token;
+  return r;
+}
+inline FinishReason StopTextFinish(std::string text) {
+  FinishReason r;
+  r.matched_str = std::move(text);
+  return r;
+}
+inline FinishReason AbortFinish(std::string message, int status_code = 0) {
+  FinishReason r;
+  r.kind = FinishKind::kAbort;
+  r.message = std::move(message);
+  r.status_code = status_code;
+  return r;
+}
+
+class RequestState {
+ public:
+  RequestState(GenerateRequest request, EventSink sink, const tokenizer::Tokenizer* tokenizer,
+               uint64_t seed, int64_t stream_interval);
+
+  const GenerateRequest& request() const { return request_; }
+  uint64_t seed() const { return seed_; }
+  bool finished() const { return finished_; }
+  bool needs_input_logprobs() const {
+    return request_.return_logprob && request_.logprob_start_len >= 0 && !input_logprobs_sent_;
+  }
+
+  // Prompt logprob of position `pos` (entry for token pos, scored from the logits at pos - 1).
+  void AddInputLogprob(size_t pos, TokenLogprobInfo info);
+
+  // Appends one sampled token: runs the finish checks, detokenizes, matches stop strings and
+  // emits an event when the cadence (or the finish) says so. Returns true when finished.
+  bool OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
+               std::span<const int32_t> eos_ids, int64_t vocab_size, int64_t cached_tokens);
+
+  // Ends the request with an abort (or another given reason) and emits the final event.
+  void Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens);
+
+ private:
+  void Emit(bool final, int64_t output_len, int64_t cached_tokens);
+
+  GenerateRequest request_;
+  EventSink sink_;
+  uint64_t seed_;
+  int64_t stream_interval_;
+  std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer_;
+  std::unique_ptr<tokenizer::StopStringMatcher> stop_matcher_;
+  bool finished_ = false;
+  bool input_logprobs_sent_ = false;
+  size_t input_logprob_start_ = 0;
+  RequestEvent pending_;
+  std::optional<FinishReason> finish_;
+};
+
+}  // namespace radixserve::engine

@@ -1,0 +1,310 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace radixserve::sched {
+
+Expected<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config,
+                                                       kv::KvMemory* memory) {
+  RADIX_CHECK(memory != nullptr);
+  Expected<std::unique_ptr<SchedulePolicy>> policy =
+      MakeSchedulePolicy(config.schedule_policy, memory->cache().disabled(), config.random_seed);
+  if (!policy.ok()) return policy.status();
+  return std::unique_ptr<Scheduler>(new Scheduler(config, memory, std::move(policy).value()));
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, kv::KvMemory* memory,
+                     std::unique_ptr<SchedulePolicy> policy)
+    : config_(config),
+      memory_(memory),
+      policy_(std::move(policy)),
+      new_token_ratio_(config.init_new_token_ratio()) {}
+
+Status Scheduler::Enqueue(std::unique_ptr<Sequence> seq, std::unique_ptr<Sequence>* displaced) {
+  if (config_.max_queued_requests &&
+      static_cast<int64_t>(waiting_.size()) + 1 > *config_.max_queued_requests) {
+    Sequence* victim = nullptr;
+    if (config_.enable_priority_scheduling) {
+      for (Sequence* w : waiting_) {
+        if (victim == nullptr || config_.MoreImportant(victim->priority, w->priority) ||
+            (victim->priority == w->priority && w->queue_order > victim->queue_order)) {
+          victim = w;
+        }
+      }
+      if (victim != nullptr && !config_.MoreImportant(seq->priority, victim->priority)) {
+        victim = nullptr;
+      }
+    }
+    if (victim == nullptr) {
+      return Status(StatusCode::kResourceExhausted, "The request queue is full.");
+    }
+    RemoveFrom(waiting_, victim);
+    auto it = owned_.find(victim);
+    if (displaced != nullptr) *displaced = std::move(it->second);
+    owned_.erase(it);
+  }
+  seq->queue_order = next_queue_order_++;
+  Sequence* raw = seq.get();
+  owned_.emplace(raw, std::move(seq));
+  waiting_.push_back(raw);
+  return Status::Ok();
+}
+
+StepPlan Scheduler::PlanStep() {
+  StepPlan plan;
+  if (idle()) {
+    new_token_ratio_ = config_.init_new_token_ratio();
+    return plan;
+  }
+  plan.running_before = running_.size();
+  PlanPrefill(plan);
+  if (!plan.empty()) {
+    plan.kind = StepKind::kExtend;
+    const bool any_logprob =
+        std::any_of(plan.entries.begin(), plan.entries.end(),
+                    [](const StepEntry& e) { return e.seq->return_logprob; }) ||
+        std::any_of(running_.begin(), running_.end(),
+                    [](const Sequence* s) { return s->return_logprob; });
+    if (config_.enable_mixed_chunk && config_.chunked_prefill_size && !running_.empty() &&
+        !any_logprob) {
+      PlanDecode(plan, /*allow_retract=*/false);
+      if (plan.entries.back().is_decode) plan.kind = StepKind::kMixed;
+    }
+    return plan;
+  }
+  if (!running_.empty()) {
+    PlanDecode(plan, /*allow_retract=*/true);
+    if (!plan.empty()) plan.kind = StepKind::kDecode;
+  }
+  return plan;
+}
+
+void Scheduler::PlanPrefill(StepPlan& plan) {
+  if (waiting_.empty() && chunked_ == nullptr) return;
+  const int64_t num_allocatable =
+      config_.max_running_requests - static_cast<int64_t>(running_.size());
+  if (num_allocatable <= 0 && chunked_ == nullptr && !config_.enable_priority_scheduling) return;
+
+  PolicyContext context{&config_, &memory_->cache(), memory_->pool().page_size()};
+  policy_->Order(waiting_, context);
+  const bool mixed =
+      config_.enable_mixed_chunk && config_.chunked_prefill_size && !running_.empty();
+  PrefillAdder adder(config_, *memory_, running_, new_token_ratio_, mixed ? running_.size() : 0);
+  Sequence* previous_chunked = chunked_;
+  const bool chunk_planned = chunked_ != nullptr && adder.AddChunkedReq(chunked_);
+
+  const std::vector<Sequence*> order = waiting_;  // preemption appends to waiting_
+  for (Sequence* seq : order) {
+    const auto admitted = static_cast<int64_t>(adder.planned().size()) - (chunk_planned ? 1 : 0);
+    const bool batch_full = admitted >= num_allocatable;
+    MatchSequencePrefix(seq, memory_->cache());
+    if (batch_full) {
+      if (!config_.enable_priority_scheduling) break;
+      PreemptFor(*seq, 0.0, /*need_slot=*/true, plan);
+      break;
+    }
+    const AddResult result = adder.AddOneReq(seq);
+    if (result == AddResult::kNoToken && config_.enable_priority_scheduling &&
+        (adder.planned().empty() || adder.planned().back().seq != seq)) {
+      const double needed =
+          static_cast<double>(seq->fill_len() - seq->match.matched_len()) +
+          static_cast<double>(std::min(seq->remaining_new_tokens(), kClipMaxNewTokensEstimation)) -
+          adder.rem_total_tokens();
+      PreemptFor(*seq, needed, /*need_slot=*/false, plan);
+    }
+    if (result != AddResult::kContinue) break;
+  }
+
+  const int32_t page = memory_->pool().page_size();
+  for (const StepEntry& planned : adder.planned()) {
+    StepEntry entry = planned;
+    const bool continuing = entry.seq == previous_chunked;
+    const bool ok = continuing ? AllocateSlots(entry) : AdmitAndAllocate(entry);
+    if (!ok) {
+      // Out of memory despite the budget (page rounding): leave the rest for a later pass.
+      for (const StepEntry& rest : adder.planned()) {
+        if (&rest > &planned && rest.seq != previous_chunked && !rest.seq->admitted) {
+          memory_->cache().DecLockRef(rest.seq->match.last_node);
+        }
+      }
+      break;
+    }
+    if (!continuing) {
+      RemoveFrom(waiting_, entry.seq);
+      ++plan.new_seqs;
+      plan.cached_tokens += entry.prefix_len;
+    }
+    plan.new_tokens += (entry.extend_len + page - 1) / page * page;
+    plan.entries.push_back(entry);
+  }
+  // The chunked request of the next pass: the one this pass truncated, if it was planned; a
+  // chunked request that got no room this pass stays chunked.
+  const auto in_plan = [&](const Sequence* seq) {
+    return std::any_of(plan.entries.begin(), plan.entries.end(),
+                       [&](const StepEntry& e) { return e.seq == seq; });
+  };
+  chunked_ = previous_chunked != nullptr && !in_plan(previous_chunked) ? previous_chunked : nullptr;
+  for (const StepEntry& e : plan.entries) {
+    if (!e.samples) chunked_ = e.seq;
+  }
+}
+
+bool Scheduler::AdmitAndAllocate(StepEntry& entry) {
+  Sequence* seq = entry.seq;
+  Expected<int32_t> row = memory_->req_pool().Alloc();
+  if (!row.ok()) {
+    memory_->cache().DecLockRef(seq->match.last_node);
+    return false;
+  }
+  seq->kv.req_pool_slot = *row;
+  seq->kv.last_node = seq->match.last_node;
+  seq->kv.prefix_indices = seq->match.device_indices;
+  seq->kv.cache_protected_len = seq->match.matched_len();
+  memory_->req_pool().Write(*row, 0, seq->kv.prefix_indices);
+  seq->kv_len = entry.prefix_len;
+  seq->admitted = true;
+  if (seq->retraction_count == 0) seq->cached_tokens = entry.prefix_len;
+  if (!AllocateSlots(entry)) {
+    ReleaseKv(seq, /*cache_kv=*/false);
+    return false;
+  }
+  return true;
+}
+
+bool Scheduler::AllocateSlots(StepEntry& entry) {
+  Sequence* seq = entry.seq;
+  RADIX_CHECK(seq->kv_len == entry.prefix_len);
+  kv::ExtendSpec spec;
+  spec.prefix_len = entry.prefix_len;
+  spec.seq_len = entry.prefix_len + entry.extend_len;
+  if (entry.prefix_len > 0) {
+    spec.last_loc = memory_->req_pool().Row(seq->kv.req_pool_slot)[entry.prefix_len - 1];
+  }
+  Expected<std::vector<int32_t>> slots = memory_->AllocExtendEvicting(std::span(&spec, 1));
+  if (!slots.ok()) return false;
+  memory_->req_pool().Write(seq->kv.req_pool_slot, entry.prefix_len, *slots);
+  return true;
+}
+
+std::vector<kv::ExtendSpec> Scheduler::DecodeSpecs(const std::vector<Sequence*>& seqs) const {
+  std::vector<kv::ExtendSpec> specs;
+  specs.reserve(seqs.size());
+  for (const Sequence* seq : seqs) {
+    kv::ExtendSpec spec;
+    spec.prefix_len = seq->kv_len;
+    spec.seq_len = seq->kv_len + 1;
+    spec.last_loc = memory_->req_pool().Row(seq->kv.req_pool_slot)[seq->kv_len - 1];
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+bool Scheduler::DecodeFits(const std::vector<Sequence*>& seqs) {
+  const std::vector<kv::ExtendSpec> specs = DecodeSpecs(seqs);
+  const size_t needed =
+      memory_->pool().PagesNeeded(specs) * static_cast<size_t>(memory_->pool().page_size());
+  kv::TokenToKVPool& pool = memory_->pool();
+  if (pool.available_size() < needed) memory_->cache().Evict(needed - pool.available_size());
+  return pool.available_size() >= needed;
+}
+
+void Scheduler::PlanDecode(StepPlan& plan, bool allow_retract) {
+  if (!DecodeFits(running_)) {
+    if (!allow_retract) return;
+    RetractDecode(plan);
+    if (!DecodeFits(running_)) {
+      for (Sequence* seq : running_) plan.dropped.push_back({seq, DropReason::kOutOfMemory});
+      return;
+    }
+  } else if (allow_retract) {
+    new_token_ratio_ =
+        std::max(new_token_ratio_ - config_.new_token_ratio_decay(), config_.min_new_token_ratio());
+  }
+  const std::vector<kv::ExtendSpec> specs = DecodeSpecs(running_);
+  Expected<std::vector<int32_t>> slots = memory_->AllocExtendEvicting(specs);
+  RADIX_CHECK_MSG(slots.ok(), "decode allocation failed after the memory check");
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence* seq = running_[i];
+    memory_->req_pool().Write(seq->kv.req_pool_slot, seq->kv_len, std::span(&(*slots)[i], 1));
+    StepEntry entry;
+    entry.seq = seq;
+    entry.prefix_len = seq->kv_len;
+    entry.extend_len = 1;
+    entry.is_decode = true;
+    entry.samples = true;
+    plan.entries.push_back(entry);
+  }
+}
+
+void Scheduler::CompleteStep(const StepPlan& plan) {
+  for (const StepEntry& entry : plan.entries) {
+    Sequence* seq = entry.seq;
+    seq->kv_len = entry.prefix_len + entry.extend_len;
+    if (!entry.samples) {
+      const std::vector<int32_t> ids = seq->FillIds(seq->kv_len);
+      memory_->cache().CacheUnfinishedSeq(seq->kv, kv::CacheKey{ids, seq->extra_key});
+    } else if (!entry.is_decode) {
+      running_.push_back(seq);
+    }
+  }
+}
+
+void Scheduler::ReleaseKv(Sequence* seq, bool cache_kv) {
+  if (!seq->admitted) return;
+  const std::vector<int32_t> ids = seq->FillIds(seq->kv_len);
+  memory_->cache().CacheFinishedSeq(seq->kv, kv::CacheKey{ids, seq->extra_key}, cache_kv);
+  seq->kv = kv::SeqKvState{};
+  seq->kv_len = 0;
+  seq->admitted = false;
+}
+
+std::unique_ptr<Sequence> Scheduler::Release(Sequence* seq, bool cache_kv) {
+  auto it = owned_.find(seq);
+  RADIX_CHECK_MSG(it != owned_.end(), "releasing a sequence the scheduler does not hold");
+  ReleaseKv(seq, cache_kv);
+  RemoveFrom(waiting_, seq);
+  RemoveFrom(running_, seq);
+  if (chunked_ == seq) chunked_ = nullptr;
+  std::unique_ptr<Sequence> owned = std::move(it->second);
+  owned_.erase(it);
+  return owned;
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::TakeWaiting(
+    const std::function<bool(const Sequence&)>& pred) {
+  std::vector<std::unique_ptr<Sequence>> taken;
+  std::vector<Sequence*> keep;
+  for (Sequence* seq : waiting_) {
+    if (pred(*seq)) {
+      auto it = owned_.find(seq);
+      taken.push_back(std::move(it->second));
+      owned_.erase(it);
+    } else {
+      keep.push_back(seq);
+    }
+  }
+  waiting_ = std::move(keep);
+  return taken;
+}
+
+std::vector<Sequence*> Scheduler::AllSequences() const {
+  std::vector<Sequence*> all;
+  for (const auto& [key, seq] : owned_) all.push_back(seq.get());
+  return all;
+}
+
+void Scheduler::Requeue(Sequence* seq) {
+  ReleaseKv(seq, /*cache_kv=*/false);
+  RemoveFrom(running_, seq);
+  ++seq->retraction_count;
+  seq->queue_order = next_queue_order_++;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::RemoveFrom(std::vector<Sequence*>& list, const Sequence* seq) {
+  list.erase(std::remove(list.begin(), list.end(), seq), list.end());
+}
+
+}  // namespace radixserve::sched

@@ -1,0 +1,69 @@
+// Sequence: the scheduler's mutable state of one generation (MLC-LLM's RequestState; the immutable
+// request lives in src/engine). The engine creates it, the scheduler owns it while it is queued or
+// running, and the engine appends sampled tokens to `output_ids`.
+//
+// Positions: fill ids are input_ids followed by output_ids. `kv_len` positions from the start have
+// K/V in the KV pool (through kv.req_pool_slot's row); the step plan extends that by extend_len.
+// The last output token never has K/V until the next decode step computes it.
+//
+// Thread affinity: engine thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/prefix_cache.h"
+#include "kv/seq_kv_state.h"
+
+namespace radixserve::sched {
+
+struct Sequence {
+  // Identity and what was asked (fixed after creation).
+  uint64_t id = 0;
+  std::string rid;
+  std::vector<int32_t> input_ids;
+  int64_t max_new_tokens = 0;  // already capped by the context
+  int64_t priority = 0;        // resolved (missing priority mapped to the least important)
+  bool ignore_eos = false;
+  // Input logprobs from this prompt position (nullopt: none); caps prefix matching.
+  std::optional<size_t> logprob_start_len;
+  bool return_logprob = false;
+  std::string extra_key;  // prefix-cache namespace
+
+  // Generated so far (the engine appends).
+  std::vector<int32_t> output_ids;
+
+  // Scheduling state (the scheduler's).
+  uint64_t queue_order = 0;  // bumped on every (re)queue: FCFS ties, preemption order
+  kv::SeqKvState kv;
+  size_t kv_len = 0;         // positions with computed K/V
+  bool admitted = false;     // holds a request row and a prefix lock
+  size_t cached_tokens = 0;  // prompt tokens served by the prefix cache (first admission)
+  int32_t retraction_count = 0;
+  bool finished = false;  // set by the engine; the scheduler then releases it
+
+  // Scratch of one scheduling pass (policies and admission).
+  kv::MatchResult match;
+  size_t sort_prefix_len = 0;
+
+  size_t fill_len() const { return input_ids.size() + output_ids.size(); }
+  int32_t fill_at(size_t pos) const {
+    return pos < input_ids.size() ? input_ids[pos] : output_ids[pos - input_ids.size()];
+  }
+  std::vector<int32_t> FillIds(size_t len) const {
+    std::vector<int32_t> ids(input_ids.begin(), input_ids.begin() + static_cast<ptrdiff_t>(std::min(
+                                                                        len, input_ids.size())));
+    for (size_t i = input_ids.size(); i < len; ++i) ids.push_back(output_ids[i - input_ids.size()]);
+    return ids;
+  }
+  // Tokens still to generate (for budget estimates).
+  int64_t remaining_new_tokens() const {
+    const int64_t left = max_new_tokens - static_cast<int64_t>(output_ids.size());
+    return left > 0 ? left : 0;
+  }
+};
+
+}  // namespace radixserve::sched
