@@ -191,3 +191,35 @@ def test_models_and_admin_routes(server):
     assert detok["text"].strip() == "hello world"
     assert requests.post(server.url + "/flush_cache").status_code == 200
     server.assert_no_leak()
+
+
+def test_client_disconnect_mid_stream_releases_everything(server):
+    for _ in range(3):
+        r = requests.post(server.url + "/generate", stream=True, json={
+            "text": "Write a very long story about a dragon.", "stream": True,
+            "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}})
+        lines = r.iter_lines()
+        assert any(line.startswith(b"data: ") for line in lines)
+        r.close()  # drop the connection mid-stream
+    server.assert_no_leak()
+
+
+def test_abort_request_by_rid(server):
+    import threading
+    result = {}
+
+    def run():
+        result["body"] = requests.post(server.url + "/generate", json={
+            "text": "Count forever:", "rid": "abort-me-please",
+            "sampling_params": {"max_new_tokens": 2000, "ignore_eos": True}}).json()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    import time
+    deadline = time.time() + 30
+    while time.time() < deadline and requests.get(server.url + "/get_load").json()[0]["num_reqs"] == 0:
+        time.sleep(0.05)
+    assert requests.post(server.url + "/abort_request", json={"rid": "abort-me"}).status_code == 200
+    thread.join(timeout=60)
+    assert result["body"]["meta_info"]["finish_reason"]["type"] == "abort"
+    server.assert_no_leak()
