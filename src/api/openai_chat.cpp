@@ -214,22 +214,8 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     }
   };
   auto on_done = [id, created, model, stream, include_usage, logprobs, group](CallTracker& call) {
+    if (AnswerFailedChoice(call, stream)) return;
     auto& choices = call.choices();
-    for (const ChoiceState& choice : choices) {
-      if (choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
-          choice.finish->status_code >= 400) {
-        ApiError error{choice.finish->status_code, choice.finish->message,
-                       choice.finish->status_code == 503 ? "503" : "BadRequestError", {}};
-        if (stream) {
-          call.writer().SendEvent(json{{"error", error.OpenAiBody()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-          call.writer().SendEvent("[DONE]");
-          call.writer().EndStream();
-        } else {
-          SendError(call.writer(), error);
-        }
-        return;
-      }
-    }
     if (stream) {
       for (size_t i = 0; i < choices.size(); ++i) {
         call.writer().SendEvent(Chunk(id, created, model,
@@ -273,16 +259,8 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
                 {"metadata", {{"weight_version", call.context().weight_version}}}};
     call.writer().Send(200, "application/json", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
-  auto on_rejected = [writer, stream](const ApiError& error) {
-    if (stream) {
-      writer->SendEvent(json{{"error", error.OpenAiBody()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      writer->SendEvent("[DONE]");
-      writer->EndStream();
-    } else {
-      SendError(*writer, error);
-    }
-  };
-  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected);
+  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
+                     RejectionAnswer(writer, stream));
 }
 
 }  // namespace radixserve::api

@@ -13,6 +13,8 @@ namespace {
 
 }  // namespace
 
+void SendStreamError(ResponseWriter& writer, const ApiError& error);
+
 std::optional<int64_t> OptInt(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -137,6 +139,42 @@ json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, si
           {"total_tokens", prompt + completion},
           {"prompt_tokens_details", details},
           {"reasoning_tokens", 0}};
+}
+
+void SendStreamError(ResponseWriter& writer, const ApiError& error) {
+  writer.SendEvent(json{{"error", error.OpenAiBody()}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace));
+  writer.SendEvent("[DONE]");
+  writer.EndStream();
+}
+
+bool AnswerFailedChoice(CallTracker& call, bool stream) {
+  for (const ChoiceState& choice : call.choices()) {
+    if (!choice.finish || choice.finish->kind != engine::FinishKind::kAbort ||
+        choice.finish->status_code < 400) {
+      continue;
+    }
+    const int status = choice.finish->status_code;
+    ApiError error{status, choice.finish->message,
+                   status == 503 ? "503" : "BadRequestError", {}};
+    if (stream) {
+      SendStreamError(call.writer(), error);
+    } else {
+      SendError(call.writer(), error);
+    }
+    return true;
+  }
+  return false;
+}
+
+CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer, bool stream) {
+  return [writer, stream](const ApiError& error) {
+    if (stream) {
+      SendStreamError(*writer, error);
+    } else {
+      SendError(*writer, error);
+    }
+  };
 }
 
 json Bytes(const std::string& text) {

@@ -46,6 +46,13 @@ json MatchedStop(const ChoiceState& choice);
 // completion tokens summed; prompt_tokens_details only with --enable-cache-report and N > 0.
 json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t n);
 
+// If a choice ended with an error status (an abort after admission), answers the call with it
+// (an error event then [DONE] when streaming) and returns true.
+bool AnswerFailedChoice(CallTracker& call, bool stream);
+
+// The answer to a request the engine refused at submission.
+CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer, bool stream);
+
 // UTF-8 bytes of a token's text, for OpenAI's "bytes" fields.
 json Bytes(const std::string& text);
 

@@ -62,9 +62,10 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
     echo = OptBool(body, "echo").value_or(false);
     logprobs = OptInt(body, "logprobs");
     n = OptInt(body, "n").value_or(1);
-    if (OptString(body, "suffix")) {
-      SendError(*writer, BadRequest("suffix is not supported: radixserve does not do "
-                                    "fill-in-the-middle completions."));
+    std::string suffix = OptString(body, "suffix").value_or("");
+    if (!suffix.empty() && ctx.completion_template == nullptr) {
+      SendError(*writer, BadRequest("suffix needs a fill-in-the-middle template: start the "
+                                    "server with --completion-template."));
       return;
     }
     if (auto best_of = OptInt(body, "best_of"); best_of && *best_of != n) {
@@ -103,6 +104,15 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
         (prompts.size() == 1 && prompts[0].text && prompts[0].text->empty())) {
       SendError(*writer, BadRequest("Prompt cannot be empty"));
       return;
+    }
+    if (!suffix.empty()) {
+      for (PromptInput& item : prompts) {
+        if (!item.text) {
+          SendError(*writer, BadRequest("suffix needs a text prompt, not token ids."));
+          return;
+        }
+        item.text = ctx.completion_template->Apply(*item.text, suffix);
+      }
     }
 
     json sampling = SamplingFromOpenAi(body);
@@ -194,21 +204,8 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
   };
   auto on_done = [id, created, model, stream, include_usage, group, echo_text, want_logprobs,
                   echo](CallTracker& call) {
+    if (AnswerFailedChoice(call, stream)) return;
     auto& choices = call.choices();
-    for (const ChoiceState& choice : choices) {
-      if (choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
-          choice.finish->status_code >= 400) {
-        ApiError error{choice.finish->status_code, choice.finish->message, "BadRequestError", {}};
-        if (stream) {
-          call.writer().SendEvent(json{{"error", error.OpenAiBody()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-          call.writer().SendEvent("[DONE]");
-          call.writer().EndStream();
-        } else {
-          SendError(call.writer(), error);
-        }
-        return;
-      }
-    }
     json usage = Usage(call.context(), choices, group);
     if (stream) {
       if (include_usage) {
@@ -244,16 +241,8 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
                             {"metadata", {{"weight_version", call.context().weight_version}}}}
                            .dump(-1, ' ', false, json::error_handler_t::replace));
   };
-  auto on_rejected = [writer, stream](const ApiError& error) {
-    if (stream) {
-      writer->SendEvent(json{{"error", error.OpenAiBody()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      writer->SendEvent("[DONE]");
-      writer->EndStream();
-    } else {
-      SendError(*writer, error);
-    }
-  };
-  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected);
+  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
+                     RejectionAnswer(writer, stream));
 }
 
 }  // namespace radixserve::api

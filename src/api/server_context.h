@@ -13,6 +13,7 @@
 
 #include "args/server_args.h"
 #include "chat/chat_template.h"
+#include "chat/completion_template.h"
 #include "engine/engine.h"
 #include "metrics/serving_metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -33,6 +34,8 @@ struct ServerContext {
   engine::Engine* engine = nullptr;
   const tokenizer::Tokenizer* tokenizer = nullptr;  // null with --skip-tokenizer-init
   const chat::ChatTemplate* chat_template = nullptr;  // null: the model has none
+  // --completion-template (fill-in-the-middle with `suffix`); null when not given.
+  const chat::CompletionTemplate* completion_template = nullptr;
   metrics::ServingMetrics* metrics = nullptr;          // null unless --enable-metrics
   ModelFacts model;
   std::string served_model_name;

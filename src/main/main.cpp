@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "api/server_context.h"
+#include "chat/completion_template.h"
 #include "args/arg_parser.h"
 #include "args/help_text.h"
 #include "args/validate.h"
@@ -112,6 +113,15 @@ int main(int argc, char** argv) {
   ctx.model = assets->facts;
   ctx.served_model_name = args.GetString("served-model-name");
   ctx.weight_version = args.GetString("weight-version");
+  std::optional<rs::chat::CompletionTemplate> completion_template;
+  if (auto name = args.GetOptionalString("completion-template")) {
+    auto loaded = rs::chat::CompletionTemplate::Load(*name);
+    if (!loaded.ok()) {
+      return UsageError("argument --completion-template: " + loaded.status().message());
+    }
+    completion_template = std::move(loaded).value();
+    ctx.completion_template = &*completion_template;
+  }
   std::unique_ptr<rs::metrics::ServingMetrics> metrics;
   if (args.GetBool("enable-metrics")) {
     auto made = MakeMetrics(args, ctx.served_model_name);

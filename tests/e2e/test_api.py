@@ -223,3 +223,17 @@ def test_abort_request_by_rid(server):
     thread.join(timeout=60)
     assert result["body"]["meta_info"]["finish_reason"]["type"] == "abort"
     server.assert_no_leak()
+
+
+def test_completion_template_fill_in_the_middle():
+    """--completion-template star_coder: prefix/suffix/middle markers as SGLang lays them out."""
+    srv = Server(SMOLLM2, "--completion-template", "star_coder")
+    try:
+        client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused")
+        out = client.completions.create(model="default", prompt="def add(a, b):\n    ",
+                                        suffix="\n    return c\n", max_tokens=4, temperature=0)
+        fim = "<fim_prefix>def add(a, b):\n    <fim_suffix>\n    return c\n<fim_middle>"
+        expected = requests.post(srv.url + "/tokenize", json={"prompt": fim}).json()["count"]
+        assert out.usage.prompt_tokens == expected
+    finally:
+        assert srv.stop() == 0

@@ -16,7 +16,7 @@ NPM_TEMPLATES = ["qwen3", "llama3", "llama3_1", "gemma3", "deepseek_v3"]
 
 def render_binary() -> pathlib.Path:
     build = pathlib.Path(os.environ.get("RADIX_BUILD_DIR", "/root/.cache/radixserve/build/release"))
-    return build / "src" / "chat" / "radix_chat_render"
+    return build / "radix_chat_render"
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +24,7 @@ def render():
     """Runs radix_chat_render on a request dict; returns (ok, prompt or error message)."""
     binary = render_binary()
     if not binary.exists():
-        pytest.skip(f"{binary} not built (set RADIX_BUILD_DIR)")
+        pytest.fail(f"{binary} not built (set RADIX_BUILD_DIR)")
 
     def run(request: dict):
         proc = subprocess.run(

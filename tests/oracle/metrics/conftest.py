@@ -22,7 +22,7 @@ def run_script():
     """Runs a list of operation dicts; returns (ok, stdout or stderr)."""
     binary = script_binary()
     if not binary.exists():
-        pytest.skip(f"{binary} not built (set RADIX_BUILD_DIR)")
+        pytest.fail(f"{binary} not built (set RADIX_BUILD_DIR)")
 
     def run(ops):
         text = "".join(json.dumps(op) + "\n" for op in ops)

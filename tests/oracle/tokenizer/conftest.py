@@ -18,4 +18,4 @@ def corpus():
 @pytest.fixture(scope="module", autouse=True)
 def _radix_tokenize_built():
     if not binary_path().exists():
-        pytest.skip(f"{binary_path()} not built (set RADIX_BUILD_DIR)")
+        pytest.fail(f"{binary_path()} not built (set RADIX_BUILD_DIR)")
