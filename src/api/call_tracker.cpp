@@ -11,7 +11,7 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
 
 void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
-                        OnDone on_done, OnRejected on_rejected) {
+                        OnDone on_done, OnRejected on_rejected, size_t n) {
   std::shared_ptr<CallTracker> call(
       new CallTracker(ctx, writer, std::move(on_event), std::move(on_done)));
   call->choices_.resize(requests.size());
@@ -25,16 +25,70 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   writer->OnDisconnect([weak] {
     if (auto self = weak.lock()) self->AbortUnfinished();
   });
-  for (size_t i = 0; i < requests.size(); ++i) {
+  if (n <= 1 || requests.empty()) {
+    call->SubmitAll(std::move(requests), on_rejected);
+    return;
+  }
+
+  // Prefill each group's prompt once; submit the samples when every warm-up has finished.
+  struct Pending {
+    std::mutex mu;
+    std::vector<engine::GenerateRequest> requests;
+    size_t remaining = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->requests = std::move(requests);
+  std::vector<engine::GenerateRequest> warmups;
+  for (size_t first = 0; first < pending->requests.size(); first += n) {
+    engine::GenerateRequest warm;
+    warm.rid = pending->requests[first].rid + "_prefill";
+    warm.input_ids = pending->requests[first].input_ids;
+    warm.sampling.max_new_tokens = 0;
+    warm.priority = pending->requests[first].priority;
+    warm.detokenize = false;
+    warmups.push_back(std::move(warm));
+  }
+  pending->remaining = warmups.size();
+  for (engine::GenerateRequest& warm : warmups) {
     Status submitted = ctx.engine->Submit(
-        std::move(requests[i]),
-        [call, i](engine::RequestEvent event) { call->Handle(i, std::move(event)); });
+        std::move(warm), [call, pending, on_rejected](engine::RequestEvent event) {
+          if (!event.finished) return;
+          std::vector<engine::GenerateRequest> ready;
+          {
+            std::lock_guard lock(pending->mu);
+            if (--pending->remaining != 0) return;
+            ready = std::move(pending->requests);
+          }
+          {
+            std::lock_guard lock(call->mu_);
+            if (call->disconnected_ || call->rejected_) return;
+          }
+          call->SubmitAll(std::move(ready), on_rejected);
+        });
     if (!submitted.ok()) {
       {
         std::lock_guard lock(call->mu_);
         call->rejected_ = true;
       }
-      for (size_t j = 0; j < i; ++j) ctx.engine->Abort(call->choices_[j].rid);
+      on_rejected(FromStatus(submitted));
+      return;
+    }
+  }
+}
+
+void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
+                            const OnRejected& on_rejected) {
+  auto self = shared_from_this();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Status submitted = ctx_.engine->Submit(
+        std::move(requests[i]),
+        [self, i](engine::RequestEvent event) { self->Handle(i, std::move(event)); });
+    if (!submitted.ok()) {
+      {
+        std::lock_guard lock(mu_);
+        rejected_ = true;
+      }
+      for (size_t j = 0; j < i; ++j) ctx_.engine->Abort(choices_[j].rid);
       on_rejected(FromStatus(submitted));
       return;
     }
@@ -96,6 +150,7 @@ void CallTracker::AbortUnfinished() {
   std::vector<std::string> rids;
   {
     std::lock_guard lock(mu_);
+    disconnected_ = true;
     for (const ChoiceState& choice : choices_) {
       if (!choice.finished) rids.push_back(choice.rid);
     }

@@ -58,9 +58,13 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
 
   // Submits every request. If one is refused, the already-submitted ones are aborted and
   // `on_rejected` answers the call.
+  //
+  // `n` > 1 says the requests come in groups of n parallel samples of one prompt. As SGLang does,
+  // each group's prompt is first prefilled alone (max_new_tokens 0) so that the n samples find
+  // it in the radix cache and share its KV instead of computing it n times.
   static void Start(ServerContext& ctx, ResponseWriterPtr writer,
                     std::vector<engine::GenerateRequest> requests, OnEvent on_event,
-                    OnDone on_done, OnRejected on_rejected);
+                    OnDone on_done, OnRejected on_rejected, size_t n = 1);
 
   std::vector<ChoiceState>& choices() { return choices_; }
   ResponseWriter& writer() { return *writer_; }
@@ -69,6 +73,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
  private:
   CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event, OnDone on_done);
   void Handle(size_t index, engine::RequestEvent event);
+  void SubmitAll(std::vector<engine::GenerateRequest> requests, const OnRejected& on_rejected);
   void AbortUnfinished();
   void RecordMetrics(ChoiceState& choice, const engine::RequestEvent& event);
 
@@ -80,6 +85,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   std::vector<ChoiceState> choices_;
   size_t num_finished_ = 0;
   bool rejected_ = false;
+  bool disconnected_ = false;
 };
 
 }  // namespace radixserve::api

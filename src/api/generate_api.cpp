@@ -209,6 +209,7 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
   std::vector<ItemInfo> infos;
   std::vector<size_t> stream_index;
   std::string error;
+  std::optional<int64_t> group_n;  // n shared by every item (SGLang requires that), else 1
   const json& rid_field = body.value("rid", json());
   for (size_t i = 0; i < prompts.size(); ++i) {
     json sampling;
@@ -243,6 +244,7 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     if (sampling.is_object() && sampling.contains("n") && sampling["n"].is_number_integer()) {
       n = std::max<int64_t>(1, sampling["n"].get<int64_t>());  // n < 1: Verify reports it
     }
+    group_n = (!group_n || *group_n == n) ? n : 1;
     for (int64_t j = 0; j < n; ++j) {
       BuildOptions options{.rid = n > 1 ? fmt::format("{}_{}", base_rid, j) : base_rid,
                            .stream = stream,
@@ -318,7 +320,8 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
       writer->Send(error.status, "application/json", error.OpenAiBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
   };
-  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected);
+  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected,
+                     static_cast<size_t>(group_n.value_or(1)));
 }
 
 }  // namespace radixserve::api

@@ -260,7 +260,7 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     call.writer().Send(200, "application/json", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
-                     RejectionAnswer(writer, stream));
+                     RejectionAnswer(writer, stream), group);
 }
 
 }  // namespace radixserve::api

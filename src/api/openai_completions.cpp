@@ -242,7 +242,7 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
                            .dump(-1, ' ', false, json::error_handler_t::replace));
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
-                     RejectionAnswer(writer, stream));
+                     RejectionAnswer(writer, stream), group);
 }
 
 }  // namespace radixserve::api

@@ -237,3 +237,19 @@ def test_completion_template_fill_in_the_middle():
         assert out.usage.prompt_tokens == expected
     finally:
         assert srv.stop() == 0
+
+
+def test_parallel_samples_share_the_prompt_kv(server):
+    """n > 1: the prompt is prefilled once and every sample reuses it from the radix cache."""
+    prompt = "A unique prompt about seventeen purple elephants crossing a river at dawn. " * 3
+    r = requests.post(server.url + "/generate", json={
+        "text": prompt, "sampling_params": {"max_new_tokens": 4, "n": 3, "temperature": 0.8}})
+    assert r.status_code == 200, r.text
+    items = r.json()
+    assert len(items) == 3
+    prompt_tokens = items[0]["meta_info"]["prompt_tokens"]
+    for item in items:
+        assert item["meta_info"]["prompt_tokens"] == prompt_tokens
+        # Everything but the last prompt token comes from the cache (SGLang recomputes one).
+        assert item["meta_info"]["cached_tokens"] == prompt_tokens - 1
+    server.assert_no_leak()
