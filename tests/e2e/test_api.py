@@ -253,3 +253,21 @@ def test_parallel_samples_share_the_prompt_kv(server):
         # Everything but the last prompt token comes from the cache (SGLang recomputes one).
         assert item["meta_info"]["cached_tokens"] == prompt_tokens - 1
     server.assert_no_leak()
+
+
+def test_seeded_output_is_the_same_under_concurrent_load(client):
+    from concurrent.futures import ThreadPoolExecutor
+    kwargs = dict(model="default", messages=[{"role": "user", "content": "Name three fruits."}],
+                  max_tokens=16, temperature=1.0, top_p=0.9, seed=99)
+    alone = client.chat.completions.create(**kwargs).choices[0].message.content
+
+    def noise(i):
+        return client.completions.create(model="default", prompt=f"Noise {i}: once upon",
+                                         max_tokens=24, temperature=0.7, seed=i)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        background = [pool.submit(noise, i) for i in range(5)]
+        loaded = pool.submit(lambda: client.chat.completions.create(**kwargs))
+        results = [f.result() for f in background]
+        assert loaded.result().choices[0].message.content == alone
+    assert len(results) == 5
