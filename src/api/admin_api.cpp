@@ -21,8 +21,7 @@ using nlohmann::json;
 constexpr auto kHealthGenerateTimeout = std::chrono::seconds(20);
 
 void SendJson(ResponseWriter& writer, int status, const json& body) {
-  writer.Send(status, "application/json",
-              body.dump(-1, ' ', false, json::error_handler_t::replace));
+  writer.Send(status, "application/json", ToJsonText(body));
 }
 
 json ParseBodyObject(const ApiRequest& request) {
@@ -138,10 +137,11 @@ void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
 void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
   if (ctx.metrics == nullptr) {
     writer->Send(404, "application/json",
-                 ApiError{404, "Metrics are off: start the server with --enable-metrics.",
-                          "NotFoundError", {}}
-                     .OpenAiBody()
-                     .dump());
+                 ToJsonText(ApiError{
+                     404,
+                     "Metrics are off: start the server with --enable-metrics.",
+                     "NotFoundError",
+                     {}}.OpenAiBody()));
     return;
   }
   // Scheduler-side gauges are read from the engine at scrape time.
@@ -187,8 +187,8 @@ void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWrite
   }
   bool add_special = body.value("add_special_tokens", true);
   auto encode = [&](const std::string& text) {
-    auto ids = ctx.tokenizer->Encode(text, {.add_special_tokens = add_special,
-                                            .parse_special = true});
+    auto ids =
+        ctx.tokenizer->Encode(text, {.add_special_tokens = add_special, .parse_special = true});
     return std::vector<int32_t>(ids.begin(), ids.end());
   };
   const json& prompt = body["prompt"];
@@ -197,7 +197,7 @@ void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWrite
     auto ids = encode(prompt.get<std::string>());
     out = {{"tokens", ids}, {"count", ids.size()}};
   } else if (prompt.is_array() && std::all_of(prompt.begin(), prompt.end(),
-                                               [](const json& p) { return p.is_string(); })) {
+                                              [](const json& p) { return p.is_string(); })) {
     json tokens = json::array(), counts = json::array();
     for (const auto& p : prompt) {
       auto ids = encode(p.get<std::string>());
@@ -232,8 +232,8 @@ void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWri
       if (value < 0 || value >= ctx.model.vocab_size) return std::nullopt;
       tokens.push_back(static_cast<int32_t>(value));
     }
-    return ctx.tokenizer->Decode(tokens, {.skip_special_tokens = skip,
-                                          .spaces_between_special_tokens = true});
+    return ctx.tokenizer->Decode(
+        tokens, {.skip_special_tokens = skip, .spaces_between_special_tokens = true});
   };
   const json& tokens = body["tokens"];
   json out;
@@ -262,12 +262,9 @@ void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWri
 namespace {
 
 json ModelCard(const ServerContext& ctx) {
-  return {{"id", ctx.served_model_name},
-          {"object", "model"},
-          {"created", openai::NowSeconds()},
-          {"owned_by", "sglang"},
-          {"root", ctx.served_model_name},
-          {"parent", nullptr},
+  return {{"id", ctx.served_model_name},           {"object", "model"},
+          {"created", openai::NowSeconds()},       {"owned_by", "sglang"},
+          {"root", ctx.served_model_name},         {"parent", nullptr},
           {"max_model_len", ctx.model.context_len}};
 }
 

@@ -17,7 +17,7 @@ struct ApiError {
   int status = 400;
   std::string message;
   std::string type = "BadRequestError";  // OpenAI error type
-  std::string param;                      // empty: null
+  std::string param;                     // empty: null
 
   nlohmann::json OpenAiBody() const;
   nlohmann::json NativeBody() const;  // {"error": {"message": ...}}
@@ -26,6 +26,12 @@ struct ApiError {
 // Status code -> HTTP: invalid argument / unsupported 400, not found 404, resource exhausted 503,
 // everything else 500 ("Internal server error: ...").
 ApiError FromStatus(const Status& status);
+
+// Serializes a response body. Token text may hold partial UTF-8 sequences; they are replaced by
+// U+FFFD instead of throwing.
+inline std::string ToJsonText(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 inline ApiError BadRequest(std::string message, std::string type = "BadRequestError") {
   return {400, std::move(message), std::move(type), {}};

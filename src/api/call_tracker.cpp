@@ -50,21 +50,21 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   }
   pending->remaining = warmups.size();
   for (engine::GenerateRequest& warm : warmups) {
-    Status submitted = ctx.engine->Submit(
-        std::move(warm), [call, pending, on_rejected](engine::RequestEvent event) {
-          if (!event.finished) return;
-          std::vector<engine::GenerateRequest> ready;
-          {
-            std::lock_guard lock(pending->mu);
-            if (--pending->remaining != 0) return;
-            ready = std::move(pending->requests);
-          }
-          {
-            std::lock_guard lock(call->mu_);
-            if (call->disconnected_ || call->rejected_) return;
-          }
-          call->SubmitAll(std::move(ready), on_rejected);
-        });
+    Status submitted = ctx.engine->Submit(std::move(warm),
+                                          [call, pending, on_rejected](engine::RequestEvent event) {
+                                            if (!event.finished) return;
+                                            std::vector<engine::GenerateRequest> ready;
+                                            {
+                                              std::lock_guard lock(pending->mu);
+                                              if (--pending->remaining != 0) return;
+                                              ready = std::move(pending->requests);
+                                            }
+                                            {
+                                              std::lock_guard lock(call->mu_);
+                                              if (call->disconnected_ || call->rejected_) return;
+                                            }
+                                            call->SubmitAll(std::move(ready), on_rejected);
+                                          });
     if (!submitted.ok()) {
       {
         std::lock_guard lock(call->mu_);

@@ -63,8 +63,8 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   // each group's prompt is first prefilled alone (max_new_tokens 0) so that the n samples find
   // it in the radix cache and share its KV instead of computing it n times.
   static void Start(ServerContext& ctx, ResponseWriterPtr writer,
-                    std::vector<engine::GenerateRequest> requests, OnEvent on_event,
-                    OnDone on_done, OnRejected on_rejected, size_t n = 1);
+                    std::vector<engine::GenerateRequest> requests, OnEvent on_event, OnDone on_done,
+                    OnRejected on_rejected, size_t n = 1);
 
   std::vector<ChoiceState>& choices() { return choices_; }
   ResponseWriter& writer() { return *writer_; }

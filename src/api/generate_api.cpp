@@ -16,24 +16,50 @@ using nlohmann::json;
 
 // GenerateReqInput's fields; anything else is rejected like an unexpected keyword argument.
 const std::set<std::string>& KnownFields() {
-  static const std::set<std::string> fields = {
-      "text", "input_ids", "input_embeds", "image_data", "video_data", "audio_data",
-      "sampling_params", "rid", "return_logprob", "logprob_start_len", "top_logprobs_num",
-      "token_ids_logprob", "return_text_in_logprobs", "stream", "log_metrics",
-      "return_hidden_states", "modalities", "session_params", "lora_path", "lora_id",
-      "custom_logit_processor", "bootstrap_host", "bootstrap_port", "bootstrap_room",
-      "bootstrap_pair_key", "require_reasoning", "data_parallel_rank", "priority", "extra_key",
-      "no_logs", "custom_labels", "return_entropy", "background", "conversation_id"};
+  static const std::set<std::string> fields = {"text",
+                                               "input_ids",
+                                               "input_embeds",
+                                               "image_data",
+                                               "video_data",
+                                               "audio_data",
+                                               "sampling_params",
+                                               "rid",
+                                               "return_logprob",
+                                               "logprob_start_len",
+                                               "top_logprobs_num",
+                                               "token_ids_logprob",
+                                               "return_text_in_logprobs",
+                                               "stream",
+                                               "log_metrics",
+                                               "return_hidden_states",
+                                               "modalities",
+                                               "session_params",
+                                               "lora_path",
+                                               "lora_id",
+                                               "custom_logit_processor",
+                                               "bootstrap_host",
+                                               "bootstrap_port",
+                                               "bootstrap_room",
+                                               "bootstrap_pair_key",
+                                               "require_reasoning",
+                                               "data_parallel_rank",
+                                               "priority",
+                                               "extra_key",
+                                               "no_logs",
+                                               "custom_labels",
+                                               "return_entropy",
+                                               "background",
+                                               "conversation_id"};
   return fields;
 }
 
 void SendNativeError(ResponseWriter& writer, const ApiError& error) {
-  writer.Send(error.status, "application/json", error.NativeBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  writer.Send(error.status, "application/json", ToJsonText(error.NativeBody()));
 }
 
 void SendValidationError(ResponseWriter& writer, const std::string& message) {
   ApiError error{400, message, "Bad Request", {}};
-  writer.Send(400, "application/json", error.OpenAiBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  writer.Send(400, "application/json", ToJsonText(error.OpenAiBody()));
 }
 
 json FinishReasonJson(const ChoiceState& choice) {
@@ -111,13 +137,14 @@ json ItemJson(const ServerContext& ctx, ChoiceState& choice, const ItemInfo& inf
   }
   json ids;
   if (stream_output_slices) {
-    ids = std::vector<int32_t>(choice.output_ids.begin() + choice.ids_sent,
-                               choice.output_ids.end());
+    ids =
+        std::vector<int32_t>(choice.output_ids.begin() + choice.ids_sent, choice.output_ids.end());
     choice.ids_sent = choice.output_ids.size();
   } else {
     ids = choice.output_ids;
   }
-  json out = {{"text", choice.text}, {"output_ids", std::move(ids)}, {"meta_info", std::move(meta)}};
+  json out = {
+      {"text", choice.text}, {"output_ids", std::move(ids)}, {"meta_info", std::move(meta)}};
   if (index) out["index"] = *index;
   return out;
 }
@@ -176,7 +203,8 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
       if (!ids.is_array()) throw json::type_error::create(302, "input_ids", nullptr);
       if (!ids.empty() && ids[0].is_array()) {
         batch = true;
-        for (const auto& row : ids) prompts.push_back({std::nullopt, row.get<std::vector<int32_t>>()});
+        for (const auto& row : ids)
+          prompts.push_back({std::nullopt, row.get<std::vector<int32_t>>()});
       } else {
         prompts.push_back({std::nullopt, ids.get<std::vector<int32_t>>()});
       }
@@ -189,8 +217,9 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
       }
     }
   } catch (const json::exception&) {
-    SendValidationError(*writer, "text must be a string or a list of strings; input_ids a list "
-                                 "of integers or a list of such lists.");
+    SendValidationError(*writer,
+                        "text must be a string or a list of strings; input_ids a list "
+                        "of integers or a list of such lists.");
     return;
   }
   if (prompts.empty()) {
@@ -217,8 +246,9 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     int64_t start_len = -1, top_num = 0;
     std::vector<int32_t> token_ids_logprob;
     std::optional<int64_t> priority;
-    if (!PerItem(body, "sampling_params", i, batch && body.value("sampling_params", json()).is_array(),
-                 json(), sampling, error) ||
+    if (!PerItem(body, "sampling_params", i,
+                 batch && body.value("sampling_params", json()).is_array(), json(), sampling,
+                 error) ||
         !PerItem(body, "return_logprob", i, batch, false, return_logprob, error) ||
         !PerItem(body, "logprob_start_len", i, batch, int64_t{-1}, start_len, error) ||
         !PerItem(body, "top_logprobs_num", i, batch, int64_t{0}, top_num, error) ||
@@ -278,12 +308,12 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     ChoiceState& choice = call.choices()[index];
     if (event.finished && choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
         choice.finish->status_code >= 400) {
-      call.writer().SendEvent(json{{"error", {{"message", choice.finish->message}}}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      call.writer().SendEvent(ToJsonText(json{{"error", {{"message", choice.finish->message}}}}));
       return;
     }
-    call.writer().SendEvent(ItemJson(call.context(), choice, infos[index], stream_output,
-                                     indexed ? std::optional<size_t>(index) : std::nullopt)
-                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    call.writer().SendEvent(
+        ToJsonText(ItemJson(call.context(), choice, infos[index], stream_output,
+                            indexed ? std::optional<size_t>(index) : std::nullopt)));
   };
   auto on_done = [infos, stream, batch, indexed](CallTracker& call) {
     if (stream) {
@@ -297,7 +327,7 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
         choices[0].finish->kind == engine::FinishKind::kAbort &&
         choices[0].finish->status_code >= 400) {
       ApiError error{choices[0].finish->status_code, choices[0].finish->message, "BadRequest", {}};
-      call.writer().Send(error.status, "application/json", error.NativeBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      call.writer().Send(error.status, "application/json", ToJsonText(error.NativeBody()));
       return;
     }
     json out;
@@ -309,15 +339,15 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     } else {
       out = ItemJson(call.context(), choices[0], infos[0], false, std::nullopt);
     }
-    call.writer().Send(200, "application/json", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    call.writer().Send(200, "application/json", ToJsonText(out));
   };
   auto on_rejected = [writer, stream](const ApiError& error) {
     if (stream) {
-      writer->SendEvent(json{{"error", {{"message", error.message}}}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      writer->SendEvent(ToJsonText(json{{"error", {{"message", error.message}}}}));
       writer->SendEvent("[DONE]");
       writer->EndStream();
     } else {
-      writer->Send(error.status, "application/json", error.OpenAiBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      writer->Send(error.status, "application/json", ToJsonText(error.OpenAiBody()));
     }
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected,

@@ -43,7 +43,7 @@ chat::Json PrepareMessages(const chat::Json& messages, chat::ContentFormat forma
         }
       }
     }
-    chat::Json ordered = chat::Json::parse(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    chat::Json ordered = message;
     ordered["role"] = role;
     out.push_back(chat::PrepareMessage(ordered, format));
   }
@@ -60,19 +60,17 @@ json ChatLogprobs(const ServerContext& ctx, const ChoiceState& choice, size_t fr
       std::string alt = TokenText(ctx, id);
       top.push_back({{"token", alt}, {"bytes", Bytes(alt)}, {"logprob", lp}});
     }
-    content.push_back(
-        {{"token", token}, {"bytes", Bytes(token)}, {"logprob", info.logprob}, {"top_logprobs", top}});
+    content.push_back({{"token", token},
+                       {"bytes", Bytes(token)},
+                       {"logprob", info.logprob},
+                       {"top_logprobs", top}});
   }
   return {{"content", content}};
 }
 
 json Chunk(const std::string& id, int64_t created, const std::string& model, json choice) {
-  return {{"id", id},
-          {"object", "chat.completion.chunk"},
-          {"created", created},
-          {"model", model},
-          {"choices", json::array({std::move(choice)})},
-          {"usage", nullptr}};
+  return {{"id", id},       {"object", "chat.completion.chunk"},           {"created", created},
+          {"model", model}, {"choices", json::array({std::move(choice)})}, {"usage", nullptr}};
 }
 
 }  // namespace
@@ -112,8 +110,8 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     if (body.contains("response_format") && body["response_format"].is_object()) {
       std::string type = body["response_format"].value("type", "text");
       if (type != "text") {
-        SendError(*writer, BadRequest(fmt::format(
-                               "response_format type '{}' is not supported yet.", type)));
+        SendError(*writer,
+                  BadRequest(fmt::format("response_format type '{}' is not supported yet.", type)));
         return;
       }
     }
@@ -125,12 +123,11 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     chat::ChatRenderInput input;
     // Templates see the client's key order (tools | tojson), so read messages order-preserving.
     chat::Json ordered_body = chat::Json::parse(body_text);
-    input.messages =
-        PrepareMessages(ordered_body["messages"], ctx.chat_template->content_format());
+    input.messages = PrepareMessages(ordered_body["messages"], ctx.chat_template->content_format());
     input.continue_final_message = OptBool(body, "continue_final_message").value_or(false);
     input.add_generation_prompt = !input.continue_final_message;
     if (body.contains("chat_template_kwargs") && body["chat_template_kwargs"].is_object()) {
-      input.template_kwargs = chat::Json::parse(body["chat_template_kwargs"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      input.template_kwargs = chat::Json::parse(body["chat_template_kwargs"].dump());
     }
     auto prompt = ctx.chat_template->Render(input);
     if (!prompt.ok()) {
@@ -146,18 +143,18 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     std::string base_rid = OptString(body, "rid").value_or(NewRid(ctx));
     std::optional<int64_t> priority = OptInt(body, "priority");
     for (int64_t i = 0; i < std::max<int64_t>(n, 1); ++i) {
-      BuildOptions options{.rid = n > 1 ? fmt::format("{}_{}", base_rid, i) : base_rid,
-                           .stream = stream,
-                           .priority = priority,
-                           .return_logprob = logprobs,
-                           .logprob_start_len = -1,
-                           .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),
-                           .token_ids_logprob = {},
-                           .return_text_in_logprobs = false,
-                           .add_special_tokens = false,
-                           .apply_model_defaults =
-                               ctx.args->GetString("sampling-defaults") == "model",
-                           .float_fields_are_floats = true};
+      BuildOptions options{
+          .rid = n > 1 ? fmt::format("{}_{}", base_rid, i) : base_rid,
+          .stream = stream,
+          .priority = priority,
+          .return_logprob = logprobs,
+          .logprob_start_len = -1,
+          .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),
+          .token_ids_logprob = {},
+          .return_text_in_logprobs = false,
+          .add_special_tokens = false,
+          .apply_model_defaults = ctx.args->GetString("sampling-defaults") == "model",
+          .float_fields_are_floats = true};
       BuiltRequest built = BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
       if (built.error) {
         SendError(*writer, *built.error);
@@ -186,14 +183,12 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     }
     if (choice.text_sent == 0 && choice.logprobs_sent == 0 && choice.ids_sent == 0) {
       choice.ids_sent = 1;  // marks "role chunk sent"
-      call.writer().SendEvent(
-          Chunk(id, created, model,
-                {{"index", index},
-                 {"delta", {{"role", "assistant"}, {"content", ""}}},
-                 {"logprobs", nullptr},
-                 {"finish_reason", nullptr},
-                 {"matched_stop", nullptr}})
-              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      call.writer().SendEvent(ToJsonText(Chunk(id, created, model,
+                                               {{"index", index},
+                                                {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                {"logprobs", nullptr},
+                                                {"finish_reason", nullptr},
+                                                {"matched_stop", nullptr}})));
     }
     if (choice.text.size() > choice.text_sent || !event.new_token_ids.empty()) {
       std::string delta = choice.text.substr(choice.text_sent);
@@ -204,13 +199,12 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
         choice.logprobs_sent = choice.output_logprobs.size();
       }
       if (delta.empty() && lp.is_null()) return;
-      call.writer().SendEvent(Chunk(id, created, model,
-                                    {{"index", index},
-                                     {"delta", {{"content", delta}}},
-                                     {"logprobs", lp},
-                                     {"finish_reason", nullptr},
-                                     {"matched_stop", nullptr}})
-                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      call.writer().SendEvent(ToJsonText(Chunk(id, created, model,
+                                               {{"index", index},
+                                                {"delta", {{"content", delta}}},
+                                                {"logprobs", lp},
+                                                {"finish_reason", nullptr},
+                                                {"matched_stop", nullptr}})));
     }
   };
   auto on_done = [id, created, model, stream, include_usage, logprobs, group](CallTracker& call) {
@@ -218,22 +212,16 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     auto& choices = call.choices();
     if (stream) {
       for (size_t i = 0; i < choices.size(); ++i) {
-        call.writer().SendEvent(Chunk(id, created, model,
-                                      {{"index", i},
-                                       {"delta", json::object()},
-                                       {"logprobs", nullptr},
-                                       {"finish_reason", FinishReasonName(choices[i])},
-                                       {"matched_stop", MatchedStop(choices[i])}})
-                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        call.writer().SendEvent(ToJsonText(Chunk(id, created, model,
+                                                 {{"index", i},
+                                                  {"delta", json::object()},
+                                                  {"logprobs", nullptr},
+                                                  {"finish_reason", FinishReasonName(choices[i])},
+                                                  {"matched_stop", MatchedStop(choices[i])}})));
       }
       if (include_usage) {
-        call.writer().SendEvent(json{{"id", id},
-                                     {"object", "chat.completion.chunk"},
-                                     {"created", created},
-                                     {"model", model},
-                                     {"choices", json::array()},
-                                     {"usage", Usage(call.context(), choices, group)}}
-                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        call.writer().SendEvent(ToJsonText(UsageChunk(id, "chat.completion.chunk", created, model,
+                                                      Usage(call.context(), choices, group))));
       }
       call.writer().SendEvent("[DONE]");
       call.writer().EndStream();
@@ -244,7 +232,9 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
       out_choices.push_back(
           {{"index", i},
            {"message",
-            {{"role", "assistant"}, {"content", choices[i].text}, {"reasoning_content", nullptr},
+            {{"role", "assistant"},
+             {"content", choices[i].text},
+             {"reasoning_content", nullptr},
              {"tool_calls", nullptr}}},
            {"logprobs", logprobs ? ChatLogprobs(call.context(), choices[i], 0) : json(nullptr)},
            {"finish_reason", FinishReasonName(choices[i])},
@@ -257,7 +247,7 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
                 {"choices", out_choices},
                 {"usage", Usage(call.context(), choices, group)},
                 {"metadata", {{"weight_version", call.context().weight_version}}}};
-    call.writer().Send(200, "application/json", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    call.writer().Send(200, "application/json", ToJsonText(out));
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
                      RejectionAnswer(writer, stream), group);

@@ -19,8 +19,8 @@ std::optional<int64_t> OptInt(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_float() && it->get<double>() == static_cast<double>(static_cast<int64_t>(
-                                                         it->get<double>()))) {
+  if (it->is_number_float() &&
+      it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()))) {
     return static_cast<int64_t>(it->get<double>());
   }
   WrongType(key, "an integer");
@@ -97,7 +97,7 @@ json SamplingFromOpenAi(const json& body) {
 }
 
 void SendError(ResponseWriter& writer, const ApiError& error) {
-  writer.Send(error.status, "application/json", error.OpenAiBody().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  writer.Send(error.status, "application/json", ToJsonText(error.OpenAiBody()));
 }
 
 void SendValidationError(ResponseWriter& writer, const std::string& message) {
@@ -107,9 +107,12 @@ void SendValidationError(ResponseWriter& writer, const std::string& message) {
 std::string FinishReasonName(const ChoiceState& choice) {
   if (!choice.finish) return "stop";
   switch (choice.finish->kind) {
-    case engine::FinishKind::kStop: return "stop";
-    case engine::FinishKind::kLength: return "length";
-    case engine::FinishKind::kAbort: return "abort";
+    case engine::FinishKind::kStop:
+      return "stop";
+    case engine::FinishKind::kLength:
+      return "length";
+    case engine::FinishKind::kAbort:
+      return "abort";
   }
   return "stop";
 }
@@ -142,8 +145,7 @@ json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, si
 }
 
 void SendStreamError(ResponseWriter& writer, const ApiError& error) {
-  writer.SendEvent(json{{"error", error.OpenAiBody()}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace));
+  writer.SendEvent(ToJsonText(json{{"error", error.OpenAiBody()}}));
   writer.SendEvent("[DONE]");
   writer.EndStream();
 }
@@ -155,8 +157,7 @@ bool AnswerFailedChoice(CallTracker& call, bool stream) {
       continue;
     }
     const int status = choice.finish->status_code;
-    ApiError error{status, choice.finish->message,
-                   status == 503 ? "503" : "BadRequestError", {}};
+    ApiError error{status, choice.finish->message, status == 503 ? "503" : "BadRequestError", {}};
     if (stream) {
       SendStreamError(call.writer(), error);
     } else {
@@ -175,6 +176,12 @@ CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer, bool stream) {
       SendError(*writer, error);
     }
   };
+}
+
+json UsageChunk(const std::string& id, const char* object, int64_t created,
+                const std::string& model, json usage) {
+  return {{"id", id},       {"object", object},         {"created", created},
+          {"model", model}, {"choices", json::array()}, {"usage", std::move(usage)}};
 }
 
 json Bytes(const std::string& text) {

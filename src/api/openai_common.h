@@ -53,6 +53,11 @@ bool AnswerFailedChoice(CallTracker& call, bool stream);
 // The answer to a request the engine refused at submission.
 CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer, bool stream);
 
+// The last streamed chunk before [DONE] when stream_options.include_usage is set: no choices,
+// just the usage. `object` is the route's chunk object name.
+json UsageChunk(const std::string& id, const char* object, int64_t created,
+                const std::string& model, json usage);
+
 // UTF-8 bytes of a token's text, for OpenAI's "bytes" fields.
 json Bytes(const std::string& text);
 

@@ -40,8 +40,7 @@ json CompletionLogprobs(const ServerContext& ctx, const ChoiceState& choice, siz
 
 }  // namespace
 
-void HandleCompletions(ServerContext& ctx, const std::string& body_text,
-                       ResponseWriterPtr writer) {
+void HandleCompletions(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
   json body = json::parse(body_text, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     SendValidationError(*writer, "The request body must be a JSON object.");
@@ -92,16 +91,17 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
         } else if (item.is_array()) {
           prompts.push_back({std::nullopt, item.get<std::vector<int32_t>>()});
         } else {
-          throw ValidationError("prompt must be a string, a list of strings, a list of token "
-                                "ids or a list of such lists.");
+          throw ValidationError(
+              "prompt must be a string, a list of strings, a list of token "
+              "ids or a list of such lists.");
         }
       }
     } else if (!prompt.is_null()) {
-      throw ValidationError("prompt must be a string, a list of strings, a list of token ids "
-                            "or a list of such lists.");
+      throw ValidationError(
+          "prompt must be a string, a list of strings, a list of token ids "
+          "or a list of such lists.");
     }
-    if (prompts.empty() ||
-        (prompts.size() == 1 && prompts[0].text && prompts[0].text->empty())) {
+    if (prompts.empty() || (prompts.size() == 1 && prompts[0].text && prompts[0].text->empty())) {
       SendError(*writer, BadRequest("Prompt cannot be empty"));
       return;
     }
@@ -122,20 +122,19 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
     for (size_t p = 0; p < prompts.size(); ++p) {
       for (int64_t i = 0; i < std::max<int64_t>(n, 1); ++i) {
         size_t index = p * static_cast<size_t>(std::max<int64_t>(n, 1)) + static_cast<size_t>(i);
-        BuildOptions options{
-            .rid = prompts.size() * static_cast<size_t>(n) > 1
-                       ? fmt::format("{}_{}", base_rid, index)
-                       : base_rid,
-            .stream = stream,
-            .priority = OptInt(body, "priority"),
-            .return_logprob = logprobs.has_value(),
-            .logprob_start_len = (echo && logprobs) ? 0 : -1,
-            .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),
-            .token_ids_logprob = {},
-            .return_text_in_logprobs = false,
-            .add_special_tokens = true,
-            .apply_model_defaults = false,
-            .float_fields_are_floats = true};
+        BuildOptions options{.rid = prompts.size() * static_cast<size_t>(n) > 1
+                                        ? fmt::format("{}_{}", base_rid, index)
+                                        : base_rid,
+                             .stream = stream,
+                             .priority = OptInt(body, "priority"),
+                             .return_logprob = logprobs.has_value(),
+                             .logprob_start_len = (echo && logprobs) ? 0 : -1,
+                             .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),
+                             .token_ids_logprob = {},
+                             .return_text_in_logprobs = false,
+                             .add_special_tokens = true,
+                             .apply_model_defaults = false,
+                             .float_fields_are_floats = true};
         BuiltRequest built = BuildGenerateRequest(ctx, prompts[p], sampling, options);
         if (built.error) {
           SendError(*writer, *built.error);
@@ -194,13 +193,12 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
       lp = CompletionLogprobs(call.context(), choice, choice.logprobs_sent, first && echo);
       choice.logprobs_sent = choice.output_logprobs.size();
     }
-    call.writer().SendEvent(
+    call.writer().SendEvent(ToJsonText(
         chunk({{"index", index},
                {"text", delta},
                {"logprobs", lp},
                {"finish_reason", event.finished ? json(FinishReasonName(choice)) : json(nullptr)},
-               {"matched_stop", event.finished ? MatchedStop(choice) : json(nullptr)}})
-            .dump(-1, ' ', false, json::error_handler_t::replace));
+               {"matched_stop", event.finished ? MatchedStop(choice) : json(nullptr)}})));
   };
   auto on_done = [id, created, model, stream, include_usage, group, echo_text, want_logprobs,
                   echo](CallTracker& call) {
@@ -209,13 +207,8 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
     json usage = Usage(call.context(), choices, group);
     if (stream) {
       if (include_usage) {
-        call.writer().SendEvent(json{{"id", id},
-                                     {"object", "text_completion"},
-                                     {"created", created},
-                                     {"model", model},
-                                     {"choices", json::array()},
-                                     {"usage", usage}}
-                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        call.writer().SendEvent(
+            ToJsonText(UsageChunk(id, "text_completion", created, model, usage)));
       }
       call.writer().SendEvent("[DONE]");
       call.writer().EndStream();
@@ -231,15 +224,15 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text,
            {"finish_reason", FinishReasonName(choices[i])},
            {"matched_stop", MatchedStop(choices[i])}});
     }
-    call.writer().Send(200, "application/json",
-                       json{{"id", id},
-                            {"object", "text_completion"},
-                            {"created", created},
-                            {"model", model},
-                            {"choices", out_choices},
-                            {"usage", usage},
-                            {"metadata", {{"weight_version", call.context().weight_version}}}}
-                           .dump(-1, ' ', false, json::error_handler_t::replace));
+    call.writer().Send(
+        200, "application/json",
+        ToJsonText(json{{"id", id},
+                        {"object", "text_completion"},
+                        {"created", created},
+                        {"model", model},
+                        {"choices", out_choices},
+                        {"usage", usage},
+                        {"metadata", {{"weight_version", call.context().weight_version}}}}));
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
                      RejectionAnswer(writer, stream), group);

@@ -12,8 +12,8 @@ namespace radixserve::api {
 
 std::string NewRid(ServerContext& ctx) {
   // Time-seeded prefix + counter: unique in the process, unpredictable enough for logs.
-  static const uint64_t kStart = static_cast<uint64_t>(
-      std::chrono::system_clock::now().time_since_epoch().count());
+  static const uint64_t kStart =
+      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   uint64_t n = ctx.next_rid.fetch_add(1);
   return fmt::format("{:016x}{:016x}", kStart, n);
 }
@@ -21,8 +21,8 @@ std::string NewRid(ServerContext& ctx) {
 std::string TokenText(const ServerContext& ctx, int32_t token_id) {
   if (ctx.tokenizer == nullptr) return {};
   const int32_t ids[1] = {token_id};
-  return ctx.tokenizer->Decode(ids, {.skip_special_tokens = false,
-                                     .spaces_between_special_tokens = true});
+  return ctx.tokenizer->Decode(
+      ids, {.skip_special_tokens = false, .spaces_between_special_tokens = true});
 }
 
 BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
@@ -36,13 +36,13 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
     request.input_ids = *prompt.ids;
   } else if (prompt.text) {
     if (ctx.tokenizer == nullptr) {
-      out.error = BadRequest("The tokenizer is not initialized (--skip-tokenizer-init): send "
-                             "input_ids instead of text.");
+      out.error = BadRequest(
+          "The tokenizer is not initialized (--skip-tokenizer-init): send "
+          "input_ids instead of text.");
       return out;
     }
-    auto ids = ctx.tokenizer->Encode(*prompt.text,
-                                     {.add_special_tokens = options.add_special_tokens,
-                                      .parse_special = true});
+    auto ids = ctx.tokenizer->Encode(
+        *prompt.text, {.add_special_tokens = options.add_special_tokens, .parse_special = true});
     request.input_ids.assign(ids.begin(), ids.end());
   }
   if (request.input_ids.empty()) {
@@ -51,8 +51,8 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   }
   for (int32_t id : request.input_ids) {
     if (id < 0 || id >= ctx.model.vocab_size) {
-      out.error = BadRequest(fmt::format("Token id {} is out of vocabulary (size {}).", id,
-                                         ctx.model.vocab_size));
+      out.error = BadRequest(
+          fmt::format("Token id {} is out of vocabulary (size {}).", id, ctx.model.vocab_size));
       return out;
     }
   }
@@ -82,8 +82,10 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
 
   for (int32_t id : options.token_ids_logprob) {
     if (id < 0 || id >= ctx.model.vocab_size) {
-      out.error = BadRequest(fmt::format("token_ids_logprob contains {}, which is outside the "
-                                         "vocabulary (size {}).", id, ctx.model.vocab_size));
+      out.error =
+          BadRequest(fmt::format("token_ids_logprob contains {}, which is outside the "
+                                 "vocabulary (size {}).",
+                                 id, ctx.model.vocab_size));
       return out;
     }
   }
@@ -98,8 +100,8 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   if (!ctx.args->GetBool("allow-auto-truncate") && context_len > 0) {
     if (input_len >= context_len) {
       out.error = BadRequest(fmt::format(
-          "The input ({} tokens) is longer than the model's context length ({} tokens).",
-          input_len, context_len));
+          "The input ({} tokens) is longer than the model's context length ({} tokens).", input_len,
+          context_len));
       return out;
     }
     const auto& max_new = request.sampling.max_new_tokens;

@@ -12,9 +12,9 @@ namespace {
 ApiHandler JsonOnly(void (*handle)(ServerContext&, const std::string&, ResponseWriterPtr)) {
   return [handle](ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
     if (request.content_type != "application/json") {
-      ApiError error{400, "Unsupported Media Type: Only 'application/json' is allowed",
-                     "BadRequestError", {}};
-      writer->Send(400, "application/json", error.OpenAiBody().dump());
+      ApiError error{
+          400, "Unsupported Media Type: Only 'application/json' is allowed", "BadRequestError", {}};
+      writer->Send(400, "application/json", ToJsonText(error.OpenAiBody()));
       return;
     }
     handle(ctx, request.body, std::move(writer));

@@ -24,8 +24,8 @@ using ApiHandler = std::function<void(ServerContext&, const ApiRequest&, Respons
 
 struct ApiRoute {
   std::vector<std::string> methods;
-  std::string path;       // exact path, or a prefix ending in '/' when `prefix` is set
-  bool prefix = false;    // path_param = the rest of the path
+  std::string path;     // exact path, or a prefix ending in '/' when `prefix` is set
+  bool prefix = false;  // path_param = the rest of the path
   ApiHandler handler;
 };
 

@@ -32,11 +32,11 @@ struct ModelFacts {
 struct ServerContext {
   const args::ServerArgs* args = nullptr;
   engine::Engine* engine = nullptr;
-  const tokenizer::Tokenizer* tokenizer = nullptr;  // null with --skip-tokenizer-init
+  const tokenizer::Tokenizer* tokenizer = nullptr;    // null with --skip-tokenizer-init
   const chat::ChatTemplate* chat_template = nullptr;  // null: the model has none
   // --completion-template (fill-in-the-middle with `suffix`); null when not given.
   const chat::CompletionTemplate* completion_template = nullptr;
-  metrics::ServingMetrics* metrics = nullptr;          // null unless --enable-metrics
+  metrics::ServingMetrics* metrics = nullptr;  // null unless --enable-metrics
   ModelFacts model;
   std::string served_model_name;
   std::string weight_version = "default";
