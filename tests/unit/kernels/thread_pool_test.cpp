@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace radixserve {
@@ -32,6 +34,30 @@ TEST(ThreadPoolTest, ReusedManyTimes) {
     pool.ParallelFor(64, 1, [&](int64_t begin, int64_t end) { total += end - begin; });
   }
   EXPECT_EQ(total.load(), 500 * 64);
+}
+
+TEST(ThreadPoolTest, RunOnAllCallsEachThreadOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 50; ++round) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(threads));
+      pool.RunOnAll([&](int index, int count) {
+        EXPECT_EQ(count, threads);
+        hits[static_cast<size_t>(index)]++;
+      });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    }
+  }
+}
+
+TEST(ThreadPoolTest, WorkersSleepAndWakeAgain) {
+  // Longer than the spin window, so the workers go to sleep between the two loops.
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  pool.ParallelFor(100, 1, [&](int64_t begin, int64_t end) { total += end - begin; });
+  std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+  pool.ParallelFor(100, 1, [&](int64_t begin, int64_t end) { total += end - begin; });
+  EXPECT_EQ(total.load(), 200);
 }
 
 TEST(ThreadPoolTest, DefaultUsesAvailableCores) {
