@@ -8,6 +8,14 @@
 namespace radixserve {
 namespace {
 
+constexpr int kIndexBits = 40;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+// An index no job reaches: marks state_ while the caller rewrites the job fields.
+constexpr uint64_t kInvalidIndex = kIndexMask;
+
+uint64_t Pack(uint64_t tag, uint64_t index) { return (tag << kIndexBits) | index; }
+uint64_t IndexOf(uint64_t state) { return state & kIndexMask; }
+
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -41,9 +49,9 @@ int ThreadPool::AvailableCores() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) : state_(Pack(0, kInvalidIndex)) {
   if (threads <= 0) threads = AvailableCores();
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -53,19 +61,31 @@ ThreadPool::~ThreadPool() {
   for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::RunJob(int index) {
-  if (job_.per_thread != nullptr) {
-    (*job_.per_thread)(index, size());
-    return;
-  }
+void ThreadPool::RunRanges() {
   while (true) {
-    const int64_t begin = next_chunk_.fetch_add(job_.chunk, std::memory_order_relaxed);
-    if (begin >= job_.n) return;
-    (*job_.ranges)(begin, std::min(job_.n, begin + job_.chunk));
+    uint64_t state = state_.load(std::memory_order_acquire);
+    const uint64_t index = IndexOf(state);
+    if (index == kInvalidIndex) return;  // between jobs
+    const int64_t n = job_n_.load(std::memory_order_relaxed);
+    const int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
+    const auto* fn = job_fn_.load(std::memory_order_relaxed);
+    const auto begin = static_cast<int64_t>(index);
+    if (begin >= n) return;
+    const int64_t end = std::min(n, begin + chunk);
+    // Succeeds only if no other thread took this range and the job is still the one whose
+    // fields were read above (a new job changes the tag).
+    if (!state_.compare_exchange_weak(state, state + static_cast<uint64_t>(end - begin),
+                                      std::memory_order_acq_rel)) {
+      continue;
+    }
+    (*fn)(begin, end);
+    if (unfinished_.fetch_sub(end - begin) == end - begin && caller_sleeping_.load()) {
+      unfinished_.notify_one();
+    }
   }
 }
 
-void ThreadPool::WorkerLoop(int index) {
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
     auto changed = [&] { return generation_.load(std::memory_order_acquire) != seen; };
@@ -77,25 +97,29 @@ void ThreadPool::WorkerLoop(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stopping_.load()) return;
-    RunJob(index);
-    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
-      pending_.notify_one();
-    }
+    RunRanges();
   }
 }
 
-void ThreadPool::Dispatch() {
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1);  // seq_cst: publishes job_ and orders against sleepers_ below
+void ThreadPool::Run(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn) {
+  tag_ = (tag_ + 1) & ((uint64_t{1} << (64 - kIndexBits)) - 1);
+  state_.store(Pack(tag_, kInvalidIndex));
+  job_fn_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunk_.store(chunk, std::memory_order_relaxed);
+  unfinished_.store(n, std::memory_order_relaxed);
+  state_.store(Pack(tag_, 0));  // seq_cst: publishes the fields above
+  generation_.fetch_add(1);
   if (sleepers_.load() > 0) generation_.notify_all();
-  RunJob(0);
-  auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  RunRanges();
+  auto finished = [&] { return unfinished_.load(std::memory_order_acquire) == 0; };
   if (!SpinUntil(finished)) {
     caller_sleeping_.store(true);
-    for (int left = pending_.load(); left != 0; left = pending_.load()) pending_.wait(left);
+    for (int64_t left = unfinished_.load(); left != 0; left = unfinished_.load()) {
+      unfinished_.wait(left);
+    }
     caller_sleeping_.store(false);
   }
-  job_ = Job{};
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t grain,
@@ -108,19 +132,19 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     return;
   }
   // A few chunks per thread balance a core that is busy with something else.
-  job_ = Job{.ranges = &fn, .per_thread = nullptr, .n = n,
-             .chunk = std::max(grain, (n + parts * 4 - 1) / (parts * 4))};
-  next_chunk_.store(0, std::memory_order_relaxed);
-  Dispatch();
+  Run(n, std::max(grain, (n + parts * 4 - 1) / (parts * 4)), fn);
 }
 
 void ThreadPool::RunOnAll(const std::function<void(int, int)>& fn) {
-  if (workers_.empty()) {
+  const int count = size();
+  if (count == 1) {
     fn(0, 1);
     return;
   }
-  job_ = Job{.ranges = nullptr, .per_thread = &fn, .n = 0, .chunk = 1};
-  Dispatch();
+  const std::function<void(int64_t, int64_t)> each = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(static_cast<int>(i), count);
+  };
+  Run(count, 1, each);
 }
 
 }  // namespace radixserve

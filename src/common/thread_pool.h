@@ -7,9 +7,10 @@
 //
 // A model step issues hundreds of short loops (a few microseconds each at decode), so hand-off
 // cost matters more than anything else here: after a loop, workers spin on an atomic generation
-// counter for a short while (kSpinMicros) before sleeping on it, and the caller spins the same
-// way for the workers to finish. Sleeping threads are woken through the futex behind
-// std::atomic::wait/notify, and only when someone sleeps.
+// counter for a short while (kSpinMicros) before sleeping on it (futex behind std::atomic::wait,
+// woken only when someone sleeps). Ranges are claimed from one atomic word holding a job tag and
+// the next index, so the caller never waits for a worker that has not started: when the cores
+// are busy with other processes, the caller simply runs the ranges itself.
 #pragma once
 
 #include <atomic>
@@ -34,8 +35,10 @@ class ThreadPool {
   // items (except the last). Returns when all calls have finished.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
-  // Calls fn(index, count) once on each of the pool's `count` = size() threads (index 0 is the
-  // caller), for work that partitions itself. Returns when all calls have finished.
+  // Calls fn(index, count) once for each index in [0, count), count = size(), for work that
+  // partitions itself into one part per thread. Normally each call runs on its own thread, but
+  // a part no worker has picked up when the caller is done is run by the caller. Returns when
+  // all calls have finished.
   void RunOnAll(const std::function<void(int, int)>& fn);
 
   // Cores this process may use (at least 1).
@@ -45,25 +48,25 @@ class ThreadPool {
   static constexpr int64_t kSpinMicros = 1000;
 
  private:
-  struct Job {
-    const std::function<void(int64_t, int64_t)>* ranges = nullptr;
-    const std::function<void(int, int)>* per_thread = nullptr;
-    int64_t n = 0;
-    int64_t chunk = 1;
-  };
-
-  void WorkerLoop(int index);
-  void RunJob(int index);
-  void Dispatch();
+  void WorkerLoop();
+  // Claims and runs ranges of the current job until none is left.
+  void RunRanges();
+  void Run(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn);
 
   std::vector<std::thread> workers_;
-  Job job_;  // written by the caller before a generation bump, read by workers after it
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int64_t> next_chunk_{0};
-  std::atomic<int> pending_{0};   // workers still inside the current generation
-  std::atomic<int> sleepers_{0};  // workers blocked on generation_
+  // The current job. Written by the caller only while state_ holds an invalid index, so a
+  // worker that loaded them and then claims a range with a compare-exchange on state_ knows
+  // they belong to the job whose tag it saw.
+  std::atomic<const std::function<void(int64_t, int64_t)>*> job_fn_{nullptr};
+  std::atomic<int64_t> job_n_{0};
+  std::atomic<int64_t> job_chunk_{1};
+  std::atomic<uint64_t> state_;        // job tag (high bits) | next index (low bits)
+  std::atomic<int64_t> unfinished_{0};  // items of the current job not yet done
+  std::atomic<uint64_t> generation_{0};  // bumped to wake workers
+  std::atomic<int> sleepers_{0};         // workers blocked on generation_
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stopping_{false};
+  uint64_t tag_ = 0;
 };
 
 }  // namespace radixserve
