@@ -51,6 +51,9 @@ struct ArgSpec {
   std::string_view help;  // our own words, one or two sentences
   Support cpu = Support::kYes;
   std::string_view cpu_note = "";  // why not / which part, for kPartial and kNo
+  // For kPartial: the values (command-line spelling) that apply on cpu. Any other value given
+  // explicitly is accepted with one warning quoting cpu_note. Empty: no such check.
+  std::vector<std::string_view> cpu_values = {};
   std::vector<AliasSpec> aliases = {};
   System system = System::kSglang;  // where the canonical name comes from
   bool required = false;

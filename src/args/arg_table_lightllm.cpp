@@ -39,6 +39,7 @@ std::vector<ArgSpec> LightllmArgs() {
                "split, the PD master that routes between them, or the registry of PD masters.",
        .cpu = Support::kPartial,
        .cpu_note = "Only 'normal' is served; the PD roles need a KV transfer engine.",
+       .cpu_values = {"normal"},
        .system = System::kLightllm},
       {.name = "httpserver-workers",
        .type = ArgType::kInt,
@@ -127,6 +128,7 @@ std::vector<ArgSpec> LightllmArgs() {
                "(LightLLM reads those for Llama only).",
        .cpu = Support::kPartial,
        .cpu_note = "Only 'HF' applies (safetensors or GGUF); DeepSpeed checkpoints are not read.",
+       .cpu_values = {"HF"},
        .system = System::kLightllm},
 
       // Memory and batching.

@@ -63,6 +63,21 @@ void WarnInapplicable(const ServerArgs& args, std::vector<std::string>& warnings
   }
 }
 
+// Partially supported arguments set to a value that does not apply on cpu: one warning each.
+void WarnInapplicableValues(const ServerArgs& args, std::vector<std::string>& warnings) {
+  for (const ArgSpec& spec : AllArgs()) {
+    if (spec.cpu != Support::kPartial || spec.cpu_values.empty()) continue;
+    if (!args.IsExplicit(spec.name) || args.IsNull(spec.name)) continue;
+    const nlohmann::json& value = args.Get(spec.name);
+    const std::string spelled = value.is_string() ? value.get<std::string>() : value.dump();
+    bool applies = false;
+    for (std::string_view allowed : spec.cpu_values) applies = applies || allowed == spelled;
+    if (applies) continue;
+    warnings.push_back(fmt::format("--{} {} does not apply on device cpu and is ignored: {}",
+                                   spec.name, spelled, spec.cpu_note));
+  }
+}
+
 // SGLang sizes the activation reserve and the default chunk from device memory; on cpu the
 // device memory is the RAM this process may use.
 void DeriveMemoryDefaults(ServerArgs& args, const MachineInfo& machine) {
@@ -299,6 +314,7 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, "prompt-tokens-buckets"));
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, "generation-tokens-buckets"));
   WarnInapplicable(args, warnings);
+  WarnInapplicableValues(args, warnings);
   return Status::Ok();
 }
 

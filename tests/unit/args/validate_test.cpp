@@ -90,6 +90,24 @@ TEST(Validate, AdjustmentsAndWarnings) {
   EXPECT_EQ(cuda_graph_warnings, 1);
 }
 
+TEST(Validate, PartialArgumentsWarnOnValuesThatDoNotApply) {
+  auto count = [](const Resolved& r, std::string_view prefix) {
+    int n = 0;
+    for (const std::string& w : r.warnings) n += w.rfind(prefix, 0) == 0;
+    return n;
+  };
+  Resolved r = Resolve({"--tp", "2", "--nnodes", "2", "--node-rank", "1", "--pp-size", "1"});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(count(r, "--tp-size 2 does not apply on device cpu"), 1);
+  EXPECT_EQ(count(r, "--nnodes 2 does not apply on device cpu"), 1);
+  EXPECT_EQ(count(r, "--node-rank 1 does not apply on device cpu"), 1);
+  EXPECT_EQ(count(r, "--pp-size"), 0);  // 1 applies
+  Resolved lightllm = Resolve({"--run_mode", "prefill", "--load_way", "HF"});
+  ASSERT_TRUE(lightllm.status.ok()) << lightllm.status.message();
+  EXPECT_EQ(count(lightllm, "--run-mode prefill does not apply"), 1);
+  EXPECT_EQ(count(lightllm, "--load-way"), 0);
+}
+
 TEST(Validate, GgufModelPathSetsTheLoadFormat) {
   Resolved r = Resolve({"--model-path", std::string(RADIX_SHARED_DIR) +
                                             "/models/stories260K/gguf/stories260K.gguf"});
