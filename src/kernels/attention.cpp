@@ -1,31 +1,196 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "common/check.h"
+#include "kernels/float_matmul.h"
+#include "kernels/half.h"
 
 namespace radixserve::kernels {
 
-void AttendOneHead(const KernelTable& table, const AttentionShape& shape, const float* q,
-                   int kv_head, const float* k_cache, const float* v_cache, const int32_t* kv_slots,
-                   int64_t first, int64_t last, float* scores, float* out) {
-  RADIX_CHECK(first <= last && first >= 0);
-  const int64_t slot_stride = static_cast<int64_t>(shape.num_kv_heads) * shape.head_dim;
-  const int64_t head_offset = static_cast<int64_t>(kv_head) * shape.head_dim;
-  const int64_t count = last - first + 1;
-  for (int64_t j = 0; j < count; ++j) {
-    const float* k = k_cache + kv_slots[first + j] * slot_stride + head_offset;
-    float s = table.dot(q, k, shape.head_dim) * shape.scale;
-    if (shape.softcap > 0.0f) s = shape.softcap * std::tanh(s / shape.softcap);
-    scores[j] = s;
+namespace x86 {
+const AttentionKernels& Avx2AttentionTable();
+const AttentionKernels& Avx512AttentionTable();
+}  // namespace x86
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+void RefGather(const void* base, KvType type, const int32_t* slots, int64_t count,
+               int64_t slot_stride, int64_t offset, int64_t d, float* dst) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t at = static_cast<int64_t>(slots[i]) * slot_stride + offset;
+    float* out = dst + i * d;
+    switch (type) {
+      case KvType::kF32:
+        std::memcpy(out, static_cast<const float*>(base) + at,
+                    sizeof(float) * static_cast<size_t>(d));
+        break;
+      case KvType::kBF16:
+        for (int64_t c = 0; c < d; ++c)
+          out[c] = Bf16ToF32(static_cast<const uint16_t*>(base)[at + c]);
+        break;
+      case KvType::kF16:
+        for (int64_t c = 0; c < d; ++c)
+          out[c] = F16ToF32(static_cast<const uint16_t*>(base)[at + c]);
+        break;
+    }
   }
-  table.softmax(scores, count);
-  std::memset(out, 0, sizeof(float) * static_cast<size_t>(shape.head_dim));
-  for (int64_t j = 0; j < count; ++j) {
-    const float* v = v_cache + kv_slots[first + j] * slot_stride + head_offset;
-    table.axpy(scores[j], v, out, shape.head_dim);
+}
+
+float RefExpTile(float* x, float max) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < kKeyTile; ++i) {
+    x[i] = x[i] == kNegInf ? 0.0f : std::exp(x[i] - max);
+    sum += x[i];
   }
+  return sum;
+}
+
+void RefAccumulate(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d, float* acc) {
+  for (int64_t q = 0; q < nq; ++q) {
+    for (int64_t j = 0; j < nk; ++j) {
+      const float w = p[q * kKeyTile + j];
+      for (int64_t c = 0; c < d; ++c) acc[q * d + c] += w * v[j * d + c];
+    }
+  }
+}
+
+void RefStore(const float* src, int64_t count, KvType type, void* dst) {
+  switch (type) {
+    case KvType::kF32:
+      std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(count));
+      break;
+    case KvType::kBF16:
+      for (int64_t i = 0; i < count; ++i) static_cast<uint16_t*>(dst)[i] = F32ToBf16(src[i]);
+      break;
+    case KvType::kF16:
+      for (int64_t i = 0; i < count; ++i) static_cast<uint16_t*>(dst)[i] = F32ToF16(src[i]);
+      break;
+  }
+}
+
+// max of x[0, n): eight independent running maxima (max is exact, so the grouping cannot change
+// the result) instead of one serial dependency chain.
+float RangeMax(const float* x, int64_t n) {
+  float m[8];
+  std::fill(m, m + 8, kNegInf);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int k = 0; k < 8; ++k) m[k] = std::max(m[k], x[j + k]);
+  }
+  for (; j < n; ++j) m[0] = std::max(m[0], x[j]);
+  return *std::max_element(m, m + 8);
+}
+
+constexpr AttentionKernels kRef{"ref", RefGather, RefExpTile, RefAccumulate, RefStore};
+
+}  // namespace
+
+size_t KvTypeSize(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+
+const AttentionKernels& RefAttentionKernels() { return kRef; }
+
+const AttentionKernels* Avx2AttentionKernels() {
+  return Avx2FloatKernels() != nullptr ? &x86::Avx2AttentionTable() : nullptr;
+}
+
+const AttentionKernels* Avx512AttentionKernels() {
+  return Avx512FloatKernels() != nullptr ? &x86::Avx512AttentionTable() : nullptr;
+}
+
+std::vector<const AttentionKernels*> AvailableAttentionKernels() {
+  std::vector<const AttentionKernels*> out{&kRef};
+  if (const AttentionKernels* k = Avx2AttentionKernels()) out.push_back(k);
+  if (const AttentionKernels* k = Avx512AttentionKernels()) out.push_back(k);
+  return out;
+}
+
+const AttentionKernels& AttentionKernelsFor(const KernelTable& table) {
+  const std::string_view isa = FloatKernelsFor(table).name;
+  const AttentionKernels* k = isa == "avx512" ? Avx512AttentionKernels()
+                              : isa == "avx2" ? Avx2AttentionKernels()
+                                              : nullptr;
+  return k != nullptr ? *k : kRef;
+}
+
+void AttendChunk(const KernelTable& table, const AttentionShape& shape, const QueryBlock& block,
+                 KvBuffer k_cache, KvBuffer v_cache, const int32_t* kv_slots, int64_t key_begin,
+                 int64_t key_end, float* m, float* l, float* acc) {
+  RADIX_CHECK(key_begin >= 0 && key_begin % kKeyTile == 0 && key_begin <= key_end);
+  const AttentionKernels& ak = AttentionKernelsFor(table);
+  const FloatGemmKernels& gk = FloatKernelsFor(table);
+  const int64_t d = shape.head_dim;
+  const int64_t nq = block.nq;
+  const int64_t slot_stride = static_cast<int64_t>(shape.num_kv_heads) * d;
+  const int64_t offset = static_cast<int64_t>(block.kv_head) * d;
+  thread_local std::vector<float> keys, values, scores;
+  keys.resize(static_cast<size_t>(kKeyTile * d));
+  values.resize(static_cast<size_t>(kKeyTile * d));
+  scores.resize(static_cast<size_t>(kKeyTile * nq));
+  std::fill(m, m + nq, kNegInf);
+  std::fill(l, l + nq, 0.0f);
+  std::fill(acc, acc + nq * d, 0.0f);
+  for (int64_t j0 = key_begin; j0 < key_end; j0 += kKeyTile) {
+    const int64_t nk = std::min(kKeyTile, key_end - j0);
+    bool any = false;
+    for (int64_t i = 0; i < nq && !any; ++i) any = block.first[i] < j0 + nk && block.last[i] >= j0;
+    if (!any) continue;
+    ak.gather(k_cache.data, k_cache.type, kv_slots + j0, nk, slot_stride, offset, d, keys.data());
+    gk.gemm(block.q, d, nq, keys.data(), WeightFormat::kF32, d * 4, d, 0, nk, scores.data(),
+            kKeyTile);
+    for (int64_t i = 0; i < nq; ++i) {
+      float* s = scores.data() + i * kKeyTile;
+      const int64_t lo = std::max(block.first[i], j0) - j0;
+      const int64_t hi = std::min(block.last[i], j0 + nk - 1) - j0;  // inclusive
+      float tile_max = kNegInf;
+      if (lo <= hi) {
+        std::fill(s, s + lo, kNegInf);
+        std::fill(s + hi + 1, s + kKeyTile, kNegInf);
+        for (int64_t j = lo; j <= hi; ++j) s[j] *= shape.scale;
+        if (shape.softcap > 0.0f) {
+          for (int64_t j = lo; j <= hi; ++j) s[j] = shape.softcap * std::tanh(s[j] / shape.softcap);
+        }
+        tile_max = RangeMax(s + lo, hi - lo + 1);
+      }
+      if (tile_max == kNegInf) {  // no key of this tile: zero weights, state unchanged
+        std::fill(s, s + kKeyTile, 0.0f);
+        continue;
+      }
+      const float m_new = std::max(m[i], tile_max);
+      const float alpha = m[i] == kNegInf ? 0.0f : std::exp(m[i] - m_new);
+      const float sum = ak.exp_tile(s, m_new);
+      l[i] = l[i] * alpha + sum;
+      if (alpha != 1.0f) {
+        for (int64_t c = 0; c < d; ++c) acc[i * d + c] *= alpha;
+      }
+      m[i] = m_new;
+    }
+    ak.gather(v_cache.data, v_cache.type, kv_slots + j0, nk, slot_stride, offset, d, values.data());
+    ak.accumulate(scores.data(), nq, values.data(), nk, d, acc);
+  }
+}
+
+void MergeChunks(const float* m, const float* l, int64_t stride, const float* acc,
+                 int64_t acc_stride, int64_t count, int64_t head_dim, float* out) {
+  float max = kNegInf;
+  for (int64_t c = 0; c < count; ++c) max = std::max(max, m[c * stride]);
+  std::fill(out, out + head_dim, 0.0f);
+  if (max == kNegInf) return;
+  float sum = 0.0f;
+  for (int64_t c = 0; c < count; ++c) {
+    if (m[c * stride] == kNegInf) continue;
+    const float w = std::exp(m[c * stride] - max);
+    sum += l[c * stride] * w;
+    const float* a = acc + c * acc_stride;
+    for (int64_t i = 0; i < head_dim; ++i) out[i] += w * a[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < head_dim; ++i) out[i] *= inv;
 }
 
 }  // namespace radixserve::kernels

@@ -1,14 +1,52 @@
-// Attention of one query head over keys and values held in a paged KV pool.
+// Attention over keys and values held in a paged KV pool, in blocks: a group of queries that share
+// one KV head (GQA: the query heads of a group, for one or more tokens of a sequence) walks that
+// head's keys in tiles of kKeyTile positions, loading each K/V row once for all of them, with an
+// online softmax (running max and sum per query, rescaled once per tile), so no per-head buffer
+// grows with the context.
 //
-// KV layout (shared with src/kv): per layer one K and one V buffer of float32, [slots, kv_heads,
-// head_dim], contiguous per slot. A sequence's key at position j lives in slot kv_slots[j].
+// KV layout (shared with src/kv): per layer one K and one V buffer of `KvType` elements,
+// [slots, kv_heads, head_dim], contiguous per slot. A sequence's key at position j lives in slot
+// kv_slots[j].
+//
+// Work is split into chunks of kKeyChunk key positions (AttendChunk) whose partial results are
+// merged in chunk order (MergeChunks). Tiles and chunks are aligned to absolute key positions and
+// every query's reduction runs over them in the same order whatever other queries share its block,
+// so a query's output depends only on its own inputs, never on batch composition or thread count.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
+#include "common/check.h"
 #include "kernels/kernel_table.h"
 
 namespace radixserve::kernels {
+
+// Element type of the KV cache buffers. Mirrors kv::KvDtype (src/kv may not be included here).
+enum class KvType : uint8_t { kF32, kBF16, kF16 };
+
+size_t KvTypeSize(KvType type);
+
+// One layer's K or V buffer with its element type. Converts from float* so callers holding a
+// float32 cache need no change.
+struct KvBuffer {
+  void* data = nullptr;
+  KvType type = KvType::kF32;
+
+  KvBuffer() = default;
+  KvBuffer(float* f32) : data(f32) {}  // NOLINT(google-explicit-constructor)
+  KvBuffer(void* d, KvType t) : data(d), type(t) {}
+
+  // Transitional, for model code that still hands a layer's cache around as float*: allowed for
+  // f32 caches only, so a bf16/f16 pool can never be read as floats by mistake.
+  operator float*() const {  // NOLINT(google-explicit-constructor)
+    RADIX_CHECK_MSG(type == KvType::kF32,
+                    "a bf16/f16 KV cache must reach PagedAttention as a kernels::KvBuffer");
+    return static_cast<float*>(data);
+  }
+};
 
 struct AttentionShape {
   int num_heads = 0;
@@ -18,11 +56,51 @@ struct AttentionShape {
   float softcap = 0.0f;  // > 0: scores = softcap * tanh(scores / softcap)
 };
 
-// out[head_dim] = softmax_j(scale * q.k_j) v_j over key positions j in [first, last], where
-// K/V of position j are at slot kv_slots[j] (head kv_head). scores must hold last - first + 1
-// floats of scratch.
-void AttendOneHead(const KernelTable& table, const AttentionShape& shape, const float* q,
-                   int kv_head, const float* k_cache, const float* v_cache, const int32_t* kv_slots,
-                   int64_t first, int64_t last, float* scores, float* out);
+inline constexpr int64_t kKeyTile = 64;
+inline constexpr int64_t kKeyChunk = 256;  // a multiple of kKeyTile
+
+// Per-instruction-set primitives of the blocked attention. Pure functions, thread-safe.
+struct AttentionKernels {
+  std::string_view name;
+  // dst[i * d + c] = row(slots[i])[offset + c] as f32, row(s) = base + s * slot_stride elements.
+  void (*gather)(const void* base, KvType type, const int32_t* slots, int64_t count,
+                 int64_t slot_stride, int64_t offset, int64_t d, float* dst);
+  // x[i] = exp(x[i] - max) for i < kKeyTile (exactly 0 where x[i] is -inf); returns the sum of
+  // the results, always added in the same order.
+  float (*exp_tile)(float* x, float max);
+  // acc[q * d + c] += sum_{j < nk} p[q * kKeyTile + j] * v[j * d + c], j ascending.
+  void (*accumulate)(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d, float* acc);
+  // Converts `count` f32 values to `type` at dst.
+  void (*store)(const float* src, int64_t count, KvType type, void* dst);
+};
+
+const AttentionKernels& RefAttentionKernels();
+const AttentionKernels* Avx2AttentionKernels();    // nullptr without AVX2+FMA+F16C
+const AttentionKernels* Avx512AttentionKernels();  // nullptr without AVX-512 F/BW/VL+F16C
+std::vector<const AttentionKernels*> AvailableAttentionKernels();
+// The variant matching a KernelTable's instruction set.
+const AttentionKernels& AttentionKernelsFor(const KernelTable& table);
+
+// The queries of one block: nq rows of head_dim floats at q (row stride head_dim), all attending
+// to KV head kv_head; query i sees key positions [first[i], last[i]].
+struct QueryBlock {
+  const float* q = nullptr;
+  int64_t nq = 0;
+  const int64_t* first = nullptr;
+  const int64_t* last = nullptr;
+  int kv_head = 0;
+};
+
+// Unnormalized partial attention of each query over key positions [key_begin, key_end) (tile
+// aligned) clipped to its own range: m[i] = max score (-inf if it saw no key), l[i] = sum of
+// exp(score - m[i]), acc[i * head_dim + c] = sum of exp(score - m[i]) * v[c].
+void AttendChunk(const KernelTable& table, const AttentionShape& shape, const QueryBlock& block,
+                 KvBuffer k_cache, KvBuffer v_cache, const int32_t* kv_slots, int64_t key_begin,
+                 int64_t key_end, float* m, float* l, float* acc);
+
+// out[head_dim] = softmax-weighted sum from `count` partials of one query, merged in index order;
+// partial c is (m[c * stride], l[c * stride], acc + c * acc_stride). Zero if no partial saw a key.
+void MergeChunks(const float* m, const float* l, int64_t stride, const float* acc,
+                 int64_t acc_stride, int64_t count, int64_t head_dim, float* out);
 
 }  // namespace radixserve::kernels

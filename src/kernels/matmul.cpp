@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "common/check.h"
+#include "kernels/float_matmul.h"
 #include "kernels/half.h"
+#include "kernels/quant_matmul.h"
 #include "kernels/ref/activation_quant.h"
 #include "kernels/ref/dequantize.h"
 
@@ -23,6 +25,8 @@ void DequantizeRow(const WeightMatrix& w, int64_t r, float* out) {
 
 void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
             const WeightMatrix& w, float* y, ActivationMode mode) {
+  if (mode == ActivationMode::kGgmlRounded && QuantMatMul(table, pool, x, n, w, y)) return;
+  if (IsFloatFormat(w.format)) return FloatMatMul(FloatKernelsFor(table), pool, x, n, w, y, mode);
   const int64_t cols = w.cols;
   std::vector<float> rounded;
   // Q4_1/Q5_1 against Q8_1: per token and block, the float16 block-sum correction (see

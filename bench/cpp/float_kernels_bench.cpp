@@ -1,0 +1,125 @@
+// Micro-benchmark of the float GEMM (BF16 weights, llama.cpp-rounded activations) and of paged
+// decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration;
+// the machine is shared, so compare runs taken back to back, never across sessions.
+//
+//   float_kernels_bench [gemm|attention]   (default: both)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/float_matmul.h"
+#include "kernels/half.h"
+#include "model/kv_cache_view.h"
+#include "model/paged_attention.h"
+
+namespace radixserve {
+namespace {
+
+template <typename Fn>
+double BestSeconds(int reps, Fn&& fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+void BenchGemm(ThreadPool& pool) {
+  const kernels::FloatGemmKernels& k = kernels::FloatKernelsFor(kernels::ActiveKernels());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t shapes[][2] = {{576, 576}, {1536, 576}, {49152, 576}};
+  for (const auto& shape : shapes) {
+    const int64_t rows = shape[0], cols = shape[1];
+    std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
+    for (auto& v : w) v = kernels::F32ToBf16(dist(rng));
+    const kernels::WeightMatrix m{kernels::WeightFormat::kBF16, rows, cols, w.data()};
+    for (int64_t n : {1, 32, 512}) {
+      std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
+      for (auto& v : x) v = dist(rng);
+      const double flops = 2.0 * static_cast<double>(rows * cols * n);
+      const int reps = static_cast<int>(std::clamp(2e9 / flops, 3.0, 2000.0));
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        const double s = BestSeconds(reps, [&] {
+          kernels::FloatMatMul(k, p, x.data(), n, m, y.data(),
+                               kernels::ActivationMode::kGgmlRounded);
+        });
+        std::printf("gemm %s bf16 %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f GFLOP/s\n",
+                    std::string(k.name).c_str(), static_cast<long>(rows), static_cast<long>(cols),
+                    static_cast<long>(n), p ? p->size() : 1, s * 1e6,
+                    static_cast<double>(rows * cols * 2) / s / 1e9, flops / s / 1e9);
+      }
+    }
+  }
+}
+
+// One decode token per layer for one sequence, 30 layers, KV slots in shuffled order.
+void BenchAttention(ThreadPool& pool) {
+  const kernels::KernelTable& table = kernels::ActiveKernels();
+  const kernels::AttentionShape shape{9, 3, 64, 0.125f, 0.0f};
+  const int64_t layers = 30, width = 3 * 64;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (kernels::KvType type : {kernels::KvType::kF32, kernels::KvType::kBF16}) {
+    for (int64_t depth : {128, 2048}) {
+      const int64_t slots_total = depth + 2;
+      model::KvCacheBuffers kv(layers, slots_total, 3, 64, type);
+      const kernels::AttentionKernels& ak = kernels::AttentionKernelsFor(table);
+      std::vector<float> row(static_cast<size_t>(width));
+      const size_t row_bytes = static_cast<size_t>(width) * kernels::KvTypeSize(type);
+      for (int64_t l = 0; l < layers; ++l) {
+        for (int64_t s = 0; s < slots_total; ++s) {
+          for (const kernels::KvBuffer& buf :
+               {kv.view().k[static_cast<size_t>(l)], kv.view().v[static_cast<size_t>(l)]}) {
+            for (float& x : row) x = dist(rng);
+            ak.store(row.data(), width, type, static_cast<uint8_t*>(buf.data) + s * row_bytes);
+          }
+        }
+      }
+      std::vector<int32_t> slots(static_cast<size_t>(depth + 1));
+      std::iota(slots.begin(), slots.end(), 1);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      model::ForwardBatch batch;
+      batch.token_ids = {0};
+      batch.positions = {depth};
+      batch.sequences.push_back({depth, 1, std::span<const int32_t>(slots)});
+      const model::BatchLayout layout = model::BatchLayout::Build(batch, slots_total);
+      std::vector<float> q(576), k(width), v(width), out(576);
+      for (auto* vec : {&q, &k, &v})
+        for (float& x : *vec) x = dist(rng);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        const double s = BestSeconds(20, [&] {
+          for (int64_t l = 0; l < layers; ++l) {
+            model::PagedAttention(table, p, batch, layout, shape, 0, q.data(), k.data(), v.data(),
+                                  kv.view().k[static_cast<size_t>(l)],
+                                  kv.view().v[static_cast<size_t>(l)], out.data());
+          }
+        });
+        const double bytes = 2.0 * static_cast<double>((depth + 1) * row_bytes * layers);
+        std::printf(
+            "attention %s kv=%s depth=%4ld threads=%d: %8.1f us per token (30 layers), "
+            "%5.1f GB/s of KV\n",
+            std::string(ak.name).c_str(), type == kernels::KvType::kF32 ? "f32 " : "bf16",
+            static_cast<long>(depth), p ? p->size() : 1, s * 1e6, bytes / s / 1e9);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace radixserve
+
+int main(int argc, char** argv) {
+  radixserve::ThreadPool pool(2);
+  const bool all = argc < 2;
+  if (all || std::strcmp(argv[1], "gemm") == 0) radixserve::BenchGemm(pool);
+  if (all || std::strcmp(argv[1], "attention") == 0) radixserve::BenchAttention(pool);
+  return 0;
+}

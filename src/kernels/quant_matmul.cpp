@@ -1,0 +1,113 @@
+#include "kernels/quant_matmul.h"
+
+#include <algorithm>
+
+#include "kernels/ref/activation_quant.h"
+#include "kernels/x86/quant_kernels.h"
+
+namespace radixserve::kernels {
+namespace {
+
+const x86::QuantVariant* VariantFor(const KernelTable& table) {
+  if (table.name == "avx512") {
+    if (const x86::QuantVariant* v = x86::Avx512VnniQuantVariant()) return v;
+    return x86::Avx2QuantVariant();
+  }
+  if (table.name == "avx2") return x86::Avx2QuantVariant();
+  return nullptr;
+}
+
+// Quantizing costs about as much as a few weight rows per token; below this many elements a
+// pool hand-off costs more than it saves.
+constexpr int64_t kParallelQuantizeElements = 32 * 1024;
+
+}  // namespace
+
+std::string_view QuantMatMulVariant(const KernelTable& table) {
+  const x86::QuantVariant* v = VariantFor(table);
+  return v == nullptr ? std::string_view() : v->name;
+}
+
+namespace {
+
+// Quantizes x for `variant`, then calls run(activations, panel_begin, panel_end) over the
+// panels of w, one contiguous range per pool thread.
+template <class RunPanels>
+void RunQuantized(const x86::QuantVariant& variant, ThreadPool* pool, const float* x, int64_t n,
+                  const WeightMatrix& w, const RunPanels& run) {
+  // Named through a plain reference: inside the pool's lambdas a thread_local name would
+  // resolve to the worker's own (empty) instance.
+  thread_local ref::QuantizedActivations per_caller;
+  ref::QuantizedActivations& activations = per_caller;
+  ref::ResizeQuantizedActivations(w.format, n, w.cols, &activations);
+  const int32_t offset = x86::FormatInfo(w.format, variant.signed_q8).offset;
+  const bool parallel = pool != nullptr && pool->size() > 1;
+  if (parallel && n * w.cols >= kParallelQuantizeElements) {
+    pool->RunOnAll([&](int index, int count) {
+      variant.quantize(w.format, offset, x, n * index / count, n * (index + 1) / count,
+                       &activations);
+    });
+  } else {
+    variant.quantize(w.format, offset, x, 0, n, &activations);
+  }
+  const int64_t panels = (w.rows + variant.panel_rows - 1) / variant.panel_rows;
+  if (!parallel || panels < 2) {
+    run(activations, 0, panels);
+    return;
+  }
+  pool->RunOnAll([&](int index, int count) {
+    const int64_t parts = std::min<int64_t>(count, panels);
+    if (index < parts) run(activations, panels * index / parts, panels * (index + 1) / parts);
+  });
+}
+
+}  // namespace
+
+bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
+                 const WeightMatrix& w, float* y) {
+  if (!ref::QuantizesActivations(w.format)) return false;
+  const x86::QuantVariant* variant = VariantFor(table);
+  if (variant == nullptr) return false;
+  if (n <= 0 || w.rows <= 0) return true;
+  RunQuantized(*variant, pool, x, n, w,
+               [&](const ref::QuantizedActivations& a, int64_t begin, int64_t end) {
+                 variant->run(w, a, begin, end, y);
+               });
+  return true;
+}
+
+PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w) {
+  PackedWeight out{w, {}, {}};
+  const x86::QuantVariant* variant = VariantFor(table);
+  if (variant == nullptr || variant->packed_bytes == nullptr || w.rows <= 0) return out;
+  if (BlockElements(w.format) == 1) return out;  // float formats run through float_matmul
+  const int64_t bytes = variant->packed_bytes(w);
+  if (bytes == 0) return out;
+  out.variant = variant->name;
+  out.panels.resize(static_cast<size_t>(bytes));
+  const int64_t panels = (w.rows + variant->panel_rows - 1) / variant->panel_rows;
+  auto pack = [&](int64_t begin, int64_t end) { variant->pack(w, begin, end, out.panels.data()); };
+  if (pool == nullptr) {
+    pack(0, panels);
+  } else {
+    pool->ParallelFor(panels, 64, pack);
+  }
+  return out;
+}
+
+void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
+            const PackedWeight& w, float* y, ActivationMode mode) {
+  const x86::QuantVariant* variant = VariantFor(table);
+  if (mode != ActivationMode::kGgmlRounded || !w.packed() || variant == nullptr ||
+      variant->name != w.variant) {
+    MatMul(table, pool, x, n, w.source, y, mode);
+    return;
+  }
+  if (n <= 0) return;
+  RunQuantized(*variant, pool, x, n, w.source,
+               [&](const ref::QuantizedActivations& a, int64_t begin, int64_t end) {
+                 variant->run_packed(w.source, w.panels.data(), a, begin, end, y);
+               });
+}
+
+}  // namespace radixserve::kernels

@@ -1,0 +1,57 @@
+// QuantMatMul: the integer fast path of MatMul for block-quantized weights in
+// ActivationMode::kGgmlRounded, computed the way llama.cpp does: activation rows are quantized
+// once per call (Q8_0 / Q8_1 / Q8_K, see ref/activation_quant.h), then integer block dot products
+// (AVX-512 VNNI, or AVX2 vpmaddubsw) are scaled and summed in float. The result equals the
+// reference kGgmlRounded path up to float summation order.
+//
+// Weights stay in their GGUF block layout; each thread packs 16 (AVX2: 8) rows at a time into a
+// small row-interleaved panel and runs every token over it, so each weight byte is read once per
+// call whatever n is. Rows are split across the pool in one contiguous range per thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+
+namespace radixserve::kernels {
+
+// The integer variant QuantMatMul uses with `table` ("avx512_vnni" or "avx2"), or "" when it
+// would decline: the ref table (RADIX_KERNELS=ref keeps the scalar reference), or a CPU without
+// AVX2. The avx512 table uses VNNI when the CPU has it and AVX2 otherwise.
+std::string_view QuantMatMulVariant(const KernelTable& table);
+
+// y[n, w.rows] = x[n, w.cols] * W^T with kGgmlRounded numerics. Returns false, without touching
+// y, when there is no fast path (QuantMatMulVariant is "" or w is not block-quantized); the
+// caller then runs the reference path. Same threading contract as MatMul.
+bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
+                 const WeightMatrix& w, float* y);
+
+// A weight matrix repacked once at load time into the integer variant's panel layout, which
+// saves the per-call transposition of rows into panels (most of the cost at decode). Only the
+// avx512_vnni variant packs. Q4_0, Q4_1, Q5_0 and Q8_0 keep their size (plus up to 15 padding
+// rows); Q5_1 and the K-quants are stored as unpacked byte codes with float scales, about 1.25
+// bytes per weight (2.2x a Q4_K matrix), trading memory for no per-call decoding. When nothing
+// is packed, `panels` stays empty and the overload below runs the source matrix. The memory
+// behind `source` must outlive the PackedWeight.
+struct PackedWeight {
+  WeightMatrix source;
+  std::string_view variant;  // QuantMatMulVariant of the table it was packed for, "" if none
+  std::vector<uint8_t> panels;
+
+  bool packed() const { return !panels.empty(); }
+};
+
+// Packs w for `table` (splitting the work over pool, which may be null). Call at model load.
+// Float formats (and tables without a packing variant) come back unpacked.
+PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w);
+
+// MatMul on a PackedWeight: the packed integer path when mode is kGgmlRounded and the panels
+// were packed for this table's variant, else exactly MatMul(table, pool, x, n, w.source, y, mode).
+void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
+            const PackedWeight& w, float* y, ActivationMode mode = ActivationMode::kExact);
+
+}  // namespace radixserve::kernels

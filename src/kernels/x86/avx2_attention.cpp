@@ -1,0 +1,178 @@
+// AVX2 primitives of the blocked paged attention (see kernels/attention.h). Head-dim tails are
+// scalar; each output element still sums its terms in the same order.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/attention.h"
+#include "kernels/half.h"
+
+#define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+// exp(x) for x <= 0, as in the AVX-512 variant; inputs below -87 give ~0.
+RADIX_AVX2 inline __m256 Exp(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // 2^n for n >= -126 through the exponent field; below that the result is flushed to 0.
+  const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+  const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+  const __m256 ok = _mm256_cmp_ps(n, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
+  return _mm256_and_ps(_mm256_mul_ps(p, scale), ok);
+}
+
+RADIX_AVX2 inline __m256 Load8(const void* base, KvType type, int64_t at) {
+  switch (type) {
+    case KvType::kF32:
+      return _mm256_loadu_ps(static_cast<const float*>(base) + at);
+    case KvType::kBF16: {
+      const __m128i h = _mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    case KvType::kF16:
+      return _mm256_cvtph_ps(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at)));
+  }
+  return _mm256_setzero_ps();
+}
+
+float LoadOne(const void* base, KvType type, int64_t at) {
+  switch (type) {
+    case KvType::kF32:
+      return static_cast<const float*>(base)[at];
+    case KvType::kBF16:
+      return Bf16ToF32(static_cast<const uint16_t*>(base)[at]);
+    case KvType::kF16:
+      return F16ToF32(static_cast<const uint16_t*>(base)[at]);
+  }
+  return 0.0f;
+}
+
+// Random slots defeat the hardware prefetcher: ask for a row a few iterations ahead. Gathering
+// head 0 fetches the whole slot (all KV heads), which the other heads' gathers then find in cache.
+constexpr int64_t kPrefetchRows = 6;
+
+inline void PrefetchRow(const void* base, KvType type, const int32_t* slots, int64_t i,
+                        int64_t count, int64_t slot_stride, int64_t offset, int64_t d) {
+  if (i >= count) return;
+  const auto size = static_cast<int64_t>(KvTypeSize(type));
+  const int64_t bytes = (offset == 0 ? slot_stride : d) * size;
+  const char* row = static_cast<const char*>(base) +
+                    (static_cast<int64_t>(slots[i]) * slot_stride + offset) * size;
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+}
+
+RADIX_AVX2 void Gather(const void* base, KvType type, const int32_t* slots, int64_t count,
+                       int64_t slot_stride, int64_t offset, int64_t d, float* dst) {
+  for (int64_t i = 0; i < kPrefetchRows; ++i)
+    PrefetchRow(base, type, slots, i, count, slot_stride, offset, d);
+  for (int64_t i = 0; i < count; ++i) {
+    PrefetchRow(base, type, slots, i + kPrefetchRows, count, slot_stride, offset, d);
+    const int64_t at = static_cast<int64_t>(slots[i]) * slot_stride + offset;
+    int64_t c = 0;
+    for (; c + 8 <= d; c += 8) _mm256_storeu_ps(dst + i * d + c, Load8(base, type, at + c));
+    for (; c < d; ++c) dst[i * d + c] = LoadOne(base, type, at + c);
+  }
+}
+
+RADIX_AVX2 float ExpTile(float* x, float max) {
+  static_assert(kKeyTile % 8 == 0);
+  const __m256 vmax = _mm256_set1_ps(max);
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t i = 0; i < kKeyTile; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 live = _mm256_cmp_ps(v, neg_inf, _CMP_NEQ_OQ);
+    const __m256 e = _mm256_and_ps(Exp(_mm256_sub_ps(v, vmax)), live);
+    _mm256_storeu_ps(x + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d,
+                           float* acc) {
+  for (int64_t q = 0; q < nq; ++q) {
+    const float* pq = p + q * kKeyTile;
+    float* aq = acc + q * d;
+    int64_t c0 = 0;
+    for (; c0 + 32 <= d; c0 += 32) {
+      __m256 a0 = _mm256_loadu_ps(aq + c0), a1 = _mm256_loadu_ps(aq + c0 + 8);
+      __m256 a2 = _mm256_loadu_ps(aq + c0 + 16), a3 = _mm256_loadu_ps(aq + c0 + 24);
+      for (int64_t j = 0; j < nk; ++j) {
+        const __m256 w = _mm256_set1_ps(pq[j]);
+        const float* vj = v + j * d + c0;
+        a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj), a0);
+        a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 8), a1);
+        a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 16), a2);
+        a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 24), a3);
+      }
+      _mm256_storeu_ps(aq + c0, a0);
+      _mm256_storeu_ps(aq + c0 + 8, a1);
+      _mm256_storeu_ps(aq + c0 + 16, a2);
+      _mm256_storeu_ps(aq + c0 + 24, a3);
+    }
+    for (; c0 + 8 <= d; c0 += 8) {
+      __m256 a = _mm256_loadu_ps(aq + c0);
+      for (int64_t j = 0; j < nk; ++j) {
+        a = _mm256_fmadd_ps(_mm256_set1_ps(pq[j]), _mm256_loadu_ps(v + j * d + c0), a);
+      }
+      _mm256_storeu_ps(aq + c0, a);
+    }
+    for (; c0 < d; ++c0) {
+      float a = aq[c0];
+      for (int64_t j = 0; j < nk; ++j) a = std::fma(pq[j], v[j * d + c0], a);
+      aq[c0] = a;
+    }
+  }
+}
+
+RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, void* dst) {
+  int64_t i = 0;
+  if (type == KvType::kF16) {
+    for (; i + 8 <= count; i += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(dst) + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
+  for (; i < count; ++i) {
+    switch (type) {
+      case KvType::kF32:
+        static_cast<float*>(dst)[i] = src[i];
+        break;
+      case KvType::kBF16:
+        static_cast<uint16_t*>(dst)[i] = F32ToBf16(src[i]);
+        break;
+      case KvType::kF16:
+        static_cast<uint16_t*>(dst)[i] = F32ToF16(src[i]);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+const AttentionKernels& Avx2AttentionTable() {
+  static const AttentionKernels table{"avx2", Gather, ExpTile, Accumulate, Store};
+  return table;
+}
+
+}  // namespace radixserve::kernels::x86

@@ -1,0 +1,120 @@
+// AVX2 variant of the quantized MatMul for CPUs without VNNI: panels of 8 weight rows, one dword
+// lane per row; vpmaddubsw + vpmaddwd stand in for vpdpbusd. Q8_0 codes stay signed and use the
+// sign trick (|w| times sign(w) * q), because unsigned codes up to 255 would saturate vpmaddubsw.
+// Panels are packed with the scalar packer.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/x86/quant_kernels.h"
+
+#define RADIX_AVX2 __attribute__((target("avx2,fma")))
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+constexpr int64_t kRows = 8;
+constexpr int kMaxTokens = 4;
+
+int32_t Load32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <int KW, bool kMin, bool kSigned, int T>
+RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0, float* y,
+                     int64_t ldy, int valid) {
+  const int64_t subs = a.subs, sub = 4 * KW, stride = PanelSubBytes(sub, kRows);
+  const int8_t* q = a.q.data() + t0 * a.cols;
+  const float* d = a.d.data() + t0 * subs;
+  const float* s = a.s.data() + t0 * subs;
+  const int32_t* bias = a.bias.data() + t0 * subs;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < subs; ++j) {
+    const uint8_t* p = panel + j * stride;
+    const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * KW));
+    for (int t = 0; t < T; ++t) {
+      const int8_t* qt = q + t * a.cols + j * sub;
+      __m256i dot = _mm256_set1_epi32(bias[t * subs + j]);
+      for (int k = 0; k < KW; ++k) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
+        const __m256i x = _mm256_set1_epi32(Load32(qt + 4 * k));
+        __m256i prod;
+        if constexpr (kSigned) {
+          prod = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+        } else {
+          prod = _mm256_maddubs_epi16(w, x);
+        }
+        dot = _mm256_add_epi32(dot, _mm256_madd_epi16(prod, ones));
+      }
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                               _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
+      if constexpr (kMin) {
+        const __m256 min = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * KW + 32));
+        acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    alignas(32) float out[kRows];
+    _mm256_store_ps(out, acc[t]);
+    std::copy(out, out + valid, y + (t0 + t) * ldy);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, const ref::QuantizedActivations&, int64_t, float*, int64_t,
+                        int);
+
+template <int KW, bool kMin, bool kSigned>
+TileFn PickTile(int tokens) {
+  switch (tokens) {
+    case 1:
+      return Tile<KW, kMin, kSigned, 1>;
+    case 2:
+      return Tile<KW, kMin, kSigned, 2>;
+    case 3:
+      return Tile<KW, kMin, kSigned, 3>;
+    default:
+      return Tile<KW, kMin, kSigned, 4>;
+  }
+}
+
+TileFn ChooseTile(WeightFormat format, const QuantFormatInfo& info, int tokens) {
+  if (info.sub == 16) return PickTile<4, false, false>(tokens);
+  if (format == WeightFormat::kQ8_0) return PickTile<8, false, true>(tokens);
+  return info.has_min ? PickTile<8, true, false>(tokens) : PickTile<8, false, false>(tokens);
+}
+
+void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t panel_begin,
+         int64_t panel_end, float* y) {
+  const QuantFormatInfo info = FormatInfo(w.format, true);
+  const int64_t subs = w.cols / info.sub;
+  thread_local std::vector<uint8_t> panel;
+  const auto panel_bytes = static_cast<size_t>(subs * PanelSubBytes(info.sub, kRows));
+  if (panel.size() < panel_bytes) panel.resize(panel_bytes);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int64_t row0 = p * kRows;
+    const int valid = static_cast<int>(std::min(kRows, w.rows - row0));
+    PackPanelScalar(w, row0, kRows, true, panel.data());
+    for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
+      const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
+      ChooseTile(w.format, info, tokens)(panel.data(), a, t0, y + row0, w.rows, valid);
+    }
+  }
+}
+
+}  // namespace
+
+const QuantVariant* Avx2QuantVariant() {
+  static const QuantVariant variant{"avx2", kRows, true, Run, ref::QuantizeActivationRows};
+  __builtin_cpu_init();
+  const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok ? &variant : nullptr;
+}
+
+}  // namespace radixserve::kernels::x86

@@ -1,0 +1,423 @@
+// AVX-512 VNNI variant of the quantized MatMul: panels of 16 weight rows, one dword lane per row,
+// so a single vpdpbusd multiplies four codes of 16 rows with four broadcast activation bytes and
+// no horizontal sums are needed. Up to 8 tokens accumulate in registers per pass over a panel.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+#include "kernels/x86/quant_kernels.h"
+
+#define RADIX_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+constexpr int64_t kRows = 16;
+constexpr int64_t kMaxTokens = 8;
+// How far ahead of the block being read the packed-panel loader prefetches.
+constexpr int64_t kPrefetchBytes = 2048;
+// The same for the per-call packer, in blocks ahead within each row.
+constexpr int64_t kPrefetchBlocks = 6;
+
+// Dword lane r of the result holds row r's value at row_offsets[r] + offset (bytes).
+RADIX_VNNI __m512i GatherRows(const uint8_t* base, __m512i row_offsets, int64_t offset) {
+  return _mm512_i32gather_epi32(row_offsets, base + offset, 1);
+}
+
+// 16 bytes from each of 16 rows; result k holds dword k of every row (lane r = row r).
+RADIX_VNNI void Transpose16x4(const uint8_t* const* rows, int64_t offset, __m512i* out) {
+  __m512i z[4];
+  for (int g = 0; g < 4; ++g) {
+    // Lane L of z[g] holds row 4L + g, so after the 4x4 transposes lane 4L + g is row 4L + g.
+    __m512i v =
+        _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[g] + offset)));
+    for (int lane = 1; lane < 4; ++lane) {
+      const auto* src = reinterpret_cast<const __m128i*>(rows[4 * lane + g] + offset);
+      switch (lane) {
+        case 1:
+          v = _mm512_inserti32x4(v, _mm_loadu_si128(src), 1);
+          break;
+        case 2:
+          v = _mm512_inserti32x4(v, _mm_loadu_si128(src), 2);
+          break;
+        default:
+          v = _mm512_inserti32x4(v, _mm_loadu_si128(src), 3);
+          break;
+      }
+    }
+    z[g] = v;
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// Compact panels keep a block format's own size: for each block, the codes of 16 rows as
+// transposed dword lanes (Q4_0/Q4_1: 4 registers of nibble pairs, low nibble = elements 4k..4k+3,
+// high nibble = elements 16+4k..; Q8_0: 8 registers of bytes already shifted by 128), then 16
+// float16 scales, then (Q4_1) 16 float16 offsets m. 16 * BlockBytes bytes per block. Q5_0 puts
+// a register of fifth bits between nibbles and scales: bit k of byte 4r + e is the fifth bit of
+// row r's element 4k + e, bit 4 + k that of element 16 + 4k + e.
+bool HasCompactPanels(WeightFormat format) {
+  return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
+         format == WeightFormat::kQ5_0 || format == WeightFormat::kQ8_0;
+}
+
+// Formats the per-call path packs into compact panels (Q5_0's fifth bits are rearranged with
+// scalar code, which only pays off once, at load time).
+bool PerCallCompact(WeightFormat format) {
+  return HasCompactPanels(format) && format != WeightFormat::kQ5_0;
+}
+
+constexpr int64_t CompactCodeBytes(WeightFormat format) {
+  return format == WeightFormat::kQ8_0 ? 512 : format == WeightFormat::kQ5_0 ? 320 : 256;
+}
+
+void PackFifthBits(const uint8_t* const* rows, int64_t block_offset, uint8_t* out) {
+  for (int r = 0; r < 16; ++r) {
+    uint32_t high;
+    std::memcpy(&high, rows[r] + block_offset + 2, sizeof(high));
+    for (int e = 0; e < 4; ++e) {
+      uint32_t byte = 0;
+      for (int k = 0; k < 4; ++k) {
+        byte |= ((high >> (4 * k + e)) & 1u) << k;
+        byte |= ((high >> (16 + 4 * k + e)) & 1u) << (4 + k);
+      }
+      out[4 * r + e] = static_cast<uint8_t>(byte);
+    }
+  }
+}
+
+// Packs `blocks` blocks of 16 rows (rows[r] = start of row r) into compact panel form.
+RADIX_VNNI void PackCompact(WeightFormat format, const uint8_t* const* rows, __m512i row_offsets,
+                            int64_t blocks, uint8_t* out) {
+  const int64_t block_bytes = BlockBytes(format);
+  const int64_t code_bytes = CompactCodeBytes(format);
+  const int64_t header_bytes = format == WeightFormat::kQ4_1   ? 4
+                               : format == WeightFormat::kQ5_0 ? 6
+                                                               : 2;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t* dst = out + b * 16 * block_bytes;
+    // Sixteen row streams at once are more than the hardware prefetcher follows well.
+    for (int r = 0; r < 16; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + (b + kPrefetchBlocks) * block_bytes),
+                   _MM_HINT_T0);
+    }
+    __m512i g[4];
+    for (int64_t half = 0; half < code_bytes / 256; ++half) {
+      Transpose16x4(rows, b * block_bytes + header_bytes + 16 * half, g);
+      for (int k = 0; k < 4; ++k) {
+        const __m512i v = format == WeightFormat::kQ8_0 ? _mm512_xor_si512(g[k], flip) : g[k];
+        _mm512_storeu_si512(dst + 256 * half + 64 * k, v);
+      }
+    }
+    if (format == WeightFormat::kQ5_0) PackFifthBits(rows, b * block_bytes, dst + 256);
+    const __m512i header = GatherRows(rows[0], row_offsets, b * block_bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + code_bytes),
+                        _mm512_cvtepi32_epi16(header));
+    if (format == WeightFormat::kQ4_1) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + code_bytes + 32),
+                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16)));
+    }
+  }
+}
+
+// Panel loaders: one sub-block's code registers, scales and offsets.
+struct CodePanel {  // unpacked bytes (see quant_kernels.h)
+  const uint8_t* panel;
+  int64_t stride;
+  bool prefetch;  // the panel streams from memory (read once, by a single token tile)
+  template <int KW>
+  RADIX_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+    const uint8_t* p = panel + j * stride;
+    for (int64_t line = 0; prefetch && line < stride; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    }
+    for (int k = 0; k < KW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
+    *scale = _mm512_loadu_ps(p + 64 * KW);
+    *min = _mm512_loadu_ps(p + 64 * KW + 64);
+  }
+};
+
+template <WeightFormat kFormat>
+struct CompactPanel {
+  const uint8_t* panel;
+  template <int KW>
+  RADIX_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+    constexpr int64_t kCodeBytes = CompactCodeBytes(kFormat);
+    constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0   ? 34
+                                          : kFormat == WeightFormat::kQ5_0 ? 22
+                                          : kFormat == WeightFormat::kQ4_1 ? 20
+                                                                           : 18);
+    const uint8_t* p = panel + j * kBlockBytes;
+    // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
+    for (int64_t line = 0; line < kBlockBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    }
+    if constexpr (kFormat == WeightFormat::kQ8_0) {
+      for (int k = 0; k < 8; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
+    } else {
+      const __m512i low = _mm512_set1_epi8(0x0F);
+      for (int k = 0; k < 4; ++k) {
+        const __m512i g = _mm512_loadu_si512(p + 64 * k);
+        w[k] = _mm512_and_si512(g, low);
+        w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
+      }
+      if constexpr (kFormat == WeightFormat::kQ5_0) {
+        // Bit k (and 4 + k) of each byte to bit 4; the 16-bit shifts move bits within bytes
+        // only as far as the & 0x10 keeps.
+        const __m512i h = _mm512_loadu_si512(p + 256);
+        const __m512i bit4 = _mm512_set1_epi8(0x10);
+        w[0] = _mm512_or_si512(w[0], _mm512_and_si512(_mm512_slli_epi16(h, 4), bit4));
+        w[1] = _mm512_or_si512(w[1], _mm512_and_si512(_mm512_slli_epi16(h, 3), bit4));
+        w[2] = _mm512_or_si512(w[2], _mm512_and_si512(_mm512_slli_epi16(h, 2), bit4));
+        w[3] = _mm512_or_si512(w[3], _mm512_and_si512(_mm512_slli_epi16(h, 1), bit4));
+        w[4] = _mm512_or_si512(w[4], _mm512_and_si512(h, bit4));
+        w[5] = _mm512_or_si512(w[5], _mm512_and_si512(_mm512_srli_epi16(h, 1), bit4));
+        w[6] = _mm512_or_si512(w[6], _mm512_and_si512(_mm512_srli_epi16(h, 2), bit4));
+        w[7] = _mm512_or_si512(w[7], _mm512_and_si512(_mm512_srli_epi16(h, 3), bit4));
+      }
+    }
+    *scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes)));
+    if constexpr (kFormat == WeightFormat::kQ4_1) {
+      *min = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes + 32)));
+    } else {
+      *min = _mm512_setzero_ps();
+    }
+  }
+};
+
+int32_t Load32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// y[t][0..15] (masked) for tokens t0..t0+T-1 over one panel.
+template <class Panel, int KW, bool kMin, int T>
+RADIX_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations& a, int64_t t0, float* y,
+                     int64_t ldy, __mmask16 mask) {
+  const int64_t subs = a.subs, sub = 4 * KW;
+  const int8_t* q = a.q.data() + t0 * a.cols;
+  const float* d = a.d.data() + t0 * subs;
+  const float* s = a.s.data() + t0 * subs;
+  const int32_t* bias = a.bias.data() + t0 * subs;
+  __m512 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < subs; ++j) {
+    __m512i w[KW];
+    __m512 scale, min;
+    panel.template Load<KW>(j, w, &scale, &min);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const int8_t* qt = q + t * a.cols + j * sub;
+      __m512i dot = _mm512_set1_epi32(bias[t * subs + j]);
+#pragma GCC unroll 8
+      for (int k = 0; k < KW; ++k) {
+        dot = _mm512_dpbusd_epi32(dot, w[k], _mm512_set1_epi32(Load32(qt + 4 * k)));
+      }
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                               _mm512_mul_ps(scale, _mm512_set1_ps(d[t * subs + j])), acc[t]);
+      if constexpr (kMin) acc[t] = _mm512_fmadd_ps(min, _mm512_set1_ps(s[t * subs + j]), acc[t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, mask, acc[t]);
+}
+
+// All tokens over one panel, in tiles of up to kMaxTokens.
+template <class Panel, int KW, bool kMin>
+RADIX_VNNI void AllTokens(const Panel& panel, const ref::QuantizedActivations& a, float* y,
+                          int64_t ldy, __mmask16 mask) {
+  int64_t t0 = 0;
+  for (; t0 + kMaxTokens <= a.n; t0 += kMaxTokens) {
+    Tile<Panel, KW, kMin, kMaxTokens>(panel, a, t0, y, ldy, mask);
+  }
+  switch (a.n - t0) {
+    case 1:
+      return Tile<Panel, KW, kMin, 1>(panel, a, t0, y, ldy, mask);
+    case 2:
+      return Tile<Panel, KW, kMin, 2>(panel, a, t0, y, ldy, mask);
+    case 3:
+      return Tile<Panel, KW, kMin, 3>(panel, a, t0, y, ldy, mask);
+    case 4:
+      return Tile<Panel, KW, kMin, 4>(panel, a, t0, y, ldy, mask);
+    case 5:
+      return Tile<Panel, KW, kMin, 5>(panel, a, t0, y, ldy, mask);
+    case 6:
+      return Tile<Panel, KW, kMin, 6>(panel, a, t0, y, ldy, mask);
+    case 7:
+      return Tile<Panel, KW, kMin, 7>(panel, a, t0, y, ldy, mask);
+    default:
+      return;
+  }
+}
+
+RADIX_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
+                              const ref::QuantizedActivations& a, float* y, int64_t ldy,
+                              __mmask16 mask) {
+  const CodePanel codes{panel, PanelSubBytes(info.sub, kRows), a.n <= kMaxTokens};
+  if (info.sub == 16) return AllTokens<CodePanel, 4, false>(codes, a, y, ldy, mask);
+  if (info.has_min) return AllTokens<CodePanel, 8, true>(codes, a, y, ldy, mask);
+  AllTokens<CodePanel, 8, false>(codes, a, y, ldy, mask);
+}
+
+// Compact panel -> code panel (what CompactPanel::Load does per token tile, done once).
+template <WeightFormat kFormat>
+RADIX_VNNI void ExpandCompact(const uint8_t* compact, int64_t blocks, uint8_t* codes) {
+  const CompactPanel<kFormat> source{compact};
+  const int64_t stride = PanelSubBytes(32, kRows);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i w[8];
+    __m512 scale, min;
+    source.template Load<8>(b, w, &scale, &min);
+    uint8_t* dst = codes + b * stride;
+    for (int k = 0; k < 8; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
+    _mm512_storeu_ps(dst + 512, scale);
+    _mm512_storeu_ps(dst + 576, min);
+  }
+}
+
+// Token count above which a compact panel is expanded to codes once rather than per tile.
+constexpr int64_t kExpandTokens = 16;
+
+RADIX_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* panel,
+                                 const ref::QuantizedActivations& a, float* y, int64_t ldy,
+                                 __mmask16 mask) {
+  if (a.n > kExpandTokens) {
+    thread_local std::vector<uint8_t> codes;
+    const int64_t blocks = a.cols / 32;
+    const auto bytes = static_cast<size_t>(blocks * PanelSubBytes(32, kRows));
+    if (codes.size() < bytes) codes.resize(bytes);
+    switch (format) {
+      case WeightFormat::kQ4_0:
+        ExpandCompact<WeightFormat::kQ4_0>(panel, blocks, codes.data());
+        break;
+      case WeightFormat::kQ4_1:
+        ExpandCompact<WeightFormat::kQ4_1>(panel, blocks, codes.data());
+        break;
+      case WeightFormat::kQ5_0:
+        ExpandCompact<WeightFormat::kQ5_0>(panel, blocks, codes.data());
+        break;
+      default:
+        ExpandCompact<WeightFormat::kQ8_0>(panel, blocks, codes.data());
+        break;
+    }
+    return CodeAllTokens(FormatInfo(format, false), codes.data(), a, y, ldy, mask);
+  }
+  switch (format) {
+    case WeightFormat::kQ4_0:
+      return AllTokens<CompactPanel<WeightFormat::kQ4_0>, 8, false>({panel}, a, y, ldy, mask);
+    case WeightFormat::kQ4_1:
+      return AllTokens<CompactPanel<WeightFormat::kQ4_1>, 8, true>({panel}, a, y, ldy, mask);
+    case WeightFormat::kQ5_0:
+      return AllTokens<CompactPanel<WeightFormat::kQ5_0>, 8, false>({panel}, a, y, ldy, mask);
+    default:
+      return AllTokens<CompactPanel<WeightFormat::kQ8_0>, 8, false>({panel}, a, y, ldy, mask);
+  }
+}
+
+__mmask16 RowMask(int64_t rows, int64_t row0) {
+  const int64_t valid = std::min(kRows, rows - row0);
+  return static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+// Compact-panel packing of rows [row0, row0 + 16) (clamped to the last row).
+RADIX_VNNI void PackCompactPanel(const WeightMatrix& w, int64_t row0, uint8_t* out) {
+  const int64_t row_bytes = w.row_bytes();
+  // The header gather addresses 16 rows with int32 byte offsets.
+  RADIX_CHECK(row_bytes < (int64_t{1} << 31) / kRows);
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  const uint8_t* rows[kRows];
+  alignas(64) int32_t offsets[kRows];
+  for (int64_t r = 0; r < kRows; ++r) {
+    const int64_t row = std::min(row0 + r, w.rows - 1);
+    rows[r] = data + row * row_bytes;
+    offsets[r] = static_cast<int32_t>((row - row0) * row_bytes);
+  }
+  PackCompact(w.format, rows, _mm512_load_si512(offsets), w.cols / 32, out);
+}
+
+RADIX_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t panel_begin,
+                    int64_t panel_end, float* y) {
+  const QuantFormatInfo info = FormatInfo(w.format, false);
+  const int64_t subs = w.cols / info.sub;
+  thread_local std::vector<uint8_t> panel;
+  const auto panel_bytes = static_cast<size_t>(subs * PanelSubBytes(info.sub, kRows));
+  if (panel.size() < panel_bytes) panel.resize(panel_bytes);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int64_t row0 = p * kRows;
+    const __mmask16 mask = RowMask(w.rows, row0);
+    if (PerCallCompact(w.format)) {
+      PackCompactPanel(w, row0, panel.data());
+      CompactAllTokens(w.format, panel.data(), a, y + row0, w.rows, mask);
+    } else {
+      PackPanelScalar(w, row0, kRows, false, panel.data());
+      CodeAllTokens(info, panel.data(), a, y + row0, w.rows, mask);
+    }
+  }
+}
+
+// Packed form: compact panels for Q4_0 / Q4_1 / Q8_0 (same bytes as the source); code panels
+// for the other formats (about 1.25 bytes per weight: codes plus float scales and offsets).
+int64_t PackedPanelBytes(const WeightMatrix& w) {
+  if (HasCompactPanels(w.format)) return kRows * w.row_bytes();
+  const int64_t sub = FormatInfo(w.format, false).sub;
+  return (w.cols / sub) * PanelSubBytes(sub, kRows);
+}
+
+int64_t PackedBytes(const WeightMatrix& w) {
+  return (w.rows + kRows - 1) / kRows * PackedPanelBytes(w);
+}
+
+RADIX_VNNI void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
+  const int64_t panel_bytes = PackedPanelBytes(w);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    if (HasCompactPanels(w.format)) {
+      PackCompactPanel(w, p * kRows, out + p * panel_bytes);
+    } else {
+      PackPanelScalar(w, p * kRows, kRows, false, out + p * panel_bytes);
+    }
+  }
+}
+
+RADIX_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
+                          const ref::QuantizedActivations& a, int64_t panel_begin,
+                          int64_t panel_end, float* y) {
+  const int64_t panel_bytes = PackedPanelBytes(w);
+  const QuantFormatInfo info = FormatInfo(w.format, false);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int64_t row0 = p * kRows;
+    const uint8_t* panel = packed + p * panel_bytes;
+    if (HasCompactPanels(w.format)) {
+      CompactAllTokens(w.format, panel, a, y + row0, w.rows, RowMask(w.rows, row0));
+    } else {
+      CodeAllTokens(info, panel, a, y + row0, w.rows, RowMask(w.rows, row0));
+    }
+  }
+}
+
+}  // namespace
+
+const QuantVariant* Avx512VnniQuantVariant() {
+  static const QuantVariant variant{
+      "avx512_vnni", kRows, false, Run, QuantizeActivationRowsAvx512, PackedBytes, Pack, RunPacked};
+  __builtin_cpu_init();
+  const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vnni");
+  return ok ? &variant : nullptr;
+}
+
+}  // namespace radixserve::kernels::x86

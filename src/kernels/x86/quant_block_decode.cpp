@@ -1,0 +1,174 @@
+// Scalar decoding of ggml blocks into the integer kernels' codes, and the scalar panel packer.
+#include <cstring>
+
+#include "common/check.h"
+#include "kernels/half.h"
+#include "kernels/x86/quant_kernels.h"
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+float LoadHalf(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return F16ToF32(v);
+}
+
+// Same packing of 6-bit scales and mins as ref/dequantize.cpp.
+void ScaleMinK4(int j, const uint8_t* s, int* scale, int* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+void Nibbles(const uint8_t* q, uint8_t* u) {
+  for (int i = 0; i < 16; ++i) {
+    u[i] = q[i] & 0x0F;
+    u[i + 16] = q[i] >> 4;
+  }
+}
+
+void FiveBits(const uint8_t* q, uint32_t high, uint8_t* u) {
+  Nibbles(q, u);
+  for (int i = 0; i < 32; ++i) u[i] = static_cast<uint8_t>(u[i] | (((high >> i) & 1u) << 4));
+}
+
+void DecodeK(const uint8_t* b, bool five_bits, uint8_t* u, float* scale, float* min) {
+  const float d = LoadHalf(b), dmin = LoadHalf(b + 2);
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + (five_bits ? 48 : 16);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    ScaleMinK4(j, b + 4, &sc, &m);
+    scale[j] = d * static_cast<float>(sc);
+    min[j] = -dmin * static_cast<float>(m);
+    const uint8_t* q = ql + (j / 2) * 32;
+    for (int i = 0; i < 32; ++i) {
+      int v = (j % 2 == 0) ? (q[i] & 0x0F) : (q[i] >> 4);
+      if (five_bits) v |= ((qh[i] >> j) & 1) << 4;
+      u[j * 32 + i] = static_cast<uint8_t>(v);
+    }
+  }
+}
+
+void DecodeQ6_K(const uint8_t* b, uint8_t* u, float* scale) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = LoadHalf(b + 208);
+  for (int j = 0; j < 16; ++j) scale[j] = d * static_cast<float>(sc[j]);
+  for (int half = 0; half < 2; ++half) {
+    uint8_t* y = u + half * 128;
+    for (int i = 0; i < 32; ++i) {
+      y[i] = static_cast<uint8_t>((ql[i] & 0x0F) | (((qh[i] >> 0) & 3) << 4));
+      y[i + 32] = static_cast<uint8_t>((ql[i + 32] & 0x0F) | (((qh[i] >> 2) & 3) << 4));
+      y[i + 64] = static_cast<uint8_t>((ql[i] >> 4) | (((qh[i] >> 4) & 3) << 4));
+      y[i + 96] = static_cast<uint8_t>((ql[i + 32] >> 4) | (((qh[i] >> 6) & 3) << 4));
+    }
+    ql += 64;
+    qh += 32;
+  }
+}
+
+}  // namespace
+
+QuantFormatInfo FormatInfo(WeightFormat format, bool signed_q8) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      return {32, signed_q8 ? 0 : 128, false};
+    case WeightFormat::kQ4_0:
+      return {32, 8, false};
+    case WeightFormat::kQ5_0:
+      return {32, 16, false};
+    case WeightFormat::kQ4_1:
+    case WeightFormat::kQ5_1:
+    case WeightFormat::kQ4_K:
+    case WeightFormat::kQ5_K:
+      return {32, 0, true};
+    case WeightFormat::kQ6_K:
+      return {16, 32, false};
+    default:
+      RADIX_CHECK_MSG(false, "not a block-quantized format");
+      return {};
+  }
+}
+
+void DecodeBlockCodes(WeightFormat format, const uint8_t* b, bool signed_q8, uint8_t* u,
+                      float* scale, float* min) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      scale[0] = LoadHalf(b);
+      min[0] = 0.0f;
+      for (int i = 0; i < 32; ++i) u[i] = static_cast<uint8_t>(b[2 + i] ^ (signed_q8 ? 0 : 0x80));
+      return;
+    case WeightFormat::kQ4_0:
+      scale[0] = LoadHalf(b);
+      min[0] = 0.0f;
+      Nibbles(b + 2, u);
+      return;
+    case WeightFormat::kQ4_1:
+      scale[0] = LoadHalf(b);
+      min[0] = LoadHalf(b + 2);
+      Nibbles(b + 4, u);
+      return;
+    case WeightFormat::kQ5_0: {
+      uint32_t high;
+      std::memcpy(&high, b + 2, 4);
+      scale[0] = LoadHalf(b);
+      min[0] = 0.0f;
+      FiveBits(b + 6, high, u);
+      return;
+    }
+    case WeightFormat::kQ5_1: {
+      uint32_t high;
+      std::memcpy(&high, b + 4, 4);
+      scale[0] = LoadHalf(b);
+      min[0] = LoadHalf(b + 2);
+      FiveBits(b + 8, high, u);
+      return;
+    }
+    case WeightFormat::kQ4_K:
+      DecodeK(b, false, u, scale, min);
+      return;
+    case WeightFormat::kQ5_K:
+      DecodeK(b, true, u, scale, min);
+      return;
+    case WeightFormat::kQ6_K:
+      for (int j = 0; j < 16; ++j) min[j] = 0.0f;
+      DecodeQ6_K(b, u, scale);
+      return;
+    default:
+      RADIX_CHECK_MSG(false, "not a block-quantized format");
+  }
+}
+
+void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bool signed_q8,
+                     uint8_t* panel) {
+  const int64_t block = BlockElements(w.format), block_bytes = BlockBytes(w.format);
+  const int64_t sub = FormatInfo(w.format, signed_q8).sub;
+  const int64_t subs_per_block = block / sub, stride = PanelSubBytes(sub, panel_rows);
+  uint8_t codes[256];
+  float scale[16], min[16];
+  for (int64_t r = 0; r < panel_rows; ++r) {
+    const int64_t row = row0 + r < w.rows ? row0 + r : w.rows - 1;
+    const auto* src = static_cast<const uint8_t*>(w.row(row));
+    for (int64_t b = 0; b < w.cols / block; ++b) {
+      DecodeBlockCodes(w.format, src + b * block_bytes, signed_q8, codes, scale, min);
+      for (int64_t j = 0; j < subs_per_block; ++j) {
+        uint8_t* dst = panel + (b * subs_per_block + j) * stride;
+        for (int64_t g = 0; g < sub / 4; ++g) {
+          std::memcpy(dst + (g * panel_rows + r) * 4, codes + j * sub + g * 4, 4);
+        }
+        auto* floats = reinterpret_cast<float*>(dst + sub * panel_rows);
+        floats[r] = scale[j];
+        floats[panel_rows + r] = min[j];
+      }
+    }
+  }
+}
+
+}  // namespace radixserve::kernels::x86

@@ -1,0 +1,77 @@
+// Shared pieces of the integer (VNNI / AVX2) quantized MatMul variants.
+//
+// The kernels multiply a "panel" of P consecutive weight rows (P = 16 for AVX-512, 8 for AVX2)
+// with activations quantized by ref::QuantizeActivationRows. Every weight sub-block (32 elements,
+// 16 for Q6_K) is first decoded to unsigned codes u with
+//     weight = D * (u - offset) + M
+// where offset is a per-format constant and D, M are per row and sub-block floats. A token's
+// contribution of one sub-block is then D * d_a * (sum(u * q) - offset * sum(q)) + M * s_a, with
+// the integer part exact; the bias term -offset * sum(q) comes with the activations.
+//
+// Panel layout, per sub-block j (stride PanelSubBytes): sub/4 groups of [P rows][4 bytes] of
+// codes (one SIMD register of dword lanes per group: lane r holds elements 4g..4g+3 of row r),
+// then float D[P], then float M[P]. Rows past the matrix end repeat the last row.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/matmul.h"
+#include "kernels/ref/activation_quant.h"
+
+namespace radixserve::kernels::x86 {
+
+struct QuantFormatInfo {
+  int64_t sub = 32;      // elements per sub-block
+  int32_t offset = 0;    // subtracted from the codes
+  bool has_min = false;  // M is nonzero (Q4_1, Q5_1, Q4_K, Q5_K)
+};
+
+// signed_q8: Q8_0 codes stay signed int8 (offset 0, for the AVX2 sign trick) instead of
+// being shifted by 128 into unsigned bytes.
+QuantFormatInfo FormatInfo(WeightFormat format, bool signed_q8);
+
+inline int64_t PanelSubBytes(int64_t sub, int64_t panel_rows) {
+  return sub * panel_rows + 8 * panel_rows;
+}
+
+// Scalar decode of one block into codes u[BlockElements], D and M per sub-block.
+void DecodeBlockCodes(WeightFormat format, const uint8_t* block, bool signed_q8, uint8_t* u,
+                      float* scale, float* min);
+
+// Packs rows [row0, row0 + panel_rows) of w (clamped to the last row) into `panel` with plain
+// scalar code; the fallback for formats without a SIMD packer.
+void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bool signed_q8,
+                     uint8_t* panel);
+
+// One instruction-set variant: computes y rows [panel_begin * P, min(panel_end * P, w.rows))
+// for all a.n tokens. y is [a.n][w.rows]. Called concurrently on disjoint panel ranges.
+struct QuantVariant {
+  std::string_view name;
+  int64_t panel_rows;
+  bool signed_q8;
+  void (*run)(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t panel_begin,
+              int64_t panel_end, float* y);
+  // Load-time repacking into the variant's own panel layout (nullptr / 0 when unsupported):
+  // packed_bytes(w) is the buffer size (0: format not packable); pack fills panels
+  // [panel_begin, panel_end) of it; run_packed is `run` reading that buffer instead of w.data.
+  // Activation quantization (ref::QuantizeActivationRows or a SIMD twin with equal results).
+  void (*quantize)(WeightFormat weight, int32_t offset, const float* x, int64_t begin, int64_t end,
+                   ref::QuantizedActivations* out) = nullptr;
+  int64_t (*packed_bytes)(const WeightMatrix& w) = nullptr;
+  void (*pack)(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end,
+               uint8_t* out) = nullptr;
+  void (*run_packed)(const WeightMatrix& w, const uint8_t* packed,
+                     const ref::QuantizedActivations& a, int64_t panel_begin, int64_t panel_end,
+                     float* y) = nullptr;
+};
+
+// ref::QuantizeActivationRows with AVX-512 (F/BW/VL/DQ); bit-identical results.
+void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset, const float* x,
+                                  int64_t begin, int64_t end, ref::QuantizedActivations* out);
+
+// nullptr when the CPU lacks the instructions (AVX-512 F/BW/VL + VNNI; AVX2 + FMA).
+const QuantVariant* Avx512VnniQuantVariant();
+const QuantVariant* Avx2QuantVariant();
+
+}  // namespace radixserve::kernels::x86

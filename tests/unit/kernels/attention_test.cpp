@@ -1,0 +1,200 @@
+// Blocked paged attention (AttendChunk + MergeChunks) on every CPU variant and KV element type
+// against a double-precision softmax computed here from the values the cache actually holds;
+// a query's result is bit-identical alone or inside a larger block; stores round like half.h.
+#include "kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/half.h"
+
+namespace radixserve::kernels {
+namespace {
+
+struct Cache {
+  KvType type;
+  std::vector<uint8_t> k, v;
+  std::vector<double> k_values, v_values;  // what the cache holds, as doubles
+};
+
+Cache RandomCache(KvType type, int64_t slots, int64_t width, std::mt19937& rng) {
+  Cache c{type, {}, {}, {}, {}};
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t size = KvTypeSize(type);
+  for (auto* pair : {&c.k, &c.v}) pair->resize(static_cast<size_t>(slots * width) * size);
+  c.k_values.resize(static_cast<size_t>(slots * width));
+  c.v_values.resize(c.k_values.size());
+  for (int which = 0; which < 2; ++which) {
+    std::vector<uint8_t>& bytes = which == 0 ? c.k : c.v;
+    std::vector<double>& values = which == 0 ? c.k_values : c.v_values;
+    for (int64_t i = 0; i < slots * width; ++i) {
+      const float f = dist(rng);
+      if (type == KvType::kF32) {
+        std::memcpy(bytes.data() + i * 4, &f, 4);
+        values[static_cast<size_t>(i)] = f;
+      } else {
+        const uint16_t h = type == KvType::kBF16 ? F32ToBf16(f) : F32ToF16(f);
+        std::memcpy(bytes.data() + i * 2, &h, 2);
+        values[static_cast<size_t>(i)] = type == KvType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+      }
+    }
+  }
+  return c;
+}
+
+// Runs one block over all chunks up to max(last) and merges, as PagedAttention does.
+std::vector<float> Attend(const KernelTable& table, const AttentionShape& shape,
+                          const QueryBlock& b, Cache& cache, const int32_t* slots) {
+  const int64_t d = shape.head_dim;
+  const int64_t end = *std::max_element(b.last, b.last + b.nq) + 1;
+  const int64_t begin = *std::min_element(b.first, b.first + b.nq) / kKeyChunk * kKeyChunk;
+  const int64_t chunks = (end - begin + kKeyChunk - 1) / kKeyChunk;
+  const int64_t stride = b.nq * (d + 2);
+  std::vector<float> partial(static_cast<size_t>(chunks * stride));
+  for (int64_t c = 0; c < chunks; ++c) {
+    float* p = partial.data() + c * stride;
+    const int64_t kb = begin + c * kKeyChunk;
+    AttendChunk(table, shape, b, KvBuffer(cache.k.data(), cache.type),
+                KvBuffer(cache.v.data(), cache.type), slots, kb, std::min(end, kb + kKeyChunk), p,
+                p + b.nq, p + 2 * b.nq);
+  }
+  std::vector<float> out(static_cast<size_t>(b.nq * d));
+  for (int64_t i = 0; i < b.nq; ++i) {
+    MergeChunks(partial.data() + i, partial.data() + b.nq + i, stride,
+                partial.data() + 2 * b.nq + i * d, stride, chunks, d, out.data() + i * d);
+  }
+  return out;
+}
+
+struct Case {
+  int64_t head_dim;
+  int num_kv_heads;
+  int64_t context;
+  int64_t window;  // 0: none
+  float softcap;
+};
+
+TEST(AttentionTest, EveryVariantAndKvTypeMatchesADoublePrecisionSoftmax) {
+  std::mt19937 rng(5);
+  const Case cases[] = {{64, 3, 1, 0, 0.0f},
+                        {64, 3, 700, 0, 0.0f},
+                        {20, 2, 130, 0, 0.0f},
+                        {256, 1, 300, 100, 0.0f},
+                        {48, 2, 257, 0, 30.0f}};
+  for (const Case& tc : cases) {
+    for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+      const int64_t d = tc.head_dim, width = tc.num_kv_heads * d;
+      const int64_t slots_total = tc.context + 5;
+      Cache cache = RandomCache(type, slots_total, width, rng);
+      std::vector<int32_t> slots(static_cast<size_t>(slots_total));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      AttentionShape shape{tc.num_kv_heads * 2, tc.num_kv_heads, static_cast<int>(d),
+                           1.0f / std::sqrt(static_cast<float>(d)), tc.softcap};
+      // Queries at the last few positions (a prefill block), all on kv head 1 % heads.
+      const int64_t nq = std::min<int64_t>(6, tc.context);
+      std::vector<float> q(static_cast<size_t>(nq * d));
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      for (float& x : q) x = dist(rng);
+      std::vector<int64_t> first(static_cast<size_t>(nq)), last(first.size());
+      for (int64_t i = 0; i < nq; ++i) {
+        last[static_cast<size_t>(i)] = tc.context - nq + i;
+        first[static_cast<size_t>(i)] =
+            tc.window > 0 ? std::max<int64_t>(0, last[static_cast<size_t>(i)] - tc.window + 1) : 0;
+      }
+      const int kv_head = 1 % tc.num_kv_heads;
+      QueryBlock block{q.data(), nq, first.data(), last.data(), kv_head};
+      for (const KernelTable* table : AvailableKernels()) {
+        const std::vector<float> got = Attend(*table, shape, block, cache, slots.data());
+        for (int64_t i = 0; i < nq; ++i) {
+          std::vector<double> s;
+          double max = -1e300;
+          for (int64_t j = first[static_cast<size_t>(i)]; j <= last[static_cast<size_t>(i)]; ++j) {
+            const int64_t at = slots[static_cast<size_t>(j)] * width + kv_head * d;
+            double dot = 0.0;
+            for (int64_t c = 0; c < d; ++c)
+              dot +=
+                  q[static_cast<size_t>(i * d + c)] * cache.k_values[static_cast<size_t>(at + c)];
+            dot *= shape.scale;
+            if (tc.softcap > 0.0f) dot = tc.softcap * std::tanh(dot / tc.softcap);
+            s.push_back(dot);
+            max = std::max(max, dot);
+          }
+          double sum = 0.0;
+          for (double& x : s) sum += (x = std::exp(x - max));
+          for (int64_t c = 0; c < d; ++c) {
+            double want = 0.0;
+            for (size_t j = 0; j < s.size(); ++j) {
+              const int64_t slot = slots[static_cast<size_t>(first[static_cast<size_t>(i)]) + j];
+              want +=
+                  s[j] / sum * cache.v_values[static_cast<size_t>(slot * width + kv_head * d + c)];
+            }
+            ASSERT_NEAR(got[static_cast<size_t>(i * d + c)], want, 2e-5)
+                << table->name << " type=" << static_cast<int>(type) << " d=" << d
+                << " context=" << tc.context << " query " << i << " c=" << c;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
+  std::mt19937 rng(9);
+  const int64_t d = 64, context = 600;
+  Cache cache = RandomCache(KvType::kBF16, context, 3 * d, rng);
+  std::vector<int32_t> slots(static_cast<size_t>(context));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  AttentionShape shape{9, 3, static_cast<int>(d), 0.125f, 0.0f};
+  const int64_t nq = 12;
+  std::vector<float> q(static_cast<size_t>(nq * d));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& x : q) x = dist(rng);
+  std::vector<int64_t> first(static_cast<size_t>(nq), 0), last(static_cast<size_t>(nq));
+  for (int64_t i = 0; i < nq; ++i) last[static_cast<size_t>(i)] = context - 1 - (i / 3) * 37;
+  for (const KernelTable* table : AvailableKernels()) {
+    QueryBlock block{q.data(), nq, first.data(), last.data(), 2};
+    const std::vector<float> together = Attend(*table, shape, block, cache, slots.data());
+    for (int64_t i = 0; i < nq; ++i) {
+      QueryBlock one{q.data() + i * d, 1, first.data() + i, last.data() + i, 2};
+      const std::vector<float> alone = Attend(*table, shape, one, cache, slots.data());
+      ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * d, sizeof(float) * d))
+          << table->name << " query " << i;
+    }
+  }
+}
+
+TEST(AttentionTest, StoreAndGatherRoundLikeTheScalarConversions) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  const int64_t d = 37;
+  std::vector<float> row(static_cast<size_t>(d));
+  for (float& x : row) x = dist(rng);
+  row[0] = 1.00390625f;  // a bf16 tie
+  for (const AttentionKernels* k : AvailableAttentionKernels()) {
+    for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+      std::vector<uint8_t> buf(static_cast<size_t>(2 * d) * KvTypeSize(type));
+      k->store(row.data(), d, type, buf.data() + static_cast<size_t>(d) * KvTypeSize(type));
+      std::vector<float> back(static_cast<size_t>(d));
+      const int32_t slot = 1;
+      k->gather(buf.data(), type, &slot, 1, d, 0, d, back.data());
+      for (int64_t c = 0; c < d; ++c) {
+        const float x = row[static_cast<size_t>(c)];
+        const float want = type == KvType::kF32    ? x
+                           : type == KvType::kBF16 ? Bf16ToF32(F32ToBf16(x))
+                                                   : F16ToF32(F32ToF16(x));
+        ASSERT_EQ(back[static_cast<size_t>(c)], want) << k->name << " c=" << c;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace radixserve::kernels

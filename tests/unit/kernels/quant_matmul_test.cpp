@@ -1,0 +1,245 @@
+// QuantMatMul (the integer VNNI / AVX2 path) against the scalar reference path
+// MatMul(RefKernels(), ..., kGgmlRounded), which dequantizes each weight row to float and dots it
+// with the llama.cpp-rounded activations. Integer and float paths differ only in summation
+// order, so each output must agree within 1e-4 of sum_i |x_i| * |w_i| for its row and token.
+#include "kernels/quant_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/half.h"
+#include "kernels/ref/activation_quant.h"
+#include "kernels/ref/dequantize.h"
+#include "kernels/x86/quant_kernels.h"
+
+namespace radixserve::kernels {
+namespace {
+
+constexpr WeightFormat kQuantFormats[] = {
+    WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ5_0,
+    WeightFormat::kQ5_1, WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+
+// Random block bytes whose float16 scale fields hold small finite values.
+std::vector<uint8_t> RandomBlocks(WeightFormat format, int64_t rows, int64_t cols,
+                                  std::mt19937& rng) {
+  std::vector<uint8_t> data(static_cast<size_t>(rows * *StorageBytes(format, cols)));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : data) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  auto put_half = [&](uint8_t* p) {
+    const uint16_t h = F32ToF16(scale(rng));
+    std::memcpy(p, &h, 2);
+  };
+  const auto block_bytes = static_cast<size_t>(BlockBytes(format));
+  for (size_t off = 0; off < data.size(); off += block_bytes) {
+    uint8_t* b = data.data() + off;
+    if (format == WeightFormat::kQ6_K) {
+      put_half(b + 208);
+      continue;
+    }
+    put_half(b);
+    if (ref::UsesBlockSums(format) || BlockElements(format) == 256) put_half(b + 2);
+  }
+  return data;
+}
+
+std::vector<float> RandomActivations(int64_t n, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x) v = dist(rng);
+  // An all-zero row (zero block scales) and a few outliers.
+  if (n > 2) std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
+  for (int64_t i = 0; i < n * cols; i += 97) x[static_cast<size_t>(i)] *= 20.0f;
+  return x;
+}
+
+void ExpectMatchesReference(const KernelTable& table, ThreadPool* pool, WeightFormat format,
+                            int64_t n, int64_t rows, int64_t cols, std::mt19937& rng) {
+  SCOPED_TRACE(std::string(FormatName(format)) + " n=" + std::to_string(n) +
+               " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+               (pool != nullptr ? " pool" : " serial"));
+  const auto bytes = RandomBlocks(format, rows, cols, rng);
+  const WeightMatrix w{format, rows, cols, bytes.data()};
+  const auto x = RandomActivations(n, cols, rng);
+  std::vector<float> expect(static_cast<size_t>(n * rows));
+  MatMul(RefKernels(), nullptr, x.data(), n, w, expect.data(), ActivationMode::kGgmlRounded);
+  std::vector<float> got(static_cast<size_t>(n * rows), std::nanf(""));
+  ASSERT_TRUE(QuantMatMul(table, pool, x.data(), n, w, got.data()));
+  // The load-time packed form must give the same numbers.
+  const PackedWeight packed = Pack(table, pool, w);
+  std::vector<float> got_packed(static_cast<size_t>(n * rows), std::nanf(""));
+  MatMul(table, pool, x.data(), n, packed, got_packed.data(), ActivationMode::kGgmlRounded);
+
+  std::vector<float> dense(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) DequantizeRow(w, r, dense.data() + r * cols);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double scale = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        scale += std::fabs(double(x[t * cols + c]) * dense[r * cols + c]);
+      }
+      const size_t i = static_cast<size_t>(t * rows + r);
+      ASSERT_NEAR(got[i], expect[i], 1e-4 * scale + 1e-30) << "token " << t << " row " << r;
+      ASSERT_NEAR(got_packed[i], expect[i], 1e-4 * scale + 1e-30)
+          << "packed " << packed.packed() << " token " << t << " row " << r;
+    }
+  }
+}
+
+std::vector<const KernelTable*> FastTables() {
+  std::vector<const KernelTable*> out;
+  for (const KernelTable* table : AvailableKernels()) {
+    if (!QuantMatMulVariant(*table).empty()) out.push_back(table);
+  }
+  return out;
+}
+
+TEST(QuantMatMulTest, RefTableDeclines) {
+  EXPECT_EQ(QuantMatMulVariant(RefKernels()), "");
+  std::vector<uint8_t> bytes(static_cast<size_t>(*StorageBytes(WeightFormat::kQ4_1, 32)));
+  const WeightMatrix w{WeightFormat::kQ4_1, 1, 32, bytes.data()};
+  float x[32] = {}, y = 0.0f;
+  EXPECT_FALSE(QuantMatMul(RefKernels(), nullptr, x, 1, w, &y));
+}
+
+TEST(QuantMatMulTest, FloatWeightsDecline) {
+  for (const KernelTable* table : FastTables()) {
+    std::vector<float> weights(32, 1.0f);
+    const WeightMatrix w{WeightFormat::kF32, 1, 32, weights.data()};
+    float x[32] = {}, y = 0.0f;
+    EXPECT_FALSE(QuantMatMul(*table, nullptr, x, 1, w, &y));
+  }
+}
+
+TEST(QuantMatMulTest, EveryVariantAvailableOnX86) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_EQ(QuantMatMulVariant(*Avx2Kernels()), "avx2");
+  }
+  if (Avx512Kernels() != nullptr && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    EXPECT_EQ(QuantMatMulVariant(*Avx512Kernels()), "avx512_vnni");
+  }
+}
+
+TEST(QuantMatMulTest, PackedWeightFallsBackOutsideItsVariant) {
+  std::mt19937 rng(5);
+  const int64_t rows = 19, cols = 64, n = 3;
+  const auto bytes = RandomBlocks(WeightFormat::kQ4_1, rows, cols, rng);
+  const WeightMatrix w{WeightFormat::kQ4_1, rows, cols, bytes.data()};
+  const auto x = RandomActivations(n, cols, rng);
+  for (const KernelTable* packed_for : AvailableKernels()) {
+    const PackedWeight packed = Pack(*packed_for, nullptr, w);
+    EXPECT_EQ(packed.variant, packed.packed() ? QuantMatMulVariant(*packed_for) : "");
+    for (const KernelTable* table : AvailableKernels()) {
+      for (ActivationMode mode : {ActivationMode::kExact, ActivationMode::kGgmlRounded}) {
+        if (packed.packed() && table == packed_for && mode == ActivationMode::kGgmlRounded) {
+          continue;
+        }
+        std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+        MatMul(*table, nullptr, x.data(), n, w, want.data(), mode);
+        MatMul(*table, nullptr, x.data(), n, packed, got.data(), mode);
+        EXPECT_EQ(got, want) << packed_for->name << " -> " << table->name;
+      }
+    }
+  }
+}
+
+TEST(QuantMatMulTest, QuantizedActivationsMatchRoundTrip) {
+  std::mt19937 rng(3);
+  for (WeightFormat format : kQuantFormats) {
+    SCOPED_TRACE(std::string(FormatName(format)));
+    const int64_t n = 3, cols = 512;
+    const auto x = RandomActivations(n, cols, rng);
+    std::vector<float> rounded(x.size());
+    std::vector<float> correction(static_cast<size_t>(n * cols / 32));
+    ref::RoundActivations(format, x.data(), rounded.data(), n * cols, correction.data());
+    ref::QuantizedActivations a;
+    ref::ResizeQuantizedActivations(format, n, cols, &a);
+    ref::QuantizeActivationRows(format, 5, x.data(), 0, n, &a);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t g = 0; g < a.subs; ++g) {
+        const size_t k = static_cast<size_t>(t * a.subs + g);
+        int32_t sum = 0;
+        double rounded_sum = 0.0;
+        for (int64_t e = g * a.sub; e < (g + 1) * a.sub; ++e) {
+          const size_t i = static_cast<size_t>(t * cols + e);
+          ASSERT_EQ(a.d[k] * static_cast<float>(a.q[i]), rounded[i]);
+          sum += a.q[i];
+          rounded_sum += rounded[i];
+        }
+        EXPECT_EQ(a.bias[k], -5 * sum);
+        if (ref::UsesBlockSums(format)) {
+          // Q8_1's s is what RoundActivations' correction adds back to the rounded sum.
+          EXPECT_NEAR(a.s[k], rounded_sum + correction[static_cast<size_t>(t * cols / 32 + g)],
+                      1e-6 * (1.0 + std::fabs(a.s[k])));
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatMulTest, SimdActivationQuantizationIsBitIdentical) {
+  if (x86::Avx512VnniQuantVariant() == nullptr) GTEST_SKIP() << "no AVX-512 VNNI";
+  std::mt19937 rng(9);
+  for (WeightFormat format : kQuantFormats) {
+    SCOPED_TRACE(std::string(FormatName(format)));
+    const int64_t n = 5, cols = 768;
+    auto x = RandomActivations(n, cols, rng);
+    // Ties: halves of the grid land exactly between two codes after scaling by 127 / 127.
+    for (int64_t i = 0; i < 32; ++i)
+      x[static_cast<size_t>(3 * cols + i)] = (i == 0) ? 127.0f : i + 0.5f;
+    ref::QuantizedActivations want, got;
+    ref::ResizeQuantizedActivations(format, n, cols, &want);
+    ref::ResizeQuantizedActivations(format, n, cols, &got);
+    ref::QuantizeActivationRows(format, 7, x.data(), 0, n, &want);
+    x86::QuantizeActivationRowsAvx512(format, 7, x.data(), 0, n, &got);
+    EXPECT_EQ(got.q, want.q);
+    EXPECT_EQ(got.d, want.d);
+    EXPECT_EQ(got.s, want.s);
+    EXPECT_EQ(got.bias, want.bias);
+  }
+}
+
+TEST(QuantMatMulTest, MatchesReferenceOnOddShapes) {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  const auto tables = FastTables();
+  ASSERT_FALSE(tables.empty());
+  for (const KernelTable* table : tables) {
+    SCOPED_TRACE(std::string(QuantMatMulVariant(*table)));
+    for (WeightFormat format : kQuantFormats) {
+      const int64_t block = BlockElements(format);
+      for (int64_t n : {1, 3, 17, 64, 130}) {
+        ExpectMatchesReference(*table, &pool, format, n, 37, block, rng);
+        ExpectMatchesReference(*table, n == 17 ? nullptr : &pool, format, n, 21,
+                               block == 256 ? 3 * block : 5 * block, rng);
+      }
+      ExpectMatchesReference(*table, &pool, format, 2, 1, block, rng);
+      ExpectMatchesReference(*table, &pool, format, 9, 64, 2 * block, rng);
+    }
+  }
+}
+
+// RADIX_KERNELS=ref makes the process-wide table the scalar one, and the fast path declines it,
+// so MatMul keeps the reference code. Runs in a fresh process (ActiveKernels() is chosen once).
+TEST(QuantMatMulDeathTest, ForcedRefEnvironmentKeepsReferencePath) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("RADIX_KERNELS", "ref", 1);
+        const bool ok =
+            ActiveKernels().name == "ref" && QuantMatMulVariant(ActiveKernels()).empty();
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace radixserve::kernels
