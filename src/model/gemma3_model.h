@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/matmul.h"
 #include "model/causal_lm.h"
+#include "model/decoder_stack.h"
 #include "model/weight_store.h"
 
 namespace radixserve::model {
@@ -25,23 +25,13 @@ class Gemma3Model final : public CausalLM {
                  float* logits) const override;
 
  private:
-  struct Layer {
-    std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm, q_norm, k_norm;
-    kernels::WeightMatrix q, k, v, o, gate, up, down;
-    bool sliding = false;
-  };
-
   Gemma3Model(ModelConfig config, std::unique_ptr<WeightStore> weights)
       : config_(std::move(config)), weights_(std::move(weights)) {}
   Status Load();
 
   ModelConfig config_;
   std::unique_ptr<WeightStore> weights_;
-  float norm_offset_ = 1.0f;  // 0 when the checkpoint stores 1 + w
-  std::vector<float> inv_freq_global_, inv_freq_local_;
-  kernels::WeightMatrix embedding_;
-  std::vector<float> output_norm_;
-  std::vector<Layer> layers_;
+  DecoderStack stack_;
 };
 
 }  // namespace radixserve::model

@@ -7,9 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/matmul.h"
-#include "kernels/rope.h"
 #include "model/causal_lm.h"
+#include "model/decoder_stack.h"
 #include "model/weight_store.h"
 
 namespace radixserve::model {
@@ -31,13 +30,6 @@ class LlamaModel final : public CausalLM {
                  float* logits) const override;
 
  private:
-  struct Layer {
-    std::vector<float> attn_norm, ffn_norm;
-    kernels::WeightMatrix q, k, v, o, gate, up, down;
-    std::vector<float> q_bias, k_bias, v_bias;  // Qwen2
-    std::vector<float> q_norm, k_norm;          // Qwen3, [head_dim]
-  };
-
   LlamaModel(ModelConfig config, std::unique_ptr<WeightStore> weights, LlamaVariant variant)
       : config_(std::move(config)), weights_(std::move(weights)), variant_(variant) {}
   Status Load();
@@ -45,11 +37,7 @@ class LlamaModel final : public CausalLM {
   ModelConfig config_;
   std::unique_ptr<WeightStore> weights_;
   LlamaVariant variant_;
-  kernels::RopeLayout rope_layout_ = kernels::RopeLayout::kRotateHalf;
-  std::vector<float> inv_freq_;
-  kernels::WeightMatrix embedding_, lm_head_;
-  std::vector<float> output_norm_;
-  std::vector<Layer> layers_;
+  DecoderStack stack_;
 };
 
 }  // namespace radixserve::model

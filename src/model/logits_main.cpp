@@ -3,15 +3,19 @@
 //
 //   radix_logits --model PATH [--load-format F] [--dtype D] [--threads N]
 //                (--tokens 1,2,3 | --tokens-file FILE) [--chunk N] [--logits-out FILE]
-//                [--ggml-activations] [--disable-mmap]
+//                [--exact-activations] [--disable-mmap]
 //   radix_logits --model PATH --dump-tensor NAME --out FILE
+//   radix_logits --model PATH --rope-info [--json-model-override-args JSON]
 //
 // Prints one JSON object on stdout: {"architecture", "n_tokens", "n_vocab", "top1": [...]}.
 // --logits-out writes float32 logits [n_tokens, n_vocab] (little-endian, row-major).
 // --chunk N feeds the prompt N tokens per forward step (the rest comes from the KV prefix).
-// --dump-tensor writes one weight tensor dequantized to float32. --ggml-activations rounds
-// activations like llama.cpp before quantized matmuls (LoadOptions::ggml_activation_rounding). Exit
-// status 1 on any error.
+// --dump-tensor writes one weight tensor dequantized to float32. --exact-activations multiplies
+// GGUF quantized weights with float32 activations instead of llama.cpp's Q8 rounding (the
+// default; LoadOptions::exact_quantized_activations). --rope-info prints the model's RoPE inverse
+// frequencies and attention factor ({"inv_freq": [...], "attention_factor": f}) from its config
+// alone. --json-model-override-args merges JSON over the config (LoadOptions::json_override).
+// Exit status 1 on any error.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +29,7 @@
 #include "common/log.h"
 #include "common/thread_pool.h"
 #include "kernels/ref/dequantize.h"
+#include "kernels/rope.h"
 #include "model/gguf_file.h"
 #include "model/model_loader.h"
 
@@ -72,6 +77,20 @@ int DumpTensor(const model::LoadOptions& options, const std::string& name,
   return 0;
 }
 
+int RopeInfo(const model::LoadOptions& options) {
+  auto config = model::LoadModelConfig(options);
+  if (!config.ok()) return Fail(config.status().message());
+  const model::ModelConfig& c = *config;
+  std::vector<float> inv_freq = radixserve::kernels::RopeInvFreq(
+      c.rope_theta, static_cast<int>(c.rotary_dim), c.rope_scaling);
+  const double attention_factor = radixserve::kernels::RopeAttentionFactor(c.rope_scaling);
+  nlohmann::json report{{"inv_freq", inv_freq},
+                        {"attention_factor", attention_factor},
+                        {"rotary_dim", c.rotary_dim}};
+  std::cout << report.dump() << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,6 +99,7 @@ int main(int argc, char** argv) {
   std::string tokens_text, tokens_file, logits_out, dump_tensor, dump_out;
   int threads = 0;
   int64_t chunk = 0;
+  bool rope_info = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -105,13 +125,18 @@ int main(int argc, char** argv) {
       dump_out = next();
     else if (arg == "--disable-mmap")
       options.disable_mmap = true;
-    else if (arg == "--ggml-activations")
-      options.ggml_activation_rounding = true;
+    else if (arg == "--rope-info")
+      rope_info = true;
+    else if (arg == "--json-model-override-args")
+      options.json_override = next();
+    else if (arg == "--exact-activations")
+      options.exact_quantized_activations = true;
     else
       return Fail("unknown argument " + arg);
   }
   if (options.model_path.empty()) return Fail("--model is required");
   if (!dump_tensor.empty()) return DumpTensor(options, dump_tensor, dump_out);
+  if (rope_info) return RopeInfo(options);
 
   std::vector<int32_t> tokens;
   if (!tokens_file.empty()) {

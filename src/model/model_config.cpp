@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/gguf_file.h"
@@ -45,6 +46,7 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
   if (!it->is_object()) return InvalidArgument(source + ": rope_scaling must be an object");
   std::string type = it->value("rope_type", it->value("type", std::string("default")));
   kernels::RopeScaling& s = c->rope_scaling;
+  const bool has_factor = it->contains("factor") && !(*it)["factor"].is_null();
   RADIX_RETURN_IF_ERROR(ReadNumber(*it, "factor", &s.factor, source));
   if (type == "default") {
     s.type = kernels::RopeScalingType::kNone;
@@ -59,6 +61,30 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
     if (s.high_freq_factor <= s.low_freq_factor) {
       return InvalidArgument(source +
                              ": rope_scaling high_freq_factor must exceed low_freq_factor");
+    }
+  } else if (type == "yarn") {
+    s.type = kernels::RopeScalingType::kYarn;
+    s.original_max_position = c->context_length;
+    RADIX_RETURN_IF_ERROR(
+        ReadNumber(*it, "original_max_position_embeddings", &s.original_max_position, source));
+    // Like HF: without a factor, the context extension ratio is the factor.
+    if (!has_factor) {
+      s.factor = static_cast<double>(c->context_length) /
+                 static_cast<double>(std::max<int64_t>(s.original_max_position, 1));
+    }
+    for (auto [key, field] : {std::pair{"beta_fast", &s.beta_fast}, {"beta_slow", &s.beta_slow},
+                              {"mscale", &s.mscale}, {"mscale_all_dim", &s.mscale_all_dim},
+                              {"attention_factor", &s.attention_factor}}) {
+      RADIX_RETURN_IF_ERROR(ReadNumber(*it, key, field, source));
+    }
+    // HF treats 0 / null beta as "use the default".
+    if (s.beta_fast == 0) s.beta_fast = 32.0;
+    if (s.beta_slow == 0) s.beta_slow = 1.0;
+    s.truncate = it->value("truncate", true);
+    if (s.original_max_position <= 0 || s.beta_fast <= 0 || s.beta_slow <= 0) {
+      return InvalidArgument(source +
+                             ": rope_scaling yarn needs positive original_max_position_embeddings, "
+                             "beta_fast and beta_slow");
     }
   } else {
     return Unsupported(source + ": rope_scaling type '" + type + "' is not supported yet");
@@ -274,7 +300,25 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (scaling.value() && *scaling.value() != "none") {
     auto factor = gguf.GetFloat(arch + ".rope.scaling.factor");
     if (!factor.ok()) return factor.status();
-    c["rope_scaling"] = {{"rope_type", *scaling.value()}, {"factor", factor.value().value_or(1.0)}};
+    json rs = {{"rope_type", *scaling.value()}, {"factor", factor.value().value_or(1.0)}};
+    // llama.cpp's yarn keys, under their HF names.
+    auto original = gguf.GetInt(arch + ".rope.scaling.original_context_length");
+    if (!original.ok()) return original.status();
+    if (original.value()) rs["original_max_position_embeddings"] = *original.value();
+    for (auto [key, hf_key] : {std::pair{"rope.scaling.yarn_beta_fast", "beta_fast"},
+                               {"rope.scaling.yarn_beta_slow", "beta_slow"}}) {
+      auto v = gguf.GetFloat(arch + "." + key);
+      if (!v.ok()) return v.status();
+      if (v.value()) rs[hf_key] = *v.value();
+    }
+    // DeepSeek-style files store 0.1 * mscale_all_dim as yarn_log_multiplier.
+    auto log_mul = gguf.GetFloat(arch + ".rope.scaling.yarn_log_multiplier");
+    if (!log_mul.ok()) return log_mul.status();
+    if (log_mul.value() && *log_mul.value() > 0) {
+      rs["mscale_all_dim"] = *log_mul.value() / 0.1;
+      rs["mscale"] = *log_mul.value() / 0.1;
+    }
+    c["rope_scaling"] = rs;
   }
   c["tie_word_embeddings"] = gguf.FindTensor("output.weight") == nullptr;
   if (known->model_type == std::string("qwen2")) c["attention_bias"] = true;

@@ -223,9 +223,9 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
     weights = WeightStore::Dummy(options.random_seed, format);
   } else if (cp.kind == Checkpoint::Kind::kGguf) {
     RADIX_ASSIGN_OR_RETURN(weights, WeightStore::FromGguf(std::move(*src.gguf)));
-    if (options.ggml_activation_rounding) {
-      weights->set_activation_mode(kernels::ActivationMode::kGgmlRounded);
-    }
+    weights->set_activation_mode(options.exact_quantized_activations
+                                     ? kernels::ActivationMode::kExact
+                                     : kernels::ActivationMode::kGgmlRounded);
   } else {
     std::vector<SafetensorsFile> files;
     RADIX_ASSIGN_OR_RETURN(files, OpenSafetensors(cp.folder, !options.disable_mmap));

@@ -28,10 +28,11 @@ struct LoadOptions {
   std::string json_override;   // --json-model-override-args ("" or a JSON object)
   uint64_t random_seed = 0;
   bool disable_mmap = false;
-  // GGUF block-quantized weights: by default they multiply float32 activations (the exact
-  // product with the dequantized weights, what an HF copy of them computes). true rounds
-  // activations through Q8_0/Q8_1/Q8_K first, as llama.cpp's CPU backend does.
-  bool ggml_activation_rounding = false;
+  // GGUF block-quantized weights multiply activations rounded through Q8_0/Q8_1/Q8_K first, as
+  // llama.cpp's CPU backend does (kernels::ActivationMode::kGgmlRounded; the fast int8 kernels
+  // compute exactly that). true keeps float32 activations instead: the exact product with the
+  // dequantized weights, what an HF copy of the weights computes (tests and tools).
+  bool exact_quantized_activations = false;
 };
 
 Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);

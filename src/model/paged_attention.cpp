@@ -31,47 +31,149 @@ BatchLayout BatchLayout::Build(const ForwardBatch& batch, int64_t num_slots) {
   return layout;
 }
 
+namespace {
+
+// The queries of one (sequence, KV head, token block) and where its chunk partials live.
+struct QueryGroup {
+  int64_t t0 = 0, t1 = 0;  // batch tokens [t0, t1)
+  int kv_head = 0;
+  const SequenceExtend* seq = nullptr;
+  int64_t chunk_begin = 0, chunk_count = 0;
+  int64_t partial_offset = 0;  // floats into the partial buffer; chunk c at + c * stride
+};
+
+// One key chunk of `heads` consecutive groups (the KV heads of one token block). Taking all heads
+// of a slot together reads each KV row's cache lines while they are hot; heads are split into
+// separate items only when there would otherwise be too few items for the pool.
+struct WorkItem {
+  int64_t group = 0;
+  int64_t heads = 1;
+  int64_t chunk = 0;  // index within the groups' chunks
+};
+
+}  // namespace
+
 void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const ForwardBatch& batch,
                     const BatchLayout& layout, const kernels::AttentionShape& shape,
                     int64_t sliding_window, const float* q, const float* k, const float* v,
-                    float* k_cache, float* v_cache, float* out) {
+                    kernels::KvBuffer k_cache, kernels::KvBuffer v_cache, float* out) {
+  RADIX_CHECK(k_cache.type == v_cache.type);
+  RADIX_CHECK(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0);
+  const kernels::AttentionKernels& ak = kernels::AttentionKernelsFor(table);
   const int64_t n = batch.num_tokens();
-  const int64_t kv_width = static_cast<int64_t>(shape.num_kv_heads) * shape.head_dim;
-  const int64_t q_width = static_cast<int64_t>(shape.num_heads) * shape.head_dim;
+  const int64_t d = shape.head_dim;
+  const int64_t kv_width = static_cast<int64_t>(shape.num_kv_heads) * d;
+  const int64_t q_width = static_cast<int64_t>(shape.num_heads) * d;
+  const int64_t group_size = shape.num_heads / shape.num_kv_heads;
+  const size_t row_bytes = static_cast<size_t>(kv_width) * kernels::KvTypeSize(k_cache.type);
   for (int64_t t = 0; t < n; ++t) {
     const SequenceExtend& seq =
         batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
     const int64_t slot =
         seq.kv_slots[static_cast<size_t>(layout.token_kv_pos[static_cast<size_t>(t)])];
-    std::memcpy(k_cache + slot * kv_width, k + t * kv_width,
-                sizeof(float) * static_cast<size_t>(kv_width));
-    std::memcpy(v_cache + slot * kv_width, v + t * kv_width,
-                sizeof(float) * static_cast<size_t>(kv_width));
+    ak.store(k + t * kv_width, kv_width, k_cache.type,
+             static_cast<uint8_t*>(k_cache.data) + static_cast<size_t>(slot) * row_bytes);
+    ak.store(v + t * kv_width, kv_width, v_cache.type,
+             static_cast<uint8_t*>(v_cache.data) + static_cast<size_t>(slot) * row_bytes);
   }
-  const int group = shape.num_heads / shape.num_kv_heads;
-  auto run = [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores;
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / shape.num_heads;
-      const int head = static_cast<int>(item % shape.num_heads);
-      const SequenceExtend& seq =
-          batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
-      const int64_t last = layout.token_kv_pos[static_cast<size_t>(t)];
-      const int64_t first =
-          sliding_window > 0 ? std::max<int64_t>(0, last - sliding_window + 1) : 0;
-      if (static_cast<int64_t>(scores.size()) < last - first + 1)
-        scores.resize(static_cast<size_t>(last - first + 1));
-      kernels::AttendOneHead(
-          table, shape, q + t * q_width + static_cast<int64_t>(head) * shape.head_dim, head / group,
-          k_cache, v_cache, seq.kv_slots.data(), first, last, scores.data(),
-          out + t * q_width + static_cast<int64_t>(head) * shape.head_dim);
+
+  std::vector<QueryGroup> groups;
+  int64_t block_chunks = 0;
+  int64_t partial_floats = 0;
+  int64_t t_begin = 0;
+  for (const SequenceExtend& seq : batch.sequences) {
+    for (int64_t b0 = 0; b0 < seq.extend_len; b0 += kQueryBlockTokens) {
+      const int64_t b1 = std::min(seq.extend_len, b0 + kQueryBlockTokens);
+      const int64_t pos_lo = seq.prefix_len + b0, pos_hi = seq.prefix_len + b1 - 1;
+      const int64_t key_lo =
+          sliding_window > 0 ? std::max<int64_t>(0, pos_lo - sliding_window + 1) : 0;
+      const int64_t chunk_begin = key_lo / kernels::kKeyChunk;
+      const int64_t chunk_count = pos_hi / kernels::kKeyChunk + 1 - chunk_begin;
+      const int64_t nq = (b1 - b0) * group_size;
+      for (int h = 0; h < shape.num_kv_heads; ++h) {
+        groups.push_back(QueryGroup{t_begin + b0, t_begin + b1, h, &seq, chunk_begin, chunk_count,
+                                    partial_floats});
+        partial_floats += chunk_count * nq * (d + 2);
+      }
+      block_chunks += chunk_count;
+    }
+    t_begin += seq.extend_len;
+  }
+  RADIX_CHECK(t_begin == n);
+  const int threads = pool == nullptr ? 1 : pool->size();
+  const int64_t heads_per_item = block_chunks < 2 * threads ? 1 : shape.num_kv_heads;
+  std::vector<WorkItem> items;
+  for (size_t g = 0; g < groups.size(); g += static_cast<size_t>(shape.num_kv_heads)) {
+    for (int64_t c = 0; c < groups[g].chunk_count; ++c) {
+      for (int64_t h = 0; h < shape.num_kv_heads; h += heads_per_item) {
+        items.push_back(WorkItem{static_cast<int64_t>(g) + h, heads_per_item, c});
+      }
+    }
+  }
+  thread_local std::vector<float> partials;
+  if (static_cast<int64_t>(partials.size()) < partial_floats) {
+    partials.resize(static_cast<size_t>(partial_floats));
+  }
+  float* partial_base = partials.data();
+
+  auto attend = [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> q_block;
+    thread_local std::vector<int64_t> first, last;
+    for (int64_t it = begin; it < end; ++it) {
+      const WorkItem& item = items[static_cast<size_t>(it)];
+      for (int64_t gi = item.group; gi < item.group + item.heads; ++gi) {
+        const QueryGroup& g = groups[static_cast<size_t>(gi)];
+        const int64_t nq = (g.t1 - g.t0) * group_size;
+        q_block.resize(static_cast<size_t>(nq * d));
+        first.resize(static_cast<size_t>(nq));
+        last.resize(static_cast<size_t>(nq));
+        int64_t max_last = 0;
+        for (int64_t t = g.t0; t < g.t1; ++t) {
+          const int64_t pos = layout.token_kv_pos[static_cast<size_t>(t)];
+          const int64_t lo =
+              sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
+          max_last = std::max(max_last, pos);
+          const int64_t i0 = (t - g.t0) * group_size;
+          std::memcpy(q_block.data() + i0 * d, q + t * q_width + g.kv_head * group_size * d,
+                      sizeof(float) * static_cast<size_t>(group_size * d));
+          for (int64_t i = i0; i < i0 + group_size; ++i) {
+            first[static_cast<size_t>(i)] = lo;
+            last[static_cast<size_t>(i)] = pos;
+          }
+        }
+        const int64_t key_begin = (g.chunk_begin + item.chunk) * kernels::kKeyChunk;
+        const int64_t key_end = std::min(key_begin + kernels::kKeyChunk, max_last + 1);
+        float* p = partial_base + g.partial_offset + item.chunk * nq * (d + 2);
+        kernels::AttendChunk(
+            table, shape,
+            kernels::QueryBlock{q_block.data(), nq, first.data(), last.data(), g.kv_head}, k_cache,
+            v_cache, g.seq->kv_slots.data(), key_begin, key_end, p, p + nq, p + 2 * nq);
+      }
     }
   };
-  if (pool == nullptr) {
-    run(0, n * shape.num_heads);
+  auto merge = [&](int64_t begin, int64_t end) {
+    for (int64_t gi = begin; gi < end; ++gi) {
+      const QueryGroup& g = groups[static_cast<size_t>(gi)];
+      const int64_t nq = (g.t1 - g.t0) * group_size;
+      const int64_t stride = nq * (d + 2);
+      const float* p = partial_base + g.partial_offset;
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t t = g.t0 + i / group_size;
+        const int64_t head = g.kv_head * group_size + i % group_size;
+        kernels::MergeChunks(p + i, p + nq + i, stride, p + 2 * nq + i * d, stride, g.chunk_count,
+                             d, out + t * q_width + head * d);
+      }
+    }
+  };
+  const auto num_items = static_cast<int64_t>(items.size());
+  const auto num_groups = static_cast<int64_t>(groups.size());
+  if (pool == nullptr || pool->size() == 1) {
+    attend(0, num_items);
   } else {
-    pool->ParallelFor(n * shape.num_heads, 4, run);
+    pool->ParallelFor(num_items, 1, attend);
   }
+  // A few multiply-adds per partial: cheaper inline than another hand-off to the pool.
+  merge(0, num_groups);
 }
 
 }  // namespace radixserve::model

@@ -1,6 +1,16 @@
 // PagedAttention: the attention step of one layer over a ForwardBatch. Stores the new tokens'
-// K/V into their KV slots, then lets every query head of every token attend causally to its
-// sequence's keys (prefix and the new tokens up to itself), optionally within a sliding window.
+// K/V into their KV slots (converted to the cache's element type), then lets every query head of
+// every token attend causally to its sequence's keys (prefix and the new tokens up to itself),
+// optionally within a sliding window.
+//
+// Work items are (sequence, block of up to kQueryBlockTokens tokens, chunk of kernels::kKeyChunk
+// key positions) over all KV heads - or over one KV head each when there would otherwise be fewer
+// items than twice the pool size - spread over the pool, so a single long sequence still keeps
+// every thread busy; the chunks' partial softmax states are then merged in chunk order. A token's
+// output is bit-identical whatever the batch composition, prefill chunking or thread count.
+//
+// Thread affinity: called by the thread that owns `pool` (the engine thread); writes the new
+// tokens' KV slots and `out` only.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +37,9 @@ struct BatchLayout {
 void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const ForwardBatch& batch,
                     const BatchLayout& layout, const kernels::AttentionShape& shape,
                     int64_t sliding_window, const float* q, const float* k, const float* v,
-                    float* k_cache, float* v_cache, float* out);
+                    kernels::KvBuffer k_cache, kernels::KvBuffer v_cache, float* out);
+
+// Tokens of one sequence whose queries share each K/V row load.
+inline constexpr int64_t kQueryBlockTokens = 16;
 
 }  // namespace radixserve::model

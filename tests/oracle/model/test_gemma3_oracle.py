@@ -22,10 +22,11 @@ def test_gemma3_f32_matches_llama_cpp(tmp_path):
     assert max_diff < 0.1
 
 
-# As for SmolLM2 Q4_1: llama.cpp rounds activations to Q8_0/Q8_K before quantized matmuls and we
-# do not reproduce it exactly. Measured on this text: top-1 ~0.93, mean |dlogprob| ~0.08.
-@pytest.mark.xfail(reason="top-1 ~0.93 < 0.98: llama.cpp's int8 activation rounding is not "
-                          "reproduced", strict=False)
+# As for SmolLM2 Q4_1 (default Q8_0/Q8_K activation rounding like llama.cpp), plus llama.cpp's
+# float16 GELU table. Measured on this text: top-1 0.931, mean |dlogprob| 0.091 (0.926 with the
+# int8 kernels; 0.926 / 0.077 with --exact-activations).
+@pytest.mark.xfail(reason="top-1 ~0.93 < 0.98: activation rounding amplifies llama.cpp's float16 "
+                          "GELU and float differences", strict=False)
 def test_gemma3_q4_k_m_matches_llama_cpp(tmp_path):
     model = require(GEMMA3_GGUF)
     tokens = tokenize(model, TECH)

@@ -101,13 +101,16 @@ def test_stories260k_chunked_prefill_is_invariant(tmp_path):
     assert np.abs(a - b).max() < 1e-5
 
 
-# llama.cpp's CPU backend rounds activations to 8 bits (Q8_1 / Q8_0) before every quantized
-# matmul; we multiply float32 activations with the dequantized weights (the exact product).
-# test_smollm2_f32_matches_llama_cpp shows the model math agrees to ~3e-5 once weights are
-# dequantized for both; what is left here is llama.cpp's activation rounding. Measured on this
-# text: top-1 0.965, mean |dlogprob| 0.055 (0.960 / 0.066 with --ggml-activations).
-@pytest.mark.xfail(reason="top-1 ~0.965 < 0.98: llama.cpp's int8 activation rounding is not "
-                          "reproduced (see comment)", strict=False)
+# radix_logits rounds activations through Q8_1 / Q8_0 before quantized matmuls by default, as
+# llama.cpp's CPU backend does (kGgmlRounded). That reproduces llama.cpp to ~1e-5 on a model cut
+# to its first 2 layers, but over 30 layers the int8 roundings amplify tiny float differences
+# (summation order, llama.cpp's vectorized exp in SiLU) and the last layers, which carry very
+# large activations, diverge. test_smollm2_f32_matches_llama_cpp shows the model math agrees to
+# ~5e-5 once weights are dequantized for both. Measured on this text (llama.cpp with F32 KV):
+# top-1 0.960, mean |dlogprob| 0.066 (reference kernels; 0.945 with the int8 kernels), and
+# 0.965 / 0.055 with --exact-activations.
+@pytest.mark.xfail(reason="top-1 ~0.96 < 0.98: int8 activation rounding amplifies float "
+                          "differences over 30 layers (see comment)", strict=False)
 def test_smollm2_q4_1_matches_llama_cpp(tmp_path):
     model = require(SMOLLM2_GGUF)
     tokens = tokenize(model, TECH)
@@ -142,6 +145,7 @@ def test_smollm2_f32_matches_llama_cpp(tmp_path):
 def test_smollm2_hf_copy_equals_gguf(tmp_path):
     gguf, hf = require(SMOLLM2_GGUF), require(SMOLLM2_HF)
     tokens = tokenize(gguf, TECH)[:128]
-    a = run_radix(gguf, tokens, tmp_path)
+    # The HF copy holds the dequantized weights: compare with exact (float32) activations.
+    a = run_radix(gguf, tokens, tmp_path, "--exact-activations")
     b = run_radix(hf, tokens, tmp_path)
     assert np.abs(a - b).max() < 1e-3

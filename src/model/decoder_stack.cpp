@@ -1,0 +1,319 @@
+#include "model/decoder_stack.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/check.h"
+#include "model/assign_or_return.h"
+#include "model/forward_scratch.h"
+#include "model/paged_attention.h"
+
+namespace radixserve::model {
+namespace {
+
+// Row-wise passes go to the pool only for batches big enough to pay for the hand-off.
+constexpr int64_t kParallelRows = 32;
+
+template <typename Fn>
+void ForRows(ThreadPool* pool, int64_t rows, Fn&& fn) {
+  if (pool == nullptr || rows < kParallelRows || pool->size() == 1) {
+    fn(int64_t{0}, rows);
+  } else {
+    pool->ParallelFor(rows, 8, fn);
+  }
+}
+
+}  // namespace
+
+// Everything one Forward shares between its layers.
+struct DecoderStack::Step {
+  const kernels::KernelTable* kt;
+  ThreadPool* pool;
+  const ForwardBatch* batch;
+  const BatchLayout* layout;
+  ForwardScratch* s;
+  int64_t tokens;
+  const float* rope_cos[2];  // [0] global, [1] sliding-window layers
+  const float* rope_sin[2];
+};
+
+Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w) {
+  config_ = c;
+  spec_ = std::move(spec);
+  activation_mode_ = w.activation_mode();
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
+  RADIX_ASSIGN_OR_RETURN(embedding_, w.RequireMatrix("token_embd.weight", c.vocab_size, H));
+  RADIX_ASSIGN_OR_RETURN(output_norm_, w.RequireVector("output_norm.weight", H));
+  // Repacking pays only on the integer path (kGgmlRounded); it keeps the source matrices.
+  auto pack = [&](const kernels::WeightMatrix& m) {
+    if (activation_mode_ != kernels::ActivationMode::kGgmlRounded) {
+      return kernels::PackedWeight{.source = m, .variant = "", .panels = {}};
+    }
+    return kernels::Pack(kernels::ActiveKernels(), nullptr, m);
+  };
+  if (spec_.tie_word_embeddings && w.Find("output.weight") == nullptr) {
+    lm_head_ = pack(embedding_);
+  } else {
+    kernels::WeightMatrix output;
+    RADIX_ASSIGN_OR_RETURN(output, w.RequireMatrix("output.weight", c.vocab_size, H));
+    lm_head_ = pack(output);
+  }
+  layers_.assign(static_cast<size_t>(c.num_layers), Layer{});
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    Layer& layer = layers_[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    if (spec_.sliding_window_layers) {
+      RADIX_CHECK(static_cast<int64_t>(c.layer_is_sliding.size()) == c.num_layers);
+      layer.sliding = c.layer_is_sliding[static_cast<size_t>(l)];
+      layer.sliding_window = layer.sliding ? c.sliding_window : 0;
+    }
+    RADIX_ASSIGN_OR_RETURN(layer.attn_norm, w.RequireVector(p + "attn_norm.weight", H));
+    RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, w.RequireVector(p + "ffn_norm.weight", H));
+    if (spec_.sandwich_norms) {
+      RADIX_ASSIGN_OR_RETURN(layer.post_attn_norm,
+                             w.RequireVector(p + "post_attention_norm.weight", H));
+      RADIX_ASSIGN_OR_RETURN(layer.post_ffn_norm, w.RequireVector(p + "post_ffw_norm.weight", H));
+    }
+    if (spec_.qk_norm) {
+      RADIX_ASSIGN_OR_RETURN(layer.q_norm, w.RequireVector(p + "attn_q_norm.weight", D));
+      RADIX_ASSIGN_OR_RETURN(layer.k_norm, w.RequireVector(p + "attn_k_norm.weight", D));
+    }
+    kernels::WeightMatrix q, k, v, o, gate, up, down;
+    RADIX_ASSIGN_OR_RETURN(q, w.RequireMatrix(p + "attn_q.weight", q_dim, H));
+    RADIX_ASSIGN_OR_RETURN(k, w.RequireMatrix(p + "attn_k.weight", kv_dim, H));
+    RADIX_ASSIGN_OR_RETURN(v, w.RequireMatrix(p + "attn_v.weight", kv_dim, H));
+    RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
+    RADIX_ASSIGN_OR_RETURN(gate, w.RequireMatrix(p + "ffn_gate.weight", I, H));
+    RADIX_ASSIGN_OR_RETURN(up, w.RequireMatrix(p + "ffn_up.weight", I, H));
+    RADIX_ASSIGN_OR_RETURN(down, w.RequireMatrix(p + "ffn_down.weight", H, I));
+    if (spec_.qkv_bias) {
+      std::vector<float> qb, kb, vb;
+      RADIX_ASSIGN_OR_RETURN(qb, w.RequireVector(p + "attn_q.bias", q_dim));
+      RADIX_ASSIGN_OR_RETURN(kb, w.RequireVector(p + "attn_k.bias", kv_dim));
+      RADIX_ASSIGN_OR_RETURN(vb, w.RequireVector(p + "attn_v.bias", kv_dim));
+      layer.qkv_bias = std::move(qb);
+      layer.qkv_bias.insert(layer.qkv_bias.end(), kb.begin(), kb.end());
+      layer.qkv_bias.insert(layer.qkv_bias.end(), vb.begin(), vb.end());
+    }
+    if (auto qkv = fused_.Stack({q, k, v})) {
+      layer.q = pack(*qkv);
+      layer.qkv_fused = true;
+    } else {
+      layer.q = pack(q);
+      layer.k = pack(k);
+      layer.v = pack(v);
+    }
+    if (auto gate_up = fused_.Stack({gate, up})) {
+      layer.gate = pack(*gate_up);
+      layer.gate_up_fused = true;
+    } else {
+      layer.gate = pack(gate);
+      layer.up = pack(up);
+    }
+    layer.o = pack(o);
+    layer.down = pack(down);
+  }
+  return Status::Ok();
+}
+
+int DecoderStack::fused_qkv_layers() const {
+  int n = 0;
+  for (const Layer& l : layers_) n += l.qkv_fused ? 1 : 0;
+  return n;
+}
+
+int DecoderStack::fused_gate_up_layers() const {
+  int n = 0;
+  for (const Layer& l : layers_) n += l.gate_up_fused ? 1 : 0;
+  return n;
+}
+
+Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                             float* logits) const {
+  const ModelConfig& c = config_;
+  RADIX_CHECK(static_cast<int64_t>(kv.k.size()) == c.num_layers &&
+              static_cast<int64_t>(kv.v.size()) == c.num_layers);
+  RADIX_CHECK(kv.num_kv_heads == c.num_kv_heads && kv.head_dim == c.head_dim);
+  for (int32_t id : batch.token_ids) {
+    if (id < 0 || id >= c.vocab_size) {
+      return InvalidArgument("token id " + std::to_string(id) + " is out of range [0, " +
+                             std::to_string(c.vocab_size) + ")");
+    }
+  }
+  const BatchLayout layout = BatchLayout::Build(batch, kv.num_slots);
+  const int64_t T = batch.num_tokens(), H = c.hidden_size;
+  const kernels::KernelTable& kt = kernels::ActiveKernels();
+  ForwardScratch& s = ForwardScratch::ForThisThread();
+  float* x = ForwardScratch::Reserve(s.x, T * H);
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::DequantizeRow(embedding_, batch.token_ids[static_cast<size_t>(t)], x + t * H);
+  }
+  if (spec_.embed_scale != 1.0f) {
+    for (int64_t i = 0; i < T * H; ++i) x[i] *= spec_.embed_scale;
+  }
+
+  Step step{&kt, pool, &batch, &layout, &s, T, {}, {}};
+  const int64_t half = c.rotary_dim / 2;
+  const bool local_rope = spec_.sliding_window_layers;
+  for (int set = 0; set < (local_rope ? 2 : 1); ++set) {
+    float* cos = ForwardScratch::Reserve(s.rope_cos[set], T * half);
+    float* sin = ForwardScratch::Reserve(s.rope_sin[set], T * half);
+    kernels::RopeTable(batch.positions.data(), T, set == 0 ? spec_.inv_freq : spec_.inv_freq_local,
+                       set == 0 ? spec_.rope_attention_factor : 1.0f, cos, sin);
+    step.rope_cos[set] = cos;
+    step.rope_sin[set] = sin;
+  }
+  if (!local_rope) {
+    step.rope_cos[1] = step.rope_cos[0];
+    step.rope_sin[1] = step.rope_sin[0];
+  }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    RunLayer(step, layers_[static_cast<size_t>(l)], kv.k[static_cast<size_t>(l)],
+             kv.v[static_cast<size_t>(l)]);
+  }
+
+  const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  float* final_rows = ForwardScratch::Reserve(s.final_rows, n_out * H);
+  for (int64_t r = 0; r < n_out; ++r) {
+    kt.rms_norm(x + batch.logit_indices[static_cast<size_t>(r)] * H, output_norm_.data(),
+                spec_.norm_offset, eps, final_rows + r * H, H);
+  }
+  kernels::MatMul(kt, pool, final_rows, n_out, lm_head_, logits, activation_mode_);
+  if (spec_.final_logit_softcap > 0) {
+    const float cap = spec_.final_logit_softcap;
+    for (int64_t i = 0; i < n_out * c.vocab_size; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
+  }
+  return Status::Ok();
+}
+
+void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,
+                            LayerCache v_cache) const {
+  const ModelConfig& c = config_;
+  const kernels::KernelTable& kt = *step.kt;
+  ForwardScratch& s = *step.s;
+  ThreadPool* pool = step.pool;
+  const int64_t T = step.tokens, H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
+  const float eps = static_cast<float>(c.rms_norm_eps), off = spec_.norm_offset;
+  const kernels::ActivationMode act = activation_mode_;
+  float* x = s.x.data();
+  float* h = ForwardScratch::Reserve(s.h, T * H);
+
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      kt.rms_norm(x + t * H, layer.attn_norm.data(), off, eps, h + t * H, H);
+  });
+
+  // Projections: q, k, v rows of token t start at q + t * q_stride and k/v + t * kv_stride.
+  float *q, *k, *v;
+  int64_t q_stride, kv_stride;
+  if (layer.qkv_fused) {
+    q = ForwardScratch::Reserve(s.qkv, T * (q_dim + 2 * kv_dim));
+    kernels::MatMul(kt, pool, h, T, layer.q, q, act);
+    k = q + q_dim;
+    v = k + kv_dim;
+    q_stride = kv_stride = q_dim + 2 * kv_dim;
+  } else {
+    q = ForwardScratch::Reserve(s.qkv, T * q_dim);
+    k = ForwardScratch::Reserve(s.k, T * kv_dim);
+    v = ForwardScratch::Reserve(s.v, T * kv_dim);
+    kernels::MatMul(kt, pool, h, T, layer.q, q, act);
+    kernels::MatMul(kt, pool, h, T, layer.k, k, act);
+    kernels::MatMul(kt, pool, h, T, layer.v, v, act);
+    q_stride = q_dim;
+    kv_stride = kv_dim;
+  }
+  const int rope_set = layer.sliding ? 1 : 0;
+  const int64_t half = c.rotary_dim / 2;
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* qt = q + t * q_stride;
+      float* kt_row = k + t * kv_stride;
+      float* vt = v + t * kv_stride;
+      if (spec_.qkv_bias) {
+        const float* bias = layer.qkv_bias.data();
+        kt.axpy(1.0f, bias, qt, q_dim);
+        kt.axpy(1.0f, bias + q_dim, kt_row, kv_dim);
+        kt.axpy(1.0f, bias + q_dim + kv_dim, vt, kv_dim);
+      }
+      if (spec_.qk_norm) {
+        for (int64_t hd = 0; hd < c.num_heads; ++hd)
+          kt.rms_norm(qt + hd * D, layer.q_norm.data(), off, eps, qt + hd * D, D);
+        for (int64_t hd = 0; hd < c.num_kv_heads; ++hd)
+          kt.rms_norm(kt_row + hd * D, layer.k_norm.data(), off, eps, kt_row + hd * D, D);
+      }
+      const float* cos = step.rope_cos[rope_set] + t * half;
+      const float* sin = step.rope_sin[rope_set] + t * half;
+      kernels::ApplyRopeRows(qt, 1, q_stride, static_cast<int>(c.num_heads), static_cast<int>(D),
+                             static_cast<int>(c.rotary_dim), cos, sin, spec_.rope_layout);
+      kernels::ApplyRopeRows(kt_row, 1, kv_stride, static_cast<int>(c.num_kv_heads),
+                             static_cast<int>(D), static_cast<int>(c.rotary_dim), cos, sin,
+                             spec_.rope_layout);
+    }
+  });
+  // Attention reads contiguous [T, width] rows: split the stacked projection of a multi-token
+  // step (a single token's q, k and v are already contiguous).
+  if (layer.qkv_fused && T > 1) {
+    float* qs = ForwardScratch::Reserve(s.q_split, T * q_dim);
+    float* ks = ForwardScratch::Reserve(s.k_split, T * kv_dim);
+    float* vs = ForwardScratch::Reserve(s.v_split, T * kv_dim);
+    ForRows(pool, T, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        std::memcpy(qs + t * q_dim, q + t * q_stride, sizeof(float) * q_dim);
+        std::memcpy(ks + t * kv_dim, k + t * kv_stride, sizeof(float) * kv_dim);
+        std::memcpy(vs + t * kv_dim, v + t * kv_stride, sizeof(float) * kv_dim);
+      }
+    });
+    q = qs;
+    k = ks;
+    v = vs;
+  }
+  float* attn = ForwardScratch::Reserve(s.attn, T * q_dim);
+  PagedAttention(kt, pool, *step.batch, *step.layout, spec_.attention, layer.sliding_window, q, k,
+                 v, k_cache, v_cache, attn);
+  kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
+
+  // Residual, then the MLP's input norm, in one pass over each row.
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* ht = h + t * H;
+      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_attn_norm.data(), off, eps, ht, H);
+      kt.axpy(1.0f, ht, x + t * H, H);
+      kt.rms_norm(x + t * H, layer.ffn_norm.data(), off, eps, ht, H);
+    }
+  });
+
+  float *gate, *up;
+  int64_t gu_stride;
+  if (layer.gate_up_fused) {
+    gate = ForwardScratch::Reserve(s.gate_up, T * 2 * I);
+    kernels::MatMul(kt, pool, h, T, layer.gate, gate, act);
+    up = gate + I;
+    gu_stride = 2 * I;
+  } else {
+    gate = ForwardScratch::Reserve(s.gate_up, T * I);
+    up = ForwardScratch::Reserve(s.up, T * I);
+    kernels::MatMul(kt, pool, h, T, layer.gate, gate, act);
+    kernels::MatMul(kt, pool, h, T, layer.up, up, act);
+    gu_stride = I;
+  }
+  float* gated = ForwardScratch::Reserve(s.gated, T * I);
+  const auto gating =
+      spec_.activation == GatedActivation::kSilu ? kt.silu_mul : kt.gelu_tanh_mul;
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      gating(gate + t * gu_stride, up + t * gu_stride, gated + t * I, I);
+  });
+  kernels::MatMul(kt, pool, gated, T, layer.down, h, act);
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* ht = h + t * H;
+      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_ffn_norm.data(), off, eps, ht, H);
+      kt.axpy(1.0f, ht, x + t * H, H);
+    }
+  });
+}
+
+}  // namespace radixserve::model

@@ -1,0 +1,97 @@
+// DecoderStack: the pre-norm transformer decoder every architecture here is a variant of, from
+// token embedding to logits. Per layer: RMSNorm -> fused Q/K/V projection (+ bias) -> per-head
+// Q/K RMSNorm -> RoPE -> paged attention -> output projection [-> RMSNorm] -> residual ->
+// RMSNorm -> fused gate/up projection -> SiLU or tanh-GELU gating -> down projection
+// [-> RMSNorm] -> residual; then the final RMSNorm and the LM head. Architectures (one file
+// each) only fill a DecoderSpec and check their own config.
+//
+// Load fuses Q/K/V into one weight matrix and gate/up into another when their storage formats
+// match (FusedWeights), so a decode step runs one MatMul where it would run three (or two).
+//
+// Forward: see CausalLM::Forward. Reentrant: all per-step buffers are the calling thread's
+// ForwardScratch, so engine replicas may run steps on one shared stack from their own threads
+// (each with its own pool and KV view). Allocates nothing once the largest batch was seen
+// (apart from what the kernels and PagedAttention allocate).
+#pragma once
+
+#include <vector>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/quant_matmul.h"
+#include "kernels/rope.h"
+#include "model/forward_batch.h"
+#include "model/fused_weights.h"
+#include "model/kv_cache_view.h"
+#include "model/model_config.h"
+#include "model/weight_store.h"
+
+namespace radixserve::model {
+
+enum class GatedActivation { kSilu, kGeluTanh };
+
+struct DecoderSpec {
+  float norm_offset = 0.0f;  // every RMSNorm multiplies by (norm_offset + w)
+  float embed_scale = 1.0f;  // multiplies the token embeddings (Gemma: sqrt(hidden))
+  bool qkv_bias = false;     // Qwen2
+  bool qk_norm = false;      // RMSNorm on each Q and K head before RoPE (Qwen3, Gemma 3)
+  bool sandwich_norms = false;  // RMSNorm after attention and after the MLP too (Gemma 3)
+  // Use token_embd as LM head when the checkpoint has no output.weight.
+  bool tie_word_embeddings = false;
+  GatedActivation activation = GatedActivation::kSilu;
+  kernels::RopeLayout rope_layout = kernels::RopeLayout::kRotateHalf;
+  std::vector<float> inv_freq;        // RoPE frequencies (global layers)
+  float rope_attention_factor = 1.0f;  // multiplies cos/sin of global layers (yarn)
+  // Layers marked in ModelConfig::layer_is_sliding attend within sliding_window and use
+  // inv_freq_local (Gemma 3); otherwise every layer is global.
+  bool sliding_window_layers = false;
+  std::vector<float> inv_freq_local;
+  kernels::AttentionShape attention;
+  float final_logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
+};
+
+class DecoderStack {
+ public:
+  // Reads every layer's tensors (GGUF names) that `spec` asks for, with shapes from `config`.
+  Status Load(const ModelConfig& config, DecoderSpec spec, WeightStore& weights);
+
+  Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                 float* logits) const;
+
+  // Layers whose Q/K/V (gate/up) projections run as one stacked matrix.
+  int fused_qkv_layers() const;
+  int fused_gate_up_layers() const;
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm, post_attn_norm, post_ffn_norm, q_norm, k_norm;
+    std::vector<float> qkv_bias;      // [q | k | v] when spec.qkv_bias
+    bool qkv_fused = false;           // then q holds the stacked [q; k; v] rows
+    // Packed for the active kernels at load (see kernels::Pack) when the model runs llama.cpp's
+    // quantized numerics; otherwise they only wrap the matrices.
+    kernels::PackedWeight q, k, v, o;
+    bool gate_up_fused = false;       // then gate holds the stacked [gate; up] rows
+    kernels::PackedWeight gate, up, down;
+    bool sliding = false;             // local RoPE frequencies
+    int64_t sliding_window = 0;       // 0: unlimited
+  };
+  struct Step;
+  // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
+  using LayerCache = decltype(KvCacheView::k)::value_type;
+
+  void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,
+                LayerCache v_cache) const;
+
+  ModelConfig config_;
+  DecoderSpec spec_;
+  kernels::ActivationMode activation_mode_ = kernels::ActivationMode::kExact;
+  kernels::WeightMatrix embedding_;
+  kernels::PackedWeight lm_head_;
+  std::vector<float> output_norm_;
+  std::vector<Layer> layers_;
+  FusedWeights fused_;
+};
+
+}  // namespace radixserve::model

@@ -1,0 +1,36 @@
+// ForwardScratch: the activation buffers of one forward step, kept per calling thread so a step
+// allocates nothing once the largest batch has been seen. Several engine replicas may run
+// Forward on one shared model from their own threads; each thread gets its own scratch.
+//
+// Buffers only grow (Reserve), never shrink. Pool workers may write into them during the step;
+// they belong to the thread that called Forward and are reused by its next step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace radixserve::model {
+
+struct ForwardScratch {
+  std::vector<float> x;        // [T, hidden] residual stream
+  std::vector<float> h;        // [T, hidden] normed input / block output
+  std::vector<float> qkv;      // [T, q + 2 kv] (fused) or q alone
+  std::vector<float> k, v;     // [T, kv] when Q/K/V are not fused
+  std::vector<float> q_split;  // [T, q], fused Q/K/V of a multi-token step, split for attention
+  std::vector<float> k_split, v_split;
+  std::vector<float> attn;      // [T, q]
+  std::vector<float> gate_up;   // [T, 2 * intermediate] (fused) or gate alone
+  std::vector<float> up;        // [T, intermediate] when gate/up are not fused
+  std::vector<float> gated;     // [T, intermediate]
+  std::vector<float> rope_cos[2], rope_sin[2];  // [T, rotary_dim / 2] per rope frequency set
+  std::vector<float> final_rows;                // [logit rows, hidden]
+
+  // The calling thread's scratch.
+  static ForwardScratch& ForThisThread();
+
+  // Grows `buffer` to at least n floats; returns its data.
+  static float* Reserve(std::vector<float>& buffer, int64_t n);
+};
+
+}  // namespace radixserve::model

@@ -1,0 +1,32 @@
+// FusedWeights: owns weight matrices made at load time by stacking the rows of several matrices
+// that are multiplied with the same activations (Q/K/V, gate/up), so one MatMul replaces several.
+//
+// Stacking only applies when every part has the same storage format and column count (a
+// quantized row is self-contained, so rows copy as bytes). Used by the loading thread only; the
+// matrices it hands out stay valid, read-only, for the lifetime of the FusedWeights.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "kernels/matmul.h"
+
+namespace radixserve::model {
+
+class FusedWeights {
+ public:
+  // [parts[0].rows + parts[1].rows + ..., cols] holding the parts' rows in order, or nullopt when
+  // the parts differ in format or columns (the caller then multiplies them one by one).
+  std::optional<kernels::WeightMatrix> Stack(const std::vector<kernels::WeightMatrix>& parts);
+
+  // Bytes held by stacked copies.
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::deque<std::vector<uint8_t>> buffers_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace radixserve::model
