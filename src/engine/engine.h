@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "engine/request.h"
@@ -23,6 +24,7 @@ using EventSink = std::function<void(RequestEvent)>;
 
 // Load and cache figures for /get_load, /server_info, /metrics and the leak check.
 struct EngineStats {
+  int32_t dp_rank = 0;  // the replica these figures describe (aggregates: 0)
   int64_t num_running_reqs = 0;
   int64_t num_queued_reqs = 0;
   int64_t max_total_num_tokens = 0;
@@ -34,6 +36,8 @@ struct EngineStats {
   double cache_hit_rate = 0.0; // cached prompt tokens / prompt tokens, since start
   double gen_throughput = 0.0; // tokens/s over the last decode log interval
   int64_t num_retractions = 0;
+  int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
+  int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
 };
 
 class Engine {
@@ -53,7 +57,13 @@ class Engine {
   // kResourceExhausted (SGLang answers 400 with a message) otherwise.
   virtual Status FlushCache() = 0;
 
+  // Load figures; with several data-parallel replicas, their aggregate (sums; token_usage and
+  // cache_hit_rate over the sums).
   virtual EngineStats Stats() const = 0;
+
+  // One EngineStats per data-parallel replica, in dp_rank order (one engine: {Stats()}). For
+  // /get_load, /server_info's internal_states and metrics labeled by dp_rank.
+  virtual std::vector<EngineStats> ReplicaStats() const { return {Stats()}; }
 
   // The leak check (SGLang's): when idle, every KV slot is free or held by the prefix cache.
   // Ok when busy-but-consistent or idle-and-clean; an error describing the discrepancy otherwise.

@@ -1,6 +1,7 @@
 #include "engine/engine_config.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 namespace radixserve::engine {
@@ -11,6 +12,11 @@ std::optional<int64_t> OptionalIntArg(const args::ServerArgs& args, const char* 
 }
 
 namespace {
+
+std::optional<double> OptionalFloatArg(const args::ServerArgs& args, const char* key) {
+  if (!args.values().contains(key) || args.IsNull(key)) return std::nullopt;
+  return args.GetFloat(key);
+}
 
 bool BoolArg(const args::ServerArgs& args, const char* key) {
   return args.values().contains(key) && !args.IsNull(key) && args.GetBool(key);
@@ -60,6 +66,12 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
       OptionalIntArg(args, "random_seed")
           .value_or(static_cast<int64_t>(std::random_device{}() % ((1u << 30) + 1))));
   s.random_seed = config.random_seed;
+  config.watchdog_timeout_s = OptionalFloatArg(args, "watchdog_timeout");
+  config.soft_watchdog_timeout_s = OptionalFloatArg(args, "soft_watchdog_timeout");
+  config.dp_size = static_cast<int32_t>(OptionalIntArg(args, "dp_size").value_or(1));
+  if (const char* delay = std::getenv("RADIX_TEST_STEP_DELAY_MS")) {
+    config.test_step_delay_ms = std::max<int64_t>(0, std::atoll(delay));
+  }
   if (config.max_req_input_len() < 1) {
     return InvalidArgument("the context length and KV pool leave no room for a prompt");
   }

@@ -22,6 +22,15 @@ struct EngineConfig {
   bool enable_priority_scheduling = false;
   bool abort_on_priority_when_disabled = false;
   uint64_t random_seed = 0;
+  // Watchdog (--watchdog-timeout, --soft-watchdog-timeout), seconds; nullopt: off.
+  std::optional<double> watchdog_timeout_s;
+  std::optional<double> soft_watchdog_timeout_s;
+  // Data parallelism: this replica's rank and the number of replicas (--dp-size).
+  int32_t dp_rank = 0;
+  int32_t dp_size = 1;
+  // Test hook: every model step first sleeps this long (environment variable
+  // RADIX_TEST_STEP_DELAY_MS, read once at startup; 0 outside tests).
+  int64_t test_step_delay_ms = 0;
   // Limits (SGLang): max_req_len = min(context_len - 1, max_total_tokens - 1);
   // max_req_input_len = max_req_len - 5.
   int64_t context_len = 0;

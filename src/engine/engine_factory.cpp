@@ -1,16 +1,32 @@
 #include "engine/engine_factory.h"
 
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
 #include "common/log.h"
+#include "engine/dp_engine.h"
 #include "engine/engine_config.h"
 #include "engine/engine_loop.h"
+#include "engine/load_balancer.h"
 #include "kv/kv_memory.h"
 
 namespace radixserve::engine {
+namespace {
 
-Expected<std::unique_ptr<Engine>> CreateEngine(
+// Where a replica stands among --dp-size replicas, and the host memory they all size against
+// (read once, so that the first replica's pool does not shrink the next one's budget).
+struct ReplicaPlace {
+  int32_t rank = 0;
+  int32_t size = 1;
+  std::optional<kv::HostMemory> memory;
+};
+
+Expected<std::unique_ptr<EngineLoop>> CreateReplica(
     const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
-    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool) {
-  RADIX_CHECK(model != nullptr && pool != nullptr);
+    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
+    const ReplicaPlace& place) {
   const model::ModelConfig& mc = model->config();
   const std::string dtype_flag =
       args.values().contains("kv_cache_dtype") && !args.IsNull("kv_cache_dtype")
@@ -18,10 +34,6 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
           : "auto";
   Expected<kv::KvDtype> dtype = kv::ParseKvCacheDtype(dtype_flag, kv::KvDtype::kF32);
   if (!dtype.ok()) return dtype.status();
-  if (*dtype != kv::KvDtype::kF32) {
-    return Unsupported("--kv-cache-dtype " + dtype_flag +
-                       ": the CPU attention kernels read a float32 KV cache; use auto");
-  }
   std::string eviction = "lru";
   if (args.values().contains("radix_eviction_policy") && !args.IsNull("radix_eviction_policy")) {
     eviction = args.GetString("radix_eviction_policy");
@@ -37,6 +49,11 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
   options.context_len = mc.context_length;
   options.page_size = static_cast<int32_t>(OptionalIntArg(args, "page_size").value_or(1));
   options.max_total_tokens = OptionalIntArg(args, "max_total_tokens");
+  if (options.max_total_tokens) {
+    *options.max_total_tokens = std::max<int64_t>(1, *options.max_total_tokens / place.size);
+  }
+  options.replicas = place.size;
+  options.memory = place.memory;
   if (args.values().contains("mem_fraction_static") && !args.IsNull("mem_fraction_static")) {
     options.mem_fraction_static = args.GetFloat("mem_fraction_static");
   }
@@ -52,14 +69,17 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
       args, mc.context_length, static_cast<int64_t>((*memory)->max_total_num_tokens()),
       (*memory)->max_running_requests());
   if (!config.ok()) return config.status();
+  config->dp_rank = place.rank;
+  config->dp_size = place.size;
   Expected<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(config->sched, memory->get());
   if (!scheduler.ok()) return scheduler.status();
 
+  const std::string prefix = place.size > 1 ? fmt::format("[DP{}] ", place.rank) : "";
   RADIX_LOG_INFO(
-      "max_total_num_tokens={}, chunked_prefill_size={}, max_prefill_tokens={}, "
+      "{}max_total_num_tokens={}, chunked_prefill_size={}, max_prefill_tokens={}, "
       "max_running_requests={}, context_len={}, available_cpu_mem={:.2f} GB",
-      (*memory)->max_total_num_tokens(), config->sched.chunked_prefill_size.value_or(-1),
+      prefix, (*memory)->max_total_num_tokens(), config->sched.chunked_prefill_size.value_or(-1),
       config->sched.max_prefill_tokens, config->sched.max_running_requests, config->context_len,
       static_cast<double>((*memory)->sizing().available_bytes) / (1024.0 * 1024.0 * 1024.0));
 
@@ -67,7 +87,51 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
                                              std::move(scheduler).value(), std::move(model),
                                              std::move(tokenizer), pool);
   engine->Start();
-  return std::unique_ptr<Engine>(std::move(engine));
+  return engine;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> CreateEngine(
+    const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
+    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool) {
+  RADIX_CHECK(model != nullptr && pool != nullptr);
+  const auto dp_size = static_cast<int32_t>(OptionalIntArg(args, "dp_size").value_or(1));
+  if (dp_size < 1) return InvalidArgument("--dp-size must be at least 1");
+  if (dp_size == 1) {
+    auto replica = CreateReplica(args, std::move(model), std::move(tokenizer), pool, {});
+    if (!replica.ok()) return replica.status();
+    return std::unique_ptr<Engine>(std::move(replica).value());
+  }
+  std::string method_name = "round_robin";
+  if (args.values().contains("load_balance_method") && !args.IsNull("load_balance_method")) {
+    method_name = args.GetString("load_balance_method");
+  }
+  Expected<LoadBalanceMethod> method = ParseLoadBalanceMethod(method_name);
+  if (!method.ok()) return method.status();
+  ReplicaPlace place;
+  place.size = dp_size;
+  Expected<kv::HostMemory> memory = kv::ReadHostMemory();
+  if (!memory.ok()) return memory.status();
+  place.memory = *memory;
+  // The --threads budget is split between the replicas, at least one thread each.
+  const int threads = std::max(1, pool->size() / dp_size);
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  std::vector<std::unique_ptr<Engine>> replicas;
+  for (int32_t rank = 0; rank < dp_size; ++rank) {
+    pools.push_back(std::make_unique<ThreadPool>(threads));
+    place.rank = rank;
+    auto replica = CreateReplica(args, model, tokenizer, pools.back().get(), place);
+    if (!replica.ok()) {
+      for (auto& started : replicas) started->Shutdown();
+      return replica.status();
+    }
+    replicas.push_back(std::move(replica).value());
+  }
+  RADIX_LOG_INFO("Data parallelism: {} replicas, {} threads each, load balance method {}",
+                 dp_size, threads, method_name);
+  return std::unique_ptr<Engine>(
+      std::make_unique<DpEngine>(std::move(pools), std::move(replicas), *method));
 }
 
 }  // namespace radixserve::engine

@@ -3,9 +3,30 @@
 #include <future>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "common/log.h"
 
 namespace radixserve::engine {
+
+namespace {
+
+// kv::KvDtype and kernels::KvType name the same three element types (src/kv and src/model may
+// not include each other, so the kernels folder carries its own enum).
+kernels::KvType ToKernelKvType(kv::KvDtype dtype) {
+  switch (dtype) {
+    case kv::KvDtype::kF32:
+      return kernels::KvType::kF32;
+    case kv::KvDtype::kBF16:
+      return kernels::KvType::kBF16;
+    case kv::KvDtype::kF16:
+      return kernels::KvType::kF16;
+  }
+  RADIX_CHECK_MSG(false, "unknown KV dtype");
+  return kernels::KvType::kF32;
+}
+
+}  // namespace
 
 EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory,
                        std::unique_ptr<sched::Scheduler> scheduler,
@@ -25,9 +46,10 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
   kv::KvStorage& storage = memory_->pool().storage();
   for (int32_t l = 0; l < static_cast<int32_t>(mc.num_layers); ++l) {
     kv::KvLayerView layer = storage.layer(l);
-    kv_view_.k.push_back(static_cast<float*>(layer.k));
-    kv_view_.v.push_back(static_cast<float*>(layer.v));
+    kv_view_.k.emplace_back(layer.k, ToKernelKvType(layer.dtype));
+    kv_view_.v.emplace_back(layer.v, ToKernelKvType(layer.dtype));
   }
+  kv_view_.dtype = ToKernelKvType(storage.spec().dtype);
   kv_view_.num_slots = static_cast<int64_t>(storage.spec().num_rows);
   kv_view_.num_kv_heads = mc.num_kv_heads;
   kv_view_.head_dim = mc.head_dim;
@@ -35,6 +57,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
   if (tokenizer_) {
     for (auto id : tokenizer_->eos_ids()) eos_ids_.push_back(static_cast<int32_t>(id));
   }
+  if (config_.dp_size > 1) log_prefix_ = fmt::format("[DP{}] ", config_.dp_rank);
   PublishStats();
 }
 
@@ -46,6 +69,12 @@ void EngineLoop::Start() {
     thread_live_ = true;
   }
   thread_ = std::thread([this] { Run(); });
+  WatchdogOptions watchdog;
+  watchdog.hard_timeout_s = config_.watchdog_timeout_s;
+  watchdog.soft_timeout_s = config_.soft_watchdog_timeout_s;
+  watchdog.name = log_prefix_ + "Scheduler";
+  watchdog.describe_state = [this] { return DescribeState(); };
+  watchdog_ = std::make_unique<Watchdog>(std::move(watchdog), &progress_);
 }
 
 Status EngineLoop::Submit(GenerateRequest request, EventSink sink) {
@@ -113,11 +142,11 @@ Status EngineLoop::FlushCache() {
           "Cache not flushed because there are pending requests. #queue-req: " +
           std::to_string(scheduler_->waiting().size()) +
           ", #running-req: " + std::to_string(scheduler_->running().size());
-      RADIX_LOG_WARN("{}", message);
+      RADIX_LOG_WARN("{}{}", log_prefix_, message);
       return Status(StatusCode::kResourceExhausted, message);
     }
     RADIX_RETURN_IF_ERROR(memory_->Flush());
-    RADIX_LOG_INFO("Cache flushed successfully!");
+    RADIX_LOG_INFO("{}Cache flushed successfully!", log_prefix_);
     PublishStats();
     return Status::Ok();
   });
@@ -142,11 +171,13 @@ void EngineLoop::Shutdown() {
     wake_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  if (watchdog_) watchdog_->Stop();
 }
 
 void EngineLoop::Run() {
   int64_t continuous_decodes = 0;
   while (true) {
+    progress_.Begin();
     if (continuous_decodes % config_.num_continuous_decode_steps == 0) {
       if (DrainInbox()) break;
     }
@@ -161,6 +192,7 @@ void EngineLoop::Run() {
     if (plan.empty()) {
       continuous_decodes = 0;
       PublishStats();
+      progress_.End();
       std::unique_lock<std::mutex> lock(mutex_);
       const auto has_work = [this] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || !commands_.empty();
@@ -172,10 +204,13 @@ void EngineLoop::Run() {
       }
       continue;
     }
+    progress_.SetBatch(DescribePlan(plan));
     RunStep(plan);
     continuous_decodes = plan.kind == sched::StepKind::kDecode ? continuous_decodes + 1 : 0;
     PublishStats();
+    progress_.End();
   }
+  progress_.End();
   // Shutdown: everything still held ends with an abort.
   const FinishReason shutdown = AbortFinish("The server is shutting down.", 503);
   for (sched::Sequence* seq : scheduler_->AllSequences()) FinishSequence(seq, shutdown, true);

@@ -24,6 +24,8 @@
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/request_state.h"
+#include "engine/step_progress.h"
+#include "engine/watchdog.h"
 #include "kv/kv_memory.h"
 #include "model/causal_lm.h"
 #include "sampling/logits_processor.h"
@@ -42,7 +44,7 @@ class EngineLoop final : public Engine {
              std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool);
   ~EngineLoop() override;
 
-  // Starts the engine thread (CreateEngine does).
+  // Starts the engine thread and its watchdog (CreateEngine does).
   void Start();
 
   Status Submit(GenerateRequest request, EventSink sink) override;
@@ -69,6 +71,8 @@ class EngineLoop final : public Engine {
   void RunStep(sched::StepPlan& plan);
   void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);
   void ScoreInput(const sched::StepEntry& entry, size_t position, std::span<const float> logits);
+  std::string DescribePlan(const sched::StepPlan& plan) const;
+  std::string DescribeState() const;
   void LogPrefill(const sched::StepPlan& plan);
   void LogDecode();
   void PublishStats();
@@ -113,7 +117,10 @@ class EngineLoop final : public Engine {
   mutable std::mutex inline_mutex_;
   std::atomic<int64_t> waiting_count_{0};  // the scheduler's waiting queue, as of the last step
   EngineStats stats_;
+  std::string log_prefix_;  // "[DP<rank>] " with several replicas, else empty
+  StepProgress progress_;   // read by the watchdog thread
   std::thread thread_;
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace radixserve::engine

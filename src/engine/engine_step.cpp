@@ -1,5 +1,8 @@
 // EngineLoop's model step: forward, input logprobs, sampling, token commit, step logs, stats.
 #include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "common/log.h"
 #include "engine/engine_loop.h"
@@ -16,6 +19,10 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   model::ForwardBatch batch =
       BuildForwardBatch(plan, memory_->req_pool(), input_start, &logit_rows_);
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
+  progress_.SetPhase("forward");
+  if (config_.test_step_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(config_.test_step_delay_ms));
+  }
   const Status status = model_->Forward(batch, kv_view_, pool_, logits_.data());
   scheduler_->CompleteStep(plan);
   if (plan.kind != sched::StepKind::kDecode) LogPrefill(plan);
@@ -27,6 +34,7 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
     }
     return;
   }
+  progress_.SetPhase("sample");
   const auto vocab = static_cast<size_t>(vocab_size_);
   for (size_t r = 0; r < logit_rows_.size(); ++r) {
     if (logit_rows_[r].sample) continue;
@@ -99,12 +107,39 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
   }
 }
 
+std::string EngineLoop::DescribePlan(const sched::StepPlan& plan) const {
+  static constexpr const char* kKinds[] = {"idle", "extend", "decode", "mixed"};
+  std::string out = fmt::format("{} batch of {} sequences, {} tokens [",
+                                kKinds[static_cast<int>(plan.kind)], plan.entries.size(),
+                                plan.num_tokens());
+  // The first few requests name the batch; the rest only count.
+  constexpr size_t kListed = 8;
+  for (size_t i = 0; i < plan.entries.size() && i < kListed; ++i) {
+    const sched::StepEntry& e = plan.entries[i];
+    out += fmt::format("{}rid={} prefix={} extend={}", i ? ", " : "", e.seq->rid, e.prefix_len,
+                       e.extend_len);
+  }
+  if (plan.entries.size() > kListed) {
+    out += fmt::format(", ... {} more", plan.entries.size() - kListed);
+  }
+  return out + "]";
+}
+
+std::string EngineLoop::DescribeState() const {
+  const EngineStats stats = Stats();
+  return fmt::format(
+      "#running-req: {}, #queue-req: {}, #token: {}, #cached-token: {}, token usage: {:.2f}, "
+      "max_total_num_tokens: {}",
+      stats.num_running_reqs, stats.num_queued_reqs, stats.used_tokens, stats.cached_tokens,
+      stats.token_usage, stats.max_total_num_tokens);
+}
+
 void EngineLoop::LogPrefill(const sched::StepPlan& plan) {
   cached_tokens_total_ += static_cast<int64_t>(plan.cached_tokens);
   RADIX_LOG_INFO(
-      "Prefill batch, #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: {:.2f}, "
+      "{}Prefill batch, #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: {:.2f}, "
       "#running-req: {}, #queue-req: {}, ",
-      plan.new_seqs, plan.new_tokens, plan.cached_tokens, memory_->token_usage(),
+      log_prefix_, plan.new_seqs, plan.new_tokens, plan.cached_tokens, memory_->token_usage(),
       plan.running_before, scheduler_->waiting().size());
 }
 
@@ -115,14 +150,15 @@ void EngineLoop::LogDecode() {
   tokens_since_log_ = 0;
   last_decode_log_ = now;
   RADIX_LOG_INFO(
-      "Decode batch, #running-req: {}, #token: {}, token usage: {:.2f}, cpu graph: False, gen "
+      "{}Decode batch, #running-req: {}, #token: {}, token usage: {:.2f}, cpu graph: False, gen "
       "throughput (token/s): {:.2f}, #queue-req: {}, ",
-      scheduler_->running().size(), memory_->used_tokens(), memory_->token_usage(),
+      log_prefix_, scheduler_->running().size(), memory_->used_tokens(), memory_->token_usage(),
       last_gen_throughput_, scheduler_->waiting().size());
 }
 
 void EngineLoop::PublishStats() {
   EngineStats stats;
+  stats.dp_rank = config_.dp_rank;
   stats.num_running_reqs = static_cast<int64_t>(scheduler_->running().size()) +
                            (scheduler_->chunked() != nullptr ? 1 : 0);
   stats.num_queued_reqs = static_cast<int64_t>(scheduler_->waiting().size());
@@ -138,6 +174,8 @@ void EngineLoop::PublishStats() {
                                                   : 0.0;
   stats.gen_throughput = last_gen_throughput_;
   stats.num_retractions = scheduler_->num_retractions();
+  stats.prompt_tokens_total = prompt_tokens_total_;
+  stats.cached_prompt_tokens_total = cached_tokens_total_;
   waiting_count_.store(stats.num_queued_reqs);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_ = stats;

@@ -44,6 +44,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   input.mem_fraction_static = options.mem_fraction_static;
   input.max_total_tokens = options.max_total_tokens;
   input.page_size = options.page_size;
+  input.replicas = options.replicas;
   Expected<KvSizing> sizing = ComputeKvSizing(input);
   if (!sizing.ok()) return sizing.status();
 

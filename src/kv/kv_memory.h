@@ -44,6 +44,8 @@ struct KvMemoryOptions {
   EvictionPolicy eviction_policy = EvictionPolicy::kLru;
   // Resident bytes of the loaded weights, charged against the static budget.
   uint64_t weights_bytes = 0;
+  // Data-parallel replicas sharing the weights and splitting the KV budget (memory_sizing.h).
+  int32_t replicas = 1;
   // Host memory to size against; nullopt reads this machine (ReadHostMemory).
   std::optional<HostMemory> memory;
 };

@@ -129,7 +129,8 @@ Expected<KvSizing> ComputeKvSizing(const KvSizingInput& input) {
   sizing.mem_fraction_static = fraction;
   sizing.available_bytes = input.memory.available_bytes / std::max(input.memory.numa_nodes, 1);
   const double static_budget = fraction * static_cast<double>(sizing.available_bytes);
-  const double kv_budget = static_budget - static_cast<double>(input.weights_bytes);
+  const double kv_budget = (static_budget - static_cast<double>(input.weights_bytes)) /
+                           static_cast<double>(std::max(input.replicas, 1));
   sizing.kv_budget_bytes = kv_budget > 0 ? static_cast<uint64_t>(kv_budget) : 0;
   sizing.profiled_tokens = sizing.kv_budget_bytes / input.kv_bytes_per_token;
 

@@ -12,6 +12,9 @@
 //     (0.25) applies: three quarters of what is available stays for other processes, activations
 //     and the HTTP side. (SGLang's GPU-derived default, around 0.85, would let a handful of
 //     servers on one host exhaust it.)
+//   * with --dp-size N the N replicas share the weights and split the KV budget evenly: each
+//     sizes its pool from kv_budget / N (and from --max-total-tokens / N, which the engine
+//     factory passes per replica);
 //   * max_total_num_tokens = kv_budget / kv_bytes_per_token, lowered to --max-total-tokens if
 //     given (a warning is logged if that exceeds what memory allows; as in SGLang, the user value
 //     can only lower the profiled size), then rounded down to a page multiple; a result of 0 is
@@ -55,6 +58,7 @@ struct KvSizingInput {
   std::optional<double> mem_fraction_static;  // --mem-fraction-static
   std::optional<int64_t> max_total_tokens;    // --max-total-tokens
   int32_t page_size = 1;
+  int32_t replicas = 1;  // --dp-size: replicas splitting kv_budget
 };
 
 struct KvSizing {
@@ -62,7 +66,7 @@ struct KvSizing {
   size_t profiled_tokens = 0;        // what memory alone allows (before the user cap)
   double mem_fraction_static = 0.0;  // the fraction used
   uint64_t available_bytes = 0;      // A in the rule above
-  uint64_t kv_budget_bytes = 0;
+  uint64_t kv_budget_bytes = 0;     // this replica's share
 };
 
 // Applies the CPU rule. kInvalidArgument for a fraction outside (0, 1] or a non-positive

@@ -17,7 +17,7 @@ namespace {
 
 using testing::Collector;
 
-// 48 prompts over 3 shared openings, so the radix cache and lpm see real sharing.
+// 64 distinct prompts over 3 shared openings, so the radix cache and lpm see real sharing.
 std::vector<std::vector<int32_t>> SharedPrefixPrompts() {
   const tokenizer::Tokenizer& tok = *testing::LoadStories().tokenizer;
   const std::vector<std::string> openings = {
@@ -27,9 +27,9 @@ std::vector<std::vector<int32_t>> SharedPrefixPrompts() {
       "",     " in the sun",         " and", " with a toy. She was happy",
       " but", " when the rain came", " so",  " very much. One day"};
   std::vector<std::vector<int32_t>> prompts;
-  for (size_t i = 0; i < 48; ++i) {
-    const std::string text =
-        openings[i % 3] + endings[(i / 3) % endings.size()] + (i >= 24 ? " and then" : "");
+  const std::vector<std::string> tails = {"", " and then", " but then"};
+  for (size_t i = 0; i < 64; ++i) {
+    const std::string text = openings[i % 3] + endings[(i / 3) % endings.size()] + tails[i / 24];
     std::vector<int32_t> ids;
     for (auto id : tok.Encode(text)) ids.push_back(static_cast<int32_t>(id));
     prompts.push_back(std::move(ids));
@@ -69,7 +69,7 @@ int64_t RunAndCompare(const args::ServerArgs& args, int64_t max_new,
   auto engine = testing::MakeEngine(args);
   Collector collector(prompts.size());
   // One request per opening first, so that the rest can find their prefixes in the cache, then
-  // the other 45 at once.
+  // the other 61 at once.
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_TRUE(engine
                     ->Submit(testing::GreedyRequest("r" + std::to_string(i), prompts[i], max_new),
@@ -104,6 +104,7 @@ TEST_P(EngineMatrixTest, ConcurrentGreedyEqualsAlone) {
   args.Set("chunked-prefill-size", chunk);
   args.Set("disable-radix-cache", !radix);
   args.Set("schedule-policy", radix ? "lpm" : "fcfs");
+  args.Set("enable-deterministic-inference", true);
   const int64_t cached = RunAndCompare(args, 24);
   if (radix) {
     EXPECT_GT(cached, 0);

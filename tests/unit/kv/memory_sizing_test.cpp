@@ -82,6 +82,16 @@ TEST(MemorySizingTest, ExplicitFractionAndUserCap) {
   EXPECT_EQ(ComputeKvSizing(input)->max_total_num_tokens, 3072u);
 }
 
+TEST(MemorySizingTest, DataParallelReplicasSplitTheKvBudget) {
+  KvSizingInput input = BaseInput();
+  input.mem_fraction_static = 0.5;  // 3 GiB of KV once the weights (shared) are paid for
+  input.replicas = 3;               // 1 GiB each
+  Expected<KvSizing> sizing = ComputeKvSizing(input);
+  ASSERT_TRUE(sizing.ok());
+  EXPECT_EQ(sizing->kv_budget_bytes, 1 * kGiB);
+  EXPECT_EQ(sizing->max_total_num_tokens, 1024u);
+}
+
 TEST(MemorySizingTest, ErrorsAreValues) {
   KvSizingInput input = BaseInput();
   input.weights_bytes = 3 * kGiB;  // more than the static budget

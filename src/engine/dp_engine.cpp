@@ -1,0 +1,106 @@
+#include "engine/dp_engine.h"
+
+#include <string>
+
+#include "common/check.h"
+
+namespace radixserve::engine {
+
+DpEngine::DpEngine(std::vector<std::unique_ptr<ThreadPool>> pools,
+                   std::vector<std::unique_ptr<Engine>> replicas, LoadBalanceMethod method)
+    : pools_(std::move(pools)),
+      replicas_(std::move(replicas)),
+      balancer_(method, static_cast<int>(replicas_.size())) {
+  RADIX_CHECK(!replicas_.empty());
+}
+
+DpEngine::~DpEngine() { Shutdown(); }
+
+Status DpEngine::Submit(GenerateRequest request, EventSink sink) {
+  const auto prompt_tokens = static_cast<int64_t>(request.input_ids.size());
+  const int replica = balancer_.Assign(prompt_tokens);
+  // The sink runs on the replica's engine thread, one event at a time, so `counted` needs no
+  // lock; the balancer outlives every engine thread (Shutdown joins them).
+  EventSink counting = [this, replica, counted = prompt_tokens,
+                        sink = std::move(sink)](RequestEvent event) mutable {
+    const auto produced = static_cast<int64_t>(event.new_token_ids.size());
+    if (produced > 0) {
+      balancer_.AddTokens(replica, produced);
+      counted += produced;
+    }
+    if (event.finished) balancer_.Release(replica, counted);
+    sink(std::move(event));
+  };
+  Status status = replicas_[static_cast<size_t>(replica)]->Submit(std::move(request),
+                                                                  std::move(counting));
+  if (!status.ok()) balancer_.Release(replica, prompt_tokens);
+  return status;
+}
+
+void DpEngine::Abort(std::string_view rid_prefix) {
+  for (auto& replica : replicas_) replica->Abort(rid_prefix);
+}
+
+Status DpEngine::FlushCache() {
+  Status first = Status::Ok();
+  for (auto& replica : replicas_) {
+    Status status = replica->FlushCache();
+    if (!status.ok() && first.ok()) first = std::move(status);
+  }
+  return first;
+}
+
+EngineStats DpEngine::Stats() const {
+  EngineStats total;
+  double used_weighted = 0.0;
+  for (const EngineStats& s : ReplicaStats()) {
+    total.num_running_reqs += s.num_running_reqs;
+    total.num_queued_reqs += s.num_queued_reqs;
+    total.max_total_num_tokens += s.max_total_num_tokens;
+    total.max_running_requests += s.max_running_requests;
+    total.context_len = s.context_len;
+    total.used_tokens += s.used_tokens;
+    total.cached_tokens += s.cached_tokens;
+    used_weighted += s.token_usage * static_cast<double>(s.max_total_num_tokens);
+    total.gen_throughput += s.gen_throughput;
+    total.num_retractions += s.num_retractions;
+    total.prompt_tokens_total += s.prompt_tokens_total;
+    total.cached_prompt_tokens_total += s.cached_prompt_tokens_total;
+  }
+  if (total.max_total_num_tokens > 0) {
+    total.token_usage = used_weighted / static_cast<double>(total.max_total_num_tokens);
+  }
+  if (total.prompt_tokens_total > 0) {
+    total.cache_hit_rate = static_cast<double>(total.cached_prompt_tokens_total) /
+                           static_cast<double>(total.prompt_tokens_total);
+  }
+  return total;
+}
+
+std::vector<EngineStats> DpEngine::ReplicaStats() const {
+  std::vector<EngineStats> out;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    EngineStats s = replicas_[r]->Stats();
+    s.dp_rank = static_cast<int32_t>(r);
+    out.push_back(s);
+  }
+  return out;
+}
+
+Status DpEngine::CheckLeaks() const {
+  std::string failures;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    Status status = replicas_[r]->CheckLeaks();
+    if (status.ok()) continue;
+    if (!failures.empty()) failures += "; ";
+    failures += "DP" + std::to_string(r) + ": " + status.message();
+  }
+  if (failures.empty()) return Status::Ok();
+  return Status(StatusCode::kInternal, failures);
+}
+
+void DpEngine::Shutdown() {
+  for (auto& replica : replicas_) replica->Shutdown();
+}
+
+}  // namespace radixserve::engine

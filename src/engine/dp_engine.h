@@ -1,0 +1,47 @@
+// DpEngine: the Engine facade over --dp-size data-parallel replicas (SGLang's
+// DataParallelController, in one process). Each replica is a full engine (its own engine thread,
+// KV pool, prefix cache, scheduler and thread pool) sharing the read-only model weights; a
+// LoadBalancer picks the replica of each new request.
+//   * Submit: to the chosen replica; its rejection is the caller's answer (no retry elsewhere).
+//   * Abort: broadcast (a rid prefix may match requests on every replica).
+//   * FlushCache: every replica flushes; an error if any of them had pending requests (SGLang
+//     broadcasts the flush and reports success only if every rank succeeded).
+//   * Stats: the sum over replicas; ReplicaStats: one per replica, dp_rank in order.
+//   * CheckLeaks: every replica's check; the messages of failing ones, prefixed with their rank.
+//
+// Thread safety: as Engine. The replicas' thread pools are owned here and outlive them.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "engine/engine.h"
+#include "engine/load_balancer.h"
+
+namespace radixserve::engine {
+
+class DpEngine final : public Engine {
+ public:
+  // `pools` may be empty when the replicas use a pool owned elsewhere.
+  DpEngine(std::vector<std::unique_ptr<ThreadPool>> pools,
+           std::vector<std::unique_ptr<Engine>> replicas, LoadBalanceMethod method);
+  ~DpEngine() override;
+
+  Status Submit(GenerateRequest request, EventSink sink) override;
+  void Abort(std::string_view rid_prefix) override;
+  Status FlushCache() override;
+  EngineStats Stats() const override;
+  std::vector<EngineStats> ReplicaStats() const override;
+  Status CheckLeaks() const override;
+  void Shutdown() override;
+
+  const LoadBalancer& balancer() const { return balancer_; }
+
+ private:
+  std::vector<std::unique_ptr<ThreadPool>> pools_;  // destroyed after the replicas
+  std::vector<std::unique_ptr<Engine>> replicas_;
+  LoadBalancer balancer_;
+};
+
+}  // namespace radixserve::engine
