@@ -1,5 +1,8 @@
 #include "api/call_tracker.h"
 
+#include "api/crash_dump.h"
+#include "api/request_log.h"
+
 namespace radixserve::api {
 
 CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event,
@@ -20,6 +23,7 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
     call->choices_[i].input_ids = requests[i].input_ids;
     call->choices_[i].arrival = requests[i].arrival;
     call->choices_[i].has_grammar = requests[i].sampling.HasGrammar();
+    call->RecordReceived(requests[i], call->choices_[i]);
   }
   std::weak_ptr<CallTracker> weak = call;
   writer->OnDisconnect([weak] {
@@ -114,6 +118,7 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
     choice.finished = true;
     choice.finish = event.finish_reason;
     ++num_finished_;
+    RecordFinished(choice);
   }
   on_event_(*this, index, event);
   if (event.finished && num_finished_ == choices_.size()) on_done_(*this);
@@ -143,6 +148,28 @@ void CallTracker::RecordMetrics(ChoiceState& choice, const engine::RequestEvent&
                                      .e2e_latency_s = event.e2e_latency_s,
                                      .has_grammar = choice.has_grammar,
                                      .retraction_count = 0});
+  }
+}
+
+// SGLang logs a request when the tokenizer manager receives it and when it finishes, and keeps
+// it for the crash dump.
+void CallTracker::RecordReceived(const engine::GenerateRequest& request, ChoiceState& choice) {
+  if (ctx_.request_log == nullptr && ctx_.crash_dump == nullptr) return;
+  choice.log_obj = RequestObjJson(ctx_, request);
+  choice.created_time = CrashDump::NowEpochSeconds();
+  if (ctx_.request_log != nullptr) ctx_.request_log->LogReceive(choice.log_obj);
+  if (ctx_.crash_dump != nullptr) {
+    choice.dump_ticket = ctx_.crash_dump->RecordReceived(choice.log_obj, choice.created_time);
+  }
+}
+
+void CallTracker::RecordFinished(ChoiceState& choice) {
+  if (ctx_.request_log == nullptr && ctx_.crash_dump == nullptr) return;
+  const nlohmann::ordered_json out = RequestOutJson(choice);
+  if (ctx_.request_log != nullptr) ctx_.request_log->LogFinish(choice.log_obj, out);
+  if (ctx_.crash_dump != nullptr) {
+    ctx_.crash_dump->RecordFinished(choice.dump_ticket, choice.log_obj, out, choice.created_time,
+                                    CrashDump::NowEpochSeconds());
   }
 }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "api/api_error.h"
 #include "api/response_writer.h"
 #include "api/server_context.h"
@@ -41,6 +43,11 @@ struct ChoiceState {
   std::chrono::steady_clock::time_point last_output;
   bool has_output = false;
   bool has_grammar = false;
+  // --log-requests / --crash-dump-folder: the request as logged, its wall-clock arrival (epoch
+  // seconds) and its crash-dump ticket. Filled only when one of them is on.
+  nlohmann::ordered_json log_obj;
+  double created_time = 0.0;
+  uint64_t dump_ticket = 0;
   // Bookkeeping for formatters that send deltas.
   size_t text_sent = 0;
   size_t ids_sent = 0;
@@ -76,6 +83,8 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   void SubmitAll(std::vector<engine::GenerateRequest> requests, const OnRejected& on_rejected);
   void AbortUnfinished();
   void RecordMetrics(ChoiceState& choice, const engine::RequestEvent& event);
+  void RecordReceived(const engine::GenerateRequest& request, ChoiceState& choice);
+  void RecordFinished(ChoiceState& choice);
 
   ServerContext& ctx_;
   ResponseWriterPtr writer_;

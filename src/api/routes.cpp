@@ -49,7 +49,7 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/chat/completions", false, JsonOnly(HandleChatCompletions)},
       {{"GET"}, "/metrics", false, HandleMetrics},
       {{"GET"}, "/v1/models", false, HandleListModels},
-      {{"GET"}, "/v1/models/", true, HandleGetModel},
+      {{"GET"}, "/v1/models/", true, HandleGetModel, "model"},
   };
 }
 

@@ -27,6 +27,7 @@ struct ApiRoute {
   std::string path;     // exact path, or a prefix ending in '/' when `prefix` is set
   bool prefix = false;  // path_param = the rest of the path
   ApiHandler handler;
+  std::string param_name = "path";  // names path_param in metrics labels ("/v1/models/{model}")
 };
 
 // The route table (native API, OpenAI API, admin routes, /metrics).

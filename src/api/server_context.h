@@ -20,6 +20,9 @@
 
 namespace radixserve::api {
 
+class CrashDump;
+class RequestLog;
+
 struct ModelFacts {
   std::string model_type;                  // config.json model_type / GGUF architecture
   std::vector<std::string> architectures;  // e.g. ["LlamaForCausalLM"]
@@ -37,6 +40,8 @@ struct ServerContext {
   // --completion-template (fill-in-the-middle with `suffix`); null when not given.
   const chat::CompletionTemplate* completion_template = nullptr;
   metrics::ServingMetrics* metrics = nullptr;  // null unless --enable-metrics
+  const RequestLog* request_log = nullptr;     // null unless --log-requests
+  CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
   ModelFacts model;
   std::string served_model_name;
   std::string weight_version = "default";

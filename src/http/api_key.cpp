@@ -8,6 +8,9 @@ ApiKeyCheck::ApiKeyCheck(std::string api_key)
 bool ApiKeyCheck::Allows(const Request& request) const {
   if (!enabled() || request.method == "OPTIONS") return true;
   if (request.path.starts_with("/health") || request.path.starts_with("/metrics")) return true;
+  // The built-in chat page (src/web) loads without a key; the API calls it makes carry one.
+  bool page_read = request.method == "GET" || request.method == "HEAD";
+  if (page_read && (request.path == "/" || request.path.starts_with("/static/"))) return true;
   auto header = request.header("authorization");
   return header.has_value() && ConstantTimeEquals(*header, expected_header_);
 }

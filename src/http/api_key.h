@@ -1,7 +1,8 @@
 // ApiKeyCheck: SGLang's --api-key middleware. With a key set, every request needs the header
-// "Authorization: Bearer <key>" exactly, except OPTIONS requests and paths starting with
-// "/health" or "/metrics". The key is compared in constant time (no early exit on the first
-// differing byte). Immutable after construction; safe to call from any thread.
+// "Authorization: Bearer <key>" exactly, except OPTIONS requests, paths starting with "/health"
+// or "/metrics", and GET/HEAD of the chat page ("/" and "/static/..."; its API calls carry the
+// key). The key is compared in constant time (no early exit on the first differing byte).
+// Immutable after construction; safe to call from any thread.
 #pragma once
 
 #include <string>

@@ -8,10 +8,23 @@
 
 namespace radixserve::http {
 
-Dispatcher::Dispatcher(Router router, ApiKeyCheck api_key)
-    : router_(std::move(router)), api_key_(std::move(api_key)) {}
+namespace {
+constexpr std::string_view kUnknownEndpoint = "Unknown";  // SGLang's label without a route
+}  // namespace
+
+Dispatcher::Dispatcher(Router router, ApiKeyCheck api_key,
+                       std::function<void(const ResponseInfo&)> on_response)
+    : router_(std::move(router)),
+      api_key_(std::move(api_key)),
+      on_response_(std::move(on_response)) {}
 
 void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
+  RouteMatch match = router_.Match(request.method, request.path);
+  if (on_response_) {
+    responder->SetObserver(&on_response_, request.method,
+                           match.kind == RouteMatchKind::kFound ? match.route_path
+                                                                : std::string(kUnknownEndpoint));
+  }
   if (IsCorsPreflight(request)) {
     PreflightAnswer answer = AnswerCorsPreflight(request);
     responder->Send(answer.status, "text/plain; charset=utf-8", std::move(answer.body),
@@ -24,7 +37,6 @@ void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
     return;
   }
 
-  RouteMatch match = router_.Match(request.method, request.path);
   if (match.kind == RouteMatchKind::kNotFound) {
     responder->Send(404, std::string(kJsonContentType),
                     ErrorBody(404, "Not Found", "NotFoundError"));

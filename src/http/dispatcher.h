@@ -10,18 +10,22 @@
 #include "http/request.h"
 #include "http/responder.h"
 #include "http/router.h"
+#include "http/server_options.h"
 
 namespace radixserve::http {
 
 class Dispatcher {
  public:
-  Dispatcher(Router router, ApiKeyCheck api_key);
+  // `on_response`: ServerOptions::on_response (may be empty).
+  Dispatcher(Router router, ApiKeyCheck api_key,
+             std::function<void(const ResponseInfo&)> on_response = {});
 
   void Dispatch(Request request, ResponderPtr responder) const;
 
  private:
   Router router_;
   ApiKeyCheck api_key_;
+  std::function<void(const ResponseInfo&)> on_response_;
 };
 
 }  // namespace radixserve::http

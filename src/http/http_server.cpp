@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "common/log.h"
+#include "http/fd_limit.h"
 #include "http/http_session.h"
 
 namespace radixserve::http {
@@ -13,7 +14,7 @@ using boost::system::error_code;
 
 HttpServer::HttpServer(ServerOptions options, Router router)
     : options_(std::move(options)),
-      dispatcher_(std::move(router), ApiKeyCheck(options_.api_key)),
+      dispatcher_(std::move(router), ApiKeyCheck(options_.api_key), options_.on_response),
       ioc_(std::make_shared<net::io_context>(options_.io_threads)),
       strand_(net::make_strand(*ioc_)),
       acceptor_(strand_),
@@ -30,6 +31,10 @@ HttpServer::~HttpServer() {
 
 Status HttpServer::Start() {
   RADIX_CHECK_MSG(threads_.empty(), "HttpServer::Start called twice");
+  auto access_log = AccessLog::Create(options_.log_level_http);
+  if (!access_log.ok()) return access_log.status();
+  access_log_ = std::move(access_log).value();
+  RaiseOpenFileLimit();
   error_code ec;
   auto address = net::ip::make_address(options_.host, ec);
   if (ec) return InvalidArgument("--host: not an IP address: " + options_.host);
@@ -72,8 +77,8 @@ void HttpServer::DoAccept() {
         std::lock_guard<std::mutex> lock(sessions_mutex_);
         uint64_t id = next_session_id_++;
         auto on_closed = [this](uint64_t closed) { OnSessionClosed(closed); };
-        session = std::make_shared<HttpSession>(ioc_, std::move(socket), options_, dispatcher_, id,
-                                                std::move(on_closed));
+        session = std::make_shared<HttpSession>(ioc_, std::move(socket), options_, dispatcher_,
+                                                access_log_, id, std::move(on_closed));
         sessions_.emplace(id, session);
       }
       session->Start();
@@ -103,6 +108,7 @@ void HttpServer::HandleSignals() {
   signals_.emplace(strand_, SIGINT, SIGTERM);
   signals_->async_wait([this](error_code ec, int signal_number) {
     if (ec) return;
+    received_signal_ = signal_number;
     RADIX_LOG_INFO("Received signal {}; shutting down", signal_number);
     BeginShutdown();
   });

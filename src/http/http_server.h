@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "http/access_log.h"
 #include "http/dispatcher.h"
 #include "http/router.h"
 #include "http/server_options.h"
@@ -43,7 +44,9 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds and listens on options.host:options.port and starts options.io_threads threads.
-  // An address that cannot be bound is an error Status (InvalidArgument).
+  // An address that cannot be bound, or an unknown options.log_level_http, is an error Status
+  // (InvalidArgument). Also raises this process's RLIMIT_NOFILE soft limit to the hard limit
+  // (each connection holds a descriptor) and logs both.
   Status Start();
   // The bound port (useful with port 0). Valid after a successful Start.
   uint16_t port() const { return bound_port_; }
@@ -59,6 +62,9 @@ class HttpServer {
     Wait();
   }
 
+  // The signal that started the shutdown (SIGINT or SIGTERM), 0 if none did.
+  int received_signal() const { return received_signal_.load(); }
+
   std::size_t open_connections() const;
   int io_thread_count() const { return static_cast<int>(threads_.size()); }
 
@@ -73,6 +79,7 @@ class HttpServer {
 
   ServerOptions options_;
   Dispatcher dispatcher_;
+  AccessLog access_log_;
   std::shared_ptr<boost::asio::io_context> ioc_;
   Executor strand_;  // acceptor, signals, grace timer
   boost::asio::ip::tcp::acceptor acceptor_;
@@ -90,6 +97,7 @@ class HttpServer {
   bool finished_ = false;  // guarded by sessions_mutex_
 
   std::atomic<bool> shutdown_requested_{false};
+  std::atomic<int> received_signal_{0};
   std::mutex wait_mutex_;
 };
 

@@ -28,7 +28,8 @@ constexpr std::chrono::milliseconds kLingerTimeout{2'000};
 }  // namespace
 
 HttpSession::HttpSession(std::shared_ptr<net::io_context> ioc, net::ip::tcp::socket socket,
-                         const ServerOptions& options, const Dispatcher& dispatcher, uint64_t id,
+                         const ServerOptions& options, const Dispatcher& dispatcher,
+                         const AccessLog& access_log, uint64_t id,
                          std::function<void(uint64_t)> on_closed)
     : ioc_(std::move(ioc)),
       socket_(std::move(socket)),
@@ -36,6 +37,7 @@ HttpSession::HttpSession(std::shared_ptr<net::io_context> ioc, net::ip::tcp::soc
       write_timer_(socket_.get_executor()),
       options_(options),
       dispatcher_(dispatcher),
+      access_log_(access_log),
       id_(id),
       on_closed_(std::move(on_closed)) {}
 
@@ -45,6 +47,9 @@ void HttpSession::Start() {
   net::post(socket_.get_executor(), [self = shared_from_this()] {
     error_code ec;
     self->socket_.set_option(net::ip::tcp::no_delay(true), ec);
+    if (auto peer = self->socket_.remote_endpoint(ec); !ec) {
+      self->client_ = peer.address().to_string() + ":" + std::to_string(peer.port());
+    }
     self->NewParser();
     self->ArmIdleTimer(self->options_.keep_alive_timeout);
     self->DoRead();
@@ -145,6 +150,13 @@ void HttpSession::Parse() {
 
 void HttpSession::RejectRequest(int status, std::string_view message, std::string_view type) {
   read_timer_.cancel();
+  request_method_.clear();
+  if (parser_ && parser_->is_header_done()) {
+    const auto& head = parser_->get();
+    request_method_ = std::string(head.method_string());
+    request_target_ = std::string(head.target());
+    request_version_ = head.version();
+  }
   keep_alive_ = false;
   ++response_id_;
   phase_ = Phase::kAwaitingResponse;
@@ -158,6 +170,9 @@ void HttpSession::DispatchRequest() {
   Request request;
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
+  request_method_ = request.method;
+  request_target_ = request.target;
+  request_version_ = message.version();
   for (const auto& field : message) {
     std::string name(field.name_string());
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -196,6 +211,7 @@ HeaderList HttpSession::ConnectionHeaders(HeaderList headers) const {
 void HttpSession::Complete(uint64_t response_id, int status, HeaderList headers, std::string body,
                            bool head_request) {
   if (closed_ || response_id != response_id_ || phase_ != Phase::kAwaitingResponse) return;
+  LogAccess(status);
   headers.emplace_back("Content-Length", std::to_string(body.size()));
   std::string bytes = FormatResponseHead(status, ConnectionHeaders(std::move(headers)));
   if (!head_request) bytes += body;
@@ -211,6 +227,7 @@ void HttpSession::StartStream(uint64_t response_id, HeaderList headers, bool hea
   } else {
     keep_alive_ = false;  // HTTP/1.0: the body ends when the connection does
   }
+  LogAccess(200);
   std::string head = FormatResponseHead(200, ConnectionHeaders(std::move(headers)));
   if (head_request) {
     phase_ = Phase::kFlushing;
@@ -321,6 +338,12 @@ void HttpSession::CloseNow() {
   out_bytes_ = 0;
   if (auto signal = std::move(disconnect_)) signal->Fire();
   if (on_closed_) on_closed_(id_);
+}
+
+void HttpSession::LogAccess(int status) const {
+  // A request whose head never parsed has no request line; uvicorn logs none for it either.
+  if (request_method_.empty()) return;
+  access_log_.Record(client_, request_method_, request_target_, request_version_, status);
 }
 
 void HttpSession::PostBeginDrain() {

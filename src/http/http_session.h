@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "http/access_log.h"
 #include "http/disconnect_signal.h"
 #include "http/request.h"
 #include "http/server_options.h"
@@ -38,12 +39,12 @@ class Dispatcher;
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  // `socket` must be bound to a strand executor of `*ioc`. `dispatcher` must outlive every
-  // request dispatch (the server closes all sessions before it goes away). `on_closed` runs once,
-  // on the strand, when the connection closes.
+  // `socket` must be bound to a strand executor of `*ioc`. `dispatcher` and `access_log` must
+  // outlive every request dispatch (the server closes all sessions before it goes away).
+  // `on_closed` runs once, on the strand, when the connection closes.
   HttpSession(std::shared_ptr<boost::asio::io_context> ioc, boost::asio::ip::tcp::socket socket,
-              const ServerOptions& options, const Dispatcher& dispatcher, uint64_t id,
-              std::function<void(uint64_t)> on_closed);
+              const ServerOptions& options, const Dispatcher& dispatcher,
+              const AccessLog& access_log, uint64_t id, std::function<void(uint64_t)> on_closed);
   ~HttpSession();
 
   void Start();
@@ -87,6 +88,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void AfterFlush();
   void Linger();
   void CloseNow();
+  void LogAccess(int status) const;
 
   // Declared first so the io_context outlives the socket and timers.
   std::shared_ptr<boost::asio::io_context> ioc_;
@@ -95,6 +97,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::asio::steady_timer write_timer_;
   ServerOptions options_;
   const Dispatcher& dispatcher_;
+  const AccessLog& access_log_;
   uint64_t id_;
   std::function<void(uint64_t)> on_closed_;
 
@@ -113,6 +116,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::atomic<bool> closed_flag_{false};  // closed_, readable off the strand
   uint64_t response_id_ = 0;
   std::shared_ptr<DisconnectSignal> disconnect_;  // of the response in progress
+  // For the access log: the peer ("address:port") and the current request line.
+  std::string client_;
+  std::string request_method_;
+  std::string request_target_;
+  unsigned request_version_ = 11;
 
   std::deque<std::string> out_;
   std::size_t out_bytes_ = 0;

@@ -18,6 +18,7 @@ Responder::~Responder() {
   if (started_.load()) {
     session_->PostEndStream(response_id_);
   } else {
+    Observe(500);
     session_->PostComplete(response_id_, 500,
                            MergedHeaders({{"Content-Type", std::string(kJsonContentType)}}),
                            ErrorBody(500, "Internal server error: the handler sent no response",
@@ -35,6 +36,7 @@ HeaderList Responder::MergedHeaders(HeaderList extra) const {
 void Responder::Send(int status, std::string content_type, std::string body, HeaderList headers) {
   if (started_.exchange(true)) return;
   finished_.store(true);
+  Observe(status);
   HeaderList all = MergedHeaders({{"Content-Type", std::move(content_type)}});
   for (auto& h : headers) all.push_back(std::move(h));
   session_->PostComplete(response_id_, status, std::move(all), std::move(body), head_request_);
@@ -42,10 +44,16 @@ void Responder::Send(int status, std::string content_type, std::string body, Hea
 
 void Responder::StartStream(HeaderList headers) {
   if (started_.exchange(true)) return;
+  Observe(200);
   HeaderList all = MergedHeaders({{"Content-Type", "text/event-stream; charset=utf-8"},
                                   {"Cache-Control", "no-cache"}});
   for (auto& h : headers) all.push_back(std::move(h));
   session_->PostStartStream(response_id_, std::move(all), head_request_);
+}
+
+void Responder::Observe(int status) const {
+  if (observer_ == nullptr || !*observer_) return;
+  (*observer_)(ResponseInfo{.method = method_, .endpoint = endpoint_, .status = status});
 }
 
 void Responder::SendEvent(std::string_view data) {

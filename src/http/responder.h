@@ -24,6 +24,7 @@
 
 #include "http/disconnect_signal.h"
 #include "http/request.h"
+#include "http/server_options.h"
 
 namespace radixserve::http {
 
@@ -53,15 +54,27 @@ class Responder {
   // Headers added to whatever response this Responder sends (CORS). Server use only: called
   // before the handler receives the Responder.
   void SetDefaultHeaders(HeaderList headers) { default_headers_ = std::move(headers); }
+  // Where to report the response status (ServerOptions::on_response), with the request's method
+  // and matched endpoint. Server use only, like SetDefaultHeaders; `observer` outlives this.
+  void SetObserver(const std::function<void(const ResponseInfo&)>* observer, std::string method,
+                   std::string endpoint) {
+    observer_ = observer;
+    method_ = std::move(method);
+    endpoint_ = std::move(endpoint);
+  }
 
  private:
   HeaderList MergedHeaders(HeaderList extra) const;
+  void Observe(int status) const;
 
   std::shared_ptr<HttpSession> session_;
   uint64_t response_id_;
   std::shared_ptr<DisconnectSignal> disconnect_;
   bool head_request_;
   HeaderList default_headers_;
+  const std::function<void(const ResponseInfo&)>* observer_ = nullptr;
+  std::string method_;
+  std::string endpoint_;
   std::atomic<bool> started_{false};   // Send or StartStream was called
   std::atomic<bool> finished_{false};  // Send or EndStream was called
 };

@@ -28,6 +28,9 @@ enum class RouteMatchKind { kFound, kNotFound, kMethodNotAllowed };
 struct RouteMatch {
   RouteMatchKind kind = RouteMatchKind::kNotFound;
   const Handler* handler = nullptr;  // set when kFound; owned by the Router
+  // The route as declared, for metrics labels: the exact path, or the prefix followed by
+  // "{<param name>}" ("/v1/models/{model}"). Set when kFound.
+  std::string route_path;
   std::string path_param;            // the rest of the path for a prefix route
   std::vector<std::string> allowed;  // methods the path supports, when kMethodNotAllowed
 };
@@ -37,8 +40,9 @@ class Router {
   // `methods` are upper-case ("GET", "POST"). Registering the same method twice for one path is a
   // programmer error (RADIX_CHECK).
   void Add(std::vector<std::string> methods, std::string path, Handler handler);
-  // `prefix` must end with '/'.
-  void AddPrefix(std::vector<std::string> methods, std::string prefix, Handler handler);
+  // `prefix` must end with '/'. `param_name` only names the parameter in RouteMatch::route_path.
+  void AddPrefix(std::vector<std::string> methods, std::string prefix, Handler handler,
+                 std::string param_name = "path");
 
   RouteMatch Match(std::string_view method, std::string_view path) const;
 
@@ -48,6 +52,7 @@ class Router {
     std::string path;
     bool prefix = false;
     Handler handler;
+    std::string param_name;
   };
   void AddRoute(Route route);
 

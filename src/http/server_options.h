@@ -1,13 +1,22 @@
 // ServerOptions: everything the HTTP server core needs, as a plain struct filled by main from
-// ServerArgs (--host, --port, --api-key). Defaults follow SGLang / uvicorn where they exist.
+// ServerArgs (--host, --port, --api-key, --log-level-http). Defaults follow SGLang / uvicorn where they exist.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace radixserve::http {
+
+// One response as metrics count it (SGLang's sglang:http_responses_total labels).
+struct ResponseInfo {
+  std::string_view method;
+  std::string_view endpoint;  // the matched route's path ("/v1/models/{model}"), else "Unknown"
+  int status = 0;             // a stream counts once, with 200, when it starts
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";  // SGLang's --host default
@@ -18,6 +27,13 @@ struct ServerOptions {
 
   // --api-key; empty disables the check.
   std::string api_key;
+
+  // Called once per response a handler or the dispatcher sends (not for requests the parser
+  // rejects), on any thread; must be cheap and thread-safe. Empty: nothing is called.
+  std::function<void(const ResponseInfo&)> on_response;
+
+  // --log-level-http (main passes --log-level when it is unset): the level of the access log.
+  std::string log_level_http = "info";
 
   // Largest accepted request body: 32 MiB. Bigger bodies get 413 with an OpenAI-shaped JSON
   // error and the connection is closed (the rest of the body is never read).

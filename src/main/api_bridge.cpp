@@ -38,7 +38,7 @@ http::Router BuildRouter(api::ServerContext& ctx) {
       handle(ctx, api_request, std::make_shared<ResponderWriter>(std::move(responder)));
     };
     if (route.prefix) {
-      router.AddPrefix(route.methods, route.path, std::move(handler));
+      router.AddPrefix(route.methods, route.path, std::move(handler), route.param_name);
     } else {
       router.Add(route.methods, route.path, std::move(handler));
     }

@@ -1,11 +1,15 @@
 // radixserve entry point: parse and resolve the server arguments, load the model, start the
 // engine and the HTTP server, serve until SIGINT/SIGTERM.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "api/crash_dump.h"
+#include "api/request_log.h"
 #include "api/server_context.h"
 #include "chat/completion_template.h"
 #include "args/arg_parser.h"
@@ -21,6 +25,7 @@
 #include "main/model_assets.h"
 #include "main/warmup.h"
 #include "metrics/serving_metrics.h"
+#include "web/web_routes.h"
 
 namespace {
 
@@ -130,11 +135,33 @@ int main(int argc, char** argv) {
     ctx.metrics = metrics.get();
   }
 
+  std::optional<rs::api::RequestLog> request_log;
+  if (args.GetBool("log-requests")) {
+    request_log.emplace(static_cast<int>(args.GetInt("log-requests-level")));
+    ctx.request_log = &*request_log;
+  }
+  std::unique_ptr<rs::api::CrashDump> crash_dump;
+  if (auto folder = args.GetOptionalString("crash-dump-folder")) {
+    crash_dump = std::make_unique<rs::api::CrashDump>(*folder, args.values());
+    crash_dump->InstallSignalHandlers();
+    ctx.crash_dump = crash_dump.get();
+  }
+
   rs::http::ServerOptions http_options;
   http_options.host = args.GetString("host");
   http_options.port = static_cast<uint16_t>(args.GetInt("port"));
   http_options.api_key = args.GetOptionalString("api-key").value_or("");
-  rs::http::HttpServer server(http_options, rs::BuildRouter(ctx));
+  if (metrics) {
+    http_options.on_response = [m = metrics.get()](const rs::http::ResponseInfo& response) {
+      m->CountHttpResponse(std::string(response.endpoint), response.status,
+                           std::string(response.method));
+    };
+  }
+  http_options.log_level_http =
+      args.GetOptionalString("log-level-http").value_or(args.GetString("log-level"));
+  rs::http::Router router = rs::BuildRouter(ctx);
+  rs::web::AddWebRoutes(router);  // the chat page at /
+  rs::http::HttpServer server(http_options, std::move(router));
   if (rs::Status started = server.Start(); !started.ok()) {
     (*engine)->Shutdown();
     return StartupError(started.message());
@@ -152,6 +179,8 @@ int main(int argc, char** argv) {
 
   server.Wait();  // returns after SIGINT/SIGTERM and the graceful drain
   ctx.shutting_down = true;
+  // SGLang dumps the recent requests once a SIGTERM drain is over.
+  if (crash_dump && server.received_signal() == SIGTERM) crash_dump->WriteNow();
   (*engine)->Shutdown();
   RADIX_LOG_INFO("radixserve stopped");
   return 0;

@@ -36,6 +36,17 @@ TEST(ApiKeyTest, BearerRequiredExceptExemptPaths) {
   EXPECT_FALSE(check.Allows(Make("GET", "/v1/models")));
 }
 
+TEST(ApiKeyTest, ChatPageLoadsWithoutKey) {
+  ApiKeyCheck check("sk-secret");
+  EXPECT_TRUE(check.Allows(Make("GET", "/")));
+  EXPECT_TRUE(check.Allows(Make("HEAD", "/")));
+  EXPECT_TRUE(check.Allows(Make("GET", "/static/chat.js")));
+  EXPECT_FALSE(check.Allows(Make("POST", "/")));
+  EXPECT_FALSE(check.Allows(Make("POST", "/static/chat.js")));
+  EXPECT_FALSE(check.Allows(Make("GET", "/staticfile")));
+  EXPECT_FALSE(check.Allows(Make("GET", "/v1/models")));
+}
+
 TEST(ApiKeyTest, ConstantTimeEquals) {
   EXPECT_TRUE(ConstantTimeEquals("", ""));
   EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));

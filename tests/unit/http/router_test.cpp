@@ -63,5 +63,17 @@ TEST(RouterTest, LongestPrefixWins) {
   EXPECT_EQ(m.path_param, "c");
 }
 
+TEST(RouterTest, RoutePathNamesTheDeclaredRoute) {
+  std::string hit;
+  Router router;
+  router.Add({"GET"}, "/v1/models", Named(&hit, "list"));
+  router.AddPrefix({"GET"}, "/v1/models/", Named(&hit, "one"), "model");
+  router.AddPrefix({"GET"}, "/files/", Named(&hit, "file"));
+  EXPECT_EQ(router.Match("GET", "/v1/models").route_path, "/v1/models");
+  EXPECT_EQ(router.Match("GET", "/v1/models/a/b").route_path, "/v1/models/{model}");
+  EXPECT_EQ(router.Match("GET", "/files/x").route_path, "/files/{path}");
+  EXPECT_EQ(router.Match("GET", "/nothing").route_path, "");
+}
+
 }  // namespace
 }  // namespace radixserve::http
