@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds bench/bandwidth_probe.c with the system compiler into $RADIX_CACHE/bench-bin and runs it.
+#   bench/bandwidth_probe.sh [max_threads=2] [max_mb=1024]
+# Prints a table of read GB/s per working-set size and thread count (the decode roofline).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+
+OUT="$RADIX_CACHE/bench-bin"
+mkdir -p "$OUT"
+SRC="$RADIX_REPO/bench/bandwidth_probe.c"
+BIN="$OUT/bandwidth_probe"
+if [ ! -x "$BIN" ] || [ "$SRC" -nt "$BIN" ]; then
+  "${CC:-cc}" -O2 -mavx512f -pthread -Wall -Wextra -Werror "$SRC" -o "$BIN"
+fi
+exec "$BIN" "$@"
