@@ -55,8 +55,8 @@ cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF \
   -DBUILD_SHARED_LIBS=OFF >&2
 # The benchmark tools first (they need less), then the server.
-nice cmake --build "$BUILD" -j2 --target llama-bench llama-quantize >&2
-nice cmake --build "$BUILD" -j2 --target llama-server >&2
+nice cmake --build "$BUILD" -j"${PEER_JOBS:-2}" --target llama-bench llama-quantize >&2
+nice cmake --build "$BUILD" -j"${PEER_JOBS:-2}" --target llama-server >&2
 echo "$FLAGS" > "$STAMP"
 built || { radix_log "peer build finished without all of: ${TARGETS[*]}"; exit 1; }
 echo "$BIN"

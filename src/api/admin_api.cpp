@@ -119,12 +119,15 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
 }
 
 void HandleGetLoad(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  engine::EngineStats stats = ctx.engine->Stats();
-  SendJson(*writer, 200,
-           json::array({{{"dp_rank", 0},
-                         {"num_reqs", stats.num_running_reqs + stats.num_queued_reqs},
-                         {"num_waiting_reqs", stats.num_queued_reqs},
-                         {"num_tokens", stats.used_tokens}}}));
+  // One entry per data-parallel replica, as SGLang lists them.
+  json load = json::array();
+  for (const engine::EngineStats& stats : ctx.engine->ReplicaStats()) {
+    load.push_back({{"dp_rank", stats.dp_rank},
+                    {"num_reqs", stats.num_running_reqs + stats.num_queued_reqs},
+                    {"num_waiting_reqs", stats.num_queued_reqs},
+                    {"num_tokens", stats.used_tokens}});
+  }
+  SendJson(*writer, 200, load);
 }
 
 void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {

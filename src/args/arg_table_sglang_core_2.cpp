@@ -97,11 +97,7 @@ std::vector<ArgSpec> SglangCoreArgs2() {
        .choices = {"round_robin", "shortest_queue", "minimum_tokens"},
        .group = group::kDataParallel,
        .help = "How requests are spread over the data-parallel replicas: in turn, to the shortest "
-               "queue, or to the replica with the fewest tokens in flight (needs data-parallel "
-               "attention).",
-       .cpu = Support::kPartial,
-       .cpu_note = "round_robin and shortest_queue apply; minimum_tokens needs data-parallel "
-                   "attention, which radixserve lacks."},
+               "queue, or to the replica with the fewest tokens in flight."},
       {.name = "load-watch-interval",
        .type = ArgType::kFloat,
        .default_value = "0.1",

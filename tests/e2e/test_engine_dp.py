@@ -52,6 +52,9 @@ def test_dp2_uses_both_replicas_and_matches_dp1(single_outputs, method):
         info = srv.server_info()
         assert info["max_total_num_tokens"] == 16384
         srv.assert_no_leak()  # the leak check covers every replica
+        load = requests.get(srv.url + "/get_load", timeout=30).json()
+        assert [entry["dp_rank"] for entry in load] == [0, 1], load
+        assert all(entry["num_reqs"] == 0 for entry in load), load
         r = requests.post(srv.url + "/flush_cache", timeout=30)
         assert r.status_code == 200, r.text
     finally:
