@@ -33,11 +33,11 @@ json ParseBodyObject(const ApiRequest& request) {
 }  // namespace
 
 void HandleHealth(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  writer->Send(ctx.shutting_down ? 503 : 200, "text/plain", "");
+  writer->Send(ctx.starting || ctx.shutting_down ? 503 : 200, "text/plain", "");
 }
 
 void HandleHealthGenerate(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  if (ctx.shutting_down) {
+  if (ctx.starting || ctx.shutting_down) {
     writer->Send(503, "text/plain", "");
     return;
   }
@@ -99,7 +99,7 @@ void HandleModelInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr wr
 void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
   engine::EngineStats stats = ctx.engine->Stats();
   json info = ctx.args->values();
-  info["status"] = ctx.shutting_down ? "shutting_down" : "ready";
+  info["status"] = ctx.shutting_down ? "shutting_down" : ctx.starting ? "starting" : "ready";
   info["max_total_num_tokens"] = stats.max_total_num_tokens;
   info["max_req_input_len"] = stats.context_len - 1;
   json state = ctx.args->values();

@@ -45,6 +45,9 @@ struct ServerContext {
   ModelFacts model;
   std::string served_model_name;
   std::string weight_version = "default";
+  // True until the startup warmup is over (main clears it before the "ready" line): the health
+  // routes answer 503 meanwhile, as SGLang's do while its server is starting.
+  std::atomic<bool> starting{true};
   std::atomic<bool> shutting_down{false};
   std::atomic<uint64_t> next_rid{0};
 };

@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
       RADIX_LOG_ERROR("warmup failed: {}", warmed.message());
     }
   }
+  ctx.starting = false;
   RADIX_LOG_INFO("The server is fired up and ready to roll! Listening on http://{}:{}",
                  http_options.host, server.port());
 

@@ -1,0 +1,50 @@
+"""While the startup warmup runs, the health routes answer 503 and /server_info says "starting",
+as SGLang's server does before it is ready; once the ready line is logged they answer 200.
+
+The warmup is slowed down with the engine's test hook RADIX_TEST_STEP_DELAY_MS so the window is
+wide enough to observe."""
+import os
+import subprocess
+import time
+
+import requests
+
+from server_util import BUILD, STORIES, free_port
+
+
+def test_health_is_503_until_the_warmup_is_over(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = tmp_path / "server.log"
+    env = dict(os.environ, RADIX_TEST_STEP_DELAY_MS="400")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [str(BUILD / "radixserve"), "--model-path", str(STORIES), "--host", "127.0.0.1",
+             "--port", str(port), "--max-total-tokens", "4096"],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        seen_starting = False
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            assert proc.poll() is None, log_path.read_text()
+            try:
+                status = requests.get(url + "/health", timeout=5).status_code
+            except requests.ConnectionError:
+                time.sleep(0.02)
+                continue
+            if status == 503:
+                seen_starting = True
+                assert requests.get(url + "/health_generate", timeout=5).status_code == 503
+                info = requests.get(url + "/server_info", timeout=5).json()
+                assert info["status"] in ("starting", "ready")  # the warmup may end in between
+            else:
+                assert status == 200
+                break
+            time.sleep(0.02)
+        assert seen_starting, log_path.read_text()
+        assert "The server is fired up and ready to roll!" in log_path.read_text()
+        assert requests.get(url + "/server_info", timeout=5).json()["status"] == "ready"
+        assert requests.get(url + "/health_generate", timeout=60).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
