@@ -10,46 +10,6 @@
 namespace radixserve::kernels::ref {
 namespace {
 
-// Q8_0 / Q8_1: blocks of 32, scale amax / 127 stored as float16, round to nearest.
-// Returns the float16-rounded block sum d * sum(q) (Q8_1's s).
-float RoundQ8_32(const float* x, float* out) {
-  float amax = 0.0f;
-  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float d = amax / 127.0f;
-  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-  const float d16 = F16ToF32(F32ToF16(d));
-  int sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    const float q = std::nearbyint(x[i] * id);
-    sum += static_cast<int>(q);
-    out[i] = d16 * q;
-  }
-  return F16ToF32(F32ToF16(d * static_cast<float>(sum)));
-}
-
-// Q8_K: blocks of 256; the element of largest magnitude maps to -127 and the float32 scale is
-// kept exactly; values are clamped to 127.
-void RoundQ8_K(const float* x, float* out) {
-  float amax = 0.0f, max = 0.0f;
-  for (int i = 0; i < 256; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax == 0.0f) {
-    std::fill(out, out + 256, 0.0f);
-    return;
-  }
-  const float iscale = -127.0f / max;
-  const float d = 1.0f / iscale;
-  for (int i = 0; i < 256; ++i) {
-    const int q = std::min(127, static_cast<int>(std::nearbyint(iscale * x[i])));
-    out[i] = d * static_cast<float>(q);
-  }
-}
-
 // nearbyint under the default rounding mode (ties to even) for |v| < 2^22, without a libm call:
 // adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits.
 int RoundToInt(float v) {
@@ -59,7 +19,7 @@ int RoundToInt(float v) {
   return (bits & 0x007FFFFF) - 0x00400000;
 }
 
-// One 32-block of Q8_0 / Q8_1 (same arithmetic as RoundQ8_32). Returns sum(q); *d is the
+// One 32-block of Q8_0 / Q8_1: scale amax / 127, round to nearest (ties to even). Returns sum(q); *d is the
 // float16-rounded scale and *s the float16-rounded d * sum(q) with the unrounded d.
 int QuantizeQ8_32(const float* x, int8_t* q, float* d, float* s) {
   float amax = 0.0f;
@@ -77,7 +37,8 @@ int QuantizeQ8_32(const float* x, int8_t* q, float* d, float* s) {
   return sum;
 }
 
-// One 256-block of Q8_K (same arithmetic as RoundQ8_K); returns its float32 scale.
+// One 256-block of Q8_K: the element of largest magnitude maps to -127, values are clamped to
+// 127; returns the float32 scale.
 float QuantizeQ8_K(const float* x, int8_t* q) {
   float amax = 0.0f, max = 0.0f;
   for (int i = 0; i < 256; ++i) {
@@ -95,6 +56,23 @@ float QuantizeQ8_K(const float* x, int8_t* q) {
   for (int i = 0; i < 256; ++i)
     q[i] = static_cast<int8_t>(std::min(127, RoundToInt(iscale * x[i])));
   return 1.0f / iscale;
+}
+
+// Q8_0 / Q8_1 rounding in float: the quantized block times its float16 scale. Returns the
+// float16-rounded block sum d * sum(q) (Q8_1's s).
+float RoundQ8_32(const float* x, float* out) {
+  int8_t q[32];
+  float d, s;
+  QuantizeQ8_32(x, q, &d, &s);
+  for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(q[i]);
+  return s;
+}
+
+// Q8_K rounding in float: the quantized 256-block times its float32 scale.
+void RoundQ8_K(const float* x, float* out) {
+  int8_t q[256];
+  const float d = QuantizeQ8_K(x, q);
+  for (int i = 0; i < 256; ++i) out[i] = d * static_cast<float>(q[i]);
 }
 
 }  // namespace
