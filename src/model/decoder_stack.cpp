@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "kernels/gelu_f16_table.h"
 #include "model/assign_or_return.h"
 #include "model/forward_scratch.h"
 #include "model/paged_attention.h"
@@ -300,8 +301,11 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     gu_stride = I;
   }
   float* gated = ForwardScratch::Reserve(s.gated, T * I);
-  const auto gating =
-      spec_.activation == GatedActivation::kSilu ? kt.silu_mul : kt.gelu_tanh_mul;
+  // llama.cpp numerics (GGUF) evaluate GELU through its f16 table; HF checkpoints use the formula.
+  const auto gating = spec_.activation == GatedActivation::kSilu ? kt.silu_mul
+                      : act == kernels::ActivationMode::kGgmlRounded
+                          ? kernels::GeluTanhF16TableMul
+                          : kt.gelu_tanh_mul;
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t)
       gating(gate + t * gu_stride, up + t * gu_stride, gated + t * I, I);

@@ -19,7 +19,8 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) {
 
 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y, int64_t n) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  // f32 squares summed in f64, as llama.cpp's rms_norm does.
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   const float inv = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + eps);
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * (weight_offset + w[i]);
 }

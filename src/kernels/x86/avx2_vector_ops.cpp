@@ -76,9 +76,26 @@ RADIX_AVX2 void Axpy(float alpha, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// Sum of the f32 squares x[i] * x[i], accumulated in f64 (as llama.cpp's rms_norm does).
+RADIX_AVX2 double SumSquaresF64(const float* x, int64_t n) {
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 sq = _mm256_mul_ps(v, v);
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(acc0, acc1));
+  double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  return sum;
+}
+
 RADIX_AVX2 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y,
                         int64_t n) {
-  const float mean = n > 0 ? Dot(x, x, n) / static_cast<float>(n) : 0.0f;
+  const float mean = n > 0 ? static_cast<float>(SumSquaresF64(x, n) / static_cast<double>(n)) : 0.0f;
   const float inv = 1.0f / std::sqrt(mean + eps);
   const __m256 vinv = _mm256_set1_ps(inv), voff = _mm256_set1_ps(weight_offset);
   int64_t i = 0;

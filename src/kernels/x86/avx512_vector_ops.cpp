@@ -63,9 +63,23 @@ RADIX_AVX512 void Axpy(float alpha, const float* x, float* y, int64_t n) {
   }
 }
 
+// Sum of the f32 squares x[i] * x[i], accumulated in f64 (as llama.cpp's rms_norm does, so the
+// rounded mean is the same float whatever the summation order).
+RADIX_AVX512 double SumSquaresF64(const float* x, int64_t n) {
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(TailMask(n - i), x + i);
+    const __m512 sq = _mm512_mul_ps(v, v);
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                   _mm512_castps_pd(sq), 1))));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
+}
+
 RADIX_AVX512 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y,
                           int64_t n) {
-  const float mean = n > 0 ? Dot(x, x, n) / static_cast<float>(n) : 0.0f;
+  const float mean = n > 0 ? static_cast<float>(SumSquaresF64(x, n) / static_cast<double>(n)) : 0.0f;
   const __m512 vinv = _mm512_set1_ps(1.0f / std::sqrt(mean + eps));
   const __m512 voff = _mm512_set1_ps(weight_offset);
   for (int64_t i = 0; i < n; i += 16) {
