@@ -51,11 +51,18 @@ def request_body(backend, model, req, stream=True):
     return body
 
 
-async def send_one(session, url, body):
-    """Streams one completion; returns a dict of timings, text and token counts."""
-    out = {"success": False, "ttft": 0.0, "latency": 0.0, "itl": [], "chunks": 0,
-           "generated_text": "", "prompt_tokens": None, "completion_tokens": None, "error": ""}
+def new_output():
+    return {"success": False, "ttft": 0.0, "latency": 0.0, "itl": [], "chunks": 0,
+            "generated_text": "", "prompt_tokens": None, "completion_tokens": None, "error": "",
+            "sent_at": None}
+
+
+async def send_one(session, url, body, out=None):
+    """Streams one completion; returns a dict of timings, text and token counts (filled in place
+    in `out` when given, so a cancelled request still shows when it was sent and its TTFT)."""
+    out = new_output() if out is None else out
     start = time.perf_counter()
+    out["sent_at"] = start
     last = start
     try:
         async with session.post(url, json=body) as resp:
@@ -117,19 +124,32 @@ async def run_benchmark(args, requests, model):
             if not result["success"]:
                 raise SystemExit(f"warm-up request failed: {result['error']}")
 
-        async def limited(req):
+        outputs = [new_output() for _ in requests]
+
+        async def limited(req, out):
             if semaphore is None:
-                return await send_one(session, url, request_body(args.backend, model, req))
+                return await send_one(session, url, request_body(args.backend, model, req), out)
             async with semaphore:
-                return await send_one(session, url, request_body(args.backend, model, req))
+                return await send_one(session, url, request_body(args.backend, model, req), out)
+
+        async def send_all():
+            tasks = []
+            async for i, req in arrivals(list(enumerate(requests)), args.request_rate,
+                                         random.Random(args.seed + 1)):
+                tasks.append(asyncio.create_task(limited(req, outputs[i])))
+            await asyncio.gather(*tasks)
 
         start = time.perf_counter()
-        tasks = []
-        async for req in arrivals(requests, args.request_rate, random.Random(args.seed + 1)):
-            tasks.append(asyncio.create_task(limited(req)))
-        outputs = await asyncio.gather(*tasks)
+        sender = asyncio.create_task(send_all())
+        try:
+            await asyncio.wait_for(sender, timeout=args.max_duration or None)
+        except asyncio.TimeoutError:
+            pass  # wait_for cancelled everything still running or waiting to be sent
         duration = time.perf_counter() - start
-    return outputs, duration
+    for out in outputs:
+        if not out["success"] and not out["error"]:
+            out["error"] = "cut off by --max-duration" if out["sent_at"] else "not sent"
+    return outputs, duration, start
 
 
 def summarize(values_s):
@@ -137,6 +157,22 @@ def summarize(values_s):
     arr = np.array(values_s or [0.0]) * 1000.0
     return {"mean": float(arr.mean()), "median": float(np.median(arr)),
             "p99": float(np.percentile(arr, 99)), "std": float(arr.std())}
+
+
+def ttft_lower_bound(outputs, start, duration):
+    """Mean TTFT over all requests that a run cut off by --max-duration guarantees: a known TTFT
+    where the first token came, the time waited so far for a request sent without an answer, and
+    0 for a request never sent."""
+    end = start + duration
+    bounds = []
+    for out in outputs:
+        if out["chunks"] > 0:
+            bounds.append(out["ttft"])
+        elif out["sent_at"] is not None:
+            bounds.append(end - out["sent_at"])
+        else:
+            bounds.append(0.0)
+    return summarize(bounds)["mean"]
 
 
 def compute_metrics(requests, outputs, duration):
@@ -255,6 +291,9 @@ def parse_args(argv=None):
     p.add_argument("--max-concurrency", type=int, default=0, help="0: unlimited")
     p.add_argument("--warmup-requests", type=int, default=1)
     p.add_argument("--request-timeout", type=float, default=3600.0)
+    p.add_argument("--max-duration", type=float, default=0.0,
+                   help="stop the run after this many seconds (0: never); requests not finished "
+                        "are cancelled and the report gives a lower bound of the mean TTFT")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--flush-cache", action="store_true",
                    help="POST /flush_cache before the run (radixserve)")
@@ -283,10 +322,19 @@ def main(argv=None):
         import urllib.request
         urllib.request.urlopen(urllib.request.Request(args.base_url.rstrip("/") + "/flush_cache",
                                                       method="POST"), timeout=60).read()
-    outputs, duration = asyncio.run(run_benchmark(args, requests, model))
+    outputs, duration, start = asyncio.run(run_benchmark(args, requests, model))
     metrics = compute_metrics(requests, outputs, duration)
+    cut = sum(1 for o in outputs if not o["success"] and o["error"] in (
+        "cut off by --max-duration", "not sent"))
+    metrics["cut_off"] = cut
+    if cut:
+        metrics["ttft_mean_lower_bound_ms"] = ttft_lower_bound(outputs, start, duration) * 1000.0
     print_table(args, metrics)
-    errors = [o["error"] for o in outputs if not o["success"]]
+    if cut:
+        print(f"{cut} requests cut off by --max-duration {args.max_duration:g} s; mean TTFT over "
+              f"all requests >= {metrics['ttft_mean_lower_bound_ms']:.0f} ms")
+    errors = [o["error"] for o in outputs if not o["success"] and o["error"] not in (
+        "cut off by --max-duration", "not sent")]
     for err in errors[:3]:
         print(f"error: {err}", file=sys.stderr)
     report = {"backend": args.backend, "dataset": args.dataset_name,
@@ -297,7 +345,8 @@ def main(argv=None):
         report["requests"] = [
             {"prompt_len": r.prompt_len, "output_len": r.output_len,
              "prompt_tokens": o["prompt_tokens"], "completion_tokens": o["completion_tokens"],
-             "chunks": o["chunks"], "success": o["success"], "ttft_s": o["ttft"],
+             "chunks": o["chunks"], "success": o["success"],
+             "sent_s": None if o["sent_at"] is None else o["sent_at"] - start, "ttft_s": o["ttft"],
              "latency_s": o["latency"], "error": o["error"]}
             for r, o in zip(requests, outputs)]
     if args.output_file:

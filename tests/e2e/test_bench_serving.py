@@ -90,3 +90,19 @@ def test_shared_prefix(server, tmp_path):
 def test_sharegpt_like(server, tmp_path):
     report = run_bench(server, tmp_path, "--dataset-name", "sharegpt", "--num-prompts", 3)
     check_report(report, 3)
+
+
+def test_max_duration_cuts_off_and_bounds_ttft(server, tmp_path):
+    # 1 client, 6 requests of 200 tokens: the run cannot finish in 1.5 s on this model. Requests
+    # cut off are not failures; the report bounds the mean TTFT over all requests from below.
+    report = run_bench(server, tmp_path, "--dataset-name", "random", "--num-prompts", 6,
+                       "--random-input-len", 16, "--random-output-len", 200,
+                       "--random-range-ratio", 1, "--max-concurrency", 1, "--max-duration", 1.5)
+    metrics, rows = report["metrics"], report["requests"]
+    assert metrics["cut_off"] >= 1 and metrics["completed"] + metrics["cut_off"] == 6
+    assert metrics["duration_s"] < 10
+    assert sum(1 for r in rows if r["error"] == "not sent") >= 1
+    known = [r["ttft_s"] for r in rows if r["chunks"] > 0]
+    assert metrics["ttft_mean_lower_bound_ms"] >= sum(known) / 6 * 1000.0 - 1e-6
+    # The server saw the cancelled streams as aborts and is idle again.
+    server.assert_no_leak()
