@@ -161,7 +161,10 @@ Status EngineLoop::CheckLeaks() const {
 
 EngineStats EngineLoop::Stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  EngineStats stats = stats_;
+  // Submissions the loop has not drained yet are queued too (a long step can hold thousands).
+  stats.num_queued_reqs += static_cast<int64_t>(submissions_.size());
+  return stats;
 }
 
 void EngineLoop::Shutdown() {
@@ -205,6 +208,7 @@ void EngineLoop::Run() {
       continue;
     }
     progress_.SetBatch(DescribePlan(plan));
+    PublishStats();  // what was just admitted and planned, visible while the step runs
     RunStep(plan);
     continuous_decodes = plan.kind == sched::StepKind::kDecode ? continuous_decodes + 1 : 0;
     PublishStats();

@@ -111,6 +111,14 @@ def test_two_thousand_streams_and_real_traffic():
             assert len(streams) == STREAMS
             loaded_threads, loaded_rss = proc_status(server.proc.pid)
             state = {"open_sockets": open_sockets(server.proc.pid)}
+            # /server_info counts every stream behind the blocker as queued (polled: a request
+            # is counted once the engine has admitted it, or while it waits in its inbox).
+            for _ in range(100):
+                info = await asyncio.to_thread(server.server_info)
+                state["queued"] = info["internal_states"][0]["num_queued_reqs"]
+                if state["queued"] == STREAMS - 1:
+                    break
+                await asyncio.sleep(0.1)
             replies = await asyncio.gather(*(real_request(server.port, path, body)
                                              for path, body in traffic))
             during_threads, during_rss = proc_status(server.proc.pid)
@@ -126,8 +134,9 @@ def test_two_thousand_streams_and_real_traffic():
         print(f"\nidle: threads={idle_threads} rss={idle_rss} MiB; "
               f"{STREAMS} open streams: threads={loaded_threads} rss={loaded_rss} MiB; "
               f"with real traffic: threads={during_threads} rss={during_rss} MiB; "
-              f"server sockets={state['open_sockets']}", flush=True)
+              f"server sockets={state['open_sockets']}, queued={state['queued']}", flush=True)
         assert state["open_sockets"] >= STREAMS
+        assert state["queued"] == STREAMS - 1
         for (path, _), (status, reply), want in zip(traffic, replies, expected):
             assert status == 200, reply
             assert text_of(path, reply) == want
