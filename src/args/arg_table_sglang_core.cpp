@@ -199,7 +199,9 @@ std::vector<ArgSpec> SglangCoreArgs() {
                "type.",
        .cpu = Support::kPartial,
        .cpu_note = "auto, bf16, fp16 and fp32 apply; the fp8 formats are not implemented yet "
-                   "and are refused with an error."},
+                   "and are refused with an error. auto follows --dtype, else the checkpoint's "
+                   "torch_dtype (GGUF: its F32/F16/BF16 file type; quantized GGUF files use fp16, "
+                   "as llama.cpp does)."},
       {.name = "mem-fraction-static",
        .type = ArgType::kFloat,
        .group = group::kMemory,

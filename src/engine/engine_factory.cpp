@@ -23,6 +23,18 @@ struct ReplicaPlace {
   std::optional<kv::HostMemory> memory;
 };
 
+// --kv-cache-dtype auto stores K/V in the model's data type, as SGLang does: --dtype when it is
+// given, else the checkpoint's torch_dtype (for GGUF, from general.file_type: F32, F16 or BF16
+// files). Block-quantized GGUF files have none and get fp16, llama.cpp's default KV type.
+kv::KvDtype AutoKvDtype(const args::ServerArgs& args, const model::ModelConfig& mc) {
+  std::string dtype = "auto";
+  if (args.values().contains("dtype") && !args.IsNull("dtype")) dtype = args.GetString("dtype");
+  if (dtype == "auto") dtype = mc.torch_dtype;
+  if (dtype == "bfloat16") return kv::KvDtype::kBF16;
+  if (dtype == "float" || dtype == "float32") return kv::KvDtype::kF32;
+  return kv::KvDtype::kF16;  // half, float16, and quantized GGUF files
+}
+
 Expected<std::unique_ptr<EngineLoop>> CreateReplica(
     const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
@@ -32,7 +44,7 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
       args.values().contains("kv_cache_dtype") && !args.IsNull("kv_cache_dtype")
           ? args.GetString("kv_cache_dtype")
           : "auto";
-  Expected<kv::KvDtype> dtype = kv::ParseKvCacheDtype(dtype_flag, kv::KvDtype::kF32);
+  Expected<kv::KvDtype> dtype = kv::ParseKvCacheDtype(dtype_flag, AutoKvDtype(args, mc));
   if (!dtype.ok()) return dtype.status();
   std::string eviction = "lru";
   if (args.values().contains("radix_eviction_policy") && !args.IsNull("radix_eviction_policy")) {

@@ -273,6 +273,23 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
       c[hf_key] = *v.value();
     }
   };
+  // general.file_type names the storage of the bulk of the weights: 0 all F32, 1 mostly F16,
+  // 32 mostly BF16 (llama.cpp's llama_ftype); quantized files leave torch_dtype unset.
+  if (auto ftype = gguf.GetInt("general.file_type"); ftype.ok() && ftype.value()) {
+    switch (*ftype.value()) {
+      case 0:
+        c["torch_dtype"] = "float32";
+        break;
+      case 1:
+        c["torch_dtype"] = "float16";
+        break;
+      case 32:
+        c["torch_dtype"] = "bfloat16";
+        break;
+      default:
+        break;
+    }
+  }
   copy_int("embedding_length", "hidden_size");
   copy_int("feed_forward_length", "intermediate_size");
   copy_int("block_count", "num_hidden_layers");
