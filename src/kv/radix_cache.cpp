@@ -93,26 +93,31 @@ void RadixCache::Touch(RadixNode* node, bool hit) {
   Index(node);
 }
 
-MatchResult RadixCache::MatchPrefix(const CacheKey& key) {
-  MatchResult result;
-  const std::span<const int32_t> tokens = key.tokens.first(AlignDown(key.tokens.size()));
+std::pair<RadixNode*, size_t> RadixCache::Descend(std::string_view extra_key,
+                                                  std::span<const int32_t> tokens, bool hit,
+                                                  std::vector<int32_t>* slots) {
   RadixNode* node = root_.get();
   node->last_access = ++clock_;
   size_t pos = 0;
   while (pos < tokens.size()) {
-    auto it = node->children.find(ChildKey(key.extra_key, tokens.subspan(pos)));
+    auto it = node->children.find(ChildKey(extra_key, tokens.subspan(pos)));
     if (it == node->children.end()) break;
     RadixNode* child = it->second.get();
-    Touch(child, /*hit=*/true);
+    Touch(child, hit);
     const size_t len = MatchLength(child->key, tokens.subspan(pos));
     RADIX_CHECK(len > 0);
     if (len < child->key.size()) child = SplitNode(child, len);
-    result.device_indices.insert(result.device_indices.end(), child->value.begin(),
-                                 child->value.end());
+    if (slots != nullptr) slots->insert(slots->end(), child->value.begin(), child->value.end());
     node = child;
     pos += len;  // after a split the next page differs, so the next lookup misses
   }
-  result.last_node = node;
+  return {node, pos};
+}
+
+MatchResult RadixCache::MatchPrefix(const CacheKey& key) {
+  MatchResult result;
+  const std::span<const int32_t> tokens = key.tokens.first(AlignDown(key.tokens.size()));
+  result.last_node = Descend(key.extra_key, tokens, /*hit=*/true, &result.device_indices).first;
   return result;
 }
 
@@ -120,20 +125,7 @@ size_t RadixCache::Insert(const CacheKey& key, std::span<const int32_t> value) {
   RADIX_CHECK_MSG(key.tokens.size() == value.size(), "insert key and value lengths differ");
   RADIX_CHECK_MSG(key.tokens.size() % page_size_ == 0, "insert key is not page-aligned");
   const std::span<const int32_t> tokens = key.tokens;
-  RadixNode* node = root_.get();
-  node->last_access = ++clock_;
-  size_t pos = 0;
-  while (pos < tokens.size()) {
-    auto it = node->children.find(ChildKey(key.extra_key, tokens.subspan(pos)));
-    if (it == node->children.end()) break;
-    RadixNode* child = it->second.get();
-    Touch(child, /*hit=*/false);
-    const size_t len = MatchLength(child->key, tokens.subspan(pos));
-    RADIX_CHECK(len > 0);
-    if (len < child->key.size()) child = SplitNode(child, len);
-    node = child;
-    pos += len;
-  }
+  auto [node, pos] = Descend(key.extra_key, tokens, /*hit=*/false, nullptr);
   if (pos < tokens.size()) {
     auto leaf = std::make_unique<RadixNode>();
     leaf->key.assign(tokens.begin() + pos, tokens.end());
