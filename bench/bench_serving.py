@@ -117,7 +117,11 @@ async def run_benchmark(args, requests, model):
     timeout = aiohttp.ClientTimeout(total=args.request_timeout)
     semaphore = asyncio.Semaphore(args.max_concurrency) if args.max_concurrency else None
     async with aiohttp.ClientSession(timeout=timeout,
-                                     connector=aiohttp.TCPConnector(limit=0)) as session:
+                                     # A connection per request, as SGLang's bench_serving
+                                     # does: reusing keep-alive connections races with servers
+                                     # that close idle ones (llama-server after 5 s).
+                                     connector=aiohttp.TCPConnector(limit=0, force_close=True)
+                                     ) as session:
         for i in range(args.warmup_requests):
             warm = bench_datasets.BenchRequest(f"Warm-up request {i}: say something.", 0, 4)
             result = await send_one(session, url, request_body(args.backend, model, warm))
