@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/bf16_panels.h"
 #include "kernels/ref/activation_quant.h"
 #include "kernels/x86/quant_kernels.h"
 
@@ -76,8 +77,18 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
   return true;
 }
 
+// PackedWeight::variant of BF16 matrices in kernels/bf16_panels.h form.
+constexpr std::string_view kBf16PanelsVariant = "avx512_bf16_panels";
+
 PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w) {
   PackedWeight out{w, {}, {}};
+  if (w.format == WeightFormat::kBF16 && table.name == "avx512" && Bf16PanelsSupported() &&
+      w.rows > 0) {
+    out.variant = kBf16PanelsVariant;
+    out.panels.resize(static_cast<size_t>(Bf16PanelBytes(w)));
+    PackBf16Panels(w, pool, out.panels.data());
+    return out;
+  }
   const x86::QuantVariant* variant = VariantFor(table);
   if (variant == nullptr || variant->packed_bytes == nullptr || w.rows <= 0) return out;
   if (BlockElements(w.format) == 1) return out;  // float formats run through float_matmul
@@ -97,6 +108,11 @@ PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix
 
 void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
             const PackedWeight& w, float* y, ActivationMode mode) {
+  if (w.variant == kBf16PanelsVariant && w.packed() && mode == ActivationMode::kGgmlRounded &&
+      table.name == "avx512") {
+    Bf16PanelMatMul(pool, x, n, w.source, w.panels.data(), y);
+    return;
+  }
   const x86::QuantVariant* variant = VariantFor(table);
   if (mode != ActivationMode::kGgmlRounded || !w.packed() || variant == nullptr ||
       variant->name != w.variant) {

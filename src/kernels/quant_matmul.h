@@ -46,7 +46,8 @@ struct PackedWeight {
 };
 
 // Packs w for `table` (splitting the work over pool, which may be null). Call at model load.
-// Float formats (and tables without a packing variant) come back unpacked.
+// BF16 matrices are packed into kernels/bf16_panels.h panels on AVX512-BF16 CPUs (avx512 table);
+// the other float formats (and tables without a packing variant) come back unpacked.
 PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w);
 
 // MatMul on a PackedWeight: the packed integer path when mode is kGgmlRounded and the panels

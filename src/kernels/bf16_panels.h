@@ -1,0 +1,38 @@
+// BF16 weights repacked at load for AVX512-BF16 matmuls in "broadcast form".
+//
+// Layout: panels of 16 weight rows. Within a panel, column pair p (columns 2p, 2p + 1) of the 16
+// rows is one 64-byte vector: dword r holds row r's two bf16 values. Rows past the matrix and the
+// column after an odd last column are zero. A panel is ceil(cols / 2) * 64 bytes.
+//
+// Product: activations are rounded to bf16 (nearest even) and each vdpbf16ps multiplies one
+// pair-vector of a panel with a token's pair broadcast to every lane, so one register holds 16
+// rows of one token and no horizontal sums are needed. A register tile covers up to 4 panels x 6
+// tokens (24 accumulators). y[t, r] adds the pairs of row r in column order, so it depends only
+// on x row t and weight row r: never on n, the tile, the chunking or the thread count.
+//
+// Numerics equal FloatMatMul's kGgmlRounded contract for BF16 weights (activations rounded to
+// bf16, products exact, sums in f32); only the summation order differs from the unpacked kernel.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "kernels/matmul.h"
+
+namespace radixserve::kernels {
+
+// True when the CPU runs the packed kernel (AVX-512 F/BW/VL and AVX512-BF16).
+bool Bf16PanelsSupported();
+
+// Bytes of w (kBF16) in panel form.
+int64_t Bf16PanelBytes(const WeightMatrix& w);
+
+// Packs w (kBF16) into `out` (Bf16PanelBytes(w) bytes), splitting the work over pool (may be null).
+void PackBf16Panels(const WeightMatrix& w, ThreadPool* pool, uint8_t* out);
+
+// y[n, w.rows] = bf16(x[n, w.cols]) * W^T from the panels of w. Requires Bf16PanelsSupported().
+void Bf16PanelMatMul(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                     const uint8_t* panels, float* y);
+
+}  // namespace radixserve::kernels

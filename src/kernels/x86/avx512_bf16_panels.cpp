@@ -1,0 +1,225 @@
+// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* helpers
+// when inlined into masked intrinsics; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+#include "kernels/bf16_panels.h"
+#include "kernels/half.h"
+
+#define RADIX_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+
+namespace radixserve::kernels {
+namespace {
+
+constexpr int64_t kRows = 16;       // rows per panel
+constexpr int kPanelsPerTile = 2;   // panels sharing each broadcast activation
+constexpr int kTokensPerTile = 10;  // tokens sharing each panel load
+// Tokens whose bf16-rounded activations are kept hot for one pass over a thread's panels.
+constexpr int64_t kTokenBlock = 100;
+
+// How far ahead (in column pairs, 64 bytes each) a panel stream is prefetched.
+constexpr int64_t kPrefetchPairs = 32;
+
+int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
+
+// acc[P][T] over all pairs: panel i at panels + i * panel_stride (uint32 units); token t's
+// activations (f32 values already rounded to bf16, padded to 2 * pairs) at x + t * ldx.
+// Each pair-vector is widened to f32 (the bf16 bits are the top half of an f32) and multiplied
+// with fused multiply-adds: vdpbf16ps issues at about a third of the FMA rate on this class of
+// CPU, and the products of bf16 values are exact in f32 either way.
+template <int P, int T>
+RADIX_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs, const float* x,
+                     int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+  __m512 acc[P][T];
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 10
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512 even[P], odd[P];
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      // Each panel is one sequential stream; fetching ahead keeps DRAM busy at decode.
+      _mm_prefetch(reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
+                   _MM_HINT_T0);
+      const __m512i w = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
+      even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+      odd[i] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+    }
+#pragma GCC unroll 10
+    for (int t = 0; t < T; ++t) {
+      const __m512 x0 = _mm512_set1_ps(x[t * ldx + 2 * p]);
+      const __m512 x1 = _mm512_set1_ps(x[t * ldx + 2 * p + 1]);
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        acc[i][t] = _mm512_fmadd_ps(even[i], x0, acc[i][t]);
+        acc[i][t] = _mm512_fmadd_ps(odd[i], x1, acc[i][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+    const int64_t valid = std::min<int64_t>(kRows, rows_left - i * kRows);
+    const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
+#pragma GCC unroll 10
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + i * kRows, mask, acc[i][t]);
+  }
+}
+
+template <int P, int T>
+RADIX_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                       const float* x, int64_t ldx, int64_t t, float* y, int64_t ldy,
+                       int64_t rows_left) {
+  Tile<P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
+}
+
+template <int P>
+RADIX_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                           const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy,
+                           int64_t rows_left) {
+  int64_t t = 0;
+  for (; t + kTokensPerTile <= n; t += kTokensPerTile) {
+    TileAt<P, kTokensPerTile>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
+  }
+  const auto tail = [&]<int T>() {
+    TileAt<P, T>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
+  };
+  switch (n - t) {
+    case 1: return tail.template operator()<1>();
+    case 2: return tail.template operator()<2>();
+    case 3: return tail.template operator()<3>();
+    case 4: return tail.template operator()<4>();
+    case 5: return tail.template operator()<5>();
+    case 6: return tail.template operator()<6>();
+    case 7: return tail.template operator()<7>();
+    case 8: return tail.template operator()<8>();
+    case 9: return tail.template operator()<9>();
+    default: return;
+  }
+}
+
+// Panels [p0, p1) for tokens [0, n) of the rounded activations xr.
+RADIX_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const float* xr,
+                          int64_t n, int64_t p0, int64_t p1, float* y) {
+  const int64_t pairs = Pairs(w.cols);
+  const int64_t stride = pairs * kRows;  // uint32 per panel
+  for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
+    const uint32_t* panel = panels + p * stride;
+    const int64_t rows_left = w.rows - p * kRows;
+    float* yp = y + p * kRows;
+    if (p + 1 < p1) {
+      TokensTile<2>(panel, stride, pairs, xr, 2 * pairs, n, yp, w.rows, rows_left);
+    } else {
+      TokensTile<1>(panel, stride, pairs, xr, 2 * pairs, n, yp, w.rows, rows_left);
+    }
+  }
+}
+
+// Token rows of x rounded to bf16 (nearest even, as f32 values), padded to an even width:
+// out[t * 2 * pairs + c].
+RADIX_BF16 void RoundTokens(const float* x, int64_t cols, int64_t n, float* out) {
+  const int64_t width = 2 * Pairs(cols);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = x + t * cols;
+    float* dst = out + t * width;
+    int64_t c = 0;
+    for (; c + 16 <= cols; c += 16) {
+      const __m256i b = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + c));
+      _mm512_storeu_ps(dst + c, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16)));
+    }
+    for (; c < cols; ++c) dst[c] = Bf16ToF32(F32ToBf16(row[c]));
+    if (width > cols) dst[cols] = 0.0f;
+  }
+}
+
+}  // namespace
+
+bool Bf16PanelsSupported() {
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  }();
+  return ok;
+}
+
+int64_t Bf16PanelBytes(const WeightMatrix& w) {
+  const int64_t panels = (w.rows + kRows - 1) / kRows;
+  return panels * Pairs(w.cols) * kRows * 4;
+}
+
+void PackBf16Panels(const WeightMatrix& w, ThreadPool* pool, uint8_t* out) {
+  RADIX_CHECK(w.format == WeightFormat::kBF16);
+  const int64_t pairs = Pairs(w.cols);
+  const int64_t panels = (w.rows + kRows - 1) / kRows;
+  auto* dst = reinterpret_cast<uint16_t*>(out);
+  auto pack = [&](int64_t begin, int64_t end) {
+    for (int64_t q = begin; q < end; ++q) {
+      uint16_t* panel = dst + q * pairs * kRows * 2;
+      std::memset(panel, 0, static_cast<size_t>(pairs * kRows * 4));
+      for (int64_t r = 0; r < kRows && q * kRows + r < w.rows; ++r) {
+        const auto* row = static_cast<const uint16_t*>(w.row(q * kRows + r));
+        for (int64_t c = 0; c < w.cols; ++c) panel[(c / 2) * kRows * 2 + r * 2 + c % 2] = row[c];
+      }
+    }
+  };
+  if (pool == nullptr) {
+    pack(0, panels);
+  } else {
+    pool->ParallelFor(panels, 16, pack);
+  }
+}
+
+void Bf16PanelMatMul(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                     const uint8_t* panels, float* y) {
+  RADIX_CHECK(Bf16PanelsSupported() && w.format == WeightFormat::kBF16);
+  if (n <= 0 || w.rows <= 0) return;
+  const int64_t pairs = Pairs(w.cols);
+  const int64_t num_panels = (w.rows + kRows - 1) / kRows;
+  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
+  // Named through a plain reference: inside the pool's lambdas a thread_local name would
+  // resolve to the worker's own (empty) instance.
+  thread_local std::vector<float> per_caller;
+  std::vector<float>& xr = per_caller;
+  const int64_t width = 2 * pairs;
+  xr.resize(static_cast<size_t>(n * width));
+  // Each thread takes a contiguous range of whole 2-panel tiles and walks the tokens in blocks,
+  // so its panels stay in cache while a block's activations stream through.
+  const int64_t tiles = (num_panels + kPanelsPerTile - 1) / kPanelsPerTile;
+  auto run = [&](int64_t begin, int64_t end) {
+    const int64_t p0 = begin * kPanelsPerTile, p1 = std::min(num_panels, end * kPanelsPerTile);
+    for (int64_t t0 = 0; t0 < n; t0 += kTokenBlock) {
+      const int64_t nt = std::min(kTokenBlock, n - t0);
+      RunPanels(w, packed, xr.data() + t0 * width, nt, p0, p1, y + t0 * w.rows);
+    }
+  };
+  const bool parallel = pool != nullptr && pool->size() > 1 && tiles >= 2;
+  // Rounding costs about a pass over the activations: below this size a hand-off costs more.
+  constexpr int64_t kParallelRoundElements = 32 * 1024;
+  if (parallel && n * w.cols >= kParallelRoundElements) {
+    pool->RunOnAll([&](int index, int count) {
+      const int64_t t0 = n * index / count, t1 = n * (index + 1) / count;
+      RoundTokens(x + t0 * w.cols, w.cols, t1 - t0, xr.data() + t0 * width);
+    });
+  } else {
+    RoundTokens(x, w.cols, n, xr.data());
+  }
+  if (!parallel) {
+    run(0, tiles);
+    return;
+  }
+  pool->RunOnAll([&](int index, int count) {
+    const int64_t parts = std::min<int64_t>(count, tiles);
+    if (index < parts) run(tiles * index / parts, tiles * (index + 1) / parts);
+  });
+}
+
+}  // namespace radixserve::kernels
