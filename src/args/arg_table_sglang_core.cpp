@@ -171,7 +171,12 @@ std::vector<ArgSpec> SglangCoreArgs() {
        .group = group::kQuantization,
        .help = "Data type of weights and activations. 'auto' keeps BF16 models in BF16 and runs "
                "FP16 and FP32 models in FP16; 'half' equals 'float16' and 'float' equals "
-               "'float32'."},
+               "'float32'.",
+       .cpu = Support::kPartial,
+       .cpu_note = "Sets the storage of the unquantized weight matrices (converted at load); "
+                   "'auto' keeps each tensor's stored format. Activations stay float32 on cpu "
+                   "(a 16-bit value logs a warning saying so); block-quantized GGUF tensors keep "
+                   "their format."},
       {.name = "quantization",
        .type = ArgType::kString,
        .choices = {"awq", "fp8", "gptq", "marlin", "gptq_marlin", "awq_marlin", "bitsandbytes",

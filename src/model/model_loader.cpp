@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/log.h"
@@ -91,6 +92,14 @@ Expected<Checkpoint> Resolve(const LoadOptions& o) {
   cp.kind = Checkpoint::Kind::kHf;
   cp.folder = path.string();
   return cp;
+}
+
+// --dtype for checkpoint weights: the storage of unquantized matrices (nullopt: as stored).
+std::optional<kernels::WeightFormat> MatrixStorage(const std::string& dtype) {
+  if (dtype == "float" || dtype == "float32") return kernels::WeightFormat::kF32;
+  if (dtype == "half" || dtype == "float16") return kernels::WeightFormat::kF16;
+  if (dtype == "bfloat16") return kernels::WeightFormat::kBF16;
+  return std::nullopt;  // auto
 }
 
 Expected<kernels::WeightFormat> DummyFormat(const std::string& dtype) {
@@ -232,6 +241,13 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
     RADIX_ASSIGN_OR_RETURN(weights,
                            WeightStore::FromSafetensors(std::move(files), config.model_type));
   }
+  if (options.load_format != "dummy") weights->set_matrix_storage(MatrixStorage(options.dtype));
+  if (options.dtype == "half" || options.dtype == "float16" || options.dtype == "bfloat16") {
+    RADIX_LOG_WARN(
+        "--dtype {}: activations stay float32 on cpu; --dtype sets the storage of the "
+        "unquantized weight matrices",
+        options.dtype);
+  }
   // Dummy stores have no tensor list; count the tensors a Llama-shaped model asks for.
   const int64_t expected =
       weights->tensor_count() > 0 ? weights->tensor_count() : config.num_layers * 9 + 3;
@@ -242,6 +258,11 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
   RADIX_ASSIGN_OR_RETURN(model, BuildModel(std::move(config), std::move(weights)));
   progress.Finish();
   store->set_progress(nullptr);
+  if (MatrixStorage(options.dtype) && options.load_format != "dummy") {
+    RADIX_LOG_INFO("--dtype {}: {} weight matrices converted; {} block-quantized matrices keep "
+                   "their format (--dtype only affects unquantized tensors)",
+                   options.dtype, store->converted_matrices(), store->kept_quantized_matrices());
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const ModelConfig& c = model->config();

@@ -6,8 +6,10 @@
 // model.safetensors.index.json with shards), a .gguf file, or a folder holding exactly one .gguf.
 // load_format: auto | safetensors | gguf | dummy (random weights from the config, seeded by
 // random_seed); SGLang's other formats (pt, npcache, ...) are reported as not supported.
-// dtype: auto | half | float16 | bfloat16 | float | float32. Activations are float32 on CPU;
-// dtype picks the storage of dummy weights, checkpoint weights keep their stored format.
+// dtype: auto | half | float16 | bfloat16 | float | float32. Activations are float32 on CPU (a
+// 16-bit dtype logs a warning saying so). dtype sets the storage of dummy weights and of the
+// checkpoint's unquantized weight matrices (F32/F16/BF16 converted at load, nearest even); auto
+// keeps each tensor's stored format; norms, biases and block-quantized tensors never change.
 // All failures are Status values naming the file (and tensor); nothing here aborts on input.
 #pragma once
 

@@ -154,7 +154,39 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
                                                            int64_t cols) {
   auto t = Require(name, {rows, cols});
   if (!t.ok()) return t.status();
-  return kernels::WeightMatrix{t->format, rows, cols, t->data};
+  const kernels::WeightMatrix stored{t->format, rows, cols, t->data};
+  if (!matrix_storage_ || dummy_) return stored;
+  if (auto it = converted_.find(name); it != converted_.end()) return it->second;
+  const bool is_float = t->format == kernels::WeightFormat::kF32 ||
+                        t->format == kernels::WeightFormat::kF16 ||
+                        t->format == kernels::WeightFormat::kBF16;
+  if (!is_float) {
+    if (!counted_quantized_[name]) {
+      counted_quantized_[name] = true;
+      ++kept_quantized_;
+    }
+    return stored;
+  }
+  if (t->format == *matrix_storage_) return stored;
+  const int64_t elements = rows * cols;
+  std::vector<float> values(static_cast<size_t>(elements));
+  kernels::ref::Dequantize(t->format, t->data, values.data(), elements);
+  auto& bytes = owned_.emplace_back();
+  bytes.resize(static_cast<size_t>(*kernels::StorageBytes(*matrix_storage_, elements)));
+  for (int64_t i = 0; i < elements; ++i) {
+    const float v = values[static_cast<size_t>(i)];
+    if (*matrix_storage_ == kernels::WeightFormat::kF32) {
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t h = *matrix_storage_ == kernels::WeightFormat::kF16 ? kernels::F32ToF16(v)
+                                                                         : kernels::F32ToBf16(v);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  used_bytes_ += static_cast<int64_t>(bytes.size()) - t->bytes;
+  const kernels::WeightMatrix converted{*matrix_storage_, rows, cols, bytes.data()};
+  converted_.emplace(name, converted);
+  return converted;
 }
 
 Expected<std::vector<float>> WeightStore::RequireVector(const std::string& name, int64_t size) {

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,8 +65,18 @@ class WeightStore {
   // Tensors available (0 for dummy stores, which make them on request).
   int64_t tensor_count() const { return dummy_ ? 0 : static_cast<int64_t>(tensors_.size()); }
 
-  // Bytes of all tensors handed out by Require (the model's weight footprint).
+  // Bytes of all tensors handed out by Require (the model's weight footprint), counting
+  // converted matrices at their converted size.
   int64_t used_bytes() const { return used_bytes_; }
+
+  // --dtype for checkpoint weights: when set, RequireMatrix converts F32/F16/BF16 matrices stored
+  // in another float format to `format` (nearest even) into memory the store owns; 1-D tensors
+  // (norms, biases) and block-quantized matrices are never converted. Set before the first
+  // RequireMatrix.
+  void set_matrix_storage(std::optional<kernels::WeightFormat> format) { matrix_storage_ = format; }
+  // Matrices converted, and block-quantized matrices left as they are, under set_matrix_storage.
+  int64_t converted_matrices() const { return static_cast<int64_t>(converted_.size()); }
+  int64_t kept_quantized_matrices() const { return kept_quantized_; }
 
  private:
   WeightStore() = default;
@@ -82,6 +93,10 @@ class WeightStore {
   std::mt19937_64 rng_;
   std::deque<std::vector<uint8_t>> owned_;
   std::map<std::string, bool> counted_;
+  std::optional<kernels::WeightFormat> matrix_storage_;
+  std::map<std::string, kernels::WeightMatrix> converted_;
+  std::map<std::string, bool> counted_quantized_;
+  int64_t kept_quantized_ = 0;
   int64_t used_bytes_ = 0;
   LoadProgress* progress_ = nullptr;
 };

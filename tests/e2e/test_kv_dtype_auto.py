@@ -5,6 +5,7 @@ log reports, against the shape read from the file with the `gguf` package."""
 import re
 
 import pytest
+import requests
 
 from server_util import SMOLLM2, STORIES, Server
 
@@ -45,3 +46,30 @@ def test_auto_kv_dtype(model, args, element_bytes):
     if not model.exists():
         pytest.fail(f"{model} missing: run scripts/setup")
     assert bytes_per_token(model, *args) == kv_row_bytes(model) * element_bytes
+
+
+def test_dtype_converts_weight_matrices_and_warns_about_activations():
+    """--dtype bfloat16 on an all-F32 GGUF: the weight matrices are stored as bf16 (the load log's
+    weight bytes drop to about half), the KV cache follows (2 bytes per element), a warning says
+    activations stay float32, and the server still answers."""
+    if not STORIES.exists():
+        pytest.fail(f"{STORIES} missing")
+
+    def start(*args):
+        server = Server(STORIES, "--skip-server-warmup", *args)
+        logs = server.logs()
+        reply = requests.post(server.url + "/generate", timeout=60,
+                              json={"text": "Once upon a time",
+                                    "sampling_params": {"max_new_tokens": 4}})
+        assert server.stop() == 0
+        assert reply.status_code == 200, reply.text
+        weight_mb = float(re.search(r"weight bytes=([0-9.]+) MB", logs).group(1))
+        return logs, weight_mb, int(re.search(r"bytes/token=(\d+)", logs).group(1))
+
+    logs32, mb32, kv32 = start()
+    logs16, mb16, kv16 = start("--dtype", "bfloat16")
+    assert "activations stay float32" not in logs32
+    assert "activations stay float32" in logs16
+    assert re.search(r"--dtype bfloat16: [1-9]\d* weight matrices converted", logs16)
+    assert 0.45 * mb32 < mb16 < 0.75 * mb32  # norms and the rest stay f32
+    assert kv16 * 2 == kv32
