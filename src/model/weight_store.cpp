@@ -1,6 +1,7 @@
 #include "model/weight_store.h"
 
 #include <cstring>
+#include <vector>
 
 #include "kernels/half.h"
 #include "kernels/ref/dequantize.h"
@@ -12,6 +13,23 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+// `values` stored as `format` (kF32, kF16 or kBF16; 16-bit formats rounded to nearest even).
+std::vector<uint8_t> EncodeFloats(kernels::WeightFormat format, const std::vector<float>& values) {
+  const auto elements = static_cast<int64_t>(values.size());
+  std::vector<uint8_t> bytes(static_cast<size_t>(*kernels::StorageBytes(format, elements)));
+  if (format == kernels::WeightFormat::kF32) {
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  for (int64_t i = 0; i < elements; ++i) {
+    const float v = values[static_cast<size_t>(i)];
+    const uint16_t h =
+        format == kernels::WeightFormat::kF16 ? kernels::F32ToF16(v) : kernels::F32ToBf16(v);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -121,19 +139,8 @@ Expected<WeightTensor> WeightStore::Require(const std::string& name,
     std::normal_distribution<float> dist(0.0f, 0.02f);
     std::vector<float> values(static_cast<size_t>(elements));
     for (float& v : values) v = (is_norm ? 1.0f : 0.0f) + dist(rng_);
-    auto& bytes = owned_.emplace_back();
-    auto format = shape.size() == 1 ? kernels::WeightFormat::kF32 : dummy_format_;
-    bytes.resize(static_cast<size_t>(*kernels::StorageBytes(format, elements)));
-    for (int64_t i = 0; i < elements; ++i) {
-      const float v = values[static_cast<size_t>(i)];
-      if (format == kernels::WeightFormat::kF32) {
-        std::memcpy(bytes.data() + 4 * i, &v, 4);
-      } else {
-        const uint16_t h =
-            format == kernels::WeightFormat::kF16 ? kernels::F32ToF16(v) : kernels::F32ToBf16(v);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-    }
+    const auto format = shape.size() == 1 ? kernels::WeightFormat::kF32 : dummy_format_;
+    auto& bytes = owned_.emplace_back(EncodeFloats(format, values));
     Add({name, description_, format, shape, bytes.data(), static_cast<int64_t>(bytes.size())});
   }
   const WeightTensor* t = Find(name);
@@ -171,18 +178,7 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
   const int64_t elements = rows * cols;
   std::vector<float> values(static_cast<size_t>(elements));
   kernels::ref::Dequantize(t->format, t->data, values.data(), elements);
-  auto& bytes = owned_.emplace_back();
-  bytes.resize(static_cast<size_t>(*kernels::StorageBytes(*matrix_storage_, elements)));
-  for (int64_t i = 0; i < elements; ++i) {
-    const float v = values[static_cast<size_t>(i)];
-    if (*matrix_storage_ == kernels::WeightFormat::kF32) {
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    } else {
-      const uint16_t h = *matrix_storage_ == kernels::WeightFormat::kF16 ? kernels::F32ToF16(v)
-                                                                         : kernels::F32ToBf16(v);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-  }
+  auto& bytes = owned_.emplace_back(EncodeFloats(*matrix_storage_, values));
   used_bytes_ += static_cast<int64_t>(bytes.size()) - t->bytes;
   const kernels::WeightMatrix converted{*matrix_storage_, rows, cols, bytes.data()};
   converted_.emplace(name, converted);
