@@ -11,6 +11,7 @@
 #include "engine/engine_loop.h"
 #include "engine/load_balancer.h"
 #include "kv/kv_memory.h"
+#include "model/model_loader.h"
 
 namespace radixserve::engine {
 namespace {
@@ -29,9 +30,9 @@ struct ReplicaPlace {
 kv::KvDtype AutoKvDtype(const args::ServerArgs& args, const model::ModelConfig& mc) {
   std::string dtype = "auto";
   if (args.values().contains("dtype") && !args.IsNull("dtype")) dtype = args.GetString("dtype");
-  if (dtype == "auto") dtype = mc.torch_dtype;
-  if (dtype == "bfloat16") return kv::KvDtype::kBF16;
-  if (dtype == "float" || dtype == "float32") return kv::KvDtype::kF32;
+  const auto format = model::DtypeFormat(dtype == "auto" ? mc.torch_dtype : dtype);
+  if (format == kernels::WeightFormat::kBF16) return kv::KvDtype::kBF16;
+  if (format == kernels::WeightFormat::kF32) return kv::KvDtype::kF32;
   return kv::KvDtype::kF16;  // half, float16, and quantized GGUF files
 }
 

@@ -94,18 +94,9 @@ Expected<Checkpoint> Resolve(const LoadOptions& o) {
   return cp;
 }
 
-// --dtype for checkpoint weights: the storage of unquantized matrices (nullopt: as stored).
-std::optional<kernels::WeightFormat> MatrixStorage(const std::string& dtype) {
-  if (dtype == "float" || dtype == "float32") return kernels::WeightFormat::kF32;
-  if (dtype == "half" || dtype == "float16") return kernels::WeightFormat::kF16;
-  if (dtype == "bfloat16") return kernels::WeightFormat::kBF16;
-  return std::nullopt;  // auto
-}
-
 Expected<kernels::WeightFormat> DummyFormat(const std::string& dtype) {
-  if (dtype == "auto" || dtype == "float" || dtype == "float32") return kernels::WeightFormat::kF32;
-  if (dtype == "half" || dtype == "float16") return kernels::WeightFormat::kF16;
-  if (dtype == "bfloat16") return kernels::WeightFormat::kBF16;
+  if (dtype == "auto") return kernels::WeightFormat::kF32;
+  if (const auto format = DtypeFormat(dtype)) return *format;
   return InvalidArgument("--dtype " + dtype +
                          " is unknown (auto, half, float16, bfloat16, float, float32)");
 }
@@ -209,6 +200,13 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
 
 }  // namespace
 
+std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype) {
+  if (dtype == "float" || dtype == "float32") return kernels::WeightFormat::kF32;
+  if (dtype == "half" || dtype == "float16") return kernels::WeightFormat::kF16;
+  if (dtype == "bfloat16") return kernels::WeightFormat::kBF16;
+  return std::nullopt;
+}
+
 Expected<ModelConfig> LoadModelConfig(const LoadOptions& options) {
   Checkpoint cp;
   RADIX_ASSIGN_OR_RETURN(cp, Resolve(options));
@@ -241,7 +239,7 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
     RADIX_ASSIGN_OR_RETURN(weights,
                            WeightStore::FromSafetensors(std::move(files), config.model_type));
   }
-  if (options.load_format != "dummy") weights->set_matrix_storage(MatrixStorage(options.dtype));
+  if (options.load_format != "dummy") weights->set_matrix_storage(DtypeFormat(options.dtype));
   if (options.dtype == "half" || options.dtype == "float16" || options.dtype == "bfloat16") {
     RADIX_LOG_WARN(
         "--dtype {}: activations stay float32 on cpu; --dtype sets the storage of the "
@@ -258,7 +256,7 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
   RADIX_ASSIGN_OR_RETURN(model, BuildModel(std::move(config), std::move(weights)));
   progress.Finish();
   store->set_progress(nullptr);
-  if (MatrixStorage(options.dtype) && options.load_format != "dummy") {
+  if (DtypeFormat(options.dtype) && options.load_format != "dummy") {
     RADIX_LOG_INFO("--dtype {}: {} weight matrices converted; {} block-quantized matrices keep "
                    "their format (--dtype only affects unquantized tensors)",
                    options.dtype, store->converted_matrices(), store->kept_quantized_matrices());

@@ -15,9 +15,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
+#include "kernels/weight_format.h"
 #include "model/causal_lm.h"
 
 namespace radixserve::model {
@@ -38,6 +41,10 @@ struct LoadOptions {
 };
 
 Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);
+
+// The float storage a --dtype value (or an HF torch_dtype) names: kF32 for float / float32, kF16
+// for half / float16, kBF16 for bfloat16; nullopt for auto, "" and anything else.
+std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype);
 
 // The config alone (no weights): what LoadModel would use.
 Expected<ModelConfig> LoadModelConfig(const LoadOptions& options);
