@@ -10,7 +10,7 @@
 
 #include "common/check.h"
 #include "kernels/bf16_panels.h"
-#include "kernels/half.h"
+#include "kernels/float_matmul.h"
 
 #define RADIX_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
 
@@ -123,20 +123,14 @@ RADIX_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const f
   }
 }
 
-// Token rows of x rounded to bf16 (nearest even, as f32 values), padded to an even width:
-// out[t * 2 * pairs + c].
-RADIX_BF16 void RoundTokens(const float* x, int64_t cols, int64_t n, float* out) {
+// Token rows of x rounded to bf16 (nearest even, as f32 values, by the float GEMM's rounding),
+// padded to an even width: out[t * 2 * pairs + c].
+void RoundTokens(const float* x, int64_t cols, int64_t n, float* out) {
+  const FloatGemmKernels& kernels = *Avx512FloatKernels();
   const int64_t width = 2 * Pairs(cols);
   for (int64_t t = 0; t < n; ++t) {
-    const float* row = x + t * cols;
-    float* dst = out + t * width;
-    int64_t c = 0;
-    for (; c + 16 <= cols; c += 16) {
-      const __m256i b = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + c));
-      _mm512_storeu_ps(dst + c, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16)));
-    }
-    for (; c < cols; ++c) dst[c] = Bf16ToF32(F32ToBf16(row[c]));
-    if (width > cols) dst[cols] = 0.0f;
+    kernels.round_bf16(x + t * cols, out + t * width, cols);
+    if (width > cols) out[t * width + cols] = 0.0f;
   }
 }
 
@@ -146,7 +140,8 @@ bool Bf16PanelsSupported() {
   static const bool ok = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
+           Avx512FloatKernels() != nullptr;
   }();
   return ok;
 }
