@@ -1,14 +1,17 @@
 #include "api/admin_api.h"
 
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "api/api_error.h"
+#include "api/health_probe.h"
+#include "api/json_body.h"
+#include "api/json_fields.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
 #include "common/version.h"
@@ -18,17 +21,36 @@ namespace {
 
 using nlohmann::json;
 
-constexpr auto kHealthGenerateTimeout = std::chrono::seconds(20);
-
 void SendJson(ResponseWriter& writer, int status, const json& body) {
   writer.Send(status, "application/json", ToJsonText(body));
 }
 
-json ParseBodyObject(const ApiRequest& request) {
+// The body as a JSON object ({} when empty), or a 400 already sent.
+std::optional<json> ParseBodyObject(const ApiRequest& request, ResponseWriter& writer) {
   if (request.body.empty()) return json::object();
-  json body = json::parse(request.body, nullptr, false);
-  return body.is_object() ? body : json();
+  auto body = ParseJsonBody(request.body);
+  if (!body.ok()) {
+    openai::SendValidationError(writer, body.status().message());
+    return std::nullopt;
+  }
+  if (!body->is_object()) {
+    openai::SendValidationError(writer, "The request body must be a JSON object.");
+    return std::nullopt;
+  }
+  return std::move(body).value();
 }
+
+// Resident memory of this process, from /proc/self/statm (0 if unreadable).
+int64_t ResidentBytes() {
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (file == nullptr) return 0;
+  long long pages_total = 0, pages_resident = 0;
+  const int read = std::fscanf(file, "%lld %lld", &pages_total, &pages_resident);
+  std::fclose(file);
+  if (read != 2) return 0;
+  return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
+}
+
 
 }  // namespace
 
@@ -37,49 +59,12 @@ void HandleHealth(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr write
 }
 
 void HandleHealthGenerate(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  if (ctx.starting || ctx.shutting_down) {
+  if (ctx.starting || ctx.shutting_down || ctx.health_probe == nullptr) {
     writer->Send(503, "text/plain", "");
     return;
   }
-  // One greedy token; healthy as soon as the engine produces any output.
-  struct Probe {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool answered = false;
-  };
-  auto probe = std::make_shared<Probe>();
-  engine::GenerateRequest request;
-  request.rid = fmt::format("HEALTH_CHECK_{}", NewRid(ctx));
-  request.input_ids = {0};
-  request.sampling.max_new_tokens = 1;
-  request.sampling.top_k = 1;
-  request.detokenize = false;
-  std::string rid = request.rid;
-  auto answer = [probe, writer](int status) {
-    std::lock_guard lock(probe->mu);
-    if (probe->answered) return;
-    probe->answered = true;
-    writer->Send(status, "text/plain", "");
-    probe->cv.notify_all();
-  };
-  Status submitted = ctx.engine->Submit(std::move(request), [answer](engine::RequestEvent event) {
-    bool failed = event.finished && event.finish_reason &&
-                  event.finish_reason->kind == engine::FinishKind::kAbort;
-    answer(failed ? 503 : 200);
-  });
-  if (!submitted.ok()) {
-    answer(503);
-    return;
-  }
-  std::thread([probe, answer, rid, engine = ctx.engine] {
-    std::unique_lock lock(probe->mu);
-    bool done = probe->cv.wait_for(lock, kHealthGenerateTimeout, [&] { return probe->answered; });
-    lock.unlock();
-    if (!done) {
-      engine->Abort(rid);
-      answer(503);
-    }
-  }).detach();
+  // Calls that arrive while a probe is in flight share its answer (no thread or request each).
+  ctx.health_probe->Check(std::move(writer), fmt::format("HEALTH_CHECK_{}", NewRid(ctx)));
 }
 
 void HandleModelInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
@@ -97,12 +82,13 @@ void HandleModelInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr wr
 }
 
 void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  // Published figures only: this runs on an HTTP I/O thread and must not wait for a step.
   engine::EngineStats stats = ctx.engine->Stats();
-  json info = ctx.args->values();
+  json info = ctx.args->PublicValues();
   info["status"] = ctx.shutting_down ? "shutting_down" : ctx.starting ? "starting" : "ready";
   info["max_total_num_tokens"] = stats.max_total_num_tokens;
   info["max_req_input_len"] = stats.context_len - 1;
-  json state = ctx.args->values();
+  json state = ctx.args->PublicValues();
   state["last_gen_throughput"] = stats.gen_throughput;
   state["memory_usage"] = {{"token_capacity", stats.max_total_num_tokens}};
   state["num_running_reqs"] = stats.num_running_reqs;
@@ -111,8 +97,8 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   state["cache_hit_rate"] = stats.cache_hit_rate;
   // SGLang's idle leak check (every KV slot free or held by the radix cache), for tests and
   // operators: "ok", or what is wrong.
-  Status leaks = ctx.engine->CheckLeaks();
-  state["kv_leak_check"] = leaks.ok() ? std::string("ok") : leaks.message();
+  state["kv_leak_check"] = stats.kv_leak_check;
+  state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;
   SendJson(*writer, 200, info);
@@ -131,10 +117,12 @@ void HandleGetLoad(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
 }
 
 void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  Status flushed = ctx.engine->FlushCache();
-  writer->Send(flushed.ok() ? 200 : 400, "text/plain",
-               "Cache flushed.\nPlease check backend logs for more details. (When there are "
-               "running or waiting requests, the operation will not be performed.)\n");
+  // Answered from the engine thread when the flush has run; this I/O thread moves on.
+  ctx.engine->FlushCacheAsync([writer](Status flushed) {
+    writer->Send(flushed.ok() ? 200 : 400, "text/plain",
+                 "Cache flushed.\nPlease check backend logs for more details. (When there are "
+                 "running or waiting requests, the operation will not be performed.)\n");
+  });
 }
 
 void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
@@ -163,24 +151,28 @@ void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
 }
 
 void HandleAbortRequest(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
-  json body = ParseBodyObject(request);
-  if (body.is_null()) {
-    openai::SendValidationError(*writer, "The request body must be a JSON object.");
-    return;
-  }
+  std::optional<json> body = ParseBodyObject(request, *writer);
+  if (!body) return;
+  auto abort_all = ReadOptionalBool(*body, "abort_all");
+  if (!abort_all.ok()) return openai::SendValidationError(*writer, abort_all.status().message());
+  auto rid = ReadOptionalString(*body, "rid");
+  if (!rid.ok()) return openai::SendValidationError(*writer, rid.status().message());
   if (ctx.metrics != nullptr) ctx.metrics->Requests().ObserveAbortedRequest();
-  if (body.value("abort_all", false)) {
-    ctx.engine->Abort("");
-  } else if (body.contains("rid") && body["rid"].is_string() &&
-             !body["rid"].get<std::string>().empty()) {
-    ctx.engine->Abort(body["rid"].get<std::string>());
+  // SGLang's semantics: a rid aborts every request whose rid starts with it (the n samples of a
+  // request share its rid as prefix). An admin route: see routes.cpp.
+  if (abort_all->value_or(false)) {
+    ctx.engine->Abort("", engine::AbortMatch::kRidPrefix);
+  } else if (rid->has_value() && !(*rid)->empty()) {
+    ctx.engine->Abort(**rid, engine::AbortMatch::kRidPrefix);
   }
   writer->Send(200, "text/plain", "");
 }
 
 void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
-  json body = ParseBodyObject(request);
-  if (body.is_null() || !body.contains("prompt")) {
+  std::optional<json> parsed = ParseBodyObject(request, *writer);
+  if (!parsed) return;
+  const json& body = *parsed;
+  if (!body.contains("prompt")) {
     openai::SendValidationError(*writer, "Field 'prompt' is required.");
     return;
   }
@@ -188,7 +180,11 @@ void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWrite
     openai::SendError(*writer, BadRequest("The tokenizer is not initialized."));
     return;
   }
-  bool add_special = body.value("add_special_tokens", true);
+  auto add_special_field = ReadOptionalBool(body, "add_special_tokens");
+  if (!add_special_field.ok()) {
+    return openai::SendValidationError(*writer, add_special_field.status().message());
+  }
+  const bool add_special = add_special_field->value_or(true);
   auto encode = [&](const std::string& text) {
     auto ids =
         ctx.tokenizer->Encode(text, {.add_special_tokens = add_special, .parse_special = true});
@@ -217,8 +213,10 @@ void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWrite
 }
 
 void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
-  json body = ParseBodyObject(request);
-  if (body.is_null() || !body.contains("tokens") || !body["tokens"].is_array()) {
+  std::optional<json> parsed = ParseBodyObject(request, *writer);
+  if (!parsed) return;
+  const json& body = *parsed;
+  if (!body.contains("tokens") || !body["tokens"].is_array()) {
     openai::SendValidationError(*writer, "Field 'tokens' is required (a list of token ids).");
     return;
   }
@@ -226,7 +224,9 @@ void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWri
     openai::SendError(*writer, BadRequest("The tokenizer is not initialized."));
     return;
   }
-  bool skip = body.value("skip_special_tokens", true);
+  auto skip_field = ReadOptionalBool(body, "skip_special_tokens");
+  if (!skip_field.ok()) return openai::SendValidationError(*writer, skip_field.status().message());
+  const bool skip = skip_field->value_or(true);
   auto decode = [&](const json& ids) -> std::optional<std::string> {
     std::vector<int32_t> tokens;
     for (const auto& id : ids) {

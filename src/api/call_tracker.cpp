@@ -1,6 +1,7 @@
 #include "api/call_tracker.h"
 
 #include "api/crash_dump.h"
+#include "api/request_builder.h"
 #include "api/request_log.h"
 
 namespace radixserve::api {
@@ -15,6 +16,29 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
 void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
                         OnDone on_done, OnRejected on_rejected, size_t n) {
+  // Every rid of the call must be non-empty and not live already (SGLang refuses a duplicate
+  // request ID); the n > 1 warm-up prefills get rids of their own.
+  std::vector<std::string> rids;
+  for (const engine::GenerateRequest& request : requests) {
+    if (request.rid.empty()) {
+      on_rejected(BadRequest("rid must be a non-empty string."));
+      return;
+    }
+    rids.push_back(request.rid);
+  }
+  std::vector<std::string> warmup_rids;
+  if (n > 1) {
+    for (size_t first = 0; first < requests.size(); first += n) {
+      warmup_rids.push_back(NewRid(ctx) + "_prefill");
+    }
+  }
+  rids.insert(rids.end(), warmup_rids.begin(), warmup_rids.end());
+  if (auto duplicate = ctx.rids.ClaimAll(rids)) {
+    std::string shown = duplicate->size() > 128 ? duplicate->substr(0, 128) + "..." : *duplicate;
+    on_rejected(BadRequest("Duplicate request ID: " + shown));
+    return;
+  }
+
   std::shared_ptr<CallTracker> call(
       new CallTracker(ctx, writer, std::move(on_event), std::move(on_done)));
   call->choices_.resize(requests.size());
@@ -45,7 +69,7 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   std::vector<engine::GenerateRequest> warmups;
   for (size_t first = 0; first < pending->requests.size(); first += n) {
     engine::GenerateRequest warm;
-    warm.rid = pending->requests[first].rid + "_prefill";
+    warm.rid = warmup_rids[first / n];
     warm.input_ids = pending->requests[first].input_ids;
     warm.sampling.max_new_tokens = 0;
     warm.priority = pending->requests[first].priority;
@@ -54,18 +78,26 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   }
   pending->remaining = warmups.size();
   for (engine::GenerateRequest& warm : warmups) {
+    std::string warm_rid = warm.rid;
     Status submitted = ctx.engine->Submit(std::move(warm),
-                                          [call, pending, on_rejected](engine::RequestEvent event) {
+                                          [call, pending, on_rejected,
+                                           warm_rid](engine::RequestEvent event) {
                                             if (!event.finished) return;
+                                            call->ctx_.rids.Release(warm_rid);
                                             std::vector<engine::GenerateRequest> ready;
                                             {
                                               std::lock_guard lock(pending->mu);
                                               if (--pending->remaining != 0) return;
                                               ready = std::move(pending->requests);
                                             }
+                                            bool gone = false;
                                             {
                                               std::lock_guard lock(call->mu_);
-                                              if (call->disconnected_ || call->rejected_) return;
+                                              gone = call->disconnected_ || call->rejected_;
+                                            }
+                                            if (gone) {
+                                              call->ReleaseUnfinishedRids();
+                                              return;
                                             }
                                             call->SubmitAll(std::move(ready), on_rejected);
                                           });
@@ -74,9 +106,18 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
         std::lock_guard lock(call->mu_);
         call->rejected_ = true;
       }
+      call->ReleaseUnfinishedRids();
+      for (const std::string& rid : warmup_rids) ctx.rids.Release(rid);
       on_rejected(FromStatus(submitted));
       return;
     }
+  }
+}
+
+void CallTracker::ReleaseUnfinishedRids() {
+  std::lock_guard lock(mu_);
+  for (const ChoiceState& choice : choices_) {
+    if (!choice.finished) ctx_.rids.Release(choice.rid);
   }
 }
 
@@ -84,15 +125,24 @@ void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
                             const OnRejected& on_rejected) {
   auto self = shared_from_this();
   for (size_t i = 0; i < requests.size(); ++i) {
+    // The engine thread only hands the event over; folding and formatting run on the
+    // connection's I/O strand.
     Status submitted = ctx_.engine->Submit(
-        std::move(requests[i]),
-        [self, i](engine::RequestEvent event) { self->Handle(i, std::move(event)); });
+        std::move(requests[i]), [self, i](engine::RequestEvent event) {
+          ResponseWriter& writer = *self->writer_;
+          writer.Post([self, i, event = std::move(event)]() mutable {
+            self->Handle(i, std::move(event));
+          });
+        });
     if (!submitted.ok()) {
       {
         std::lock_guard lock(mu_);
         rejected_ = true;
       }
-      for (size_t j = 0; j < i; ++j) ctx_.engine->Abort(choices_[j].rid);
+      for (size_t j = 0; j < i; ++j) {
+        ctx_.engine->Abort(choices_[j].rid, engine::AbortMatch::kExactRid);
+      }
+      ReleaseUnfinishedRids();
       on_rejected(FromStatus(submitted));
       return;
     }
@@ -118,6 +168,7 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
     choice.finished = true;
     choice.finish = event.finish_reason;
     ++num_finished_;
+    ctx_.rids.Release(choice.rid);
     RecordFinished(choice);
   }
   on_event_(*this, index, event);
@@ -182,7 +233,8 @@ void CallTracker::AbortUnfinished() {
       if (!choice.finished) rids.push_back(choice.rid);
     }
   }
-  for (const std::string& rid : rids) ctx_.engine->Abort(rid);
+  // Exactly this call's requests: a rid prefix could reach other clients' requests.
+  for (const std::string& rid : rids) ctx_.engine->Abort(rid, engine::AbortMatch::kExactRid);
 }
 
 }  // namespace radixserve::api

@@ -2,8 +2,10 @@
 // OpenAI request), their accumulated outputs, and the call's lifetime: submission, events,
 // client disconnect (aborts whatever is unfinished), completion.
 //
-// Thread safety: events arrive on the engine thread, disconnects on an HTTP thread; all state is
-// guarded by one mutex, and the callbacks run under it (they only format and write).
+// Thread safety: the engine thread only posts each event to the writer (ResponseWriter::Post);
+// events are folded and formatted on the connection's I/O strand, disconnects arrive on an HTTP
+// thread; all state is guarded by one mutex, and the callbacks run under it (they format and
+// write, never on the engine thread).
 #pragma once
 
 #include <chrono>
@@ -64,7 +66,9 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   using OnRejected = std::function<void(const ApiError&)>;
 
   // Submits every request. If one is refused, the already-submitted ones are aborted and
-  // `on_rejected` answers the call.
+  // `on_rejected` answers the call. An empty rid, or one that is live already (in this call or
+  // another), refuses the call with 400 before anything is submitted. Rids stay claimed in
+  // ctx.rids until their request finishes.
   //
   // `n` > 1 says the requests come in groups of n parallel samples of one prompt. As SGLang does,
   // each group's prompt is first prefilled alone (max_new_tokens 0) so that the n samples find
@@ -82,6 +86,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   void Handle(size_t index, engine::RequestEvent event);
   void SubmitAll(std::vector<engine::GenerateRequest> requests, const OnRejected& on_rejected);
   void AbortUnfinished();
+  void ReleaseUnfinishedRids();
   void RecordMetrics(ChoiceState& choice, const engine::RequestEvent& event);
   void RecordReceived(const engine::GenerateRequest& request, ChoiceState& choice);
   void RecordFinished(ChoiceState& choice);

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/call_tracker.h"
+#include "api/json_body.h"
+#include "api/json_fields.h"
 #include "api/request_builder.h"
 
 namespace radixserve::api {
@@ -149,42 +151,154 @@ json ItemJson(const ServerContext& ctx, ChoiceState& choice, const ItemInfo& inf
   return out;
 }
 
-// Reads `field` of the body for item i: a scalar applies to every item, a list gives one each.
-template <typename T>
-bool PerItem(const json& body, const char* field, size_t i, bool batch, T fallback, T& out,
-             std::string& error) {
-  out = fallback;
+// The value of `field` for batch item i: a scalar applies to every item, a list gives one each
+// (`per_item_lists`: whether a list means one value per item rather than one list-valued field).
+// Null when absent.
+Expected<const json*> ItemValue(const json& body, const char* field, size_t i, bool batch,
+                                bool per_item_lists) {
+  static const json kNull;
   auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return true;
-  const json* value = &*it;
-  if (batch && it->is_array() && !std::is_same_v<T, std::vector<int32_t>>) {
+  if (it == body.end() || it->is_null()) return &kNull;
+  if (batch && per_item_lists && it->is_array()) {
     if (i >= it->size()) {
-      error = fmt::format("The length of {} does not match the batch size.", field);
-      return false;
+      return InvalidArgument(fmt::format("The length of {} does not match the batch size.", field));
     }
-    value = &(*it)[i];
+    return &(*it)[i];
   }
-  try {
-    out = value->get<T>();
-  } catch (const json::exception&) {
-    error = fmt::format("Invalid type for field '{}'.", field);
-    return false;
+  return &*it;
+}
+
+// One batch item's logprob options, each checked against its range.
+struct ItemOptions {
+  json sampling;
+  bool return_logprob = false;
+  bool return_text = false;
+  int64_t logprob_start_len = -1;
+  int64_t top_logprobs_num = 0;
+  std::vector<int32_t> token_ids_logprob;
+};
+
+Expected<ItemOptions> ReadItemOptions(const ServerContext& ctx, const json& body, size_t i,
+                                      bool batch) {
+  ItemOptions out;
+  const json* value = nullptr;
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "sampling_params", i, batch, true));
+  if (!value->is_null() && !value->is_object()) {
+    return InvalidArgument("sampling_params must be an object (or a list of objects for a batch).");
   }
-  return true;
+  out.sampling = *value;
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_logprob", i, batch, true));
+  if (!value->is_null() && !value->is_boolean()) {
+    return InvalidArgument("return_logprob must be a boolean.");
+  }
+  out.return_logprob = value->is_boolean() && value->get<bool>();
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_text_in_logprobs", i, batch, true));
+  if (!value->is_null() && !value->is_boolean()) {
+    return InvalidArgument("return_text_in_logprobs must be a boolean.");
+  }
+  out.return_text = value->is_boolean() && value->get<bool>();
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "logprob_start_len", i, batch, true));
+  if (!value->is_null()) {
+    RADIX_ASSIGN_OR_RETURN(out.logprob_start_len,
+                           ReadInt(*value, "logprob_start_len", -1, ctx.model.context_len));
+  }
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "top_logprobs_num", i, batch, true));
+  if (!value->is_null()) {
+    RADIX_ASSIGN_OR_RETURN(out.top_logprobs_num, ReadInt(*value, "top_logprobs_num", 0,
+                                                         ctx.limits.max_top_logprobs));
+  }
+  // token_ids_logprob is a list already: a batch gives a list of lists.
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "token_ids_logprob", i,
+                                          batch && body.contains("token_ids_logprob") &&
+                                              body["token_ids_logprob"].is_array() &&
+                                              !body["token_ids_logprob"].empty() &&
+                                              body["token_ids_logprob"][0].is_array(),
+                                          true));
+  if (!value->is_null()) {
+    RADIX_ASSIGN_OR_RETURN(out.token_ids_logprob,
+                           ReadTokenIds(*value, "token_ids_logprob", ctx.model.vocab_size));
+  }
+  return out;
+}
+
+// The prompts of a /generate body: text (str | [str]) or input_ids ([int] | [[int]]); ids win.
+Expected<std::vector<PromptInput>> ReadPrompts(const ServerContext& ctx, const json& body,
+                                               bool& batch) {
+  std::vector<PromptInput> prompts;
+  batch = false;
+  auto ids = body.find("input_ids");
+  auto text = body.find("text");
+  if (ids != body.end() && !ids->is_null()) {
+    if (!ids->is_array()) return InvalidArgument("input_ids must be a list of token ids.");
+    if (!ids->empty() && (*ids)[0].is_array()) {
+      batch = true;
+      for (const json& row : *ids) {
+        std::vector<int32_t> row_ids;
+        RADIX_ASSIGN_OR_RETURN(row_ids, ReadTokenIds(row, "input_ids", ctx.model.vocab_size));
+        prompts.push_back({std::nullopt, std::move(row_ids)});
+      }
+    } else {
+      std::vector<int32_t> row_ids;
+      RADIX_ASSIGN_OR_RETURN(row_ids, ReadTokenIds(*ids, "input_ids", ctx.model.vocab_size));
+      prompts.push_back({std::nullopt, std::move(row_ids)});
+    }
+  } else if (text != body.end() && !text->is_null()) {
+    if (text->is_array()) {
+      batch = true;
+      for (const json& t : *text) {
+        if (!t.is_string()) return InvalidArgument("text must be a string or a list of strings.");
+        prompts.push_back({t.get<std::string>(), std::nullopt});
+      }
+    } else if (text->is_string()) {
+      prompts.push_back({text->get<std::string>(), std::nullopt});
+    } else {
+      return InvalidArgument("text must be a string or a list of strings.");
+    }
+  }
+  return prompts;
+}
+
+// The rid of batch item i: a string rid becomes "{rid}_{i}" in a batch; a list gives one each.
+Expected<std::string> ItemRid(ServerContext& ctx, const json& body, size_t i, size_t items,
+                              bool batch) {
+  auto it = body.find("rid");
+  if (it == body.end() || it->is_null()) return NewRid(ctx);
+  if (it->is_string()) {
+    if (it->get_ref<const std::string&>().empty()) {
+      return InvalidArgument("rid must be a non-empty string.");
+    }
+    return batch ? fmt::format("{}_{}", it->get<std::string>(), i) : it->get<std::string>();
+  }
+  if (it->is_array()) {
+    if (it->size() != items) {
+      return InvalidArgument("The length of rid does not match the batch size.");
+    }
+    const json& item = (*it)[i];
+    if (!item.is_string() || item.get_ref<const std::string&>().empty()) {
+      return InvalidArgument("rid must be a non-empty string or a list of them.");
+    }
+    return item.get<std::string>();
+  }
+  return InvalidArgument("rid must be a non-empty string or a list of them.");
 }
 
 }  // namespace
 
 void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
-  json body = json::parse(body_text, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
+  auto parsed = ParseJsonBody(body_text);
+  if (!parsed.ok()) {
+    SendValidationError(*writer, parsed.status().message());
+    return;
+  }
+  const json& body = *parsed;
+  if (!body.is_object()) {
     SendValidationError(*writer, "The request body must be a JSON object.");
     return;
   }
   for (const auto& [key, value] : body.items()) {
     if (!KnownFields().count(key)) {
-      SendValidationError(*writer,
-                          fmt::format("GenerateReqInput got an unexpected field '{}'", key));
+      SendValidationError(*writer, fmt::format("GenerateReqInput got an unexpected field '{}'",
+                                               key.size() > 64 ? key.substr(0, 64) + "..." : key));
       return;
     }
   }
@@ -192,109 +306,77 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     SendNativeError(*writer, BadRequest("input_embeds is not supported by radixserve."));
     return;
   }
+  auto fail = [&](const Status& status) { SendValidationError(*writer, status.message()); };
 
-  // Prompts: text (str | [str]) or input_ids ([int] | [[int]]); ids win.
-  std::vector<PromptInput> prompts;
   bool batch = false;
-  const json& ids = body.value("input_ids", json());
-  const json& text = body.value("text", json());
-  try {
-    if (!ids.is_null()) {
-      if (!ids.is_array()) throw json::type_error::create(302, "input_ids", nullptr);
-      if (!ids.empty() && ids[0].is_array()) {
-        batch = true;
-        for (const auto& row : ids)
-          prompts.push_back({std::nullopt, row.get<std::vector<int32_t>>()});
-      } else {
-        prompts.push_back({std::nullopt, ids.get<std::vector<int32_t>>()});
-      }
-    } else if (!text.is_null()) {
-      if (text.is_array()) {
-        batch = true;
-        for (const auto& t : text) prompts.push_back({t.get<std::string>(), std::nullopt});
-      } else {
-        prompts.push_back({text.get<std::string>(), std::nullopt});
-      }
-    }
-  } catch (const json::exception&) {
-    SendValidationError(*writer,
-                        "text must be a string or a list of strings; input_ids a list "
-                        "of integers or a list of such lists.");
-    return;
-  }
-  if (prompts.empty()) {
+  auto prompts = ReadPrompts(ctx, body, batch);
+  if (!prompts.ok()) return fail(prompts.status());
+  if (prompts->empty()) {
     SendNativeError(*writer,
                     BadRequest("Either text, input_ids or input_embeds should be provided."));
     return;
   }
-  if (batch && prompts.empty()) {
-    SendNativeError(*writer, BadRequest("The batch is empty."));
-    return;
+  auto stream_field = ReadOptionalBool(body, "stream");
+  if (!stream_field.ok()) return fail(stream_field.status());
+  const bool stream = stream_field->value_or(false);
+  auto priority = ReadOptionalInt(body, "priority");
+  if (!priority.ok()) return fail(priority.status());
+
+  // Everything is read and bounded before any prompt is tokenized or copied n times.
+  std::vector<ItemOptions> items;
+  std::vector<int64_t> item_n;
+  int64_t total_requests = 0;
+  for (size_t i = 0; i < prompts->size(); ++i) {
+    auto options = ReadItemOptions(ctx, body, i, batch);
+    if (!options.ok()) return fail(options.status());
+    int64_t n = 1;
+    if (options->sampling.is_object() && options->sampling.contains("n") &&
+        !options->sampling["n"].is_null()) {
+      auto read = CheckN(options->sampling["n"], ctx.limits);
+      if (!read.ok()) return fail(read.status());
+      n = *read;
+    }
+    total_requests += n;
+    if (total_requests > ctx.limits.max_requests_per_call) {
+      return fail(InvalidArgument(fmt::format(
+          "The request asks for more than {} generations (prompts x n); the server's limit is "
+          "--max-requests-per-call.",
+          ctx.limits.max_requests_per_call)));
+    }
+    items.push_back(std::move(*options));
+    item_n.push_back(n);
   }
 
-  const bool stream = body.value("stream", false);
   const bool stream_output = ctx.args->GetBool("stream-output");
   std::vector<engine::GenerateRequest> requests;
   std::vector<ItemInfo> infos;
-  std::vector<size_t> stream_index;
-  std::string error;
   std::optional<int64_t> group_n;  // n shared by every item (SGLang requires that), else 1
-  const json& rid_field = body.value("rid", json());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    json sampling;
-    bool return_logprob = false, return_text = false;
-    int64_t start_len = -1, top_num = 0;
-    std::vector<int32_t> token_ids_logprob;
-    std::optional<int64_t> priority;
-    if (!PerItem(body, "sampling_params", i,
-                 batch && body.value("sampling_params", json()).is_array(), json(), sampling,
-                 error) ||
-        !PerItem(body, "return_logprob", i, batch, false, return_logprob, error) ||
-        !PerItem(body, "logprob_start_len", i, batch, int64_t{-1}, start_len, error) ||
-        !PerItem(body, "top_logprobs_num", i, batch, int64_t{0}, top_num, error) ||
-        !PerItem(body, "token_ids_logprob", i, batch, std::vector<int32_t>{}, token_ids_logprob,
-                 error) ||
-        !PerItem(body, "return_text_in_logprobs", i, batch, false, return_text, error)) {
-      SendValidationError(*writer, error);
-      return;
-    }
-    if (body.contains("priority") && body["priority"].is_number_integer()) {
-      priority = body["priority"].get<int64_t>();
-    }
-    std::string base_rid;
-    if (rid_field.is_string()) {
-      base_rid = batch ? fmt::format("{}_{}", rid_field.get<std::string>(), i)
-                       : rid_field.get<std::string>();
-    } else if (rid_field.is_array() && i < rid_field.size() && rid_field[i].is_string()) {
-      base_rid = rid_field[i].get<std::string>();
-    } else {
-      base_rid = NewRid(ctx);
-    }
-    int64_t n = 1;
-    if (sampling.is_object() && sampling.contains("n") && sampling["n"].is_number_integer()) {
-      n = std::max<int64_t>(1, sampling["n"].get<int64_t>());  // n < 1: Verify reports it
-    }
+  for (size_t i = 0; i < prompts->size(); ++i) {
+    const ItemOptions& item = items[i];
+    auto base_rid = ItemRid(ctx, body, i, prompts->size(), batch);
+    if (!base_rid.ok()) return fail(base_rid.status());
+    const int64_t n = item_n[i];
     group_n = (!group_n || *group_n == n) ? n : 1;
     for (int64_t j = 0; j < n; ++j) {
-      BuildOptions options{.rid = n > 1 ? fmt::format("{}_{}", base_rid, j) : base_rid,
+      BuildOptions options{.rid = n > 1 ? fmt::format("{}_{}", *base_rid, j) : *base_rid,
                            .stream = stream,
-                           .priority = priority,
-                           .return_logprob = return_logprob,
-                           .logprob_start_len = start_len,
-                           .top_logprobs_num = static_cast<int32_t>(top_num),
-                           .token_ids_logprob = token_ids_logprob,
-                           .return_text_in_logprobs = return_text};
-      BuiltRequest built = BuildGenerateRequest(ctx, prompts[i], sampling, options);
+                           .priority = *priority,
+                           .return_logprob = item.return_logprob,
+                           .logprob_start_len = item.logprob_start_len,
+                           .top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num),
+                           .token_ids_logprob = item.token_ids_logprob,
+                           .return_text_in_logprobs = item.return_text};
+      BuiltRequest built = BuildGenerateRequest(ctx, (*prompts)[i], item.sampling, options);
       if (built.error) {
         SendNativeError(*writer, *built.error);
         return;
       }
       built.request->sampling.n = 1;  // the n copies are separate engine requests
       ItemInfo info;
-      info.shape.return_logprob = return_logprob;
-      info.shape.top_logprobs_num = static_cast<int32_t>(top_num);
-      info.shape.token_ids_logprob = token_ids_logprob;
-      info.shape.return_text_in_logprobs = return_text;
+      info.shape.return_logprob = item.return_logprob;
+      info.shape.top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num);
+      info.shape.token_ids_logprob = item.token_ids_logprob;
+      info.shape.return_text_in_logprobs = item.return_text;
       infos.push_back(std::move(info));
       requests.push_back(std::move(*built.request));
     }

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "api/openai_api.h"
+#include "api/json_body.h"
+#include "api/json_fields.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
 
@@ -77,8 +79,13 @@ json Chunk(const std::string& id, int64_t created, const std::string& model, jso
 
 void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
                            ResponseWriterPtr writer) {
-  json body = json::parse(body_text, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
+  auto parsed = ParseJsonBody(body_text);
+  if (!parsed.ok()) {
+    SendValidationError(*writer, parsed.status().message());
+    return;
+  }
+  const json& body = *parsed;
+  if (!body.is_object()) {
     SendValidationError(*writer, "The request body must be a JSON object.");
     return;
   }
@@ -89,12 +96,20 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
   try {
     model = OptString(body, "model").value_or("default");
     stream = OptBool(body, "stream").value_or(false);
-    if (body.contains("stream_options") && body["stream_options"].is_object()) {
+    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+      if (!body["stream_options"].is_object()) {
+        throw ValidationError("stream_options must be an object.");
+      }
       include_usage = OptBool(body["stream_options"], "include_usage").value_or(false);
     }
     logprobs = OptBool(body, "logprobs").value_or(false);
     int64_t top_logprobs = OptInt(body, "top_logprobs").value_or(0);
-    n = OptInt(body, "n").value_or(1);
+    if (top_logprobs < 0 || top_logprobs > ctx.limits.max_top_logprobs) {
+      throw ValidationError(fmt::format(
+          "top_logprobs must be in [0, {}] (the server's --max-top-logprobs), got {}.",
+          ctx.limits.max_top_logprobs, top_logprobs));
+    }
+    n = RequireN(ctx, body, "n");
     if (!body.contains("messages") || !body["messages"].is_array()) {
       throw ValidationError("Field 'messages' is required and must be a list.");
     }
@@ -107,8 +122,13 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
                                     "request without 'tools'."));
       return;
     }
-    if (body.contains("response_format") && body["response_format"].is_object()) {
-      std::string type = body["response_format"].value("type", "text");
+    if (body.contains("response_format") && !body["response_format"].is_null()) {
+      if (!body["response_format"].is_object()) {
+        throw ValidationError("response_format must be an object with a string 'type'.");
+      }
+      auto type_field = ReadOptionalString(body["response_format"], "type");
+      if (!type_field.ok()) throw ValidationError("response_format." + type_field.status().message());
+      std::string type = type_field->value_or("text");
       if (type != "text") {
         SendError(*writer,
                   BadRequest(fmt::format("response_format type '{}' is not supported yet.", type)));
@@ -122,12 +142,15 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     }
     chat::ChatRenderInput input;
     // Templates see the client's key order (tools | tojson), so read messages order-preserving.
-    chat::Json ordered_body = chat::Json::parse(body_text);
+    chat::Json ordered_body = ParseOrderedJsonBody(body_text).value();  // parsed once already
     input.messages = PrepareMessages(ordered_body["messages"], ctx.chat_template->content_format());
     input.continue_final_message = OptBool(body, "continue_final_message").value_or(false);
     input.add_generation_prompt = !input.continue_final_message;
-    if (body.contains("chat_template_kwargs") && body["chat_template_kwargs"].is_object()) {
-      input.template_kwargs = chat::Json::parse(body["chat_template_kwargs"].dump());
+    if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+      if (!body["chat_template_kwargs"].is_object()) {
+        throw ValidationError("chat_template_kwargs must be an object.");
+      }
+      input.template_kwargs = ordered_body["chat_template_kwargs"];
     }
     auto prompt = ctx.chat_template->Render(input);
     if (!prompt.ok()) {

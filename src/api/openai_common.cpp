@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "api/json_fields.h"
+#include "api/request_builder.h"
+
 namespace radixserve::api::openai {
 namespace {
 
@@ -16,14 +19,17 @@ namespace {
 void SendStreamError(ResponseWriter& writer, const ApiError& error);
 
 std::optional<int64_t> OptInt(const json& body, const char* key) {
+  auto value = ReadOptionalInt(body, key);
+  if (!value.ok()) throw ValidationError(value.status().message());
+  return *value;
+}
+
+int64_t RequireN(const ServerContext& ctx, const json& body, const char* key) {
   auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_float() &&
-      it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()))) {
-    return static_cast<int64_t>(it->get<double>());
-  }
-  WrongType(key, "an integer");
+  if (it == body.end() || it->is_null()) return 1;
+  auto n = CheckN(*it, ctx.limits, key);
+  if (!n.ok()) throw ValidationError(n.status().message());
+  return *n;
 }
 
 std::optional<double> OptNumber(const json& body, const char* key) {

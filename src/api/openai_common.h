@@ -30,6 +30,9 @@ std::optional<double> OptNumber(const json& body, const char* key);
 std::optional<bool> OptBool(const json& body, const char* key);
 std::optional<std::string> OptString(const json& body, const char* key);
 
+// `n` / `best_of`: 1 when absent; an integer in [1, --max-n] otherwise.
+int64_t RequireN(const ServerContext& ctx, const json& body, const char* key);
+
 // SGLang's sampling-params dict from the OpenAI fields both routes share (stop, penalties,
 // top_k/min_p extras, logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, ...). Only the
 // fields the request set are present, so server defaults can fill the rest.

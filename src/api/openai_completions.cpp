@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "api/openai_api.h"
+#include "api/json_body.h"
+#include "api/json_fields.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
 
@@ -41,8 +43,13 @@ json CompletionLogprobs(const ServerContext& ctx, const ChoiceState& choice, siz
 }  // namespace
 
 void HandleCompletions(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
-  json body = json::parse(body_text, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
+  auto parsed = ParseJsonBody(body_text);
+  if (!parsed.ok()) {
+    SendValidationError(*writer, parsed.status().message());
+    return;
+  }
+  const json& body = *parsed;
+  if (!body.is_object()) {
     SendValidationError(*writer, "The request body must be a JSON object.");
     return;
   }
@@ -55,21 +62,30 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
   try {
     model = OptString(body, "model").value_or("default");
     stream = OptBool(body, "stream").value_or(false);
-    if (body.contains("stream_options") && body["stream_options"].is_object()) {
+    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+      if (!body["stream_options"].is_object()) {
+        throw ValidationError("stream_options must be an object.");
+      }
       include_usage = OptBool(body["stream_options"], "include_usage").value_or(false);
     }
     echo = OptBool(body, "echo").value_or(false);
     logprobs = OptInt(body, "logprobs");
-    n = OptInt(body, "n").value_or(1);
+    n = RequireN(ctx, body, "n");
     std::string suffix = OptString(body, "suffix").value_or("");
     if (!suffix.empty() && ctx.completion_template == nullptr) {
       SendError(*writer, BadRequest("suffix needs a fill-in-the-middle template: start the "
                                     "server with --completion-template."));
       return;
     }
-    if (auto best_of = OptInt(body, "best_of"); best_of && *best_of != n) {
+    if (body.contains("best_of") && !body["best_of"].is_null() &&
+        RequireN(ctx, body, "best_of") != n) {
       SendError(*writer, BadRequest("best_of is not supported: use n to get several choices."));
       return;
+    }
+    if (logprobs && (*logprobs < 0 || *logprobs > ctx.limits.max_top_logprobs)) {
+      throw ValidationError(fmt::format(
+          "logprobs must be in [0, {}] (the server's --max-top-logprobs), got {}.",
+          ctx.limits.max_top_logprobs, *logprobs));
     }
     int64_t max_tokens = OptInt(body, "max_tokens").value_or(16);
     if (max_tokens <= 0) {
@@ -79,17 +95,24 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
 
     // prompt: str | [str] | [int] | [[int]]
     std::vector<PromptInput> prompts;
-    const json& prompt = body.value("prompt", json());
+    static const json kNoPrompt;
+    const json& prompt = body.contains("prompt") ? body["prompt"] : kNoPrompt;
+    auto token_ids = [&](const json& ids) {
+      auto read = ReadTokenIds(ids, "prompt", ctx.model.vocab_size);
+      if (!read.ok()) throw ValidationError(read.status().message());
+      return std::move(read).value();
+    };
     if (prompt.is_string()) {
       prompts.push_back({prompt.get<std::string>(), std::nullopt});
-    } else if (prompt.is_array() && !prompt.empty() && prompt[0].is_number_integer()) {
-      prompts.push_back({std::nullopt, prompt.get<std::vector<int32_t>>()});
+    } else if (prompt.is_array() && !prompt.empty() && !prompt[0].is_string() &&
+               !prompt[0].is_array()) {
+      prompts.push_back({std::nullopt, token_ids(prompt)});
     } else if (prompt.is_array()) {
       for (const auto& item : prompt) {
         if (item.is_string()) {
           prompts.push_back({item.get<std::string>(), std::nullopt});
         } else if (item.is_array()) {
-          prompts.push_back({std::nullopt, item.get<std::vector<int32_t>>()});
+          prompts.push_back({std::nullopt, token_ids(item)});
         } else {
           throw ValidationError(
               "prompt must be a string, a list of strings, a list of token "
@@ -115,6 +138,12 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
       }
     }
 
+    if (static_cast<int64_t>(prompts.size()) > ctx.limits.max_requests_per_call / n) {
+      throw ValidationError(fmt::format(
+          "The request asks for more than {} completions (prompts x n); the server's limit is "
+          "--max-requests-per-call.",
+          ctx.limits.max_requests_per_call));
+    }
     json sampling = SamplingFromOpenAi(body);
     sampling["max_new_tokens"] = max_tokens;
     sampling["n"] = n;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "api/json_fields.h"
 #include "sampling/sampling_defaults.h"
 #include "sampling/sampling_params.h"
 
@@ -16,6 +17,18 @@ std::string NewRid(ServerContext& ctx) {
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   uint64_t n = ctx.next_rid.fetch_add(1);
   return fmt::format("{:016x}{:016x}", kStart, n);
+}
+
+Expected<int64_t> CheckN(const nlohmann::json& value, const RequestLimits& limits,
+                         const char* field) {
+  int64_t n = 0;
+  RADIX_ASSIGN_OR_RETURN(n, ReadInt(value, field));
+  if (n < 1) return InvalidArgument(fmt::format("{} must be at least 1, got {}.", field, n));
+  if (n > limits.max_n) {
+    return InvalidArgument(fmt::format(
+        "{} must be at most {} (the server's --max-n), got {}.", field, limits.max_n, n));
+  }
+  return n;
 }
 
 std::string TokenText(const ServerContext& ctx, int32_t token_id) {
@@ -89,8 +102,10 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
       return out;
     }
   }
-  if (options.top_logprobs_num < 0) {
-    out.error = BadRequest("top_logprobs_num must be at least 0.");
+  if (options.top_logprobs_num < 0 || options.top_logprobs_num > ctx.limits.max_top_logprobs) {
+    out.error = BadRequest(fmt::format("top_logprobs_num must be in [0, {}] (the server's "
+                                       "--max-top-logprobs), got {}.",
+                                       ctx.limits.max_top_logprobs, options.top_logprobs_num));
     return out;
   }
   // SGLang's TokenizerManager length checks (the engine truncates instead under
@@ -105,13 +120,14 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
       return out;
     }
     const auto& max_new = request.sampling.max_new_tokens;
-    if (max_new && *max_new + input_len >= context_len) {
+    if (max_new && *max_new >= context_len - input_len) {  // no overflow near INT64_MAX
       out.error = BadRequest(fmt::format(
           "Requested token count exceeds the model's maximum context length of {} tokens. You "
           "requested a total of {} tokens: {} tokens from the input messages and {} tokens for "
           "the completion. Please reduce the number of tokens in the input messages or the "
           "completion to fit within the limit.",
-          context_len, *max_new + input_len, input_len, *max_new));
+          context_len, static_cast<uint64_t>(*max_new) + static_cast<uint64_t>(input_len),
+          input_len, *max_new));
       return out;
     }
   }

@@ -44,6 +44,11 @@ struct BuiltRequest {
 BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
                                   const nlohmann::json& sampling_json, const BuildOptions& options);
 
+// `n` (or best_of) of a request: an integer in [1, --max-n]; the error names the field and the
+// limit. Checked before any copy of the request is made.
+Expected<int64_t> CheckN(const nlohmann::json& value, const RequestLimits& limits,
+                         const char* field = "n");
+
 // A fresh request id (hex), unique within this process.
 std::string NewRid(ServerContext& ctx);
 

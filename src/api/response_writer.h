@@ -27,6 +27,11 @@ class ResponseWriter {
   // `callback` runs once (on any thread) if the client goes away before the response
   // completes; handlers abort their engine requests from it.
   virtual void OnDisconnect(std::function<void()> callback) = 0;
+
+  // Runs `task` on the transport's side (an HTTP I/O thread), tasks of one writer in posting
+  // order. The engine's event sinks post here, so that formatting (JSON, SSE framing) never
+  // runs on the engine thread. The default runs the task at once, on the caller's thread.
+  virtual void Post(std::function<void()> task) { task(); }
 };
 
 using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;

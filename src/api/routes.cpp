@@ -27,6 +27,20 @@ ApiHandler BodyOnly(void (*handle)(ServerContext&, const std::string&, ResponseW
   };
 }
 
+// Routes that start generations refuse new work with 503 once a graceful shutdown has begun
+// (requests in flight keep running for --shutdown-grace-period).
+ApiHandler Admitting(ApiHandler handle) {
+  return [handle = std::move(handle)](ServerContext& ctx, const ApiRequest& request,
+                                      ResponseWriterPtr writer) {
+    if (ctx.shutting_down) {
+      ApiError error{503, "The server is shutting down.", "ServiceUnavailableError", {}};
+      writer->Send(503, "application/json", ToJsonText(error.OpenAiBody()));
+      return;
+    }
+    handle(ctx, request, std::move(writer));
+  };
+}
+
 }  // namespace
 
 std::vector<ApiRoute> ApiRoutes() {
@@ -38,15 +52,15 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"GET"}, "/server_info", false, HandleServerInfo},
       {{"GET"}, "/get_server_info", false, HandleServerInfo},
       {{"GET"}, "/get_load", false, HandleGetLoad},
-      {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache},
-      {{"POST"}, "/abort_request", false, HandleAbortRequest},
-      {{"POST", "PUT"}, "/generate", false, BodyOnly(HandleGenerate)},
+      {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache, "path", /*admin=*/true},
+      {{"POST"}, "/abort_request", false, HandleAbortRequest, "path", /*admin=*/true},
+      {{"POST", "PUT"}, "/generate", false, Admitting(BodyOnly(HandleGenerate))},
       {{"POST"}, "/tokenize", false, HandleTokenize},
       {{"POST"}, "/v1/tokenize", false, HandleTokenize},
       {{"POST"}, "/detokenize", false, HandleDetokenize},
       {{"POST"}, "/v1/detokenize", false, HandleDetokenize},
-      {{"POST"}, "/v1/completions", false, JsonOnly(HandleCompletions)},
-      {{"POST"}, "/v1/chat/completions", false, JsonOnly(HandleChatCompletions)},
+      {{"POST"}, "/v1/completions", false, Admitting(JsonOnly(HandleCompletions))},
+      {{"POST"}, "/v1/chat/completions", false, Admitting(JsonOnly(HandleChatCompletions))},
       {{"GET"}, "/metrics", false, HandleMetrics},
       {{"GET"}, "/v1/models", false, HandleListModels},
       {{"GET"}, "/v1/models/", true, HandleGetModel, "model"},

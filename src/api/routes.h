@@ -28,6 +28,8 @@ struct ApiRoute {
   bool prefix = false;  // path_param = the rest of the path
   ApiHandler handler;
   std::string param_name = "path";  // names path_param in metrics labels ("/v1/models/{model}")
+  // Administrative routes (cache flush, aborts by rid prefix) need --admin-api-key when it is set.
+  bool admin = false;
 };
 
 // The route table (native API, OpenAI API, admin routes, /metrics).

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/rid_registry.h"
 #include "args/server_args.h"
 #include "chat/chat_template.h"
 #include "chat/completion_template.h"
@@ -21,7 +22,16 @@
 namespace radixserve::api {
 
 class CrashDump;
+class HealthProbe;
 class RequestLog;
+
+// Bounds on what one HTTP call may ask for, checked before any work is done (each value is a
+// server argument).
+struct RequestLimits {
+  int64_t max_n = 128;                   // --max-n: n (parallel samples) and best_of
+  int64_t max_requests_per_call = 4096;  // --max-requests-per-call: prompts x n of one call
+  int64_t max_top_logprobs = 100;        // --max-top-logprobs: top_logprobs_num / top_logprobs
+};
 
 struct ModelFacts {
   std::string model_type;                  // config.json model_type / GGUF architecture
@@ -42,6 +52,8 @@ struct ServerContext {
   metrics::ServingMetrics* metrics = nullptr;  // null unless --enable-metrics
   const RequestLog* request_log = nullptr;     // null unless --log-requests
   CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
+  HealthProbe* health_probe = nullptr;        // /health_generate's shared probe
+  RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;
   std::string weight_version = "default";
@@ -50,6 +62,8 @@ struct ServerContext {
   std::atomic<bool> starting{true};
   std::atomic<bool> shutting_down{false};
   std::atomic<uint64_t> next_rid{0};
+  // The rids of every call in flight (duplicate detection; exact aborts).
+  RidRegistry rids;
 };
 
 }  // namespace radixserve::api

@@ -19,6 +19,51 @@ std::vector<ArgSpec> RadixserveArgs() {
        .help = "Resolve and validate every argument, print the final configuration as JSON "
                "(the object /server_info returns) and exit without loading the model.",
        .system = System::kRadixserve},
+      {.name = "max-n",
+       .type = ArgType::kInt,
+       .default_value = "128",
+       .group = group::kRadixserve,
+       .help = "Largest n (parallel samples; also best_of) one request may ask for. Larger "
+               "values are refused with 400 before any work is done. OpenAI's own limit is 128.",
+       .system = System::kRadixserve},
+      {.name = "max-requests-per-call",
+       .type = ArgType::kInt,
+       .default_value = "4096",
+       .group = group::kRadixserve,
+       .help = "Largest number of generations one HTTP call may start: the prompts of a batch "
+               "times n. Larger calls are refused with 400 before any prompt is tokenized.",
+       .system = System::kRadixserve},
+      {.name = "max-top-logprobs",
+       .type = ArgType::kInt,
+       .default_value = "100",
+       .group = group::kRadixserve,
+       .help = "Largest top_logprobs_num (native) or top_logprobs / logprobs (OpenAI) a request "
+               "may ask for; each one multiplies the size of every logprob entry.",
+       .system = System::kRadixserve},
+      {.name = "shutdown-grace-period",
+       .type = ArgType::kFloat,
+       .default_value = "20.0",
+       .group = group::kRadixserve,
+       .help = "Seconds that requests in flight get to finish after SIGTERM/SIGINT. New requests "
+               "are refused with 503 meanwhile; what is still running afterwards ends with an "
+               "abort event and a complete response, then the process exits with status 0.",
+       .system = System::kRadixserve},
+      {.name = "allowed-origins",
+       .type = ArgType::kStringList,
+       .default_value = "[\"*\"]",
+       .group = group::kRadixserve,
+       .help = "Browser origins allowed by CORS. '*' (the default) lets any page read responses "
+               "without credentials (no cookies); listed origins (e.g. https://app.example) are "
+               "echoed back with credentials allowed, and other origins get no CORS headers.",
+       .system = System::kRadixserve},
+      {.name = "allowed-hosts",
+       .type = ArgType::kStringList,
+       .default_value = "[]",
+       .group = group::kRadixserve,
+       .help = "Host header values accepted when the server listens on a loopback address, besides "
+               "localhost, 127.0.0.1 and [::1] (any port): a guard against DNS rebinding. '*' "
+               "accepts any Host. No effect when listening on a non-loopback address.",
+       .system = System::kRadixserve},
       {.name = "threads",
        .type = ArgType::kInt,
        .group = group::kRadixserve,

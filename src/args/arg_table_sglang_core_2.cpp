@@ -13,6 +13,12 @@ std::vector<ArgSpec> SglangCoreArgs2() {
        .group = group::kApi,
        .help = "Key that clients must present to use the server, for the native and the "
                "OpenAI-compatible API alike."},
+      {.name = "admin-api-key",
+       .type = ArgType::kString,
+       .group = group::kApi,
+       .help = "Key for the administrative routes (/flush_cache, /abort_request): when set, they "
+               "need 'Authorization: Bearer <admin key>' and the --api-key alone is refused. "
+               "Unset, they take the --api-key like every other route."},
       {.name = "served-model-name",
        .type = ArgType::kString,
        .group = group::kApi,

@@ -46,4 +46,12 @@ bool ServerArgs::IsExplicit(std::string_view key) const {
   return explicit_.find(KeyOf(key)) != explicit_.end();
 }
 
+nlohmann::json ServerArgs::PublicValues() const {
+  nlohmann::json values = values_;
+  for (const char* secret : {"api_key", "admin_api_key"}) {
+    if (values.contains(secret) && !values[secret].is_null()) values[secret] = "<redacted>";
+  }
+  return values;
+}
+
 }  // namespace radixserve::args

@@ -22,6 +22,9 @@ class ServerArgs {
   // The whole configuration: one key per argument. This is what --print-config prints and
   // /server_info returns.
   const nlohmann::json& values() const { return values_; }
+  // values() with every secret (--api-key, --admin-api-key) replaced by "<redacted>" when set:
+  // what logs, --print-config and /server_info show.
+  nlohmann::json PublicValues() const;
 
   // Value by config key or canonical name ("max_running_requests" or "max-running-requests").
   // The key must name an argument in the table (checked).

@@ -147,7 +147,8 @@ Status CheckRanges(const ServerArgs& args) {
       {"max-total-tokens", 1}, {"max-prefill-tokens", 1}, {"tokenizer-worker-num", 1},
       {"context-length", 1}, {"base-gpu-id", 0},     {"gpu-id-step", 1},
       {"decode-log-interval", 1}, {"num-continuous-decode-steps", 1},
-      {"max-loras-per-batch", 1}, {"threads", 1},
+      {"max-loras-per-batch", 1}, {"threads", 1}, {"max-n", 1},
+      {"max-requests-per-call", 1}, {"max-top-logprobs", 0},
   };
   for (const MinRule& rule : kMinimums) {
     if (!FindArg(rule.name)) continue;
@@ -157,6 +158,9 @@ Status CheckRanges(const ServerArgs& args) {
     }
   }
   if (args.GetInt("port") > 65535) return Invalid("port", "must be <= 65535");
+  if (args.GetFloat("shutdown-grace-period") < 0) {
+    return Invalid("shutdown-grace-period", "must be >= 0");
+  }
   if (!args.IsNull("mem-fraction-static")) {
     double fraction = args.GetFloat("mem-fraction-static");
     if (!(fraction > 0.0 && fraction < 1.0)) {

@@ -88,3 +88,12 @@ class [[nodiscard]] Expected {
     ::radixserve::Status radix_status_ = (expr); \
     if (!radix_status_.ok()) return radix_status_; \
   } while (0)
+
+// Evaluates an expression yielding Expected<T>; on error returns its Status from the enclosing
+// function, otherwise moves the value into `target` (an existing variable).
+#define RADIX_ASSIGN_OR_RETURN(target, expr)                \
+  do {                                                      \
+    auto radix_result_ = (expr);                            \
+    if (!radix_result_.ok()) return radix_result_.status(); \
+    target = std::move(radix_result_).value();              \
+  } while (0)

@@ -1,5 +1,6 @@
 #include "engine/dp_engine.h"
 
+#include <mutex>
 #include <string>
 
 #include "common/check.h"
@@ -37,17 +38,33 @@ Status DpEngine::Submit(GenerateRequest request, EventSink sink) {
   return status;
 }
 
-void DpEngine::Abort(std::string_view rid_prefix) {
-  for (auto& replica : replicas_) replica->Abort(rid_prefix);
+void DpEngine::Abort(std::string_view rid, AbortMatch match) {
+  for (auto& replica : replicas_) replica->Abort(rid, match);
 }
 
-Status DpEngine::FlushCache() {
-  Status first = Status::Ok();
+void DpEngine::FlushCacheAsync(std::function<void(Status)> done) {
+  // Every replica flushes; the first failure (if any) is the answer, given once all are done.
+  struct Join {
+    std::mutex mu;
+    size_t remaining;
+    Status first = Status::Ok();
+    std::function<void(Status)> done;
+  };
+  auto join = std::make_shared<Join>();
+  join->remaining = replicas_.size();
+  join->done = std::move(done);
   for (auto& replica : replicas_) {
-    Status status = replica->FlushCache();
-    if (!status.ok() && first.ok()) first = std::move(status);
+    replica->FlushCacheAsync([join](Status status) {
+      Status answer;
+      {
+        std::lock_guard<std::mutex> lock(join->mu);
+        if (!status.ok() && join->first.ok()) join->first = std::move(status);
+        if (--join->remaining != 0) return;
+        answer = join->first;
+      }
+      join->done(std::move(answer));
+    });
   }
-  return first;
 }
 
 EngineStats DpEngine::Stats() const {
@@ -66,6 +83,11 @@ EngineStats DpEngine::Stats() const {
     total.num_retractions += s.num_retractions;
     total.prompt_tokens_total += s.prompt_tokens_total;
     total.cached_prompt_tokens_total += s.cached_prompt_tokens_total;
+    if (s.kv_leak_check != "ok") {
+      const std::string failure = "DP" + std::to_string(s.dp_rank) + ": " + s.kv_leak_check;
+      total.kv_leak_check =
+          total.kv_leak_check == "ok" ? failure : total.kv_leak_check + "; " + failure;
+    }
   }
   if (total.max_total_num_tokens > 0) {
     total.token_usage = used_weighted / static_cast<double>(total.max_total_num_tokens);

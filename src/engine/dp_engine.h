@@ -29,8 +29,8 @@ class DpEngine final : public Engine {
   ~DpEngine() override;
 
   Status Submit(GenerateRequest request, EventSink sink) override;
-  void Abort(std::string_view rid_prefix) override;
-  Status FlushCache() override;
+  void Abort(std::string_view rid, AbortMatch match) override;
+  void FlushCacheAsync(std::function<void(Status)> done) override;
   EngineStats Stats() const override;
   std::vector<EngineStats> ReplicaStats() const override;
   Status CheckLeaks() const override;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +23,10 @@ namespace radixserve::engine {
 // Receives the events of one request, on the engine thread, in order.
 using EventSink = std::function<void(RequestEvent)>;
 
+// How Engine::Abort matches request ids. A client's own requests are aborted by their exact rids;
+// prefix matching (SGLang's /abort_request semantics, empty = all) is an administrator's tool.
+enum class AbortMatch { kExactRid, kRidPrefix };
+
 // Load and cache figures for /get_load, /server_info, /metrics and the leak check.
 struct EngineStats {
   int32_t dp_rank = 0;  // the replica these figures describe (aggregates: 0)
@@ -35,6 +40,10 @@ struct EngineStats {
   double token_usage = 0.0;    // used / total
   double cache_hit_rate = 0.0; // cached prompt tokens / prompt tokens, since start
   double gen_throughput = 0.0; // tokens/s over the last decode log interval
+  // SGLang's idle leak check as of this snapshot: "ok" (busy-but-consistent, or idle and every
+  // KV slot free or held by the prefix cache), else what is wrong. Computed on the engine thread
+  // whenever it becomes idle, so readers never wait on the engine.
+  std::string kv_leak_check = "ok";
   int64_t num_retractions = 0;
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
@@ -49,13 +58,20 @@ class Engine {
   // outcome, including later errors, arrives through `sink` ending with a finished event.
   virtual Status Submit(GenerateRequest request, EventSink sink) = 0;
 
-  // Aborts every request whose rid starts with `rid_prefix` (empty: all). Their sinks receive a
-  // final kAbort event; their KV is released within one step.
-  virtual void Abort(std::string_view rid_prefix) = 0;
+  // Aborts the request whose rid equals `rid` (kExactRid), or every request whose rid starts with
+  // `rid` (kRidPrefix; empty: all). Their sinks receive a final kAbort event; their KV is released
+  // within one step. Never blocks on the engine thread.
+  virtual void Abort(std::string_view rid, AbortMatch match) = 0;
 
-  // /flush_cache: drops the prefix cache when no request is running or queued; returns
-  // kResourceExhausted (SGLang answers 400 with a message) otherwise.
-  virtual Status FlushCache() = 0;
+  // /flush_cache: drops the prefix cache when no request is running or queued (and returns freed
+  // KV memory to the OS); kResourceExhausted (SGLang answers 400 with a message) otherwise.
+  // `done` runs once, on an engine thread (or the caller's, after shutdown); it must not block.
+  // Never blocks the caller: safe on HTTP I/O threads.
+  virtual void FlushCacheAsync(std::function<void(Status)> done) = 0;
+
+  // FlushCacheAsync, waiting for the result. Blocks until the current step ends: never call it
+  // from an HTTP I/O thread.
+  Status FlushCache();
 
   // Load figures; with several data-parallel replicas, their aggregate (sums; token_usage and
   // cache_hit_rate over the sums).
@@ -67,10 +83,19 @@ class Engine {
 
   // The leak check (SGLang's): when idle, every KV slot is free or held by the prefix cache.
   // Ok when busy-but-consistent or idle-and-clean; an error describing the discrepancy otherwise.
+  // Runs on the engine thread and waits for it: never call it from an HTTP I/O thread (read
+  // EngineStats::kv_leak_check there).
   virtual Status CheckLeaks() const = 0;
 
   // Stops accepting requests, aborts what is in flight and joins the engine thread.
   virtual void Shutdown() = 0;
 };
+
+inline Status Engine::FlushCache() {
+  auto promise = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = promise->get_future();
+  FlushCacheAsync([promise](Status status) { promise->set_value(std::move(status)); });
+  return result.get();
+}
 
 }  // namespace radixserve::engine

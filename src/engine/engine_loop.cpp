@@ -1,6 +1,7 @@
 #include "engine/engine_loop.h"
 
 #include <future>
+#include <optional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -114,9 +115,21 @@ Status EngineLoop::Submit(GenerateRequest request, EventSink sink) {
   return Status::Ok();
 }
 
-void EngineLoop::Abort(std::string_view rid_prefix) {
+void EngineLoop::Abort(std::string_view rid, AbortMatch match) {
   std::lock_guard<std::mutex> lock(mutex_);
-  aborts_.emplace_back(rid_prefix);
+  aborts_.push_back(AbortOrder{std::string(rid), match});
+  wake_.notify_all();
+}
+
+void EngineLoop::PostCommand(Command command) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!thread_live_) {
+    lock.unlock();
+    std::lock_guard<std::mutex> inline_lock(inline_mutex_);
+    command();
+    return;
+  }
+  commands_.push_back(std::move(command));
   wake_.notify_all();
 }
 
@@ -135,20 +148,38 @@ Status EngineLoop::RunOnEngineThread(std::function<Status()> fn) const {
   return result.get();
 }
 
-Status EngineLoop::FlushCache() {
-  return RunOnEngineThread([this]() -> Status {
+void EngineLoop::FlushCacheAsync(std::function<void(Status)> done) {
+  // Busy as of the last published step: refuse at once instead of waiting for the step to end.
+  std::optional<std::string> busy;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (thread_live_ && (stats_.num_running_reqs > 0 || stats_.num_queued_reqs > 0 ||
+                         !submissions_.empty())) {
+      busy = "Cache not flushed because there are pending requests. #queue-req: " +
+             std::to_string(stats_.num_queued_reqs + static_cast<int64_t>(submissions_.size())) +
+             ", #running-req: " + std::to_string(stats_.num_running_reqs);
+    }
+  }
+  if (busy) {
+    RADIX_LOG_WARN("{}{}", log_prefix_, *busy);
+    done(Status(StatusCode::kResourceExhausted, *busy));
+    return;
+  }
+  PostCommand([this, done = std::move(done)] {
     if (!scheduler_->idle()) {
       const std::string message =
           "Cache not flushed because there are pending requests. #queue-req: " +
           std::to_string(scheduler_->waiting().size()) +
           ", #running-req: " + std::to_string(scheduler_->running().size());
       RADIX_LOG_WARN("{}{}", log_prefix_, message);
-      return Status(StatusCode::kResourceExhausted, message);
+      done(Status(StatusCode::kResourceExhausted, message));
+      return;
     }
-    RADIX_RETURN_IF_ERROR(memory_->Flush());
-    RADIX_LOG_INFO("{}Cache flushed successfully!", log_prefix_);
+    Status flushed = memory_->Flush();
+    if (flushed.ok()) RADIX_LOG_INFO("{}Cache flushed successfully!", log_prefix_);
+    leak_check_stale_ = true;
     PublishStats();
-    return Status::Ok();
+    done(std::move(flushed));
   });
 }
 
@@ -241,7 +272,7 @@ void EngineLoop::Run() {
 
 bool EngineLoop::DrainInbox() {
   std::deque<Submission> submissions;
-  std::vector<std::string> aborts;
+  std::vector<AbortOrder> aborts;
   std::deque<Command> commands;
   bool stopping;
   {
@@ -252,7 +283,7 @@ bool EngineLoop::DrainInbox() {
     stopping = stopping_;
   }
   for (Submission& s : submissions) AdmitSubmission(std::move(s));
-  for (const std::string& prefix : aborts) AbortByPrefix(prefix);
+  for (const AbortOrder& order : aborts) AbortMatching(order);
   for (Command& command : commands) command();
   return stopping;
 }
@@ -300,9 +331,11 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   }
 }
 
-void EngineLoop::AbortByPrefix(const std::string& prefix) {
+void EngineLoop::AbortMatching(const AbortOrder& order) {
+  leak_check_stale_ = true;
   const auto matches = [&](const sched::Sequence& seq) {
-    return seq.rid.compare(0, prefix.size(), prefix) == 0;
+    if (order.match == AbortMatch::kExactRid) return seq.rid == order.rid;
+    return seq.rid.compare(0, order.rid.size(), order.rid) == 0;
   };
   for (std::unique_ptr<sched::Sequence>& seq : scheduler_->TakeWaiting(matches)) {
     auto it = states_.find(seq.get());

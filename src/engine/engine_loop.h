@@ -48,8 +48,8 @@ class EngineLoop final : public Engine {
   void Start();
 
   Status Submit(GenerateRequest request, EventSink sink) override;
-  void Abort(std::string_view rid_prefix) override;
-  Status FlushCache() override;
+  void Abort(std::string_view rid, AbortMatch match) override;
+  void FlushCacheAsync(std::function<void(Status)> done) override;
   EngineStats Stats() const override;
   Status CheckLeaks() const override;
   void Shutdown() override;
@@ -64,7 +64,11 @@ class EngineLoop final : public Engine {
   void Run();
   bool DrainInbox();
   void AdmitSubmission(Submission submission);
-  void AbortByPrefix(const std::string& prefix);
+  struct AbortOrder {
+    std::string rid;
+    AbortMatch match;
+  };
+  void AbortMatching(const AbortOrder& order);
   void AbortFlagged();
   void FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv);
   // engine_step.cpp
@@ -77,6 +81,8 @@ class EngineLoop final : public Engine {
   void LogDecode();
   void PublishStats();
   Status RunOnEngineThread(std::function<Status()> fn) const;
+  // Runs `command` on the engine thread (or inline, serialized, once it has ended); never waits.
+  void PostCommand(Command command) const;
 
   EngineConfig config_;
   std::unique_ptr<kv::KvMemory> memory_;
@@ -104,12 +110,16 @@ class EngineLoop final : public Engine {
   int64_t prompt_tokens_total_ = 0;
   int64_t cached_tokens_total_ = 0;
   double last_gen_throughput_ = 0.0;
+  // The published leak check is recomputed the next time the engine is idle after this is set
+  // (a step ran, or the cache changed).
+  bool leak_check_stale_ = true;
+  std::string leak_check_ = "ok";
 
   // Shared with other threads.
   mutable std::mutex mutex_;
   mutable std::condition_variable wake_;
   std::deque<Submission> submissions_;
-  std::vector<std::string> aborts_;
+  std::vector<AbortOrder> aborts_;
   mutable std::deque<Command> commands_;
   bool stopping_ = false;
   bool thread_live_ = false;  // the engine thread runs and will execute posted commands

@@ -159,9 +159,11 @@ void EngineLoop::LogDecode() {
 void EngineLoop::PublishStats() {
   EngineStats stats;
   stats.dp_rank = config_.dp_rank;
-  stats.num_running_reqs = static_cast<int64_t>(scheduler_->running().size()) +
-                           (scheduler_->chunked() != nullptr ? 1 : 0);
+  // Running = every held sequence not waiting: this also counts the new sequences of a planned
+  // prefill step, which join running() only when the step completes.
   stats.num_queued_reqs = static_cast<int64_t>(scheduler_->waiting().size());
+  stats.num_running_reqs =
+      static_cast<int64_t>(scheduler_->num_sequences()) - stats.num_queued_reqs;
   stats.max_total_num_tokens = static_cast<int64_t>(memory_->max_total_num_tokens());
   stats.max_running_requests = config_.sched.max_running_requests;
   stats.context_len = config_.context_len;
@@ -176,6 +178,15 @@ void EngineLoop::PublishStats() {
   stats.num_retractions = scheduler_->num_retractions();
   stats.prompt_tokens_total = prompt_tokens_total_;
   stats.cached_prompt_tokens_total = cached_tokens_total_;
+  const bool idle = scheduler_->num_sequences() == 0;
+  if (!idle) {
+    leak_check_stale_ = true;  // busy-but-consistent reads "ok"; idle gets a fresh check
+  } else if (leak_check_stale_) {
+    Status leaks = memory_->CheckIdle();
+    leak_check_ = leaks.ok() ? std::string("ok") : leaks.message();
+    leak_check_stale_ = false;
+  }
+  stats.kv_leak_check = idle ? leak_check_ : std::string("ok");
   waiting_count_.store(stats.num_queued_reqs);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_ = stats;

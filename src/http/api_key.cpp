@@ -2,10 +2,15 @@
 
 namespace radixserve::http {
 
-ApiKeyCheck::ApiKeyCheck(std::string api_key)
-    : expected_header_(api_key.empty() ? std::string() : "Bearer " + api_key) {}
+ApiKeyCheck::ApiKeyCheck(std::string api_key, std::string admin_api_key)
+    : expected_header_(api_key.empty() ? std::string() : "Bearer " + api_key),
+      expected_admin_header_(admin_api_key.empty() ? std::string() : "Bearer " + admin_api_key) {}
 
-bool ApiKeyCheck::Allows(const Request& request) const {
+bool ApiKeyCheck::Allows(const Request& request, bool admin_route) const {
+  if (admin_route && !expected_admin_header_.empty() && request.method != "OPTIONS") {
+    auto header = request.header("authorization");
+    return header.has_value() && ConstantTimeEquals(*header, expected_admin_header_);
+  }
   if (!enabled() || request.method == "OPTIONS") return true;
   if (request.path.starts_with("/health") || request.path.starts_with("/metrics")) return true;
   // The built-in chat page (src/web) loads without a key; the API calls it makes carry one.

@@ -1,5 +1,6 @@
 #include "http/cors.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -18,38 +19,56 @@ bool IsCorsPreflight(const Request& request) {
          request.header("access-control-request-method").has_value();
 }
 
-PreflightAnswer AnswerCorsPreflight(const Request& request) {
+CorsPolicy::CorsPolicy(std::vector<std::string> allowed_origins) {
+  for (std::string& origin : allowed_origins) {
+    if (origin == "*") {
+      any_ = true;
+    } else {
+      while (!origin.empty() && origin.back() == '/') origin.pop_back();
+      listed_.push_back(std::move(origin));
+    }
+  }
+}
+
+HeaderList CorsPolicy::OriginHeaders(const std::string& origin) const {
+  if (std::find(listed_.begin(), listed_.end(), origin) != listed_.end()) {
+    return {{"Access-Control-Allow-Origin", origin},
+            {"Access-Control-Allow-Credentials", "true"},
+            {"Vary", "Origin"}};
+  }
+  if (any_) return {{"Access-Control-Allow-Origin", "*"}};
+  return {};
+}
+
+PreflightAnswer CorsPolicy::AnswerPreflight(const Request& request) const {
   PreflightAnswer answer;
-  std::string origin(request.header("origin").value_or(""));
+  const std::string origin(request.header("origin").value_or(""));
   std::string_view method = request.header("access-control-request-method").value_or("");
-  answer.headers = {{"Vary", "Origin"},
-                    {"Access-Control-Allow-Methods", std::string(kAllowedMethodsHeader)},
-                    {"Access-Control-Max-Age", "600"},
-                    {"Access-Control-Allow-Credentials", "true"},
-                    {"Access-Control-Allow-Origin", origin}};
+  answer.headers = OriginHeaders(origin);
+  const bool origin_ok = !answer.headers.empty();
+  answer.headers.emplace_back("Access-Control-Allow-Methods", std::string(kAllowedMethodsHeader));
+  answer.headers.emplace_back("Access-Control-Max-Age", "600");
   if (auto requested = request.header("access-control-request-headers")) {
     answer.headers.emplace_back("Access-Control-Allow-Headers", std::string(*requested));
   }
-  bool method_ok = false;
-  for (std::string_view m : kAllowedMethods) method_ok = method_ok || m == method;
-  if (method_ok) {
-    answer.body = "OK";
-  } else {
+  const bool method_ok = std::find(kAllowedMethods.begin(), kAllowedMethods.end(), method) !=
+                         kAllowedMethods.end();
+  if (!origin_ok) {
+    answer.status = 400;
+    answer.body = "Disallowed CORS origin";
+  } else if (!method_ok) {
     answer.status = 400;
     answer.body = "Disallowed CORS method";
+  } else {
+    answer.body = "OK";
   }
   return answer;
 }
 
-HeaderList CorsResponseHeaders(const Request& request) {
+HeaderList CorsPolicy::ResponseHeaders(const Request& request) const {
   auto origin = request.header("origin");
   if (!origin) return {};
-  if (request.header("cookie")) {
-    return {{"Access-Control-Allow-Origin", std::string(*origin)},
-            {"Access-Control-Allow-Credentials", "true"},
-            {"Vary", "Origin"}};
-  }
-  return {{"Access-Control-Allow-Origin", "*"}, {"Access-Control-Allow-Credentials", "true"}};
+  return OriginHeaders(std::string(*origin));
 }
 
 }  // namespace radixserve::http

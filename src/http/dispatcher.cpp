@@ -13,9 +13,12 @@ constexpr std::string_view kUnknownEndpoint = "Unknown";  // SGLang's label with
 }  // namespace
 
 Dispatcher::Dispatcher(Router router, ApiKeyCheck api_key,
-                       std::function<void(const ResponseInfo&)> on_response)
+                       std::function<void(const ResponseInfo&)> on_response, CorsPolicy cors,
+                       HostGuard host_guard)
     : router_(std::move(router)),
       api_key_(std::move(api_key)),
+      cors_(std::move(cors)),
+      host_guard_(std::move(host_guard)),
       on_response_(std::move(on_response)) {}
 
 void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
@@ -25,14 +28,23 @@ void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
                            match.kind == RouteMatchKind::kFound ? match.route_path
                                                                 : std::string(kUnknownEndpoint));
   }
+  if (!host_guard_.Allows(request)) {
+    responder->Send(403, std::string(kJsonContentType),
+                    ErrorBody(403,
+                              "The Host header names neither this machine's loopback nor an "
+                              "--allowed-hosts entry.",
+                              "ForbiddenError"));
+    return;
+  }
   if (IsCorsPreflight(request)) {
-    PreflightAnswer answer = AnswerCorsPreflight(request);
+    PreflightAnswer answer = cors_.AnswerPreflight(request);
     responder->Send(answer.status, "text/plain; charset=utf-8", std::move(answer.body),
                     std::move(answer.headers));
     return;
   }
-  responder->SetDefaultHeaders(CorsResponseHeaders(request));
-  if (!api_key_.Allows(request)) {
+  responder->SetDefaultHeaders(cors_.ResponseHeaders(request));
+  if (!api_key_.Allows(request, match.kind == RouteMatchKind::kFound &&
+                                    match.access == RouteAccess::kAdmin)) {
     responder->Send(401, std::string(kJsonContentType), UnauthorizedBody());
     return;
   }

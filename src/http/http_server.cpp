@@ -14,7 +14,9 @@ using boost::system::error_code;
 
 HttpServer::HttpServer(ServerOptions options, Router router)
     : options_(std::move(options)),
-      dispatcher_(std::move(router), ApiKeyCheck(options_.api_key), options_.on_response),
+      dispatcher_(std::move(router), ApiKeyCheck(options_.api_key, options_.admin_api_key),
+                  options_.on_response, CorsPolicy(options_.allowed_origins),
+                  HostGuard(options_.host, options_.allowed_hosts)),
       ioc_(std::make_shared<net::io_context>(options_.io_threads)),
       strand_(net::make_strand(*ioc_)),
       acceptor_(strand_),
@@ -102,13 +104,23 @@ std::size_t HttpServer::open_connections() const {
   return sessions_.size();
 }
 
-void HttpServer::HandleSignals() {
+void HttpServer::HandleSignals(std::function<void(int signal_number)> on_signal) {
   RADIX_CHECK_MSG(!signals_.has_value(), "HttpServer::HandleSignals called twice");
   // Installed synchronously: once this returns, SIGINT/SIGTERM no longer kill the process.
   signals_.emplace(strand_, SIGINT, SIGTERM);
+  on_signal_ = std::move(on_signal);
+  WaitForSignal();
+}
+
+void HttpServer::WaitForSignal() {
   signals_->async_wait([this](error_code ec, int signal_number) {
     if (ec) return;
-    received_signal_ = signal_number;
+    if (received_signal_ == 0) received_signal_ = signal_number;
+    if (on_signal_) {
+      on_signal_(signal_number);
+      WaitForSignal();  // a second signal reaches the owner too (e.g. to skip the grace period)
+      return;
+    }
     RADIX_LOG_INFO("Received signal {}; shutting down", signal_number);
     BeginShutdown();
   });

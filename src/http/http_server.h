@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,8 +53,10 @@ class HttpServer {
   uint16_t port() const { return bound_port_; }
 
   // SIGINT/SIGTERM start BeginShutdown() (asio signal_set: the OS handler only wakes an I/O
-  // thread). Call once, from the controlling thread, after Start() and before any shutdown.
-  void HandleSignals();
+  // thread). With `on_signal`, each signal calls it instead (on an I/O thread; it must not block)
+  // and the owner decides when to shut down (a graceful drain of the engine first).
+  // Call once, from the controlling thread, after Start() and before any shutdown.
+  void HandleSignals(std::function<void(int signal_number)> on_signal = {});
   // Not async-signal-safe: call it from a normal thread, or use HandleSignals().
   void BeginShutdown();
   void Wait();
@@ -85,7 +88,10 @@ class HttpServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer grace_timer_;
   boost::asio::steady_timer accept_retry_timer_;
+  void WaitForSignal();
+
   std::optional<boost::asio::signal_set> signals_;
+  std::function<void(int)> on_signal_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   uint16_t bound_port_ = 0;

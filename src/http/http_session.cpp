@@ -5,6 +5,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
+#include <malloc.h>
+
 #include <cctype>
 #include <cstring>
 
@@ -25,6 +27,8 @@ namespace {
 // detection until the response is done): bounds memory for clients that pipeline a lot.
 constexpr std::size_t kMaxBufferedInput = 64 * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{2'000};
+// Bodies at least this large give their freed heap back to the OS once handled.
+constexpr std::size_t kTrimAfterBodyBytes = std::size_t{1} << 20;
 }  // namespace
 
 HttpSession::HttpSession(std::shared_ptr<net::io_context> ioc, net::ip::tcp::socket socket,
@@ -196,7 +200,11 @@ void HttpSession::DispatchRequest() {
   disconnect_ = std::make_shared<DisconnectSignal>();
   auto responder =
       std::make_shared<Responder>(shared_from_this(), response_id_, disconnect_, head_request_);
+  const std::size_t body_bytes = request.body.size();
   dispatcher_.Dispatch(std::move(request), std::move(responder));
+  // A big body and its parsed JSON are freed by now; without a trim glibc keeps those pages
+  // (hundreds of MB after a few large requests) for good.
+  if (body_bytes >= kTrimAfterBodyBytes) malloc_trim(0);
 }
 
 HeaderList HttpSession::ConnectionHeaders(HeaderList headers) const {
@@ -394,6 +402,10 @@ void HttpSession::PostEndStream(uint64_t response_id) {
   if (closed_flag_.load(std::memory_order_acquire)) return;
   net::post(socket_.get_executor(),
             [self = shared_from_this(), response_id] { self->EndStream(response_id); });
+}
+
+void HttpSession::PostTask(std::function<void()> task) {
+  net::post(socket_.get_executor(), std::move(task));
 }
 
 }  // namespace radixserve::http

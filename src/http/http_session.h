@@ -61,6 +61,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void PostStartStream(uint64_t response_id, HeaderList headers, bool head_request);
   void PostStreamData(uint64_t response_id, std::string sse_bytes);
   void PostEndStream(uint64_t response_id);
+  // Runs `task` on this connection's strand (after what was posted before it), even once the
+  // connection has closed, as long as the server's I/O threads run.
+  void PostTask(std::function<void()> task);
 
  private:
   // kLingering: our side is shut down after a Connection: close response; unread input is

@@ -66,6 +66,8 @@ void Responder::EndStream() {
   session_->PostEndStream(response_id_);
 }
 
+void Responder::Post(std::function<void()> task) { session_->PostTask(std::move(task)); }
+
 void Responder::OnDisconnect(std::function<void()> callback) {
   disconnect_->Subscribe(std::move(callback));
 }

@@ -49,6 +49,9 @@ class Responder {
   void EndStream();
 
   void OnDisconnect(std::function<void()> callback);
+  // Runs `task` on the connection's I/O strand, in posting order: where a producer on another
+  // thread (the engine) hands its output over to be formatted.
+  void Post(std::function<void()> task);
   bool disconnected() const { return disconnect_->fired(); }
 
   // Headers added to whatever response this Responder sends (CORS). Server use only: called

@@ -13,15 +13,16 @@ bool Contains(const std::vector<std::string>& list, std::string_view item) {
 
 }  // namespace
 
-void Router::Add(std::vector<std::string> methods, std::string path, Handler handler) {
-  AddRoute({std::move(methods), std::move(path), false, std::move(handler), ""});
+void Router::Add(std::vector<std::string> methods, std::string path, Handler handler,
+                 RouteAccess access) {
+  AddRoute({std::move(methods), std::move(path), false, std::move(handler), "", access});
 }
 
 void Router::AddPrefix(std::vector<std::string> methods, std::string prefix, Handler handler,
-                       std::string param_name) {
+                       std::string param_name, RouteAccess access) {
   RADIX_CHECK_MSG(!prefix.empty() && prefix.back() == '/', "route prefix must end with '/'");
   AddRoute({std::move(methods), std::move(prefix), true, std::move(handler),
-            std::move(param_name)});
+            std::move(param_name), access});
 }
 
 void Router::AddRoute(Route route) {
@@ -64,6 +65,7 @@ RouteMatch Router::Match(std::string_view method, std::string_view path) const {
         match.kind = RouteMatchKind::kFound;
         match.handler = &r->handler;
         match.path_param = std::move(param);
+        match.access = r->access;
         match.route_path = r->prefix ? r->path + "{" + r->param_name + "}" : r->path;
         return match;
       }

@@ -25,6 +25,9 @@ using Handler = std::function<void(const Request& request, ResponderPtr responde
 
 enum class RouteMatchKind { kFound, kNotFound, kMethodNotAllowed };
 
+// Who may call a route: anyone with the API key, or only with the admin key when one is set.
+enum class RouteAccess { kUser, kAdmin };
+
 struct RouteMatch {
   RouteMatchKind kind = RouteMatchKind::kNotFound;
   const Handler* handler = nullptr;  // set when kFound; owned by the Router
@@ -32,6 +35,7 @@ struct RouteMatch {
   // "{<param name>}" ("/v1/models/{model}"). Set when kFound.
   std::string route_path;
   std::string path_param;            // the rest of the path for a prefix route
+  RouteAccess access = RouteAccess::kUser;
   std::vector<std::string> allowed;  // methods the path supports, when kMethodNotAllowed
 };
 
@@ -39,10 +43,11 @@ class Router {
  public:
   // `methods` are upper-case ("GET", "POST"). Registering the same method twice for one path is a
   // programmer error (RADIX_CHECK).
-  void Add(std::vector<std::string> methods, std::string path, Handler handler);
+  void Add(std::vector<std::string> methods, std::string path, Handler handler,
+           RouteAccess access = RouteAccess::kUser);
   // `prefix` must end with '/'. `param_name` only names the parameter in RouteMatch::route_path.
   void AddPrefix(std::vector<std::string> methods, std::string prefix, Handler handler,
-                 std::string param_name = "path");
+                 std::string param_name = "path", RouteAccess access = RouteAccess::kUser);
 
   RouteMatch Match(std::string_view method, std::string_view path) const;
 
@@ -53,6 +58,7 @@ class Router {
     bool prefix = false;
     Handler handler;
     std::string param_name;
+    RouteAccess access = RouteAccess::kUser;
   };
   void AddRoute(Route route);
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace radixserve::http {
 
@@ -25,8 +26,13 @@ struct ServerOptions {
   // I/O threads shared by all connections (never one per connection).
   int io_threads = 2;
 
-  // --api-key; empty disables the check.
+  // --api-key; empty disables the check. --admin-api-key: required by admin routes when set.
   std::string api_key;
+  std::string admin_api_key;
+  // --allowed-origins (CORS; "*" = any origin without credentials) and --allowed-hosts (extra
+  // Host names accepted when listening on loopback; "*" disables that check).
+  std::vector<std::string> allowed_origins = {"*"};
+  std::vector<std::string> allowed_hosts;
 
   // Called once per response a handler or the dispatcher sends (not for requests the parser
   // rejects), on any thread; must be cheap and thread-safe. Empty: nothing is called.

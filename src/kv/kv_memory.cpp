@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "common/log.h"
 #include "kv/chunk_cache.h"
 #include "kv/kv_storage.h"
@@ -71,6 +73,20 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
       static_cast<double>(options.weights_bytes) / (1 << 30), input.kv_bytes_per_token, max_total,
       req_pool_size, running);
 
+  // The request-to-token table holds a full-context row per request slot; a huge
+  // --max-running-requests would otherwise die in the allocation.
+  const uint64_t table_bytes = static_cast<uint64_t>(req_pool_size) *
+                               static_cast<uint64_t>(options.context_len + kRowHeadroom) *
+                               sizeof(int32_t);
+  if (memory.available_bytes > 0 && table_bytes > memory.available_bytes / 2) {
+    return InvalidArgument(fmt::format(
+        "argument --max-running-requests: {} request slots of {} tokens need a {:.1f} GB "
+        "request-to-token table, more than half of the {:.1f} GB of available memory; lower "
+        "--max-running-requests or --context-length",
+        req_pool_size, options.context_len, static_cast<double>(table_bytes) / (1 << 30),
+        static_cast<double>(memory.available_bytes) / (1 << 30)));
+  }
+
   TokenToKVPoolOptions pool_options;
   pool_options.size = sizing->max_total_num_tokens;
   pool_options.page_size = options.page_size;
@@ -85,8 +101,13 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   memory_pools->sizing_ = *sizing;
   memory_pools->max_running_requests_ = running;
   memory_pools->pool_ = std::make_unique<TokenToKVPool>(std::move(pool).value());
-  memory_pools->req_pool_ = std::make_unique<ReqToTokenPool>(
+  Expected<std::unique_ptr<ReqToTokenPool>> req_pool = ReqToTokenPool::Create(
       static_cast<size_t>(req_pool_size), static_cast<size_t>(options.context_len + kRowHeadroom));
+  if (!req_pool.ok()) {
+    return InvalidArgument("argument --max-running-requests: " + req_pool.status().message() +
+                           "; lower --max-running-requests or --context-length");
+  }
+  memory_pools->req_pool_ = std::move(req_pool).value();
   if (options.disable_radix_cache) {
     memory_pools->cache_ = std::make_unique<ChunkCache>(memory_pools->pool_.get(),
                                                         memory_pools->req_pool_.get());
@@ -130,6 +151,8 @@ Status KvMemory::Flush() {
   RADIX_RETURN_IF_ERROR(cache_->Reset());
   pool_->Clear();
   req_pool_->Clear();
+  // Nothing holds KV data now: give the pages back instead of keeping the peak resident.
+  pool_->storage().ReleaseMemory();
   return Status::Ok();
 }
 

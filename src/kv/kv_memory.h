@@ -87,7 +87,8 @@ class KvMemory {
   // The idle leak check (leak_check.h) over all three structures.
   Status CheckIdle() const;
   // /flush_cache: only when no request holds a row and nothing is locked; then every cached
-  // entry is dropped and all slots are free. kResourceExhausted (nothing changed) otherwise.
+  // entry is dropped, all slots are free and the KV pages go back to the OS (RSS falls).
+  // kResourceExhausted (nothing changed) otherwise.
   Status Flush();
 
  private:

@@ -19,6 +19,11 @@ void KvStorage::Unmapper::operator()(std::byte* base) const {
   if (base != nullptr) munmap(base, bytes);
 }
 
+void KvStorage::ReleaseMemory() {
+  if (base_ == nullptr || base_.get_deleter().bytes == 0) return;
+  madvise(base_.get(), base_.get_deleter().bytes, MADV_DONTNEED);
+}
+
 Expected<KvStorage> KvStorage::Create(const KvStorageSpec& spec) {
   RADIX_CHECK(spec.num_layers >= 0 && spec.kv_heads >= 0 && spec.head_dim >= 0);
   const size_t row = static_cast<size_t>(spec.kv_heads) * spec.head_dim * KvDtypeSize(spec.dtype);

@@ -68,6 +68,11 @@ class KvStorage {
   // Reads one slot of `layer` back as f32 (row_elements() floats each).
   void LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const;
 
+  // Gives every buffer page back to the OS (madvise MADV_DONTNEED: the pages read as zeros and
+  // are committed again on the next write). Call only when no slot holds live data (a flushed
+  // pool): the contents are lost.
+  void ReleaseMemory();
+
  private:
   struct Unmapper {
     size_t bytes;

@@ -1,16 +1,32 @@
 #include "kv/req_to_token_pool.h"
 
 #include <algorithm>
+#include <string>
 
 namespace radixserve::kv {
 
+int32_t* ReqToTokenPool::AllocateTable(size_t size, size_t row_len) {
+  return static_cast<int32_t*>(std::calloc(std::max<size_t>(size * row_len, 1), sizeof(int32_t)));
+}
+
 ReqToTokenPool::ReqToTokenPool(size_t size, size_t row_len)
-    : size_(size),
-      row_len_(row_len),
-      table_(static_cast<int32_t*>(std::calloc(std::max<size_t>(size * row_len, 1),
-                                               sizeof(int32_t)))) {
+    : ReqToTokenPool(size, row_len, AllocateTable(size, row_len)) {
   RADIX_CHECK_MSG(table_ != nullptr, "cannot allocate the request-to-token table");
-  Clear();
+}
+
+ReqToTokenPool::ReqToTokenPool(size_t size, size_t row_len, int32_t* table)
+    : size_(size), row_len_(row_len), table_(table) {
+  if (table_ != nullptr) Clear();
+}
+
+Expected<std::unique_ptr<ReqToTokenPool>> ReqToTokenPool::Create(size_t size, size_t row_len) {
+  int32_t* table = AllocateTable(size, row_len);
+  if (table == nullptr) {
+    return Status(StatusCode::kResourceExhausted,
+                  "cannot allocate the request-to-token table of " + std::to_string(size) +
+                      " rows x " + std::to_string(row_len) + " positions");
+  }
+  return std::unique_ptr<ReqToTokenPool>(new ReqToTokenPool(size, row_len, table));
 }
 
 void ReqToTokenPool::Clear() {

@@ -29,7 +29,10 @@ class ReqToTokenPool {
  public:
   // size: max concurrent requests (ReqToTokenPool size, see SGLang's max_running_requests rule);
   // row_len: positions per row.
+  // The table must fit in memory (checked: a programmer error otherwise; tests use this).
   ReqToTokenPool(size_t size, size_t row_len);
+  // The same, with an allocation failure reported as kResourceExhausted (sizes from arguments).
+  static Expected<std::unique_ptr<ReqToTokenPool>> Create(size_t size, size_t row_len);
 
   // A free request slot; kResourceExhausted with SGLang's message when none is left.
   Expected<int32_t> Alloc();
@@ -60,6 +63,9 @@ class ReqToTokenPool {
   size_t size_;
   size_t row_len_;
   std::unique_ptr<int32_t[], FreeDeleter> table_;
+
+  ReqToTokenPool(size_t size, size_t row_len, int32_t* table);
+  static int32_t* AllocateTable(size_t size, size_t row_len);
   std::deque<int32_t> free_slots_;
   std::vector<uint8_t> slot_free_;
 };

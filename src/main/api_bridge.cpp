@@ -18,6 +18,7 @@ class ResponderWriter final : public api::ResponseWriter {
   void OnDisconnect(std::function<void()> callback) override {
     responder_->OnDisconnect(std::move(callback));
   }
+  void Post(std::function<void()> task) override { responder_->Post(std::move(task)); }
 
  private:
   http::ResponderPtr responder_;
@@ -37,10 +38,12 @@ http::Router BuildRouter(api::ServerContext& ctx) {
                                   .body = request.body};
       handle(ctx, api_request, std::make_shared<ResponderWriter>(std::move(responder)));
     };
+    const http::RouteAccess access = route.admin ? http::RouteAccess::kAdmin
+                                                 : http::RouteAccess::kUser;
     if (route.prefix) {
-      router.AddPrefix(route.methods, route.path, std::move(handler), route.param_name);
+      router.AddPrefix(route.methods, route.path, std::move(handler), route.param_name, access);
     } else {
-      router.Add(route.methods, route.path, std::move(handler));
+      router.Add(route.methods, route.path, std::move(handler), access);
     }
   }
   return router;

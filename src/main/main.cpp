@@ -1,7 +1,9 @@
 // radixserve entry point: parse and resolve the server arguments, load the model, start the
 // engine and the HTTP server, serve until SIGINT/SIGTERM.
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <cstdio>
 #include <iostream>
 #include <utility>
@@ -9,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "api/crash_dump.h"
+#include "api/health_probe.h"
 #include "api/request_log.h"
 #include "api/server_context.h"
 #include "chat/completion_template.h"
@@ -31,6 +34,49 @@ namespace {
 
 constexpr int kUsageError = 2;
 constexpr int kStartupError = 1;
+// /health_generate answers 503 when the engine produces nothing within this.
+constexpr auto kHealthGenerateTimeout = std::chrono::milliseconds(20'000);
+// After the engine has ended every request, connections get this long to take their last bytes.
+constexpr auto kResponseFlushGrace = std::chrono::milliseconds(5'000);
+
+// SIGINT/SIGTERM as seen by main: the first one starts the graceful shutdown, a second one cuts
+// the grace period short.
+class ShutdownSignal {
+ public:
+  void Notify(int signal_number) {
+    {
+      std::lock_guard lock(mu_);
+      if (first_ == 0) {
+        first_ = signal_number;
+      } else {
+        repeated_ = true;
+      }
+    }
+    cv_.notify_all();
+  }
+  // Blocks until the first signal; returns its number.
+  int Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return first_ != 0; });
+    return first_;
+  }
+  // Waits up to `timeout` for a second signal; true once one came.
+  bool WaitRepeat(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return repeated_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int first_ = 0;
+  bool repeated_ = false;
+};
+
+int64_t InFlight(const radixserve::engine::Engine& engine) {
+  const radixserve::engine::EngineStats stats = engine.Stats();
+  return stats.num_running_reqs + stats.num_queued_reqs;
+}
 
 int UsageError(const std::string& message) {
   std::fprintf(stderr, "usage: radixserve --model-path MODEL_PATH [options]  (see --help)\n");
@@ -98,17 +144,24 @@ int main(int argc, char** argv) {
   for (const std::string& warning : warnings) RADIX_LOG_WARN("{}", warning);
 
   if (args.GetBool("print-config")) {
-    std::cout << args.values().dump(2) << "\n";
+    std::cout << args.PublicValues().dump(2) << "\n";
     return 0;
   }
-  RADIX_LOG_INFO("server_args={}", args.values().dump());
+  RADIX_LOG_INFO("server_args={}", args.PublicValues().dump());
 
   auto assets = rs::LoadModelAssets(args);
   if (!assets.ok()) return StartupError(assets.status().message());
 
   rs::ThreadPool pool(static_cast<int>(args.GetInt("threads")));
   auto engine = rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool);
-  if (!engine.ok()) return StartupError(engine.status().message());
+  if (!engine.ok()) {
+    // Arguments that only prove impossible against the model and the machine are still usage
+    // errors (exit status 2, the message names the argument).
+    if (engine.status().code() == rs::StatusCode::kInvalidArgument) {
+      return UsageError(engine.status().message());
+    }
+    return StartupError(engine.status().message());
+  }
 
   rs::api::ServerContext ctx;
   ctx.args = &args;
@@ -118,6 +171,11 @@ int main(int argc, char** argv) {
   ctx.model = assets->facts;
   ctx.served_model_name = args.GetString("served-model-name");
   ctx.weight_version = args.GetString("weight-version");
+  ctx.limits = {.max_n = args.GetInt("max-n"),
+                .max_requests_per_call = args.GetInt("max-requests-per-call"),
+                .max_top_logprobs = args.GetInt("max-top-logprobs")};
+  rs::api::HealthProbe health_probe(engine->get(), kHealthGenerateTimeout);
+  ctx.health_probe = &health_probe;
   std::optional<rs::chat::CompletionTemplate> completion_template;
   if (auto name = args.GetOptionalString("completion-template")) {
     auto loaded = rs::chat::CompletionTemplate::Load(*name);
@@ -142,7 +200,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<rs::api::CrashDump> crash_dump;
   if (auto folder = args.GetOptionalString("crash-dump-folder")) {
-    crash_dump = std::make_unique<rs::api::CrashDump>(*folder, args.values());
+    crash_dump = std::make_unique<rs::api::CrashDump>(*folder, args.PublicValues());
     crash_dump->InstallSignalHandlers();
     ctx.crash_dump = crash_dump.get();
   }
@@ -151,6 +209,11 @@ int main(int argc, char** argv) {
   http_options.host = args.GetString("host");
   http_options.port = static_cast<uint16_t>(args.GetInt("port"));
   http_options.api_key = args.GetOptionalString("api-key").value_or("");
+  http_options.admin_api_key = args.GetOptionalString("admin-api-key").value_or("");
+  http_options.allowed_origins = Words(args, "allowed-origins");
+  http_options.allowed_hosts = Words(args, "allowed-hosts");
+  // After the engine's drain, responses only need to reach the clients.
+  http_options.shutdown_grace = kResponseFlushGrace;
   if (metrics) {
     http_options.on_response = [m = metrics.get()](const rs::http::ResponseInfo& response) {
       m->CountHttpResponse(std::string(response.endpoint), response.status,
@@ -166,7 +229,8 @@ int main(int argc, char** argv) {
     (*engine)->Shutdown();
     return StartupError(started.message());
   }
-  server.HandleSignals();
+  ShutdownSignal shutdown_signal;
+  server.HandleSignals([&shutdown_signal](int signal_number) { shutdown_signal.Notify(signal_number); });
 
   if (!args.GetBool("skip-server-warmup")) {
     if (rs::Status warmed = rs::RunWarmup(ctx);
@@ -178,11 +242,26 @@ int main(int argc, char** argv) {
   RADIX_LOG_INFO("The server is fired up and ready to roll! Listening on http://{}:{}",
                  http_options.host, server.port());
 
-  server.Wait();  // returns after SIGINT/SIGTERM and the graceful drain
+  // Graceful shutdown: refuse new work, give requests in flight the grace period, end the rest
+  // with an abort event (complete responses), then close the connections.
+  const int signal_number = shutdown_signal.Wait();
   ctx.shutting_down = true;
+  const double grace_s = args.GetFloat("shutdown-grace-period");
+  RADIX_LOG_INFO("Received signal {}; refusing new requests, {} s for the {} in flight",
+                 signal_number, grace_s, InFlight(**engine));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(grace_s));
+  while (InFlight(**engine) > 0 && std::chrono::steady_clock::now() < deadline &&
+         !shutdown_signal.WaitRepeat(std::chrono::milliseconds(50))) {
+  }
+  if (const int64_t left = InFlight(**engine); left > 0) {
+    RADIX_LOG_WARN("Aborting {} requests still running after the grace period", left);
+  }
+  (*engine)->Shutdown();  // what is left ends with an abort event ("The server is shutting down.")
+  server.Shutdown();      // idle connections close; responses in flight flush first
   // SGLang dumps the recent requests once a SIGTERM drain is over.
-  if (crash_dump && server.received_signal() == SIGTERM) crash_dump->WriteNow();
-  (*engine)->Shutdown();
+  if (crash_dump && signal_number == SIGTERM) crash_dump->WriteNow();
   RADIX_LOG_INFO("radixserve stopped");
   return 0;
 }

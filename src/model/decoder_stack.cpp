@@ -5,7 +5,7 @@
 
 #include "common/check.h"
 #include "kernels/gelu_f16_table.h"
-#include "model/assign_or_return.h"
+#include "common/status.h"
 #include "model/forward_scratch.h"
 #include "model/paged_attention.h"
 

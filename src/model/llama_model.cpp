@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "model/assign_or_return.h"
+#include "common/status.h"
 
 namespace radixserve::model {
 

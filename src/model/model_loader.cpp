@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "common/log.h"
-#include "model/assign_or_return.h"
+#include "common/status.h"
 #include "model/gemma3_model.h"
 #include "model/gguf_file.h"
 #include "model/llama_model.h"

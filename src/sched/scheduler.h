@@ -61,6 +61,9 @@ class Scheduler {
   const std::vector<Sequence*>& running() const { return running_; }
   Sequence* chunked() const { return chunked_; }
   bool idle() const { return waiting_.empty() && running_.empty() && chunked_ == nullptr; }
+  // Every sequence the scheduler holds, including those of a planned step that has not completed
+  // (a new sequence's first prefill is in neither waiting() nor running() until CompleteStep).
+  size_t num_sequences() const { return owned_.size(); }
   double new_token_ratio() const { return new_token_ratio_; }
   int64_t num_retractions() const { return num_retractions_; }
   const SchedulerConfig& config() const { return config_; }

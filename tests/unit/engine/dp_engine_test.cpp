@@ -89,7 +89,7 @@ TEST(DpEngineTest, AbortReachesEveryReplica) {
                              collector.Sink(i))
                     .ok());
   }
-  engine->Abort("long-");
+  engine->Abort("long-", AbortMatch::kRidPrefix);
   collector.Wait(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     ASSERT_TRUE(collector[i].finish.has_value());

@@ -233,7 +233,7 @@ TEST(EngineLoopTest, AbortByPrefixEndsRequestsAndFreesKv) {
         engine->Submit(testing::GreedyRequest(rid, prompts[i], i < 4 ? 400 : 8), collector.Sink(i))
             .ok());
   }
-  engine->Abort("drop");
+  engine->Abort("drop", AbortMatch::kRidPrefix);
   collector.Wait(8);
   for (size_t i = 0; i < 8; ++i) {
     ASSERT_TRUE(collector[i].finish.has_value());

@@ -47,6 +47,24 @@ TEST(ApiKeyTest, ChatPageLoadsWithoutKey) {
   EXPECT_FALSE(check.Allows(Make("GET", "/v1/models")));
 }
 
+TEST(ApiKeyTest, AdminRoutesNeedTheAdminKeyWhenSet) {
+  ApiKeyCheck both("sk-user", "sk-admin");
+  EXPECT_FALSE(both.Allows(Make("POST", "/flush_cache"), /*admin_route=*/true));
+  EXPECT_FALSE(both.Allows(Make("POST", "/flush_cache", "Bearer sk-user"), true));
+  EXPECT_TRUE(both.Allows(Make("POST", "/flush_cache", "Bearer sk-admin"), true));
+  EXPECT_TRUE(both.Allows(Make("POST", "/generate", "Bearer sk-user"), false));
+  EXPECT_FALSE(both.Allows(Make("POST", "/generate", "Bearer sk-admin"), false));
+
+  ApiKeyCheck admin_only("", "sk-admin");  // user routes open, admin routes keyed
+  EXPECT_TRUE(admin_only.Allows(Make("POST", "/generate"), false));
+  EXPECT_FALSE(admin_only.Allows(Make("POST", "/abort_request"), true));
+  EXPECT_TRUE(admin_only.Allows(Make("POST", "/abort_request", "Bearer sk-admin"), true));
+
+  ApiKeyCheck user_only("sk-user");  // without an admin key, admin routes take the API key
+  EXPECT_TRUE(user_only.Allows(Make("POST", "/flush_cache", "Bearer sk-user"), true));
+  EXPECT_FALSE(user_only.Allows(Make("POST", "/flush_cache"), true));
+}
+
 TEST(ApiKeyTest, ConstantTimeEquals) {
   EXPECT_TRUE(ConstantTimeEquals("", ""));
   EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));

@@ -170,7 +170,8 @@ class TestConnection {
 
 inline std::string MakeRequest(std::string_view method, std::string_view target,
                                std::string_view body = {}, std::string_view extra_headers = {}) {
-  std::string r = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: x\r\n";
+  std::string r =
+      std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   r += extra_headers;
   if (!body.empty() || method == "POST") {
     r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +

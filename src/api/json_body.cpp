@@ -1,0 +1,83 @@
+#include "api/json_body.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace radixserve::api {
+namespace {
+
+template <typename Json>
+Expected<Json> Parse(std::string_view text) {
+  RADIX_RETURN_IF_ERROR(CheckJsonDepth(text));
+  bool out_of_range = false;
+  typename Json::parser_callback_t check = [&out_of_range](int, typename Json::parse_event_t event,
+                                                           Json& parsed) {
+    if (event == Json::parse_event_t::value && parsed.is_number_float() &&
+        !std::isfinite(parsed.template get<double>())) {
+      out_of_range = true;
+    }
+    return true;
+  };
+  Json value = Json::parse(text.begin(), text.end(), check, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return InvalidArgument("The request body is not valid JSON.");
+  if (out_of_range) {
+    return InvalidArgument("The request body holds a number outside the range of a double.");
+  }
+  return value;
+}
+
+}  // namespace
+
+Status CheckJsonDepth(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '[':
+      case '{':
+        if (++depth > max_depth) {
+          return InvalidArgument(fmt::format(
+              "The request body nests JSON arrays/objects deeper than the limit of {} levels.",
+              max_depth));
+        }
+        break;
+      case ']':
+      case '}':
+        --depth;
+        break;
+      default:
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+Expected<nlohmann::json> ParseJsonBody(std::string_view text) {
+  return Parse<nlohmann::json>(text);
+}
+
+Expected<nlohmann::ordered_json> ParseOrderedJsonBody(std::string_view text) {
+  return Parse<nlohmann::ordered_json>(text);
+}
+
+std::string PreviewJson(const nlohmann::json& value, size_t max_chars) {
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() <= max_chars) return text;
+  text.resize(max_chars);
+  return text + "...";
+}
+
+}  // namespace radixserve::api
