@@ -42,7 +42,7 @@ def open_sockets(pid):
 
 def http_request(method, path, body, extra=""):
     payload = json.dumps(body).encode()
-    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra}"
+    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{extra}"
             f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
 
 
