@@ -217,6 +217,12 @@ Expected<ItemOptions> ReadItemOptions(const ServerContext& ctx, const json& body
   if (!value->is_null()) {
     RADIX_ASSIGN_OR_RETURN(out.token_ids_logprob,
                            ReadTokenIds(*value, "token_ids_logprob", ctx.model.vocab_size));
+    // Each listed id adds an entry per position, like top_logprobs_num does.
+    if (static_cast<int64_t>(out.token_ids_logprob.size()) > ctx.limits.max_top_logprobs) {
+      return InvalidArgument(fmt::format(
+          "token_ids_logprob may list at most {} token ids (the server's --max-top-logprobs).",
+          ctx.limits.max_top_logprobs));
+    }
   }
   return out;
 }

@@ -37,8 +37,9 @@ std::vector<ArgSpec> RadixserveArgs() {
        .type = ArgType::kInt,
        .default_value = "100",
        .group = group::kRadixserve,
-       .help = "Largest top_logprobs_num (native) or top_logprobs / logprobs (OpenAI) a request "
-               "may ask for; each one multiplies the size of every logprob entry.",
+       .help = "Largest top_logprobs_num or number of token_ids_logprob ids (native), or "
+               "top_logprobs / logprobs (OpenAI), a request may ask for; each one adds an entry "
+               "at every logprob position.",
        .system = System::kRadixserve},
       {.name = "shutdown-grace-period",
        .type = ArgType::kFloat,

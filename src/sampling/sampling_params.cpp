@@ -12,9 +12,17 @@ namespace {
 
 using nlohmann::json;
 
+// A client's value in an error message, cut short: never echo an unbounded value back.
+std::string Preview(const json& value) {
+  constexpr size_t kMaxChars = 80;
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  return text;
+}
+
 Status TypeError(std::string_view key, std::string_view expected, const json& value) {
   return InvalidArgument("sampling_params." + std::string(key) + " must be " +
-                         std::string(expected) + ", got " + value.dump() + ".");
+                         std::string(expected) + ", got " + Preview(value) + ".");
 }
 
 Status ReadDouble(std::string_view key, const json& value, double& out, bool& is_integer,
@@ -137,7 +145,7 @@ Expected<SamplingParams> SamplingParams::FromJson(const json& object,
   SamplingParams p;
   if (object.is_null()) return p;
   if (!object.is_object()) {
-    return InvalidArgument("sampling_params must be an object, got " + object.dump() + ".");
+    return InvalidArgument("sampling_params must be an object, got " + Preview(object) + ".");
   }
   for (const auto& [key, value] : object.items()) {
     auto& lit = p.integer_literals;
