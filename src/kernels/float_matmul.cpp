@@ -17,11 +17,11 @@ namespace {
 float WeightAt(const void* row, WeightFormat format, int64_t c) {
   switch (format) {
     case WeightFormat::kF32:
-      return static_cast<const float*>(row)[c];
+      return LoadUnaligned<float>(row, c);
     case WeightFormat::kBF16:
-      return Bf16ToF32(static_cast<const uint16_t*>(row)[c]);
+      return Bf16ToF32(LoadUnaligned<uint16_t>(row, c));
     case WeightFormat::kF16:
-      return F16ToF32(static_cast<const uint16_t*>(row)[c]);
+      return F16ToF32(LoadUnaligned<uint16_t>(row, c));
     default:
       RADIX_CHECK_MSG(false, "not a float weight format");
   }
@@ -67,7 +67,7 @@ const FloatGemmKernels& RefFloatKernels() { return kRef; }
 const FloatGemmKernels* Avx2FloatKernels() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+      CpuHasF16c()) {
     return &x86::Avx2FloatTable();
   }
   return nullptr;
@@ -76,7 +76,7 @@ const FloatGemmKernels* Avx2FloatKernels() {
 const FloatGemmKernels* Avx512FloatKernels() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c")) {
+      __builtin_cpu_supports("avx512vl") && CpuHasF16c()) {
     return &x86::Avx512FloatTable();
   }
   return nullptr;

@@ -56,7 +56,7 @@ __attribute__((target("avx512f,f16c"))) void Avx512Mul(const float* table, const
 
 bool HasAvx512() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx512f") && CpuHasF16c();
 }
 
 }  // namespace

@@ -1,10 +1,29 @@
 // IEEE half and bfloat16 <-> float conversions (round to nearest even on the way down).
 #pragma once
 
+#include <cpuid.h>
+
 #include <cstdint>
 #include <cstring>
 
 namespace radixserve::kernels {
+
+// Whether the CPU has F16C (hardware half <-> float conversion). Read with CPUID because clang
+// (14) does not know the "f16c" name of __builtin_cpu_supports.
+inline bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
+// Element `i` of an array of T that may be misaligned (weights at arbitrary safetensors offsets):
+// a plain T* read there is undefined behaviour, which UBSan reports.
+template <typename T>
+inline T LoadUnaligned(const void* base, int64_t i) {
+  T value;
+  std::memcpy(&value, static_cast<const unsigned char*>(base) + i * int64_t{sizeof(T)},
+              sizeof(T));
+  return value;
+}
 
 inline float F16ToF32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;

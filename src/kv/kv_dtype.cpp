@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/half.h"
+
 namespace radixserve::kv {
 
 size_t KvDtypeSize(KvDtype dtype) {
@@ -57,18 +59,10 @@ float Bf16ToF32(uint16_t bits) {
   return value;
 }
 
-uint16_t F32ToF16(float value) {
-  const _Float16 half = static_cast<_Float16>(value);
-  uint16_t bits;
-  std::memcpy(&bits, &half, sizeof(bits));
-  return bits;
-}
+// The kernels' portable conversions: clang 14 has no _Float16 on x86 without AVX512-FP16.
+uint16_t F32ToF16(float value) { return kernels::F32ToF16(value); }
 
-float F16ToF32(uint16_t bits) {
-  _Float16 half;
-  std::memcpy(&half, &bits, sizeof(bits));
-  return static_cast<float>(half);
-}
+float F16ToF32(uint16_t bits) { return kernels::F16ToF32(bits); }
 
 void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst) {
   switch (dtype) {

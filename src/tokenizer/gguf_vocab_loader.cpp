@@ -26,8 +26,9 @@ constexpr const char* kQwen2Pattern =
 constexpr const char* kDeepseekV3Patterns[] = {
     "\\p{N}{1,3}",
     "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+",
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
-    " ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    // One pattern over two lines (parenthesized: clang's -Wstring-concatenation).
+    ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+     " ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")};
 
 Expected<std::unique_ptr<PreTokenizer>> SplitThenBytes(std::vector<const char*> patterns) {
   std::vector<std::unique_ptr<PreTokenizer>> steps;

@@ -1,24 +1,64 @@
-#!/bin/sh
-# Builds the model-reader fuzz targets with clang + libFuzzer + ASan/UBSan (outside CMake, so the
-# main build stays on GCC) and runs each for SECONDS seconds (default 120).
-# usage: tests/fuzz/build_and_run.sh [SECONDS] [OUT_DIR]
-set -eu
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SECONDS_PER_TARGET=${1:-120}
-OUT=${2:-/root/.cache/radixserve/fuzz}
-mkdir -p "$OUT"
-CXX=${CXX:-clang++}
-FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$ROOT/src"
-SRCS="$ROOT/src/model/mapped_file.cpp $ROOT/src/model/gguf_file.cpp $ROOT/src/model/safetensors_file.cpp \
-      $ROOT/src/kernels/weight_format.cpp $ROOT/src/common/check.cpp"
-for target in gguf_file_fuzz safetensors_file_fuzz; do
-  $CXX $FLAGS "$ROOT/tests/fuzz/$target.cpp" $SRCS -o "$OUT/$target"
-  mkdir -p "$OUT/corpus_$target"
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/CMakeLists.txt) in the sanitizer build directory
+# ($RADIX_ASAN_BUILD_DIR: clang, ASan + UBSan, RADIX_FUZZ) and runs each for a bounded time.
+#   tests/fuzz/build_and_run.sh [SECONDS_PER_TARGET] [TARGET...]
+# SECONDS_PER_TARGET defaults to $RADIX_FUZZ_SECONDS, else 60; TARGETs default to all four.
+#
+# Each target fuzzes a working corpus in $RADIX_CACHE/fuzz/corpus/<target> (seeded with a copy of
+# tests/fuzz/corpus/<target>; libFuzzer adds what it finds there, never in the repository), plus
+# the repository corpus read-only. A crash, sanitizer report, hang (-timeout) or out-of-memory
+# (-rss_limit_mb) fails the script; the input is saved to $RADIX_CACHE/fuzz/artifacts/<target>/.
+# Replay one with: $RADIX_ASAN_BUILD_DIR/<target> <input file>
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+
+SECONDS_PER_TARGET="${1:-${RADIX_FUZZ_SECONDS:-60}}"
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(http_request_fuzz api_request_fuzz gguf_file_fuzz safetensors_file_fuzz)
+FUZZ_DIR="$RADIX_CACHE/fuzz"
+SRC="$RADIX_REPO/tests/fuzz"
+SHARED="${RADIX_SHARED_DIR:-$RADIX_REPO/../shared}"
+
+command -v clang++ >/dev/null || { radix_log "fuzzing needs clang (scripts/setup installs it)"; exit 1; }
+# The sanitizer build uses clang when it is installed (CMakeLists.txt); a directory configured
+# earlier with another compiler is started afresh.
+if [ -f "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt" ] &&
+   ! grep -q '^CMAKE_CXX_COMPILER:.*clang' "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt"; then
+  rm -rf "$RADIX_ASAN_BUILD_DIR"
+fi
+radix_cmake_build "$RADIX_ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DRADIX_SANITIZE=ON -- "${TARGETS[@]}"
+
+for target in "${TARGETS[@]}"; do
+  corpus="$FUZZ_DIR/corpus/$target"
+  artifacts="$FUZZ_DIR/artifacts/$target"
+  mkdir -p "$corpus" "$artifacts"
+  cp -rn "$SRC/corpus/$target/." "$corpus/"
+  args=(-max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10
+        -print_final_stats=1 -artifact_prefix="$artifacts/")
+  [ -f "$SRC/$target.dict" ] && args+=(-dict="$SRC/$target.dict")
+  dirs=("$corpus" "$SRC/corpus/$target")
+  case "$target" in
+    # The real checkpoints seed the model readers (read-only, cut to 64 KiB by -max_len).
+    gguf_file_fuzz)
+      args+=(-max_len=65536)
+      [ -d "$SHARED/models/stories260K/gguf" ] && dirs+=("$SHARED/models/stories260K/gguf") ;;
+    safetensors_file_fuzz)
+      args+=(-max_len=65536)
+      [ -d "$SHARED/models/stories260K/hf" ] && dirs+=("$SHARED/models/stories260K/hf") ;;
+    *) args+=(-max_len=16384) ;;
+  esac
+  radix_log "fuzzing $target for ${SECONDS_PER_TARGET}s"
+  # detect_leaks stays on: a leak is a finding like any other.
+  if ! ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
+       RADIX_SHARED_DIR="$SHARED" "$RADIX_ASAN_BUILD_DIR/$target" "${args[@]}" "${dirs[@]}" \
+       2>"$FUZZ_DIR/$target.log"; then
+    tail -n 80 "$FUZZ_DIR/$target.log" >&2
+    radix_log "$target FAILED; the input is in $artifacts/ (full log: $FUZZ_DIR/$target.log)"
+    exit 1
+  fi
+  grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::average_exec_per_sec' \
+    "$FUZZ_DIR/$target.log" | tr '\n' ' ' >&2 || true
+  echo >&2
 done
-# Seed corpora with the real files.
-cp -n "$ROOT/../shared/models/stories260K/gguf/stories260K.gguf" "$OUT/corpus_gguf_file_fuzz/" 2>/dev/null || true
-cp -n "$ROOT/../shared/models/stories260K/hf/model.safetensors" "$OUT/corpus_safetensors_file_fuzz/" 2>/dev/null || true
-for target in gguf_file_fuzz safetensors_file_fuzz; do
-  "$OUT/$target" -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 -rss_limit_mb=2048 \
-    "$OUT/corpus_$target"
-done
+radix_log "fuzzing passed: ${TARGETS[*]}"

@@ -37,11 +37,11 @@ inline void TailW(const void* row, int64_t c, int64_t cols, float* out) {
     float v = 0.0f;
     if (k < cols) {
       if constexpr (F == WeightFormat::kF32) {
-        v = static_cast<const float*>(row)[k];
+        v = LoadUnaligned<float>(row, k);
       } else if constexpr (F == WeightFormat::kBF16) {
-        v = Bf16ToF32(static_cast<const uint16_t*>(row)[k]);
+        v = Bf16ToF32(LoadUnaligned<uint16_t>(row, k));
       } else {
-        v = F16ToF32(static_cast<const uint16_t*>(row)[k]);
+        v = F16ToF32(LoadUnaligned<uint16_t>(row, k));
       }
     }
     out[i] = v;

@@ -4,6 +4,7 @@
 #include "model/model_loader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -61,7 +62,9 @@ std::vector<float> Logits(const LoadOptions& options) {
 TEST(ModelLoaderTest, ShardedSafetensorsMatchSingleFile) {
   auto source = SafetensorsFile::Open(kStoriesHf + "/model.safetensors", true);
   ASSERT_TRUE(source.ok());
-  const fs::path dir = fs::temp_directory_path() / "radix_sharded_stories";
+  // One directory per process: a Release and a sanitizer run of this test may overlap.
+  const fs::path dir =
+      fs::temp_directory_path() / ("radix_sharded_stories_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy_file(kStoriesHf + "/config.json", dir / "config.json");
