@@ -73,6 +73,7 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
     warm.input_ids = pending->requests[first].input_ids;
     warm.sampling.max_new_tokens = 0;
     warm.priority = pending->requests[first].priority;
+    warm.extra_key = pending->requests[first].extra_key;  // the samples must find it cached
     warm.detokenize = false;
     warmups.push_back(std::move(warm));
   }

@@ -264,6 +264,17 @@ Expected<std::vector<PromptInput>> ReadPrompts(const ServerContext& ctx, const j
   return prompts;
 }
 
+// The prefix-cache namespace of batch item i: `extra_key` is a string (every item) or a list.
+Expected<std::string> ItemExtraKey(const json& body, size_t i, size_t items) {
+  auto it = body.find("extra_key");
+  if (it == body.end() || it->is_null()) return std::string();
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array() && it->size() == items && (*it)[i].is_string()) {
+    return (*it)[i].get<std::string>();
+  }
+  return InvalidArgument("extra_key must be a string or a list of strings, one per prompt.");
+}
+
 // The rid of batch item i: a string rid becomes "{rid}_{i}" in a batch; a list gives one each.
 Expected<std::string> ItemRid(ServerContext& ctx, const json& body, size_t i, size_t items,
                               bool batch) {
@@ -361,12 +372,15 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     const ItemOptions& item = items[i];
     auto base_rid = ItemRid(ctx, body, i, prompts->size(), batch);
     if (!base_rid.ok()) return fail(base_rid.status());
+    auto extra_key = ItemExtraKey(body, i, prompts->size());
+    if (!extra_key.ok()) return fail(extra_key.status());
     const int64_t n = item_n[i];
     group_n = (!group_n || *group_n == n) ? n : 1;
     for (int64_t j = 0; j < n; ++j) {
       BuildOptions options{.rid = n > 1 ? fmt::format("{}_{}", *base_rid, j) : *base_rid,
                            .stream = stream,
                            .priority = *priority,
+                           .extra_key = *extra_key,
                            .return_logprob = item.return_logprob,
                            .logprob_start_len = item.logprob_start_len,
                            .top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num),

@@ -24,6 +24,10 @@ std::optional<int64_t> OptInt(const json& body, const char* key) {
   return *value;
 }
 
+std::string CacheNamespace(const json& body) {
+  return OptString(body, "cache_salt").value_or("") + OptString(body, "extra_key").value_or("");
+}
+
 int64_t RequireN(const ServerContext& ctx, const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return 1;

@@ -30,6 +30,10 @@ std::optional<double> OptNumber(const json& body, const char* key);
 std::optional<bool> OptBool(const json& body, const char* key);
 std::optional<std::string> OptString(const json& body, const char* key);
 
+// The prefix-cache namespace of a request: cache_salt followed by extra_key (SGLang), each an
+// optional string.
+std::string CacheNamespace(const json& body);
+
 // `n` / `best_of`: 1 when absent; an integer in [1, --max-n] otherwise.
 int64_t RequireN(const ServerContext& ctx, const json& body, const char* key);
 

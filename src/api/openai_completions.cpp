@@ -156,6 +156,7 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
                                         : base_rid,
                              .stream = stream,
                              .priority = OptInt(body, "priority"),
+                             .extra_key = CacheNamespace(body),
                              .return_logprob = logprobs.has_value(),
                              .logprob_start_len = (echo && logprobs) ? 0 : -1,
                              .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),

@@ -133,6 +133,7 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   }
   request.stream = options.stream;
   request.priority = options.priority;
+  request.extra_key = options.extra_key;
   request.return_logprob = options.return_logprob;
   request.logprob_start_len = options.logprob_start_len;
   request.top_logprobs_num = options.top_logprobs_num;

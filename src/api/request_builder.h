@@ -25,6 +25,7 @@ struct BuildOptions {
   std::string rid;
   bool stream = false;
   std::optional<int64_t> priority;
+  std::string extra_key;  // prefix-cache namespace (cache_salt + extra_key)
   bool return_logprob = false;
   int64_t logprob_start_len = -1;
   int32_t top_logprobs_num = 0;

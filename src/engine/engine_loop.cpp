@@ -293,6 +293,7 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   auto seq = std::make_unique<sched::Sequence>();
   seq->id = next_seq_id_++;
   seq->rid = request.rid;
+  seq->extra_key = request.extra_key;
   seq->input_ids = request.input_ids;
   const int64_t limit = config_.max_req_len() - static_cast<int64_t>(request.input_ids.size()) - 1;
   seq->max_new_tokens = std::min(request.sampling.max_new_tokens.value_or(int64_t{1} << 30), limit);

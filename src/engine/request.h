@@ -22,6 +22,9 @@ struct GenerateRequest {
   bool stream = false;
   // Priority for --enable-priority-scheduling (nullopt: the default priority).
   std::optional<int64_t> priority;
+  // Prefix-cache namespace (SGLang: cache_salt + extra_key): requests with different keys never
+  // share cached prefixes. Empty: the shared namespace.
+  std::string extra_key;
 
   // Logprobs (native API names; OpenAI's are mapped onto these).
   bool return_logprob = false;

@@ -129,3 +129,53 @@ def test_empty_rid_is_refused(srv, path, body):
 ])
 def test_duplicate_rids_in_batch(srv, body):
     assert_error(post(srv, "/generate", body), 400)
+
+
+def cached_tokens(server, path, body):
+    r = post(server, path, body)
+    assert r.status_code == 200, r.text[:300]
+    data = r.json()
+    if path == "/generate":
+        return data["meta_info"]["cached_tokens"], data["meta_info"]["prompt_tokens"]
+    usage = data["usage"]
+    details = usage.get("prompt_tokens_details") or {}
+    return details.get("cached_tokens", 0), usage["prompt_tokens"]
+
+
+def test_extra_key_separates_cache_namespaces(srv):
+    """One tenant's cached prompt is never served as another tenant's prefix (SGLang's extra_key /
+    cache_salt namespaces of the radix cache)."""
+    prompt = "The secret recipe of tenant A starts with flour, sugar and " * 4
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": 1, "temperature": 0}}
+    cached, total = cached_tokens(srv, "/generate", {**body, "extra_key": "tenant-a"})
+    assert total > 32
+    # The same prompt again in A's namespace reuses it; in B's or the shared one it does not.
+    cached, _ = cached_tokens(srv, "/generate", {**body, "extra_key": "tenant-a"})
+    assert cached >= total - 2, (cached, total)
+    cached, _ = cached_tokens(srv, "/generate", {**body, "extra_key": "tenant-b"})
+    assert cached == 0, cached
+    cached, _ = cached_tokens(srv, "/generate", body)
+    assert cached <= 1, cached  # at most the BOS token that every shared-namespace prompt has
+    # A batch gives one key per prompt.
+    r = post(srv, "/generate", {"text": [prompt, prompt], "extra_key": ["tenant-a", "tenant-c"],
+                                "sampling_params": {"max_new_tokens": 1}})
+    assert r.status_code == 200, r.text[:300]
+    first, second = r.json()
+    assert first["meta_info"]["cached_tokens"] >= total - 2
+    assert second["meta_info"]["cached_tokens"] == 0
+    assert_error(post(srv, "/generate", {**body, "extra_key": 5}), 400, "extra_key")
+
+
+def test_cache_salt_separates_openai_requests(srv):
+    prompt = "A salted prompt that only its owner may reuse from the cache, " * 4
+    body = {"model": "default", "prompt": prompt, "max_tokens": 1, "temperature": 0}
+    r = post(srv, COMPLETIONS, {**body, "cache_salt": "s1"})
+    assert r.status_code == 200, r.text[:300]
+    r = post(srv, "/generate", {"text": prompt, "extra_key": "s1",
+                                "sampling_params": {"max_new_tokens": 1}})
+    assert r.status_code == 200, r.text[:300]
+    # cache_salt + extra_key is the namespace: the native request with extra_key "s1" reused it.
+    assert r.json()["meta_info"]["cached_tokens"] > 0
+    r = post(srv, "/generate", {"text": prompt, "extra_key": "s2",
+                                "sampling_params": {"max_new_tokens": 1}})
+    assert r.json()["meta_info"]["cached_tokens"] == 0
