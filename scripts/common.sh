@@ -15,6 +15,9 @@ export RADIX_REPO RADIX_CACHE RADIX_BUILD_DIR RADIX_ASAN_BUILD_DIR RADIX_MODELS
 export RADIX_CARGO_TARGET_DIR="${RADIX_CARGO_TARGET_DIR:-$RADIX_CACHE/cargo-target}"
 export CCACHE_DIR="${CCACHE_DIR:-$RADIX_CACHE/ccache}"
 export CCACHE_BASEDIR="$RADIX_REPO"
+# Debug builds (-g) would otherwise hash the build directory: a fresh clone's sanitizer build
+# then misses every cached object.
+export CCACHE_NOHASHDIR=1
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
 
 radix_log() { printf '[radixserve] %s\n' "$*" >&2; }

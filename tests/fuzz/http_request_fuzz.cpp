@@ -12,7 +12,8 @@
 // and output that is not a sequence of HTTP/1.1 responses.
 //
 // Set RADIX_FUZZ_5XX_DIR to keep going on a 5xx instead: the input is saved there, one file per
-// distinct status line and message.
+// distinct status line and message. RADIX_FUZZ_VERBOSE=1 prints the bytes written back (to check
+// seeds: `http_request_fuzz <files>` runs just those).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -159,7 +160,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   session->Start();
   session.reset();
 
-  // Feed the input, then end the stream (EOF); collect the output until the session closes.
+  // Feed the input; once the session has done all it can with it, end the stream (EOF: the
+  // session treats it as the client leaving, so only then, or pipelined requests would be cut
+  // short); collect the output until the session closes.
   std::size_t written = 0;
   bool shut = false;
   std::string out;
@@ -172,16 +175,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       written += static_cast<std::size_t>(n);
       moved = true;
     }
-    if (written == size && !shut) {
-      shutdown(client, SHUT_WR);
-      shut = true;
-      moved = true;
-    }
     for (ssize_t n; (n = recv(client, buf, sizeof buf, 0)) > 0;) {
       out.append(buf, static_cast<std::size_t>(n));
       moved = true;
     }
     if (ioc.poll() > 0) moved = true;
+    if (!moved && written == size && !shut) {  // idle: waiting for bytes that will not come
+      shutdown(client, SHUT_WR);
+      shut = true;
+      moved = true;
+    }
     // Nothing ready: wait for the session's socket (the session always answers or closes once
     // it has read EOF; a hang is reported by libFuzzer's -timeout).
     if (!moved && !closed) ioc.run_one_for(std::chrono::milliseconds(50));
@@ -191,6 +194,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     out.append(buf, static_cast<std::size_t>(n));
   }
   close(client);
+  if (std::getenv("RADIX_FUZZ_VERBOSE") != nullptr) {  // for writing seeds: what the input did
+    std::fprintf(stderr, "%s\n", out.substr(0, 4000).c_str());
+  }
   CheckOutput(out);
   return 0;
 }
