@@ -24,6 +24,7 @@
 // Set RADIX_FUZZ_5XX_DIR to keep going on a 5xx instead: the input is saved there, one file per
 // distinct status and message. RADIX_FUZZ_VERBOSE=1 prints each input's response (to check seeds:
 // `api_request_fuzz <files>` runs just those).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -164,7 +165,8 @@ class FakeEngine final : public engine::Engine {
       return Finish(p, std::move(first), engine::FinishKind::kAbort,
                     "fuzz: the request failed after admission", 400);
     }
-    const int64_t max_new = std::max<int64_t>(0, std::min<int64_t>(req.sampling.max_new_tokens.value_or(2), 2));
+    const int64_t max_new =
+        std::clamp<int64_t>(req.sampling.max_new_tokens.value_or(2), int64_t{0}, int64_t{2});
     int64_t generated = 0;
     for (int64_t k = 0; k < max_new; ++k) {
       engine::RequestEvent event = k == 0 ? std::move(first) : engine::RequestEvent();
