@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "sampling/token_bitmask.h"
 
 namespace radixserve::sampling {
 
@@ -53,6 +54,8 @@ void LogitsProcessor::ProcessRow(std::span<float> logits, const LogitsRowContext
       if (id >= 0 && id < vocab_size_) logits[static_cast<size_t>(id)] = kNegInf;
     }
   }
+
+  if (!row.allowed_tokens.empty()) ApplyTokenBitmask(row.allowed_tokens, logits);
 
   // Keys naming the same token ("7", "07") do not add up: the last one wins, as SGLang assigns
   // them into a bias tensor. Walk backwards and mark applied ids in the (all-zero) scratch.

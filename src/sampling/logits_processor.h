@@ -9,7 +9,8 @@
 //        presence:   logit -= presence_penalty
 //   2. min_new_tokens: while #output < min_new_tokens, logits of stop_token_ids and of the EOS
 //      ids the caller passes become -inf (stop strings may still end generation).
-//   3. (grammar vocabulary masks will slot in here)
+//   3. grammar mask: tokens whose bit in the row's allowed_tokens bitmask (token_bitmask.h) is
+//      clear become -inf; an empty bitmask means an unconstrained row.
 //   4. logit_bias: logit[t] += bias (if two keys name one token, "7" and "07", the last wins).
 // Temperature is applied by the Sampler, which owns the distribution it samples from.
 // Thread affinity: one instance per engine thread (it keeps scratch buffers; not thread-safe).
@@ -30,6 +31,8 @@ struct LogitsRowContext {
   std::span<const int32_t> output_ids;     // tokens this sequence generated so far
   // Model config eos ids ∪ tokenizer eos ∪ tokenizer additional stop ids (any order).
   std::span<const int32_t> eos_token_ids;
+  // The row's grammar mask from GrammarMatcher::FillNextTokenBitmask; empty: unconstrained.
+  std::span<const uint32_t> allowed_tokens;
 };
 
 class LogitsProcessor {

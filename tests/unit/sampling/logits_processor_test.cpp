@@ -30,7 +30,7 @@ TEST(LogitsProcessorTest, NoPenaltiesLeaveLogitsUntouched) {
   const SamplingParams params = Verified(json::object());
   const std::vector<int32_t> output = {1, 1, 3};
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, output, {}});
+  proc.ProcessRow(logits, {&params, output, {}, {}});
   EXPECT_EQ(logits, BaseLogits());
 }
 
@@ -39,7 +39,7 @@ TEST(LogitsProcessorTest, FrequencyAndPresenceCountOutputTokens) {
   const SamplingParams params = Verified({{"frequency_penalty", 0.5}, {"presence_penalty", 0.25}});
   const std::vector<int32_t> output = {3, 3, 5, 7, 3};  // 3 x3, 5 x1, 7 x1
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, output, {}});
+  proc.ProcessRow(logits, {&params, output, {}, {}});
   std::vector<float> expected = BaseLogits();
   expected[3] = 3.0f - 0.5f * 3 - 0.25f;
   expected[5] = -2.0f - 0.5f * 1 - 0.25f;
@@ -49,7 +49,7 @@ TEST(LogitsProcessorTest, FrequencyAndPresenceCountOutputTokens) {
   // Negative penalties reward repeats; a second call starts from clean counts.
   const SamplingParams reward = Verified({{"frequency_penalty", -1}, {"presence_penalty", -2}});
   logits = BaseLogits();
-  proc.ProcessRow(logits, {&reward, output, {}});
+  proc.ProcessRow(logits, {&reward, output, {}, {}});
   expected = BaseLogits();
   expected[3] = 3.0f + 3 + 2;
   expected[5] = -2.0f + 1 + 2;
@@ -62,7 +62,7 @@ TEST(LogitsProcessorTest, RepetitionPenaltyDividesPositiveMultipliesNegative) {
   const SamplingParams params = Verified({{"repetition_penalty", 1.5}});
   const std::vector<int32_t> output = {3, 5, 3, 4};
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, output, {}});
+  proc.ProcessRow(logits, {&params, output, {}, {}});
   std::vector<float> expected = BaseLogits();
   expected[3] = 2.0f;   // 3 / 1.5, once however often it occurred
   expected[5] = -3.0f;  // -2 * 1.5
@@ -76,7 +76,7 @@ TEST(LogitsProcessorTest, RepetitionThenFrequencyThenPresence) {
       Verified({{"repetition_penalty", 2}, {"frequency_penalty", 0.5}, {"presence_penalty", 1}});
   const std::vector<int32_t> output = {7, 7, 2};
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, output, {}});
+  proc.ProcessRow(logits, {&params, output, {}, {}});
   EXPECT_EQ(logits[7], 4.0f / 2 - 0.5f * 2 - 1);
   EXPECT_EQ(logits[2], -1.0f * 2 - 0.5f - 1);
   EXPECT_EQ(logits[0], 1.0f);
@@ -87,7 +87,7 @@ TEST(LogitsProcessorTest, RepetitionPenaltyZeroIsAcceptedAndInert) {
   const SamplingParams params = Verified({{"repetition_penalty", 0}});
   const std::vector<int32_t> output = {3, 5};
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, output, {}});
+  proc.ProcessRow(logits, {&params, output, {}, {}});
   EXPECT_EQ(logits, BaseLogits());
 }
 
@@ -99,7 +99,7 @@ TEST(LogitsProcessorTest, MinNewTokensMasksStopAndEosUntilReached) {
 
   const std::vector<int32_t> two = {0, 1};
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, two, eos});
+  proc.ProcessRow(logits, {&params, two, eos, {}});
   std::vector<float> expected = BaseLogits();
   expected[4] = -inf;
   expected[9] = -inf;
@@ -107,7 +107,7 @@ TEST(LogitsProcessorTest, MinNewTokensMasksStopAndEosUntilReached) {
 
   const std::vector<int32_t> three = {0, 1, 6};  // boundary: min_new_tokens reached
   logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, three, eos});
+  proc.ProcessRow(logits, {&params, three, eos, {}});
   EXPECT_EQ(logits, BaseLogits());
 }
 
@@ -116,7 +116,7 @@ TEST(LogitsProcessorTest, LogitBiasAtVocabBoundaries) {
   const SamplingParams params =
       Verified(json::parse(R"({"logit_bias": {"0": 2.5, "9": -100, "3": 0}})"));
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, {}, {}});
+  proc.ProcessRow(logits, {&params, {}, {}, {}});
   std::vector<float> expected = BaseLogits();
   expected[0] = 1.0f + 2.5f;
   expected[9] = 1.5f - 100.0f;
@@ -133,7 +133,7 @@ TEST(LogitsProcessorTest, BiasAppliesAfterPenaltiesAndBatchRowsAreIndependent) {
   std::vector<float> batch = BaseLogits();
   const std::vector<float> base = BaseLogits();
   batch.insert(batch.end(), base.begin(), base.end());
-  const LogitsRowContext rows[] = {{&a, out_a, {}}, {&b, out_b, {}}};
+  const LogitsRowContext rows[] = {{&a, out_a, {}, {}}, {&b, out_b, {}, {}}};
   proc.ProcessBatch(batch, rows);
   EXPECT_EQ(batch[3], 3.0f - 1.0f + 0.5f);
   EXPECT_EQ(batch[kVocab + 3], 3.0f);
@@ -143,11 +143,11 @@ TEST(LogitsProcessorTest, DuplicateLogitBiasKeysLastWins) {
   LogitsProcessor proc(kVocab);
   const SamplingParams params = Verified(json::parse(R"({"logit_bias": {"07": 1, "7": 3}})"));
   std::vector<float> logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, {}, {}});
+  proc.ProcessRow(logits, {&params, {}, {}, {}});
   EXPECT_EQ(logits[7], 4.0f + 3.0f);
   // The scratch marks were cleared: a second row gets the same result.
   logits = BaseLogits();
-  proc.ProcessRow(logits, {&params, {}, {}});
+  proc.ProcessRow(logits, {&params, {}, {}, {}});
   EXPECT_EQ(logits[7], 4.0f + 3.0f);
 }
 

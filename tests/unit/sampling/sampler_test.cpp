@@ -345,7 +345,7 @@ TEST(SamplerTest, NoHeapAllocationInTheHotPath) {
   for (uint64_t step = 0; step < 40; ++step) {
     if (step == 1) g_count_allocations = true;
     row = logits;  // same size: no allocation
-    processor.ProcessRow(row, {&params, output, eos});
+    processor.ProcessRow(row, {&params, output, eos, {}});
     SampleRowParams sample = SampleRowParams::From(params, 99, step);
     sample.top_logprobs_num = 5;
     sample.token_ids_logprob = ids;
