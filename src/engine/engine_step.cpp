@@ -88,6 +88,15 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
   context.params = &request.sampling;
   context.output_ids = seq->output_ids;
   context.eos_token_ids = eos_ids_;
+  SequenceGrammar* grammar = state.grammar();
+  if (grammar != nullptr) {
+    grammar_mask_.resize(grammar->bitmask_words());
+    if (Status filled = grammar->FillMask(seq->output_ids, grammar_mask_); !filled.ok()) {
+      FinishGrammarError(seq, filled);
+      return;
+    }
+    context.allowed_tokens = grammar_mask_;
+  }
   logits_processor_.ProcessRow(logits, context);
   sampling::SampleRowParams params =
       sampling::SampleRowParams::From(request.sampling, state.seed(), seq->output_ids.size());
@@ -98,6 +107,12 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
                                  : std::span<const int32_t>();
   sampler_.SampleRow(logits, params, sample_out_);
   const int32_t token = sample_out_.token_id;
+  if (grammar != nullptr) {
+    if (Status accepted = grammar->Accept(token); !accepted.ok()) {
+      FinishGrammarError(seq, accepted);
+      return;
+    }
+  }
   seq->output_ids.push_back(token);
   const bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
                                   eos_ids_, vocab_size_, static_cast<int64_t>(seq->cached_tokens));
@@ -105,6 +120,13 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
     states_.erase(seq);
     scheduler_->Release(seq, /*cache_kv=*/true);
   }
+}
+
+void EngineLoop::FinishGrammarError(sched::Sequence* seq, const Status& error) {
+  RADIX_LOG_WARN("{}Request {} ends: constrained decoding failed: {}", log_prefix_, seq->rid,
+                 error.message());
+  FinishSequence(seq, AbortFinish("Constrained decoding failed: " + error.message(), 400),
+                 /*cache_kv=*/true);
 }
 
 std::string EngineLoop::DescribePlan(const sched::StepPlan& plan) const {
