@@ -106,6 +106,9 @@ class EngineLoop final : public Engine {
   std::unordered_map<const sched::Sequence*, bool> abort_flags_;
   std::vector<float> logits_;
   std::vector<uint32_t> grammar_mask_;  // the current constrained row's token bitmask
+  // Jump-forward: at most this many forced tokens are appended after one sampled token.
+  static constexpr int64_t kMaxJumpForwardTokens = 64;
+  int64_t jump_forward_tokens_ = 0;  // forced tokens appended without sampling, since start
   std::vector<LogitRow> logit_rows_;
   uint64_t next_seq_id_ = 1;
   int64_t decode_steps_ = 0;

@@ -114,8 +114,29 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
     }
   }
   seq->output_ids.push_back(token);
-  const bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
-                                  eos_ids_, vocab_size_, static_cast<int64_t>(seq->cached_tokens));
+  // Jump-forward: text the grammar forces after this token is appended now, without sampling;
+  // the next decode step computes its K/V together with this token's. Requests that return
+  // logprobs sample every token (a forced token has no distribution to report).
+  std::vector<int32_t> forced;
+  if (grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob) {
+    const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
+    if (room > 0) {
+      forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));
+    }
+  }
+  const auto cached = static_cast<int64_t>(seq->cached_tokens);
+  bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                            eos_ids_, vocab_size_, cached, /*emit=*/forced.empty());
+  for (size_t i = 0; i < forced.size() && !done; ++i) {
+    if (Status accepted = grammar->Accept(forced[i]); !accepted.ok()) {
+      FinishGrammarError(seq, accepted);
+      return;
+    }
+    seq->output_ids.push_back(forced[i]);
+    ++jump_forward_tokens_;
+    done = state.OnToken(forced[i], sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                         eos_ids_, vocab_size_, cached, /*emit=*/i + 1 == forced.size());
+  }
   if (done) {
     states_.erase(seq);
     scheduler_->Release(seq, /*cache_kv=*/true);
@@ -198,6 +219,7 @@ void EngineLoop::PublishStats() {
                                                   : 0.0;
   stats.gen_throughput = last_gen_throughput_;
   stats.num_retractions = scheduler_->num_retractions();
+  stats.jump_forward_tokens = jump_forward_tokens_;
   stats.prompt_tokens_total = prompt_tokens_total_;
   stats.cached_prompt_tokens_total = cached_tokens_total_;
   const bool idle = scheduler_->num_sequences() == 0;

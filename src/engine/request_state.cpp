@@ -53,7 +53,7 @@ void RequestState::AddInputLogprob(size_t pos, TokenLogprobInfo info) {
 
 bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
                            std::span<const int32_t> eos_ids, int64_t vocab_size,
-                           int64_t cached_tokens) {
+                           int64_t cached_tokens, bool emit) {
   pending_.new_token_ids.push_back(token);
   if (request_.return_logprob) {
     TokenLogprobInfo info;
@@ -95,8 +95,14 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
     Emit(/*final=*/true, output_len, cached_tokens);
     return true;
   }
-  const bool cadence = stream_interval_ == 1 || output_len % stream_interval_ == 1;
-  if (request_.stream && cadence) Emit(/*final=*/false, output_len, cached_tokens);
+  // A step that appends several tokens (jump-forward) reports them together; with an interval
+  // k > 1 it emits when it reaches or passes the next 1, k+1, 2k+1, ... output length.
+  const bool cadence = stream_interval_ == 1 || output_len % stream_interval_ == 1 ||
+                       output_len - last_emit_len_ >= stream_interval_;
+  if (request_.stream && emit && cadence) {
+    Emit(/*final=*/false, output_len, cached_tokens);
+    last_emit_len_ = output_len;
+  }
   return false;
 }
 

@@ -68,11 +68,13 @@ class RequestState {
   // The grammar state of a constrained request (null when unconstrained).
   SequenceGrammar* grammar() { return grammar_ ? &*grammar_ : nullptr; }
 
-  // Appends one sampled token (already accepted by grammar(), if any): runs the finish checks,
+  // Appends one output token (already accepted by grammar(), if any): runs the finish checks,
   // detokenizes, matches stop strings and stop regexes and emits an event when the cadence (or
-  // the finish) says so. Returns true when finished.
+  // the finish) says so. `emit` false holds a progress event back (more tokens of the same step
+  // follow: jump-forward); the final event is always emitted. Returns true when finished.
   bool OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
-               std::span<const int32_t> eos_ids, int64_t vocab_size, int64_t cached_tokens);
+               std::span<const int32_t> eos_ids, int64_t vocab_size, int64_t cached_tokens,
+               bool emit = true);
 
   // Ends the request with an abort (or another given reason) and emits the final event.
   void Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens);
@@ -95,6 +97,7 @@ class RequestState {
   size_t text_released_ = 0;    // bytes of text_ moved into events
   size_t string_safe_end_ = 0;  // bytes of text_ the stop-string matcher has released
   bool text_stopped_ = false;   // a stop string or stop regex matched: no more text
+  int64_t last_emit_len_ = 0;   // output length at the last progress event
   bool finished_ = false;
   bool input_logprobs_sent_ = false;
   size_t input_logprob_start_ = 0;

@@ -43,4 +43,11 @@ Status SequenceGrammar::Accept(int32_t token) {
   return Status::Ok();
 }
 
+std::vector<int32_t> SequenceGrammar::ForcedTokens(size_t max_tokens) {
+  if (matcher_.IsTerminated()) return {};
+  auto forced = matcher_.ForcedTokens(max_tokens);
+  if (!forced.ok()) return {};
+  return std::move(forced).value();
+}
+
 }  // namespace radixserve::engine

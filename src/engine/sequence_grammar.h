@@ -11,6 +11,9 @@
 // must never silently drift from them): it rolls back to the common prefix and accepts the rest,
 // or resets and replays everything.
 //
+// With jump-forward, after Accept(sampled) the engine appends ForcedTokens() (accepting each) to
+// the output without sampling them; the next decode step computes their K/V with the last token.
+//
 // Errors are kInvalidArgument values with llguidance's explanation; the engine ends the request
 // with an abort carrying the message. Thread affinity: engine thread only (one per sequence).
 #pragma once
@@ -34,6 +37,10 @@ class SequenceGrammar {
   Status FillMask(std::span<const int32_t> output_ids, std::span<uint32_t> mask);
   // Consumes the sampled token (fails if the mask did not allow it).
   Status Accept(int32_t token);
+  // Jump-forward: the tokens the grammar forces next (the canonical tokenization of the forced
+  // text), at most `max_tokens`; empty when the next token is the model's choice (or on an error,
+  // which the next FillMask reports). Does not advance the matcher: Accept each one.
+  std::vector<int32_t> ForcedTokens(size_t max_tokens);
   // Nothing but EOS may follow (or EOS was accepted): the request finishes.
   bool terminated() const { return matcher_.IsTerminated(); }
 

@@ -257,6 +257,40 @@ def test_server_info_reports_llguidance(stories):
     assert stories.server_info()["grammar_backend"] == "llguidance"
 
 
+def test_jump_forward_appends_forced_keys(stories):
+    """Long forced property names cost no sampling steps; logprob requests sample every token."""
+    schema = {"type": "object",
+              "properties": {"the_name_of_the_little_animal": {"enum": ["cat", "dog"]},
+                             "how_many_years_old_it_is_now": {"type": "integer", "minimum": 1,
+                                                              "maximum": 9}},
+              "required": ["the_name_of_the_little_animal", "how_many_years_old_it_is_now"],
+              "additionalProperties": False}
+    sampling = {"max_new_tokens": 200, "temperature": 0, "json_schema": json.dumps(schema)}
+
+    def forced():
+        return stories.server_info()["internal_states"][0]["jump_forward_tokens"]
+
+    before = forced()
+    with requests.post(stories.url + "/generate", json={
+            "text": "Once upon a time", "stream": True, "sampling_params": sampling},
+            stream=True, timeout=120) as r:
+        chunks = [json.loads(e) for e in sse_events(r)[:-1]]
+    body = chunks[-1]
+    jsonschema.validate(json.loads(body["text"]), schema)
+    stop_on_last_token(body)
+    tokens = body["meta_info"]["completion_tokens"]
+    # One event per forward step: far fewer than tokens, the keys' tokens came for free.
+    assert len(chunks) * 2 < tokens, (len(chunks), tokens)
+    assert forced() - before >= tokens - len(chunks)
+
+    before = forced()
+    body = generate(stories, sampling, return_logprob=True)
+    jsonschema.validate(json.loads(body["text"]), schema)
+    assert len(body["meta_info"]["output_token_logprobs"]) == len(body["output_ids"])
+    assert forced() == before
+    stories.assert_no_leak()
+
+
 # ---- server arguments -------------------------------------------------------------------------
 
 def test_grammar_backend_none_refuses_constrained_requests():

@@ -311,5 +311,46 @@ TEST(ConstrainedDecodingTest, StopRegexEndsTheRequestAndCutsTheText) {
   EXPECT_TRUE(engine->CheckLeaks().ok());
 }
 
+// A regex that is mostly literal text: jump-forward appends the literal spans without sampling, so
+// a streamed request sees fewer events (one per forward step) than tokens, with the same
+// validity; --disable-grammar-jump-forward samples every token.
+TEST(ConstrainedDecodingTest, JumpForwardAppendsForcedTokensWithoutSampling) {
+  const std::string pattern = "The answer is (yes|no)\\. Thank you for asking the little dog\\.";
+  auto regex = Compile(sampling::GrammarKind::kRegex, pattern);
+  const std::regex validator(pattern);
+  for (const bool jump : {true, false}) {
+    args::ServerArgs args = testing::BaseArgs();
+    args.Set("disable-grammar-jump-forward", !jump);
+    auto engine = testing::MakeEngine(args);
+    Collector collector(2);
+    GenerateRequest request = Constrained("j", Encode(Prompts()[0]), 64, regex, false);
+    request.stream = true;
+    ASSERT_TRUE(engine->Submit(request, collector.Sink(0)).ok());
+    // Logprob requests sample every token even with jump-forward on.
+    request.rid = "lp";
+    request.return_logprob = true;
+    ASSERT_TRUE(engine->Submit(std::move(request), collector.Sink(1)).ok());
+    collector.Wait(2);
+    for (size_t i = 0; i < 2; ++i) {
+      const Collector::Result& r = collector[i];
+      ExpectGrammarStop(r);
+      EXPECT_TRUE(std::regex_match(Text(r), validator)) << Text(r);
+      if (jump && i == 0) {
+        EXPECT_LT(r.events.size() * 3, r.tokens.size()) << r.events.size() << " events";
+      } else {
+        EXPECT_EQ(r.events.size(), r.tokens.size());
+      }
+    }
+    const int64_t forced = engine->Stats().jump_forward_tokens;
+    if (jump) {
+      EXPECT_GE(forced, static_cast<int64_t>(collector[0].tokens.size() -
+                                              collector[0].events.size()));
+    } else {
+      EXPECT_EQ(forced, 0);
+    }
+    EXPECT_TRUE(engine->CheckLeaks().ok());
+  }
+}
+
 }  // namespace
 }  // namespace radixserve::engine
