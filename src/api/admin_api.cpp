@@ -98,6 +98,8 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   // SGLang's idle leak check (every KV slot free or held by the radix cache), for tests and
   // operators: "ok", or what is wrong.
   state["kv_leak_check"] = stats.kv_leak_check;
+  // Constrained decoding: output tokens appended by jump-forward (no sampling step), since start.
+  state["jump_forward_tokens"] = stats.jump_forward_tokens;
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;

@@ -122,19 +122,6 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
                                     "request without 'tools'."));
       return;
     }
-    if (body.contains("response_format") && !body["response_format"].is_null()) {
-      if (!body["response_format"].is_object()) {
-        throw ValidationError("response_format must be an object with a string 'type'.");
-      }
-      auto type_field = ReadOptionalString(body["response_format"], "type");
-      if (!type_field.ok()) throw ValidationError("response_format." + type_field.status().message());
-      std::string type = type_field->value_or("text");
-      if (type != "text") {
-        SendError(*writer,
-                  BadRequest(fmt::format("response_format type '{}' is not supported yet.", type)));
-        return;
-      }
-    }
     if (ctx.chat_template == nullptr) {
       SendError(*writer, BadRequest("This model has no chat template; pass --chat-template or "
                                     "use /v1/completions."));
@@ -158,7 +145,7 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
       return;
     }
 
-    json sampling = SamplingFromOpenAi(body);
+    json sampling = SamplingFromOpenAi(body, ordered_body);
     auto max_tokens = OptInt(body, "max_completion_tokens");
     if (!max_tokens) max_tokens = OptInt(body, "max_tokens");
     sampling["max_new_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
@@ -189,6 +176,9 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     }
   } catch (const ValidationError& e) {
     SendValidationError(*writer, e.what());
+    return;
+  } catch (const RequestError& e) {
+    SendError(*writer, BadRequest(e.what()));
     return;
   }
 

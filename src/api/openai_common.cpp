@@ -57,7 +57,7 @@ std::optional<std::string> OptString(const json& body, const char* key) {
   return it->get<std::string>();
 }
 
-json SamplingFromOpenAi(const json& body) {
+json SamplingFromOpenAi(const json& body, const nlohmann::ordered_json& ordered_body) {
   json sampling = json::object();
   auto copy_number = [&](const char* from, const char* to) {
     if (auto v = OptNumber(body, from)) sampling[to] = body[from];
@@ -95,6 +95,31 @@ json SamplingFromOpenAi(const json& body) {
     }
     sampling["stop_token_ids"] = ids;
   }
+  if (body.contains("stop_regex") && !body["stop_regex"].is_null()) {
+    const json& stop = body["stop_regex"];
+    if (!stop.is_string() && !stop.is_array()) {
+      WrongType("stop_regex", "a string or a list of strings");
+    }
+    if (stop.is_array()) {
+      for (const auto& s : stop) {
+        if (!s.is_string()) WrongType("stop_regex", "a string or a list of strings");
+      }
+    }
+    sampling["stop_regex"] = stop;
+  }
+  // SGLang's extra-body constraints. A schema may come as a JSON object or as its text.
+  if (auto v = OptString(body, "regex")) sampling["regex"] = *v;
+  if (auto v = OptString(body, "ebnf")) sampling["ebnf"] = *v;
+  // Schemas are passed on with the client's key order: it is the order of the output's
+  // properties.
+  if (ordered_body.contains("json_schema") && !ordered_body["json_schema"].is_null()) {
+    const nlohmann::ordered_json& schema = ordered_body["json_schema"];
+    if (!schema.is_string() && !schema.is_object() && !schema.is_boolean()) {
+      WrongType("json_schema", "a JSON schema (object) or its text");
+    }
+    sampling["json_schema"] = schema.is_string() ? schema.get<std::string>() : schema.dump();
+  }
+  ApplyResponseFormat(ordered_body, sampling);
   if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
     const json& bias = body["logit_bias"];
     if (!bias.is_object()) WrongType("logit_bias", "an object of token id to bias");
@@ -104,6 +129,47 @@ json SamplingFromOpenAi(const json& body) {
     sampling["logit_bias"] = bias;
   }
   return sampling;
+}
+
+void ApplyResponseFormat(const nlohmann::ordered_json& body, json& sampling) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_object()) {
+    throw ValidationError("response_format must be an object with a string 'type'.");
+  }
+  const nlohmann::ordered_json& format = *it;
+  auto type_field = format.find("type");
+  if (type_field == format.end() || !type_field->is_string()) {
+    throw ValidationError("response_format must be an object with a string 'type'.");
+  }
+  const std::string type = type_field->get<std::string>();
+  if (type == "text") return;
+  if (type == "json_object") {
+    sampling["json_schema"] = R"({"type": "object"})";
+  } else if (type == "json_schema") {
+    // SGLang's pydantic model names the field schema_ (alias "schema"); name and strict are
+    // accepted, and the schema is always enforced strictly.
+    auto spec = format.find("json_schema");
+    if (spec == format.end() || !spec->is_object()) {
+      throw ValidationError("response_format.json_schema must be an object with a 'schema'.");
+    }
+    auto schema = spec->find("schema");
+    if (schema == spec->end()) schema = spec->find("schema_");
+    if (schema == spec->end() || schema->is_null()) {
+      throw RequestError("schema_ is required for json_schema response format request.");
+    }
+    if (!schema->is_object() && !schema->is_boolean()) {
+      throw ValidationError("response_format.json_schema.schema must be a JSON schema object.");
+    }
+    sampling["json_schema"] = schema->dump();
+  } else if (type == "structural_tag") {
+    sampling["structural_tag"] = format.dump();
+  } else {
+    throw RequestError(fmt::format(
+        "response_format type '{}' is not supported; use 'text', 'json_object', 'json_schema' or "
+        "'structural_tag'.",
+        type));
+  }
 }
 
 void SendError(ResponseWriter& writer, const ApiError& error) {

@@ -24,6 +24,12 @@ struct ValidationError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown for a well-typed request the server refuses (SGLang's endpoint-level validation); handlers
+// answer 400 "BadRequestError" with the message.
+struct RequestError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Optional typed fields: missing or null -> nullopt; wrong type -> ValidationError.
 std::optional<int64_t> OptInt(const json& body, const char* key);
 std::optional<double> OptNumber(const json& body, const char* key);
@@ -38,9 +44,17 @@ std::string CacheNamespace(const json& body);
 int64_t RequireN(const ServerContext& ctx, const json& body, const char* key);
 
 // SGLang's sampling-params dict from the OpenAI fields both routes share (stop, penalties,
-// top_k/min_p extras, logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, ...). Only the
-// fields the request set are present, so server defaults can fill the rest.
-json SamplingFromOpenAi(const json& body);
+// top_k/min_p extras, logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, stop_regex, the
+// regex / ebnf / json_schema constraints, response_format, ...). Only the fields the request set
+// are present, so server defaults can fill the rest. `ordered_body` is the same body parsed with
+// its key order kept (schemas keep their property order).
+json SamplingFromOpenAi(const json& body, const nlohmann::ordered_json& ordered_body);
+
+// response_format: "text" adds nothing; "json_object" is the schema {"type": "object"};
+// "json_schema" its json_schema.schema (RequestError "schema_ is required ..." without one);
+// "structural_tag" the whole object as sampling_params.structural_tag; anything else a
+// RequestError.
+void ApplyResponseFormat(const nlohmann::ordered_json& body, json& sampling);
 
 void SendError(ResponseWriter& writer, const ApiError& error);
 void SendValidationError(ResponseWriter& writer, const std::string& message);

@@ -144,7 +144,8 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
           "--max-requests-per-call.",
           ctx.limits.max_requests_per_call));
     }
-    json sampling = SamplingFromOpenAi(body);
+    const nlohmann::ordered_json ordered_body = ParseOrderedJsonBody(body_text).value();
+    json sampling = SamplingFromOpenAi(body, ordered_body);
     sampling["max_new_tokens"] = max_tokens;
     sampling["n"] = n;
     std::string base_rid = OptString(body, "rid").value_or(NewRid(ctx));
@@ -182,6 +183,9 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
     }
   } catch (const ValidationError& e) {
     SendValidationError(*writer, e.what());
+    return;
+  } catch (const RequestError& e) {
+    SendError(*writer, BadRequest(e.what()));
     return;
   } catch (const json::exception&) {
     SendValidationError(*writer, "prompt token ids must be integers.");

@@ -8,6 +8,7 @@
 #include "api/json_fields.h"
 #include "sampling/sampling_defaults.h"
 #include "sampling/sampling_params.h"
+#include "tokenizer/stop_regex_matcher.h"
 
 namespace radixserve::api {
 
@@ -36,6 +37,44 @@ std::string TokenText(const ServerContext& ctx, int32_t token_id) {
   const int32_t ids[1] = {token_id};
   return ctx.tokenizer->Decode(
       ids, {.skip_special_tokens = false, .spaces_between_special_tokens = true});
+}
+
+Status AttachConstraints(const ServerContext& ctx, engine::GenerateRequest& request) {
+  const sampling::SamplingParams& params = request.sampling;
+  // SGLang's verify() lets structural_tag sit beside another constraint and then enforces only
+  // the other one; one constraint is enforced here, so the pair is refused instead.
+  if (params.structural_tag && (params.json_schema || params.regex || params.ebnf)) {
+    return InvalidArgument("structural_tag cannot be combined with regex, json_schema, or ebnf.");
+  }
+  std::optional<sampling::GrammarSpec> spec;
+  if (params.json_schema) {
+    spec = sampling::GrammarSpec{sampling::GrammarKind::kJsonSchema, *params.json_schema};
+  } else if (params.regex) {
+    spec = sampling::GrammarSpec{sampling::GrammarKind::kRegex, *params.regex};
+  } else if (params.ebnf) {
+    spec = sampling::GrammarSpec{sampling::GrammarKind::kEbnf, *params.ebnf};
+  } else if (params.structural_tag) {
+    spec = sampling::GrammarSpec{sampling::GrammarKind::kStructuralTag, *params.structural_tag};
+  }
+  if (spec) {
+    if (ctx.grammar_cache == nullptr) {
+      return InvalidArgument(fmt::format("{} cannot be enforced: {}.",
+                                         sampling::GrammarKindName(spec->kind),
+                                         ctx.grammar_disabled_reason));
+    }
+    auto compiled = ctx.grammar_cache->Get(*spec);
+    if (!compiled.ok()) return compiled.status();
+    request.grammar = std::move(compiled).value();
+  }
+  for (const std::string& pattern : params.stop_regex) {
+    auto compiled = tokenizer::CompileStopRegex(pattern);
+    if (!compiled.ok()) {
+      return InvalidArgument(fmt::format("{} (pattern {})", compiled.status().message(),
+                                         nlohmann::json(pattern).dump()));
+    }
+    request.stop_regex.push_back(std::move(compiled).value());
+  }
+  return Status::Ok();
 }
 
 BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
@@ -146,6 +185,11 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
         "logprob_start_len={} is higher than the number of input tokens {}. Request with a "
         "lower logprob_start_len.",
         options.logprob_start_len, request.input_ids.size()));
+    return out;
+  }
+  // Last: compiling a grammar is the expensive check (cached per constraint text).
+  if (Status constrained = AttachConstraints(ctx, request); !constrained.ok()) {
+    out.error = BadRequest(constrained.message());
     return out;
   }
   out.request = std::move(request);

@@ -1,6 +1,7 @@
 // Turns the fields of a parsed API request into engine::GenerateRequests: tokenization, sampling
 // defaults (--preferred-sampling-params; generation_config.json for chat), SamplingParams
-// construction and SGLang's verify(), logprob options, rid assignment.
+// construction and SGLang's verify(), constraint compilation (grammars, stop regexes), logprob
+// options, rid assignment.
 #pragma once
 
 #include <optional>
@@ -44,6 +45,11 @@ struct BuiltRequest {
 
 BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
                                   const nlohmann::json& sampling_json, const BuildOptions& options);
+
+// Compiles the request's constraint (json_schema, regex, ebnf or structural_tag, through
+// ctx.grammar_cache) and its stop_regex patterns into `request`. Errors (a 400 for the caller)
+// name the field and the problem, or say why constrained decoding is off.
+Status AttachConstraints(const ServerContext& ctx, engine::GenerateRequest& request);
 
 // `n` (or best_of) of a request: an integer in [1, --max-n]; the error names the field and the
 // limit. Checked before any copy of the request is made.

@@ -17,6 +17,7 @@
 #include "chat/completion_template.h"
 #include "engine/engine.h"
 #include "metrics/serving_metrics.h"
+#include "sampling/grammar_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace radixserve::api {
@@ -53,6 +54,11 @@ struct ServerContext {
   const RequestLog* request_log = nullptr;     // null unless --log-requests
   CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
   HealthProbe* health_probe = nullptr;        // /health_generate's shared probe
+  // Compiles (and caches) the json_schema / regex / ebnf / structural_tag constraints of requests
+  // on the HTTP thread that parses them. Null when constrained decoding is off; such requests
+  // then get a 400 naming grammar_disabled_reason.
+  sampling::GrammarCache* grammar_cache = nullptr;
+  std::string grammar_disabled_reason;
   RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;

@@ -33,6 +33,15 @@ std::vector<ArgSpec> RadixserveArgs() {
        .help = "Largest number of generations one HTTP call may start: the prompts of a batch "
                "times n. Larger calls are refused with 400 before any prompt is tokenized.",
        .system = System::kRadixserve},
+      {.name = "disable-grammar-jump-forward",
+       .type = ArgType::kFlag,
+       .default_value = "false",
+       .group = group::kRadixserve,
+       .help = "Sample every token of a constrained request, even where the grammar forces the "
+               "text. By default forced tokens (JSON keys, regex literals) are appended without a "
+               "sampling step and computed in the next forward pass (SGLang's jump-forward); "
+               "requests that return logprobs always sample every token.",
+       .system = System::kRadixserve},
       {.name = "max-top-logprobs",
        .type = ArgType::kInt,
        .default_value = "100",

@@ -258,9 +258,11 @@ std::vector<ArgSpec> SglangCoreArgs2() {
        .type = ArgType::kString,
        .choices = {"xgrammar", "outlines", "llguidance", "none"},
        .group = group::kKernelBackend,
-       .help = "Library that enforces grammars, regexes and JSON schemas during decoding.",
-       .cpu = Support::kNo,
-       .cpu_note = "Grammar-constrained decoding is not implemented in radixserve yet."},
+       .help = "Library that enforces grammars, regexes and JSON schemas during decoding; none "
+               "refuses constrained requests.",
+       .cpu = Support::kPartial,
+       .cpu_note = "radixserve's grammar engine is llguidance; xgrammar and outlines (and the "
+                   "unset default) map to it, with the same request fields."},
       {.name = "mm-attention-backend",
        .type = ArgType::kString,
        .choices = {"sdpa", "fa3", "triton_attn"},

@@ -280,7 +280,19 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
     args.Set("random-seed", static_cast<int64_t>(entropy() % ((1u << 30) + 1)));
   }
   if (args.IsNull("page-size")) args.Set("page-size", 1);
-  if (args.IsNull("grammar-backend")) args.Set("grammar-backend", "xgrammar");
+  // One grammar engine serves every backend name SGLang and LightLLM accept (except none).
+  if (!args.IsNull("grammar-backend")) {
+    const std::string backend = args.GetString("grammar-backend");
+    if (backend == "xgrammar" || backend == "outlines") {
+      warnings.push_back(fmt::format(
+          "--grammar-backend {}: radixserve's grammar engine is llguidance, which enforces the "
+          "same json_schema, regex, ebnf and structural_tag constraints",
+          backend));
+    }
+  }
+  if (args.IsNull("grammar-backend") || args.GetString("grammar-backend") != "none") {
+    args.Set("grammar-backend", "llguidance");
+  }
   if (FindArg("threads") && args.IsNull("threads")) {
     args.Set("threads", static_cast<int64_t>(machine.usable_cpus));
   }

@@ -81,6 +81,7 @@ EngineStats DpEngine::Stats() const {
     used_weighted += s.token_usage * static_cast<double>(s.max_total_num_tokens);
     total.gen_throughput += s.gen_throughput;
     total.num_retractions += s.num_retractions;
+    total.jump_forward_tokens += s.jump_forward_tokens;
     total.prompt_tokens_total += s.prompt_tokens_total;
     total.cached_prompt_tokens_total += s.cached_prompt_tokens_total;
     if (s.kv_leak_check != "ok") {

@@ -45,6 +45,8 @@ struct EngineStats {
   // whenever it becomes idle, so readers never wait on the engine.
   std::string kv_leak_check = "ok";
   int64_t num_retractions = 0;
+  // Output tokens a grammar forced and jump-forward appended without a sampling step.
+  int64_t jump_forward_tokens = 0;
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
 };

@@ -57,6 +57,7 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   config.num_continuous_decode_steps =
       std::max<int64_t>(1, OptionalIntArg(args, "num_continuous_decode_steps").value_or(1));
   config.allow_auto_truncate = BoolArg(args, "allow_auto_truncate");
+  config.grammar_jump_forward = !BoolArg(args, "disable_grammar_jump_forward");
   config.sleep_on_idle = BoolArg(args, "sleep_on_idle");
   config.deterministic_inference = BoolArg(args, "enable_deterministic_inference");
   config.enable_priority_scheduling = s.enable_priority_scheduling;

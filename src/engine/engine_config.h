@@ -22,6 +22,9 @@ struct EngineConfig {
   bool enable_priority_scheduling = false;
   bool abort_on_priority_when_disabled = false;
   uint64_t random_seed = 0;
+  // Jump-forward: append the tokens a grammar forces without sampling them
+  // (!--disable-grammar-jump-forward).
+  bool grammar_jump_forward = true;
   // Watchdog (--watchdog-timeout, --soft-watchdog-timeout), seconds; nullopt: off.
   std::optional<double> watchdog_timeout_s;
   std::optional<double> soft_watchdog_timeout_s;

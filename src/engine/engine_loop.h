@@ -1,8 +1,9 @@
 // EngineLoop: the Engine implementation for one replica. Public methods post to an inbox; one
 // engine thread owns everything else (scheduler, KV memory, request states) and runs the loop:
 //   drain inbox (submits, aborts, commands) -> abort flagged sequences -> PlanStep -> forward ->
-//   CompleteStep -> input logprobs, logits processing and sampling per row -> commit tokens,
-//   finish checks, events -> release finished sequences to the prefix cache -> logs.
+//   CompleteStep -> input logprobs, grammar masks, logits processing and sampling per row ->
+//   grammar accept, commit tokens, finish checks, events -> release finished sequences to the
+//   prefix cache -> logs.
 // When there is nothing to do it waits on a condition variable (indefinitely with
 // --sleep-on-idle, else polling every millisecond as SGLang's busy loop would).
 //
@@ -74,6 +75,8 @@ class EngineLoop final : public Engine {
   // engine_step.cpp
   void RunStep(sched::StepPlan& plan);
   void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);
+  // Ends a constrained sequence whose grammar failed (no token allowed, a token rejected).
+  void FinishGrammarError(sched::Sequence* seq, const Status& error);
   void ScoreInput(const sched::StepEntry& entry, size_t position, std::span<const float> logits);
   std::string DescribePlan(const sched::StepPlan& plan) const;
   std::string DescribeState() const;
@@ -102,6 +105,10 @@ class EngineLoop final : public Engine {
   std::unordered_map<const sched::Sequence*, std::unique_ptr<RequestState>> states_;
   std::unordered_map<const sched::Sequence*, bool> abort_flags_;
   std::vector<float> logits_;
+  std::vector<uint32_t> grammar_mask_;  // the current constrained row's token bitmask
+  // Jump-forward: at most this many forced tokens are appended after one sampled token.
+  static constexpr int64_t kMaxJumpForwardTokens = 64;
+  int64_t jump_forward_tokens_ = 0;  // forced tokens appended without sampling, since start
   std::vector<LogitRow> logit_rows_;
   uint64_t next_seq_id_ = 1;
   int64_t decode_steps_ = 0;

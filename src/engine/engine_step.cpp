@@ -88,6 +88,15 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
   context.params = &request.sampling;
   context.output_ids = seq->output_ids;
   context.eos_token_ids = eos_ids_;
+  SequenceGrammar* grammar = state.grammar();
+  if (grammar != nullptr) {
+    grammar_mask_.resize(grammar->bitmask_words());
+    if (Status filled = grammar->FillMask(seq->output_ids, grammar_mask_); !filled.ok()) {
+      FinishGrammarError(seq, filled);
+      return;
+    }
+    context.allowed_tokens = grammar_mask_;
+  }
   logits_processor_.ProcessRow(logits, context);
   sampling::SampleRowParams params =
       sampling::SampleRowParams::From(request.sampling, state.seed(), seq->output_ids.size());
@@ -98,13 +107,47 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
                                  : std::span<const int32_t>();
   sampler_.SampleRow(logits, params, sample_out_);
   const int32_t token = sample_out_.token_id;
+  if (grammar != nullptr) {
+    if (Status accepted = grammar->Accept(token); !accepted.ok()) {
+      FinishGrammarError(seq, accepted);
+      return;
+    }
+  }
   seq->output_ids.push_back(token);
-  const bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
-                                  eos_ids_, vocab_size_, static_cast<int64_t>(seq->cached_tokens));
+  // Jump-forward: text the grammar forces after this token is appended now, without sampling;
+  // the next decode step computes its K/V together with this token's. Requests that return
+  // logprobs sample every token (a forced token has no distribution to report).
+  std::vector<int32_t> forced;
+  if (grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob) {
+    const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
+    if (room > 0) {
+      forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));
+    }
+  }
+  const auto cached = static_cast<int64_t>(seq->cached_tokens);
+  bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                            eos_ids_, vocab_size_, cached, /*emit=*/forced.empty());
+  for (size_t i = 0; i < forced.size() && !done; ++i) {
+    if (Status accepted = grammar->Accept(forced[i]); !accepted.ok()) {
+      FinishGrammarError(seq, accepted);
+      return;
+    }
+    seq->output_ids.push_back(forced[i]);
+    ++jump_forward_tokens_;
+    done = state.OnToken(forced[i], sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                         eos_ids_, vocab_size_, cached, /*emit=*/i + 1 == forced.size());
+  }
   if (done) {
     states_.erase(seq);
     scheduler_->Release(seq, /*cache_kv=*/true);
   }
+}
+
+void EngineLoop::FinishGrammarError(sched::Sequence* seq, const Status& error) {
+  RADIX_LOG_WARN("{}Request {} ends: constrained decoding failed: {}", log_prefix_, seq->rid,
+                 error.message());
+  FinishSequence(seq, AbortFinish("Constrained decoding failed: " + error.message(), 400),
+                 /*cache_kv=*/true);
 }
 
 std::string EngineLoop::DescribePlan(const sched::StepPlan& plan) const {
@@ -176,6 +219,7 @@ void EngineLoop::PublishStats() {
                                                   : 0.0;
   stats.gen_throughput = last_gen_throughput_;
   stats.num_retractions = scheduler_->num_retractions();
+  stats.jump_forward_tokens = jump_forward_tokens_;
   stats.prompt_tokens_total = prompt_tokens_total_;
   stats.cached_prompt_tokens_total = cached_tokens_total_;
   const bool idle = scheduler_->num_sequences() == 0;

@@ -6,11 +6,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sampling/compiled_grammar.h"
 #include "sampling/sampling_params.h"
+#include "tokenizer/stop_regex_matcher.h"
 
 namespace radixserve::engine {
 
@@ -20,6 +23,11 @@ struct GenerateRequest {
   sampling::SamplingParams sampling;  // verified against the vocabulary; n == 1 (the API layer
                                       // submits n requests for n > 1)
   bool stream = false;
+  // The sampling params' json_schema / regex / ebnf / structural_tag constraint, compiled by the
+  // API layer (off the engine thread); null for an unconstrained request. Shared, immutable.
+  std::shared_ptr<const sampling::CompiledGrammar> grammar;
+  // sampling.stop_regex, compiled by the API layer (same order).
+  std::vector<tokenizer::StopRegex> stop_regex;
   // Priority for --enable-priority-scheduling (nullopt: the default priority).
   std::optional<int64_t> priority;
   // Prefix-cache namespace (SGLang: cache_salt + extra_key): requests with different keys never

@@ -1,5 +1,6 @@
 #include "engine/request_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -20,6 +21,13 @@ RequestState::RequestState(GenerateRequest request, EventSink sink,
     detokenizer_ = std::make_unique<tokenizer::IncrementalDetokenizer>(*tokenizer,
                                                                        request_.input_ids, options);
     stop_matcher_ = std::make_unique<tokenizer::StopStringMatcher>(request_.sampling.stop);
+    if (!request_.stop_regex.empty()) {
+      stop_regex_ = std::make_unique<tokenizer::StopRegexMatcher>(request_.stop_regex);
+    }
+  }
+  // A prefill-only request (max_new_tokens 0) samples nothing and needs no matcher.
+  if (request_.grammar && request_.sampling.max_new_tokens.value_or(1) > 0) {
+    grammar_.emplace(*request_.grammar);
   }
   if (request_.return_logprob && request_.logprob_start_len >= 0) {
     input_logprob_start_ = static_cast<size_t>(request_.logprob_start_len);
@@ -45,7 +53,7 @@ void RequestState::AddInputLogprob(size_t pos, TokenLogprobInfo info) {
 
 bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
                            std::span<const int32_t> eos_ids, int64_t vocab_size,
-                           int64_t cached_tokens) {
+                           int64_t cached_tokens, bool emit) {
   pending_.new_token_ids.push_back(token);
   if (request_.return_logprob) {
     TokenLogprobInfo info;
@@ -58,8 +66,18 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
   }
   const sampling::TokenFinish check =
       sampling::CheckTokenFinish(request_.sampling, output_len, token, eos_ids, vocab_size);
+  // Whether the token's text is dropped: a stop token (EOS or stop_token_ids) that ends the
+  // request, unless no_stop_trim.
+  bool trim_token = check.kind == sampling::FinishKind::kStopToken;
   if (check.kind == sampling::FinishKind::kLength) {
     finish_ = LengthFinish();
+  } else if (grammar_ && grammar_->terminated()) {
+    // SGLang reports grammar termination as a stop on the last token. That token is text the
+    // grammar matched (kept) unless it is an EOS / stop id (EOS while the grammar accepts).
+    finish_ = StopTokenFinish(token);
+    trim_token = std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end() ||
+                 std::binary_search(request_.sampling.stop_token_ids.begin(),
+                                    request_.sampling.stop_token_ids.end(), token);
   } else if (check.kind == sampling::FinishKind::kStopToken) {
     finish_ = StopTokenFinish(check.matched_token);
   } else if (check.kind == sampling::FinishKind::kStopText) {
@@ -67,28 +85,62 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
   }
 
   if (detokenizer_) {
-    // A matched stop token is trimmed from the text unless no_stop_trim.
-    const bool trim_token =
-        check.kind == sampling::FinishKind::kStopToken && !request_.sampling.no_stop_trim;
-    std::string delta = trim_token ? std::string() : detokenizer_->Step(std::span(&token, 1));
+    const bool drop = trim_token && finish_ && !request_.sampling.no_stop_trim;
+    std::string delta = drop ? std::string() : detokenizer_->Step(std::span(&token, 1));
     if (finish_) delta += detokenizer_->Finish();
-    tokenizer::StopStringMatcher::Output out = stop_matcher_->Feed(delta);
-    pending_.text_delta += out.text;
-    if (out.matched) {
-      if (request_.sampling.no_stop_trim) pending_.text_delta += *out.matched;
-      if (!finish_) finish_ = StopTextFinish(*out.matched);
-    } else if (finish_) {
-      pending_.text_delta += stop_matcher_->Flush();
-    }
+    AddText(delta, finish_.has_value());
   }
 
   if (finish_) {
     Emit(/*final=*/true, output_len, cached_tokens);
     return true;
   }
-  const bool cadence = stream_interval_ == 1 || output_len % stream_interval_ == 1;
-  if (request_.stream && cadence) Emit(/*final=*/false, output_len, cached_tokens);
+  // A step that appends several tokens (jump-forward) reports them together; with an interval
+  // k > 1 it emits when it reaches or passes the next 1, k+1, 2k+1, ... output length.
+  const bool cadence = stream_interval_ == 1 || output_len % stream_interval_ == 1 ||
+                       output_len - last_emit_len_ >= stream_interval_;
+  if (request_.stream && emit && cadence) {
+    Emit(/*final=*/false, output_len, cached_tokens);
+    last_emit_len_ = output_len;
+  }
   return false;
+}
+
+void RequestState::AddText(std::string_view delta, bool finishing) {
+  if (text_stopped_) return;
+  text_ += delta;
+  const bool keep_stop = request_.sampling.no_stop_trim;
+  size_t end = text_.size();  // text_[0, end) may be released now
+  std::optional<std::string> matched;
+  tokenizer::StopStringMatcher::Output out = stop_matcher_->Feed(delta);
+  if (out.matched) {
+    const size_t cut = string_safe_end_ + out.text.size();
+    end = keep_stop ? cut + out.matched->size() : cut;
+    matched = std::move(out.matched);
+  } else {
+    string_safe_end_ += out.text.size();
+    if (!finishing) end = std::min(end, string_safe_end_);
+  }
+  // Stop strings first, then stop regexes, as SGLang checks them. Unlike SGLang (which trims
+  // only when the pattern happens to occur literally in the text), the text is cut at the start
+  // of the regex match, as it is at a stop string.
+  if (!matched && stop_regex_) {
+    tokenizer::StopRegexMatcher::Result found = stop_regex_->Check(text_);
+    if (found.match) {
+      end = keep_stop ? found.match->end : found.match->begin;
+      matched = std::move(found.match->pattern);
+    } else if (!finishing) {
+      end = std::min(end, found.safe_end);
+    }
+  }
+  if (matched) {
+    text_stopped_ = true;
+    if (!finish_) finish_ = StopTextFinish(std::move(*matched));
+  }
+  if (end > text_released_) {
+    pending_.text_delta.append(text_, text_released_, end - text_released_);
+    text_released_ = end;
+  }
 }
 
 void RequestState::Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens) {

@@ -1,8 +1,9 @@
 // RequestState: the engine's output side of one request: the request as submitted, its sink, the
-// incremental detokenizer and stop-string matcher, the finish decision and the event being
-// accumulated between two emissions (stream cadence, reference/sglang-runtime.md 1.3: a streaming
-// request emits at output lengths 1, k+1, 2k+1, ... for stream interval k; a non-streaming one only
-// its final event; text that may still become a stop string is held back).
+// grammar matcher of a constrained request, the incremental detokenizer, the stop-string and
+// stop-regex matchers, the finish decision and the event being accumulated between two emissions
+// (stream cadence, reference/sglang-runtime.md 1.3: a streaming request emits at output lengths
+// 1, k+1, 2k+1, ... for stream interval k; a non-streaming one only its final event; text that may
+// still become a stop string, or part of a stop_regex match, is held back).
 //
 // Thread affinity: engine thread only.
 #pragma once
@@ -16,9 +17,11 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/sequence_grammar.h"
 #include "sampling/finish_check.h"
 #include "sampling/sampler.h"
 #include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/stop_regex_matcher.h"
 #include "tokenizer/stop_string_matcher.h"
 
 namespace radixserve::engine {
@@ -62,16 +65,25 @@ class RequestState {
   // Prompt logprob of position `pos` (entry for token pos, scored from the logits at pos - 1).
   void AddInputLogprob(size_t pos, TokenLogprobInfo info);
 
-  // Appends one sampled token: runs the finish checks, detokenizes, matches stop strings and
-  // emits an event when the cadence (or the finish) says so. Returns true when finished.
+  // The grammar state of a constrained request (null when unconstrained).
+  SequenceGrammar* grammar() { return grammar_ ? &*grammar_ : nullptr; }
+
+  // Appends one output token (already accepted by grammar(), if any): runs the finish checks,
+  // detokenizes, matches stop strings and stop regexes and emits an event when the cadence (or
+  // the finish) says so. `emit` false holds a progress event back (more tokens of the same step
+  // follow: jump-forward); the final event is always emitted. Returns true when finished.
   bool OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
-               std::span<const int32_t> eos_ids, int64_t vocab_size, int64_t cached_tokens);
+               std::span<const int32_t> eos_ids, int64_t vocab_size, int64_t cached_tokens,
+               bool emit = true);
 
   // Ends the request with an abort (or another given reason) and emits the final event.
   void Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens);
 
  private:
   void Emit(bool final, int64_t output_len, int64_t cached_tokens);
+  // Detokenized text of one step: applies stop strings and stop regexes and moves what may be
+  // released into the pending event (everything when `finishing`).
+  void AddText(std::string_view delta, bool finishing);
 
   GenerateRequest request_;
   EventSink sink_;
@@ -79,6 +91,13 @@ class RequestState {
   int64_t stream_interval_;
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer_;
   std::unique_ptr<tokenizer::StopStringMatcher> stop_matcher_;
+  std::unique_ptr<tokenizer::StopRegexMatcher> stop_regex_;  // null without stop_regex
+  std::optional<SequenceGrammar> grammar_;
+  std::string text_;            // all detokenized output text (before stop trimming)
+  size_t text_released_ = 0;    // bytes of text_ moved into events
+  size_t string_safe_end_ = 0;  // bytes of text_ the stop-string matcher has released
+  bool text_stopped_ = false;   // a stop string or stop regex matched: no more text
+  int64_t last_emit_len_ = 0;   // output length at the last progress event
   bool finished_ = false;
   bool input_logprobs_sent_ = false;
   size_t input_logprob_start_ = 0;

@@ -25,6 +25,7 @@
 #include "engine/engine_factory.h"
 #include "http/http_server.h"
 #include "main/api_bridge.h"
+#include "main/grammar_setup.h"
 #include "main/model_assets.h"
 #include "main/warmup.h"
 #include "metrics/serving_metrics.h"
@@ -152,6 +153,10 @@ int main(int argc, char** argv) {
   auto assets = rs::LoadModelAssets(args);
   if (!assets.ok()) return StartupError(assets.status().message());
 
+  // Before the engine: requests in the engine hold grammars compiled for this vocabulary.
+  auto grammar = rs::CreateGrammarSetup(args, *assets);
+  if (!grammar.ok()) return StartupError(grammar.status().message());
+
   rs::ThreadPool pool(static_cast<int>(args.GetInt("threads")));
   auto engine = rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool);
   if (!engine.ok()) {
@@ -169,6 +174,8 @@ int main(int argc, char** argv) {
   ctx.tokenizer = assets->tokenizer.get();
   ctx.chat_template = assets->chat_template.get();
   ctx.model = assets->facts;
+  ctx.grammar_cache = grammar->cache.get();
+  ctx.grammar_disabled_reason = grammar->disabled_reason;
   ctx.served_model_name = args.GetString("served-model-name");
   ctx.weight_version = args.GetString("weight-version");
   ctx.limits = {.max_n = args.GetInt("max-n"),

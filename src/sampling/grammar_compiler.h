@@ -38,6 +38,16 @@ struct GrammarSpec {
   std::string text;
 };
 
+// The server's JSON whitespace when neither --constrained-json-whitespace-pattern nor
+// --constrained-json-disable-any-whitespace is given. Between two JSON tokens: nothing, up to 4
+// spaces or tabs, or one line break followed by up to 20 spaces or tabs of indentation. Compact,
+// spaced and indented (json.dumps(indent=2|4), a few levels deep) output all fit, and a model
+// cannot spend its budget on whitespace: llguidance's own default and xgrammar's any_whitespace
+// allow unbounded runs (xgrammar bounds them only with max_whitespace_cnt), and small models take
+// them (stories260K fills 64 tokens with newlines inside a two-key object).
+inline constexpr const char* kDefaultJsonWhitespacePattern =
+    "(?:\\r?\\n[ \\t]{0,20}|[ \\t]{1,4})";
+
 struct GrammarCompilerOptions {
   // false: --constrained-json-disable-any-whitespace (compact JSON, no whitespace between tokens).
   bool json_any_whitespace = true;

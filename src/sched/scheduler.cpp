@@ -194,7 +194,7 @@ std::vector<kv::ExtendSpec> Scheduler::DecodeSpecs(const std::vector<Sequence*>&
   for (const Sequence* seq : seqs) {
     kv::ExtendSpec spec;
     spec.prefix_len = seq->kv_len;
-    spec.seq_len = seq->kv_len + 1;
+    spec.seq_len = seq->kv_len + seq->decode_len();
     spec.last_loc = memory_->req_pool().Row(seq->kv.req_pool_slot)[seq->kv_len - 1];
     specs.push_back(spec);
   }
@@ -225,13 +225,17 @@ void Scheduler::PlanDecode(StepPlan& plan, bool allow_retract) {
   const std::vector<kv::ExtendSpec> specs = DecodeSpecs(running_);
   Expected<std::vector<int32_t>> slots = memory_->AllocExtendEvicting(specs);
   RADIX_CHECK_MSG(slots.ok(), "decode allocation failed after the memory check");
+  size_t offset = 0;
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence* seq = running_[i];
-    memory_->req_pool().Write(seq->kv.req_pool_slot, seq->kv_len, std::span(&(*slots)[i], 1));
+    const size_t len = seq->decode_len();
+    memory_->req_pool().Write(seq->kv.req_pool_slot, seq->kv_len,
+                              std::span(slots->data() + offset, len));
+    offset += len;
     StepEntry entry;
     entry.seq = seq;
     entry.prefix_len = seq->kv_len;
-    entry.extend_len = 1;
+    entry.extend_len = len;
     entry.is_decode = true;
     entry.samples = true;
     plan.entries.push_back(entry);

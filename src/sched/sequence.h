@@ -4,7 +4,9 @@
 //
 // Positions: fill ids are input_ids followed by output_ids. `kv_len` positions from the start have
 // K/V in the KV pool (through kv.req_pool_slot's row); the step plan extends that by extend_len.
-// The last output token never has K/V until the next decode step computes it.
+// The last output token never has K/V until the next decode step computes it; neither do the
+// tokens a grammar forced after it (jump-forward), so a decode step extends a running sequence by
+// decode_len() tokens: 1, or 1 + the forced tokens.
 //
 // Thread affinity: engine thread only.
 #pragma once
@@ -59,6 +61,8 @@ struct Sequence {
     for (size_t i = input_ids.size(); i < len; ++i) ids.push_back(output_ids[i - input_ids.size()]);
     return ids;
   }
+  // Tokens the next decode step computes K/V for (at least 1).
+  size_t decode_len() const { return fill_len() > kv_len + 1 ? fill_len() - kv_len : 1; }
   // Tokens still to generate (for budget estimates).
   int64_t remaining_new_tokens() const {
     const int64_t left = max_new_tokens - static_cast<int64_t>(output_ids.size());

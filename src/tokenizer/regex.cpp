@@ -8,6 +8,7 @@ namespace radixserve::tokenizer {
 struct Regex::Impl {
   pcre2_code* code = nullptr;
   bool jit = false;
+  bool jit_partial = false;
   ~Impl() {
     if (code != nullptr) pcre2_code_free(code);
   }
@@ -18,7 +19,7 @@ Regex::Regex(Regex&&) noexcept = default;
 Regex& Regex::operator=(Regex&&) noexcept = default;
 Regex::~Regex() = default;
 
-Expected<Regex> Regex::Compile(std::string_view pattern) {
+Expected<Regex> Regex::Compile(std::string_view pattern, std::string_view what) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   pcre2_code* code =
@@ -27,12 +28,13 @@ Expected<Regex> Regex::Compile(std::string_view pattern) {
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    return InvalidArgument("bad tokenizer regex at offset " + std::to_string(offset) + ": " +
-                           reinterpret_cast<const char*>(message));
+    return InvalidArgument("bad " + std::string(what) + " at offset " + std::to_string(offset) +
+                           ": " + reinterpret_cast<const char*>(message));
   }
   auto impl = std::make_unique<Impl>();
   impl->code = code;
   impl->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+  impl->jit_partial = impl->jit && pcre2_jit_compile(code, PCRE2_JIT_PARTIAL_SOFT) == 0;
   return Regex(std::move(impl));
 }
 
@@ -90,6 +92,35 @@ std::vector<std::pair<size_t, size_t>> Regex::FindAll(std::string_view text) con
   }
   pcre2_match_data_free(md);
   return out;
+}
+
+Regex::SearchResult Regex::Search(std::string_view text, size_t from) const {
+  SearchResult result;
+  if (from > text.size()) return result;
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
+  RADIX_CHECK(md != nullptr);
+  const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  int rc = PCRE2_ERROR_NOMATCH;
+  if (impl_->jit_partial) {
+    rc = pcre2_jit_match(impl_->code, subject, text.size(), from, PCRE2_PARTIAL_SOFT, md,
+                         ThreadMatchContext());
+  }
+  if (!impl_->jit_partial || (rc < 0 && rc != PCRE2_ERROR_NOMATCH && rc != PCRE2_ERROR_PARTIAL)) {
+    rc = pcre2_match(impl_->code, subject, text.size(), from,
+                     PCRE2_NO_UTF_CHECK | PCRE2_PARTIAL_SOFT, md, nullptr);
+  }
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+  if (rc == PCRE2_ERROR_PARTIAL) {
+    result.kind = SearchResult::Kind::kPartial;
+    result.begin = ov[0];
+    result.end = text.size();
+  } else if (rc >= 0) {
+    result.kind = SearchResult::Kind::kComplete;
+    result.begin = ov[0];
+    result.end = ov[1];
+  }
+  pcre2_match_data_free(md);
+  return result;
 }
 
 }  // namespace radixserve::tokenizer

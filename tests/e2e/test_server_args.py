@@ -70,6 +70,7 @@ OVERRIDES = {
     "log-level": (["debug"], "debug"),
     "nnodes": (["1"], 1),
     "sampling-backend": (["pytorch"], "pytorch"),
+    "grammar-backend": (["llguidance"], "llguidance"),
     "speculative-algorithm": (["EAGLE"], "EAGLE"),
     "page-size": (["16"], 16),
     "tool-call-parser": (["llama3"], "llama3"),
