@@ -50,6 +50,23 @@ std::vector<ArgSpec> RadixserveArgs() {
                "top_logprobs / logprobs (OpenAI), a request may ask for; each one adds an entry "
                "at every logprob position.",
        .system = System::kRadixserve},
+      {.name = "max-request-body-mb",
+       .type = ArgType::kInt,
+       .default_value = "32",
+       .group = group::kRadixserve,
+       .help = "Largest request body in MiB. A bigger body is refused with 413 before it is read "
+               "and the connection is closed.",
+       .system = System::kRadixserve},
+      {.name = "max-buffered-body-mb",
+       .type = ArgType::kInt,
+       .default_value = "256",
+       .group = group::kRadixserve,
+       .help = "Largest sum, in MiB, of the request bodies all connections may hold at once (a "
+               "declared Content-Length counts in full before the body arrives). A request that "
+               "would exceed it is refused with 503 before its body is read, so many slow uploads "
+               "cannot exhaust memory. Bodies up to 64 KiB are not counted, so large uploads "
+               "cannot starve ordinary requests.",
+       .system = System::kRadixserve},
       {.name = "shutdown-grace-period",
        .type = ArgType::kFloat,
        .default_value = "20.0",

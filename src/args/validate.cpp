@@ -149,6 +149,7 @@ Status CheckRanges(const ServerArgs& args) {
       {"decode-log-interval", 1}, {"num-continuous-decode-steps", 1},
       {"max-loras-per-batch", 1}, {"threads", 1}, {"max-n", 1},
       {"max-requests-per-call", 1}, {"max-top-logprobs", 0},
+      {"max-request-body-mb", 1}, {"max-buffered-body-mb", 1},
   };
   for (const MinRule& rule : kMinimums) {
     if (!FindArg(rule.name)) continue;
@@ -158,6 +159,14 @@ Status CheckRanges(const ServerArgs& args) {
     }
   }
   if (args.GetInt("port") > 65535) return Invalid("port", "must be <= 65535");
+  if (args.GetInt("max-request-body-mb") > args.GetInt("max-buffered-body-mb")) {
+    return Invalid("max-request-body-mb",
+                   fmt::format("must be <= --max-buffered-body-mb ({})",
+                               args.GetInt("max-buffered-body-mb")));
+  }
+  if (args.GetInt("max-buffered-body-mb") > (int64_t{1} << 30)) {
+    return Invalid("max-buffered-body-mb", "must be <= 1073741824");
+  }
   if (args.GetFloat("shutdown-grace-period") < 0) {
     return Invalid("shutdown-grace-period", "must be >= 0");
   }

@@ -17,6 +17,7 @@ HttpServer::HttpServer(ServerOptions options, Router router)
       dispatcher_(std::move(router), ApiKeyCheck(options_.api_key, options_.admin_api_key),
                   options_.on_response, CorsPolicy(options_.allowed_origins),
                   HostGuard(options_.host, options_.allowed_hosts)),
+      body_budget_(options_.max_buffered_body_bytes),
       ioc_(std::make_shared<net::io_context>(options_.io_threads)),
       strand_(net::make_strand(*ioc_)),
       acceptor_(strand_),
@@ -80,7 +81,8 @@ void HttpServer::DoAccept() {
         uint64_t id = next_session_id_++;
         auto on_closed = [this](uint64_t closed) { OnSessionClosed(closed); };
         session = std::make_shared<HttpSession>(ioc_, std::move(socket), options_, dispatcher_,
-                                                access_log_, id, std::move(on_closed));
+                                                access_log_, body_budget_, id,
+                                                std::move(on_closed));
         sessions_.emplace(id, session);
       }
       session->Start();

@@ -29,6 +29,7 @@
 
 #include "common/status.h"
 #include "http/access_log.h"
+#include "http/body_budget.h"
 #include "http/dispatcher.h"
 #include "http/router.h"
 #include "http/server_options.h"
@@ -83,6 +84,7 @@ class HttpServer {
   ServerOptions options_;
   Dispatcher dispatcher_;
   AccessLog access_log_;
+  BodyBudget body_budget_;  // shared by all sessions; declared before them (ioc_)
   std::shared_ptr<boost::asio::io_context> ioc_;
   Executor strand_;  // acceptor, signals, grace timer
   boost::asio::ip::tcp::acceptor acceptor_;

@@ -29,11 +29,13 @@ constexpr std::size_t kMaxBufferedInput = 64 * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{2'000};
 // Bodies at least this large give their freed heap back to the OS once handled.
 constexpr std::size_t kTrimAfterBodyBytes = std::size_t{1} << 20;
+// Bodies up to this size are not counted against the server-wide BodyBudget.
+constexpr std::size_t kUnbudgetedBodyBytes = std::size_t{64} << 10;
 }  // namespace
 
 HttpSession::HttpSession(std::shared_ptr<net::io_context> ioc, net::ip::tcp::socket socket,
                          const ServerOptions& options, const Dispatcher& dispatcher,
-                         const AccessLog& access_log, uint64_t id,
+                         const AccessLog& access_log, BodyBudget& body_budget, uint64_t id,
                          std::function<void(uint64_t)> on_closed)
     : ioc_(std::move(ioc)),
       socket_(std::move(socket)),
@@ -43,7 +45,8 @@ HttpSession::HttpSession(std::shared_ptr<net::io_context> ioc, net::ip::tcp::soc
       dispatcher_(dispatcher),
       access_log_(access_log),
       id_(id),
-      on_closed_(std::move(on_closed)) {}
+      on_closed_(std::move(on_closed)),
+      body_reservation_(body_budget) {}
 
 HttpSession::~HttpSession() = default;
 
@@ -121,6 +124,7 @@ void HttpSession::Parse() {
     error_code ec;
     std::size_t used = parser_->put(buffer_.data(), ec);
     buffer_.consume(used);
+    if (parser_->is_header_done() && !ReserveBody()) return;
     if (ec == bhttp::error::need_more) return;
     if (ec == bhttp::error::body_limit) {
       RejectRequest(413,
@@ -152,8 +156,27 @@ void HttpSession::Parse() {
   }
 }
 
+bool HttpSession::ReserveBody() {
+  // A declared length is reserved whole before the body is read (Beast allocates it up front);
+  // a chunked body is reserved as it arrives.
+  std::size_t needed = parser_->content_length()
+                           ? static_cast<std::size_t>(*parser_->content_length())
+                           : parser_->get().body().size();
+  // Small bodies never wait on the budget (each connection's input is bounded like its read
+  // buffer), so slow large uploads cannot starve ordinary requests.
+  if (needed <= kUnbudgetedBodyBytes) return true;
+  if (body_reservation_.GrowTo(needed)) return true;
+  RejectRequest(503,
+                "The server is holding too many request bodies at once (limit " +
+                    std::to_string(options_.max_buffered_body_bytes) +
+                    " bytes, --max-buffered-body-mb); retry shortly.",
+                "ServiceUnavailable");
+  return false;
+}
+
 void HttpSession::RejectRequest(int status, std::string_view message, std::string_view type) {
   read_timer_.cancel();
+  body_reservation_.Reset();
   request_method_.clear();
   if (parser_ && parser_->is_header_done()) {
     const auto& head = parser_->get();
@@ -202,6 +225,7 @@ void HttpSession::DispatchRequest() {
       std::make_shared<Responder>(shared_from_this(), response_id_, disconnect_, head_request_);
   const std::size_t body_bytes = request.body.size();
   dispatcher_.Dispatch(std::move(request), std::move(responder));
+  body_reservation_.Reset();
   // A big body and its parsed JSON are freed by now; without a trim glibc keeps those pages
   // (hundreds of MB after a few large requests) for good.
   if (body_bytes >= kTrimAfterBodyBytes) malloc_trim(0);
@@ -344,6 +368,7 @@ void HttpSession::CloseNow() {
   socket_.close(ec);
   out_.clear();
   out_bytes_ = 0;
+  body_reservation_.Reset();
   if (auto signal = std::move(disconnect_)) signal->Fire();
   if (on_closed_) on_closed_(id_);
 }

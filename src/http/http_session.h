@@ -29,6 +29,7 @@
 #include <string>
 
 #include "http/access_log.h"
+#include "http/body_budget.h"
 #include "http/disconnect_signal.h"
 #include "http/request.h"
 #include "http/server_options.h"
@@ -44,7 +45,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // `on_closed` runs once, on the strand, when the connection closes.
   HttpSession(std::shared_ptr<boost::asio::io_context> ioc, boost::asio::ip::tcp::socket socket,
               const ServerOptions& options, const Dispatcher& dispatcher,
-              const AccessLog& access_log, uint64_t id, std::function<void(uint64_t)> on_closed);
+              const AccessLog& access_log, BodyBudget& body_budget, uint64_t id,
+              std::function<void(uint64_t)> on_closed);
   ~HttpSession();
 
   void Start();
@@ -75,6 +77,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void DoRead();
   void OnRead(boost::system::error_code ec, std::size_t bytes);
   void Parse();
+  // Holds the request's body against the server-wide budget; on failure answers 503.
+  bool ReserveBody();
   void RejectRequest(int status, std::string_view message, std::string_view type);
   void DispatchRequest();
 
@@ -107,6 +111,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::flat_buffer buffer_;
   std::array<char, 8192> read_chunk_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  // The current request's body bytes, held against the server-wide budget until it is handled.
+  BodyReservation body_reservation_;
   Phase phase_ = Phase::kReading;
   bool reading_ = false;
   bool request_started_ = false;  // a byte of the next request arrived

@@ -44,6 +44,10 @@ struct ServerOptions {
   // Largest accepted request body: 32 MiB. Bigger bodies get 413 with an OpenAI-shaped JSON
   // error and the connection is closed (the rest of the body is never read).
   std::size_t max_body_bytes = std::size_t{32} << 20;
+  // Largest sum of request bodies all connections may hold at once (declared lengths count in
+  // full before they arrive). A request that would exceed it gets 503 before its body is read.
+  // Bodies up to 64 KiB are exempt, so slow large uploads cannot starve ordinary requests.
+  std::size_t max_buffered_body_bytes = std::size_t{256} << 20;
   // Largest request line + headers; bigger gets 431 and the connection is closed.
   std::size_t max_header_bytes = std::size_t{64} << 10;
 

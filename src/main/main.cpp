@@ -219,6 +219,9 @@ int main(int argc, char** argv) {
   http_options.admin_api_key = args.GetOptionalString("admin-api-key").value_or("");
   http_options.allowed_origins = Words(args, "allowed-origins");
   http_options.allowed_hosts = Words(args, "allowed-hosts");
+  http_options.max_body_bytes = static_cast<std::size_t>(args.GetInt("max-request-body-mb")) << 20;
+  http_options.max_buffered_body_bytes =
+      static_cast<std::size_t>(args.GetInt("max-buffered-body-mb")) << 20;
   // After the engine's drain, responses only need to reach the clients.
   http_options.shutdown_grace = kResponseFlushGrace;
   if (metrics) {

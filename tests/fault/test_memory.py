@@ -2,14 +2,15 @@
 --max-running-requests is refused at startup (contract 9)."""
 import re
 import resource
+import socket
 import subprocess
 import time
 
 import pytest
 import requests
 
-from fault_util import (BUILD, STORIES, TIMEOUT, finish_module, free_port, post, start_server,
-                        wait_until)
+from fault_util import (BUILD, STORIES, TIMEOUT, assert_generates, finish_module, free_port, post,
+                        start_server, wait_until)
 
 # stories260K: 5 layers x 2 (K, V) x 4 KV heads x head_dim 8 = 320 KV elements per token, F32 KV
 # (--kv-cache-dtype auto keeps the checkpoint's F32), so 1280 bytes per cached token (read from
@@ -92,3 +93,37 @@ def test_absurd_max_running_requests_is_refused():
     assert done.returncode > 0, (done.returncode, out[-2000:])
     assert re.search(r"max[-_]running[-_]requests", out), out[-2000:]
     assert elapsed < 30, elapsed
+
+
+def test_many_slow_uploads_are_bounded_by_the_body_budget():
+    """Sixty clients each declare a 16 MiB body and trickle it: without a server-wide bound the
+    server would reserve ~1 GB. With --max-buffered-body-mb 64 at most four are held, the rest get
+    503 before their body is read, RSS stays bounded, and small requests still succeed."""
+    srv = start_server(STORIES, "--max-buffered-body-mb", 64)
+    socks = []
+    try:
+        base = srv.rss()
+        refused = 0
+        head = (b"POST /generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % (16 << 20))
+        for _ in range(60):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT)
+            s.sendall(head + b'{"text": "' + b"a" * (1 << 20))
+            socks.append(s)
+        for s in socks:
+            s.settimeout(0.5)
+            try:
+                reply = s.recv(4096)
+            except (socket.timeout, ConnectionResetError):
+                continue
+            if reply.startswith(b"HTTP/1.1 503"):
+                assert b"max-buffered-body-mb" in reply, reply[:400]
+                refused += 1
+        assert refused >= 60 - 4, refused
+        assert_generates(srv)
+        grown = srv.rss() - base
+        assert grown < 256 << 20, f"RSS grew by {grown / 2**20:.0f} MB for 60 slow uploads"
+    finally:
+        for s in socks:
+            s.close()
+    finish_module(srv)

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -167,6 +168,68 @@ TEST(HttpServerTest, BodyLimit) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);
   }
+}
+
+TEST(HttpServerTest, BodyBudgetIsSharedByAllConnections) {
+  ServerOptions options;
+  options.max_body_bytes = 400'000;
+  options.max_buffered_body_bytes = 600'000;
+  TestServer ts(options);
+  // One upload declares 400 kB and sends half: its whole declared length is held.
+  TestConnection slow(ts.port());
+  ASSERT_TRUE(slow.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 400000\r\n\r\n" +
+                        std::string(200'000, 'a')));
+  // A second one that would bring the total past 600 kB is refused before its body is read.
+  TestConnection second(ts.port());
+  ASSERT_TRUE(second.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300000\r\n\r\n"));
+  auto r = second.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["type"], "ServiceUnavailable");
+  EXPECT_TRUE(second.WaitClosed());
+  // Small requests (up to 64 KiB) are not counted: they still go through, even past the budget.
+  TestConnection small(ts.port());
+  ASSERT_TRUE(small.Send(MakeRequest("POST", "/echo", std::string(60'000, 'b'))));
+  r = small.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Once the slow upload completes, its reservation is returned: the 300 kB body fits now.
+  ASSERT_TRUE(slow.Send(std::string(200'000, 'a')));
+  r = slow.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body.size(), 400'000u);
+  TestConnection third(ts.port());
+  ASSERT_TRUE(third.Send(MakeRequest("POST", "/echo", std::string(300'000, 'c'))));
+  r = third.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpServerTest, ClosedUploadGivesItsBodyBudgetBack) {
+  ServerOptions options;
+  options.max_body_bytes = 100'000;
+  options.max_buffered_body_bytes = 100'000;
+  TestServer ts(options);
+  {
+    TestConnection gone(ts.port());
+    ASSERT_TRUE(gone.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\nxx"));
+    // Round trip on another connection so the server has read the head before `gone` closes.
+    TestConnection probe(ts.port());
+    ASSERT_TRUE(probe.Send(MakeRequest("GET", "/hello")));
+    ASSERT_TRUE(probe.ReadResponse());
+  }
+  // The server notices the close asynchronously; a full-size body fits once it has.
+  int status = 0;
+  for (int attempt = 0; attempt < 200 && status != 200; ++attempt) {
+    TestConnection c(ts.port());
+    ASSERT_TRUE(c.Send(MakeRequest("POST", "/echo", std::string(100'000, 'd'))));
+    auto r = c.ReadResponse();
+    ASSERT_TRUE(r);
+    status = r->status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(status, 200);
 }
 
 TEST(HttpServerTest, MalformedRequestIs400) {
