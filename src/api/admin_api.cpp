@@ -145,6 +145,7 @@ void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
   scheduler.token_usage = stats.token_usage;
   scheduler.gen_throughput = stats.gen_throughput;
   scheduler.num_queue_reqs = stats.num_queued_reqs;
+  if (ctx.grammar_queue != nullptr) scheduler.num_grammar_queue_reqs = ctx.grammar_queue->pending();
   scheduler.cache_hit_rate = stats.cache_hit_rate;
   scheduler.max_total_num_tokens = stats.max_total_num_tokens;
   scheduler.num_retracted_reqs = stats.num_retractions;

@@ -1,5 +1,7 @@
 #include "api/call_tracker.h"
 
+#include <algorithm>
+
 #include "api/crash_dump.h"
 #include "api/request_builder.h"
 #include "api/request_log.h"
@@ -15,13 +17,41 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
 
 void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
-                        OnDone on_done, OnRejected on_rejected, size_t n) {
+                        OnDone on_done, OnRejected on_rejected, size_t n, bool stream) {
+  bool compile = std::any_of(requests.begin(), requests.end(), [](const auto& request) {
+    return request.grammar == nullptr && ConstraintSpec(request.sampling).has_value();
+  });
+  if (!compile) {
+    Submit(ctx, std::move(writer), std::move(requests), std::move(on_event), std::move(on_done),
+           std::move(on_rejected), n, stream);
+    return;
+  }
+  // A constraint missing from the grammar cache: compile it on the grammar queue, then submit
+  // from there (AttachConstraints only attaches cached grammars when a queue exists).
+  auto call = std::make_shared<PendingCall>(PendingCall{
+      std::move(writer), std::move(requests), std::move(on_event), std::move(on_done),
+      std::move(on_rejected), n, stream});
+  ctx.grammar_queue->Post([&ctx, call] {
+    for (engine::GenerateRequest& request : call->requests) {
+      if (Status compiled = CompileConstraint(ctx, request); !compiled.ok()) {
+        call->on_rejected(BadRequest(compiled.message()), false);
+        return;
+      }
+    }
+    Submit(ctx, std::move(call->writer), std::move(call->requests), std::move(call->on_event),
+           std::move(call->on_done), std::move(call->on_rejected), call->n, call->stream);
+  });
+}
+
+void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
+                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
+                         OnDone on_done, OnRejected on_rejected, size_t n, bool stream) {
   // Every rid of the call must be non-empty and not live already (SGLang refuses a duplicate
   // request ID); the n > 1 warm-up prefills get rids of their own.
   std::vector<std::string> rids;
   for (const engine::GenerateRequest& request : requests) {
     if (request.rid.empty()) {
-      on_rejected(BadRequest("rid must be a non-empty string."));
+      on_rejected(BadRequest("rid must be a non-empty string."), false);
       return;
     }
     rids.push_back(request.rid);
@@ -35,12 +65,14 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   rids.insert(rids.end(), warmup_rids.begin(), warmup_rids.end());
   if (auto duplicate = ctx.rids.ClaimAll(rids)) {
     std::string shown = duplicate->size() > 128 ? duplicate->substr(0, 128) + "..." : *duplicate;
-    on_rejected(BadRequest("Duplicate request ID: " + shown));
+    on_rejected(BadRequest("Duplicate request ID: " + shown), false);
     return;
   }
+  if (stream) writer->StartStream();
 
   std::shared_ptr<CallTracker> call(
       new CallTracker(ctx, writer, std::move(on_event), std::move(on_done)));
+  call->stream_ = stream;
   call->choices_.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     call->choices_[i].rid = requests[i].rid;
@@ -109,7 +141,7 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
       }
       call->ReleaseUnfinishedRids();
       for (const std::string& rid : warmup_rids) ctx.rids.Release(rid);
-      on_rejected(FromStatus(submitted));
+      on_rejected(FromStatus(submitted), stream);
       return;
     }
   }
@@ -144,7 +176,7 @@ void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
         ctx_.engine->Abort(choices_[j].rid, engine::AbortMatch::kExactRid);
       }
       ReleaseUnfinishedRids();
-      on_rejected(FromStatus(submitted));
+      on_rejected(FromStatus(submitted), stream_);
       return;
     }
   }

@@ -62,8 +62,10 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   using OnEvent = std::function<void(CallTracker&, size_t index, const engine::RequestEvent&)>;
   // Runs once, under the lock, when every choice has finished.
   using OnDone = std::function<void(CallTracker&)>;
-  // Runs when the engine refuses a request at submission (nothing else is called then).
-  using OnRejected = std::function<void(const ApiError&)>;
+  // Runs when the call is refused (nothing else is called then): before anything started
+  // (stream_started false: answer with a plain HTTP error, even for a streaming call), or when the
+  // engine refuses a request at submission (for a streaming call the stream has started then).
+  using OnRejected = std::function<void(const ApiError&, bool stream_started)>;
 
   // Submits every request. If one is refused, the already-submitted ones are aborted and
   // `on_rejected` answers the call. An empty rid, or one that is live already (in this call or
@@ -73,16 +75,38 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   // `n` > 1 says the requests come in groups of n parallel samples of one prompt. As SGLang does,
   // each group's prompt is first prefilled alone (max_new_tokens 0) so that the n samples find
   // it in the radix cache and share its KV instead of computing it n times.
+  //
+  // Requests whose constraint is not compiled yet (AttachConstraints left request.grammar null)
+  // are compiled on ctx.grammar_queue first and submitted from there; a grammar that fails to
+  // compile answers the call through `on_rejected`. Either way Start returns at once.
+  //
+  // `stream`: the writer's event stream is started once the call is accepted, before the first
+  // request reaches the engine (handlers never start it themselves).
   static void Start(ServerContext& ctx, ResponseWriterPtr writer,
                     std::vector<engine::GenerateRequest> requests, OnEvent on_event, OnDone on_done,
-                    OnRejected on_rejected, size_t n = 1);
+                    OnRejected on_rejected, size_t n, bool stream);
 
   std::vector<ChoiceState>& choices() { return choices_; }
   ResponseWriter& writer() { return *writer_; }
   ServerContext& context() { return ctx_; }
 
  private:
+  // A call waiting on the grammar queue.
+  struct PendingCall {
+    ResponseWriterPtr writer;
+    std::vector<engine::GenerateRequest> requests;
+    OnEvent on_event;
+    OnDone on_done;
+    OnRejected on_rejected;
+    size_t n;
+    bool stream;
+  };
+
   CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event, OnDone on_done);
+  // Start, once every grammar is compiled.
+  static void Submit(ServerContext& ctx, ResponseWriterPtr writer,
+                     std::vector<engine::GenerateRequest> requests, OnEvent on_event,
+                     OnDone on_done, OnRejected on_rejected, size_t n, bool stream);
   void Handle(size_t index, engine::RequestEvent event);
   void SubmitAll(std::vector<engine::GenerateRequest> requests, const OnRejected& on_rejected);
   void AbortUnfinished();
@@ -98,6 +122,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   std::mutex mu_;
   std::vector<ChoiceState> choices_;
   size_t num_finished_ = 0;
+  bool stream_ = false;  // the writer's event stream was started before submission
   bool rejected_ = false;
   bool disconnected_ = false;
 };

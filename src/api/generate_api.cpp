@@ -403,7 +403,6 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
   }
   const bool indexed = requests.size() > 1;
 
-  if (stream) writer->StartStream();
   auto on_event = [infos, stream, stream_output, indexed](CallTracker& call, size_t index,
                                                           const engine::RequestEvent& event) {
     if (!stream) return;
@@ -443,17 +442,19 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     }
     call.writer().Send(200, "application/json", ToJsonText(out));
   };
-  auto on_rejected = [writer, stream](const ApiError& error) {
-    if (stream) {
+  auto on_rejected = [writer](const ApiError& error, bool stream_started) {
+    if (stream_started) {
       writer->SendEvent(ToJsonText(json{{"error", {{"message", error.message}}}}));
       writer->SendEvent("[DONE]");
       writer->EndStream();
+    } else if (error.status == 400) {
+      SendNativeError(*writer, error);  // SGLang answers /generate's ValueErrors this way
     } else {
       writer->Send(error.status, "application/json", ToJsonText(error.OpenAiBody()));
     }
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected,
-                     static_cast<size_t>(group_n.value_or(1)));
+                     static_cast<size_t>(group_n.value_or(1)), stream);
 }
 
 }  // namespace radixserve::api

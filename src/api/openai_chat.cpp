@@ -185,7 +185,6 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
   const std::string id = requests[0].rid;
   const int64_t created = NowSeconds();
   const size_t group = static_cast<size_t>(std::max<int64_t>(n, 1));
-  if (stream) writer->StartStream();
 
   auto on_event = [id, created, model, stream, logprobs](CallTracker& call, size_t index,
                                                          const engine::RequestEvent& event) {
@@ -264,7 +263,7 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
     call.writer().Send(200, "application/json", ToJsonText(out));
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
-                     RejectionAnswer(writer, stream), group);
+                     RejectionAnswer(writer), group, stream);
 }
 
 }  // namespace radixserve::api

@@ -244,9 +244,9 @@ bool AnswerFailedChoice(CallTracker& call, bool stream) {
   return false;
 }
 
-CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer, bool stream) {
-  return [writer, stream](const ApiError& error) {
-    if (stream) {
+CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer) {
+  return [writer](const ApiError& error, bool stream_started) {
+    if (stream_started) {
       SendStreamError(*writer, error);
     } else {
       SendError(*writer, error);

@@ -71,8 +71,8 @@ json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, si
 // (an error event then [DONE] when streaming) and returns true.
 bool AnswerFailedChoice(CallTracker& call, bool stream);
 
-// The answer to a request the engine refused at submission.
-CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer, bool stream);
+// The answer to a refused call: a plain error before its stream started, else an error event.
+CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer);
 
 // The last streamed chunk before [DONE] when stream_options.include_usage is set: no choices,
 // just the usage. `object` is the route's chunk object name.

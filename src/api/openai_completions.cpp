@@ -196,7 +196,6 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
   const int64_t created = NowSeconds();
   const size_t group = static_cast<size_t>(std::max<int64_t>(n, 1));
   const bool want_logprobs = logprobs.has_value();
-  if (stream) writer->StartStream();
 
   auto chunk = [id, created, model](json choice) {
     return json{{"id", id},
@@ -269,7 +268,7 @@ void HandleCompletions(ServerContext& ctx, const std::string& body_text, Respons
                         {"metadata", {{"weight_version", call.context().weight_version}}}}));
   };
   CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
-                     RejectionAnswer(writer, stream), group);
+                     RejectionAnswer(writer), group, stream);
 }
 
 }  // namespace radixserve::api

@@ -39,6 +39,28 @@ std::string TokenText(const ServerContext& ctx, int32_t token_id) {
       ids, {.skip_special_tokens = false, .spaces_between_special_tokens = true});
 }
 
+std::optional<sampling::GrammarSpec> ConstraintSpec(const sampling::SamplingParams& params) {
+  if (params.json_schema) {
+    return sampling::GrammarSpec{sampling::GrammarKind::kJsonSchema, *params.json_schema};
+  }
+  if (params.regex) return sampling::GrammarSpec{sampling::GrammarKind::kRegex, *params.regex};
+  if (params.ebnf) return sampling::GrammarSpec{sampling::GrammarKind::kEbnf, *params.ebnf};
+  if (params.structural_tag) {
+    return sampling::GrammarSpec{sampling::GrammarKind::kStructuralTag, *params.structural_tag};
+  }
+  return std::nullopt;
+}
+
+Status CompileConstraint(const ServerContext& ctx, engine::GenerateRequest& request) {
+  if (request.grammar != nullptr) return Status::Ok();
+  std::optional<sampling::GrammarSpec> spec = ConstraintSpec(request.sampling);
+  if (!spec) return Status::Ok();
+  auto compiled = ctx.grammar_cache->Get(*spec);
+  if (!compiled.ok()) return compiled.status();
+  request.grammar = std::move(compiled).value();
+  return Status::Ok();
+}
+
 Status AttachConstraints(const ServerContext& ctx, engine::GenerateRequest& request) {
   const sampling::SamplingParams& params = request.sampling;
   // SGLang's verify() lets structural_tag sit beside another constraint and then enforces only
@@ -46,25 +68,17 @@ Status AttachConstraints(const ServerContext& ctx, engine::GenerateRequest& requ
   if (params.structural_tag && (params.json_schema || params.regex || params.ebnf)) {
     return InvalidArgument("structural_tag cannot be combined with regex, json_schema, or ebnf.");
   }
-  std::optional<sampling::GrammarSpec> spec;
-  if (params.json_schema) {
-    spec = sampling::GrammarSpec{sampling::GrammarKind::kJsonSchema, *params.json_schema};
-  } else if (params.regex) {
-    spec = sampling::GrammarSpec{sampling::GrammarKind::kRegex, *params.regex};
-  } else if (params.ebnf) {
-    spec = sampling::GrammarSpec{sampling::GrammarKind::kEbnf, *params.ebnf};
-  } else if (params.structural_tag) {
-    spec = sampling::GrammarSpec{sampling::GrammarKind::kStructuralTag, *params.structural_tag};
-  }
-  if (spec) {
+  if (std::optional<sampling::GrammarSpec> spec = ConstraintSpec(params)) {
     if (ctx.grammar_cache == nullptr) {
       return InvalidArgument(fmt::format("{} cannot be enforced: {}.",
                                          sampling::GrammarKindName(spec->kind),
                                          ctx.grammar_disabled_reason));
     }
-    auto compiled = ctx.grammar_cache->Get(*spec);
-    if (!compiled.ok()) return compiled.status();
-    request.grammar = std::move(compiled).value();
+    if (ctx.grammar_queue != nullptr) {
+      request.grammar = ctx.grammar_cache->Find(*spec);  // a miss is compiled on the queue
+    } else if (Status compiled = CompileConstraint(ctx, request); !compiled.ok()) {
+      return compiled;
+    }
   }
   for (const std::string& pattern : params.stop_regex) {
     auto compiled = tokenizer::CompileStopRegex(pattern);

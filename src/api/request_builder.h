@@ -46,10 +46,20 @@ struct BuiltRequest {
 BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
                                   const nlohmann::json& sampling_json, const BuildOptions& options);
 
-// Compiles the request's constraint (json_schema, regex, ebnf or structural_tag, through
-// ctx.grammar_cache) and its stop_regex patterns into `request`. Errors (a 400 for the caller)
-// name the field and the problem, or say why constrained decoding is off.
+// Attaches the request's constraint (json_schema, regex, ebnf or structural_tag) and compiles its
+// stop_regex patterns into `request`. The grammar comes from ctx.grammar_cache; when
+// ctx.grammar_queue is set and the cache misses, request.grammar stays null and
+// CompileConstraint must run (on the queue) before the request is submitted. Errors (a 400 for
+// the caller) name the field and the problem, or say why constrained decoding is off.
 Status AttachConstraints(const ServerContext& ctx, engine::GenerateRequest& request);
+
+// The grammar a request's sampling params ask for, if any.
+std::optional<sampling::GrammarSpec> ConstraintSpec(const sampling::SamplingParams& params);
+
+// Compiles (through ctx.grammar_cache, which must be set) the constraint of a request whose
+// grammar is not attached yet; a no-op for requests without one. May take long: never on an
+// I/O thread or the engine thread.
+Status CompileConstraint(const ServerContext& ctx, engine::GenerateRequest& request);
 
 // `n` (or best_of) of a request: an integer in [1, --max-n]; the error names the field and the
 // limit. Checked before any copy of the request is made.

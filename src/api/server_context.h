@@ -15,6 +15,7 @@
 #include "args/server_args.h"
 #include "chat/chat_template.h"
 #include "chat/completion_template.h"
+#include "common/work_queue.h"
 #include "engine/engine.h"
 #include "metrics/serving_metrics.h"
 #include "sampling/grammar_cache.h"
@@ -54,11 +55,15 @@ struct ServerContext {
   const RequestLog* request_log = nullptr;     // null unless --log-requests
   CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
   HealthProbe* health_probe = nullptr;        // /health_generate's shared probe
-  // Compiles (and caches) the json_schema / regex / ebnf / structural_tag constraints of requests
-  // on the HTTP thread that parses them. Null when constrained decoding is off; such requests
-  // then get a 400 naming grammar_disabled_reason.
+  // Compiles (and caches) the json_schema / regex / ebnf / structural_tag constraints of requests.
+  // Null when constrained decoding is off; such requests then get a 400 naming
+  // grammar_disabled_reason.
   sampling::GrammarCache* grammar_cache = nullptr;
   std::string grammar_disabled_reason;
+  // Where constraints missing from the cache are compiled, so that neither an HTTP I/O thread nor
+  // the engine thread waits on a compilation (SGLang's grammar queue; its length is
+  // sglang:num_grammar_queue_reqs). Null (tests, fuzzers): they compile where they are built.
+  WorkQueue* grammar_queue = nullptr;
   RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;

@@ -22,6 +22,7 @@
 #include "common/machine.h"
 #include "common/thread_pool.h"
 #include "common/version.h"
+#include "common/work_queue.h"
 #include "engine/engine_factory.h"
 #include "http/http_server.h"
 #include "main/api_bridge.h"
@@ -37,6 +38,8 @@ constexpr int kUsageError = 2;
 constexpr int kStartupError = 1;
 // /health_generate answers 503 when the engine produces nothing within this.
 constexpr auto kHealthGenerateTimeout = std::chrono::milliseconds(20'000);
+// Threads that compile grammars missing from the cache (each compilation is single-threaded).
+constexpr int kGrammarCompileThreads = 2;
 // After the engine has ended every request, connections get this long to take their last bytes.
 constexpr auto kResponseFlushGrace = std::chrono::milliseconds(5'000);
 
@@ -176,6 +179,13 @@ int main(int argc, char** argv) {
   ctx.model = assets->facts;
   ctx.grammar_cache = grammar->cache.get();
   ctx.grammar_disabled_reason = grammar->disabled_reason;
+  // Constraints missing from the cache compile here, off the I/O and engine threads. Declared
+  // after ctx and the engine, so it finishes its queued compilations before they go away.
+  std::optional<rs::WorkQueue> grammar_queue;
+  if (ctx.grammar_cache != nullptr) {
+    grammar_queue.emplace(kGrammarCompileThreads, "radix-grammar");
+    ctx.grammar_queue = &*grammar_queue;
+  }
   ctx.served_model_name = args.GetString("served-model-name");
   ctx.weight_version = args.GetString("weight-version");
   ctx.limits = {.max_n = args.GetInt("max-n"),

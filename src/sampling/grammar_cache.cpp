@@ -49,6 +49,16 @@ Expected<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const Grammar
   return compiled;
 }
 
+std::shared_ptr<const CompiledGrammar> GrammarCache::Find(const GrammarSpec& spec) {
+  std::string key = Key(spec);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++hits_;
+  return it->second->grammar;
+}
+
 GrammarCache::Stats GrammarCache::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return Stats{hits_, misses_, lru_.size()};

@@ -4,10 +4,10 @@
 // recently used dropped first (requests still holding one keep it alive through their shared_ptr).
 // Failed compilations are not cached.
 //
-// Thread affinity: Get may be called from any thread at once (the API layer compiles on HTTP
-// threads, never on the engine thread). Compilation runs outside the lock, so one slow schema does
-// not hold up other requests; two threads missing on the same key at once both compile it and the
-// first insert wins.
+// Thread affinity: Get and Find may be called from any thread at once (the API layer looks up on
+// HTTP threads and compiles misses on its grammar queue, never on the engine thread). Compilation
+// runs outside the lock, so one slow schema does not hold up other requests; two threads missing
+// on the same key at once both compile it and the first insert wins.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +42,9 @@ class GrammarCache {
   // The compiled grammar for `spec`, from the cache or compiled now. Errors are the compiler's
   // (kInvalidArgument naming the problem).
   Expected<std::shared_ptr<const CompiledGrammar>> Get(const GrammarSpec& spec);
+  // The cached grammar for `spec`, or null when it is not cached; never compiles (cheap enough for
+  // an I/O thread, which then hands a miss to a compile queue).
+  std::shared_ptr<const CompiledGrammar> Find(const GrammarSpec& spec);
 
   struct Stats {
     uint64_t hits = 0;

@@ -253,6 +253,21 @@ def test_invalid_constraints_are_400(stories, sampling, mentions):
     stories.assert_no_leak()
 
 
+def test_invalid_constraint_of_a_stream_is_400_before_the_stream(stories):
+    """Grammars compile off the I/O thread before the call is accepted, so a streaming request
+    with a bad constraint still gets a plain 400, not a 200 stream with an error event."""
+    r = requests.post(stories.url + "/generate", json={
+        "text": "Once", "stream": True,
+        "sampling_params": {"max_new_tokens": 8, "regex": "(unclosed"}}, timeout=30)
+    assert r.status_code == 400, r.text
+    assert "regex" in r.json()["error"]["message"], r.text
+    r = requests.post(stories.url + "/v1/completions", json={
+        "model": "m", "prompt": "Once", "stream": True, "max_tokens": 8,
+        "json_schema": "{not json"}, timeout=30)
+    assert r.status_code == 400, r.text
+    stories.assert_no_leak()
+
+
 def test_server_info_reports_llguidance(stories):
     assert stories.server_info()["grammar_backend"] == "llguidance"
 

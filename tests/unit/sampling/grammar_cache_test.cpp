@@ -48,6 +48,16 @@ TEST(GrammarCacheTest, SecondLookupIsAHitSharingTheGrammar) {
   EXPECT_EQ(stats.size, 1u);
 }
 
+TEST(GrammarCacheTest, FindNeverCompiles) {
+  CountingCache c(8);
+  EXPECT_EQ(c.cache.Find({GrammarKind::kRegex, "[0-9]{3}"}), nullptr);
+  EXPECT_EQ(c.compiles.load(), 0);
+  auto got = MustGet(c.cache, GrammarKind::kRegex, "[0-9]{3}");
+  EXPECT_EQ(c.cache.Find({GrammarKind::kRegex, "[0-9]{3}"}).get(), got.get());
+  EXPECT_EQ(c.cache.Find({GrammarKind::kRegex, "[0-9]{4}"}), nullptr);
+  EXPECT_EQ(c.compiles.load(), 1);
+}
+
 TEST(GrammarCacheTest, KindIsPartOfTheKey) {
   CountingCache c(8);
   // The same text is a regex in one request and a Lark grammar in another.
