@@ -123,6 +123,9 @@ def test_many_slow_uploads_are_bounded_by_the_body_budget():
         assert_generates(srv)
         grown = srv.rss() - base
         assert grown < 256 << 20, f"RSS grew by {grown / 2**20:.0f} MB for 60 slow uploads"
+    except BaseException:
+        srv.stop()
+        raise
     finally:
         for s in socks:
             s.close()
