@@ -26,6 +26,10 @@ struct GenerateRequest {
   // The sampling params' json_schema / regex / ebnf / structural_tag constraint, compiled by the
   // API layer (off the engine thread); null for an unconstrained request. Shared, immutable.
   std::shared_ptr<const sampling::CompiledGrammar> grammar;
+  // When set, the grammar constrains only the output after the first occurrence of this token
+  // (a reasoning model's end-of-thinking token: SGLang's reasoner grammar, so that the thinking
+  // is free and the answer constrained). Until then every token is allowed.
+  std::optional<int32_t> grammar_start_token;
   // sampling.stop_regex, compiled by the API layer (same order).
   std::vector<tokenizer::StopRegex> stop_regex;
   // Priority for --enable-priority-scheduling (nullopt: the default priority).

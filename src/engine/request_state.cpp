@@ -27,7 +27,7 @@ RequestState::RequestState(GenerateRequest request, EventSink sink,
   }
   // A prefill-only request (max_new_tokens 0) samples nothing and needs no matcher.
   if (request_.grammar && request_.sampling.max_new_tokens.value_or(1) > 0) {
-    grammar_.emplace(*request_.grammar);
+    grammar_.emplace(*request_.grammar, request_.grammar_start_token);
   }
   if (request_.return_logprob && request_.logprob_start_len >= 0) {
     input_logprob_start_ = static_cast<size_t>(request_.logprob_start_len);

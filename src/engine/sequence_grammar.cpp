@@ -4,8 +4,9 @@
 
 namespace radixserve::engine {
 
-SequenceGrammar::SequenceGrammar(const sampling::CompiledGrammar& grammar)
-    : matcher_(grammar.NewMatcher()) {}
+SequenceGrammar::SequenceGrammar(const sampling::CompiledGrammar& grammar,
+                                 std::optional<int32_t> start_token)
+    : matcher_(grammar.NewMatcher()), start_token_(start_token) {}
 
 Status SequenceGrammar::Resync(std::span<const int32_t> output_ids) {
   ++resyncs_;
@@ -26,6 +27,16 @@ Status SequenceGrammar::Resync(std::span<const int32_t> output_ids) {
 }
 
 Status SequenceGrammar::FillMask(std::span<const int32_t> output_ids, std::span<uint32_t> mask) {
+  if (start_token_) {
+    // The matcher sees only what follows the first start token; before it, anything goes.
+    auto start = std::find(output_ids.begin(), output_ids.end(), *start_token_);
+    started_ = start != output_ids.end();
+    if (!started_) {
+      std::fill(mask.begin(), mask.end(), ~uint32_t{0});
+      return Status::Ok();
+    }
+    output_ids = output_ids.subspan(static_cast<size_t>(start - output_ids.begin()) + 1);
+  }
   if (!std::equal(accepted_.begin(), accepted_.end(), output_ids.begin(), output_ids.end())) {
     RADIX_RETURN_IF_ERROR(Resync(output_ids));
   }
@@ -38,13 +49,17 @@ Status SequenceGrammar::FillMask(std::span<const int32_t> output_ids, std::span<
 }
 
 Status SequenceGrammar::Accept(int32_t token) {
+  if (!active()) {
+    started_ = token == *start_token_;
+    return Status::Ok();
+  }
   RADIX_RETURN_IF_ERROR(matcher_.AcceptToken(token));
   accepted_.push_back(token);
   return Status::Ok();
 }
 
 std::vector<int32_t> SequenceGrammar::ForcedTokens(size_t max_tokens) {
-  if (matcher_.IsTerminated()) return {};
+  if (!active() || matcher_.IsTerminated()) return {};
   auto forced = matcher_.ForcedTokens(max_tokens);
   if (!forced.ok()) return {};
   return std::move(forced).value();

@@ -14,11 +14,16 @@
 // With jump-forward, after Accept(sampled) the engine appends ForcedTokens() (accepting each) to
 // the output without sampling them; the next decode step computes their K/V with the last token.
 //
+// With a start token (a reasoning model's end of thinking), the grammar applies only to the
+// output after that token's first occurrence: before it every token is allowed and nothing is
+// forced or terminated; the matcher sees the output from just after it.
+//
 // Errors are kInvalidArgument values with llguidance's explanation; the engine ends the request
 // with an abort carrying the message. Thread affinity: engine thread only (one per sequence).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,7 +35,8 @@ namespace radixserve::engine {
 
 class SequenceGrammar {
  public:
-  explicit SequenceGrammar(const sampling::CompiledGrammar& grammar);
+  explicit SequenceGrammar(const sampling::CompiledGrammar& grammar,
+                           std::optional<int32_t> start_token = std::nullopt);
 
   // The mask for the token after `output_ids`; mask.size() == bitmask_words(). Fails when the
   // grammar is in an error state or allows no token at all.
@@ -42,7 +48,7 @@ class SequenceGrammar {
   // which the next FillMask reports). Does not advance the matcher: Accept each one.
   std::vector<int32_t> ForcedTokens(size_t max_tokens);
   // Nothing but EOS may follow (or EOS was accepted): the request finishes.
-  bool terminated() const { return matcher_.IsTerminated(); }
+  bool terminated() const { return active() && matcher_.IsTerminated(); }
 
   size_t bitmask_words() const { return matcher_.bitmask_words(); }
   // How many times the matcher was re-derived from the output ids (tests, logs).
@@ -50,8 +56,11 @@ class SequenceGrammar {
 
  private:
   Status Resync(std::span<const int32_t> output_ids);
+  bool active() const { return !start_token_ || started_; }
 
   sampling::GrammarMatcher matcher_;
+  std::optional<int32_t> start_token_;
+  bool started_ = false;  // the start token was accepted (or found in the output)
   std::vector<int32_t> accepted_;  // tokens the matcher consumed, in order
   int64_t resyncs_ = 0;
 };

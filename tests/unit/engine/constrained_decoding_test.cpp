@@ -141,6 +141,36 @@ TEST(SequenceGrammarTest, OutputTheGrammarRejectsIsAnError) {
   EXPECT_EQ(rejected.code(), StatusCode::kInvalidArgument);
 }
 
+TEST(SequenceGrammarTest, StartTokenLeavesEverythingBeforeItFree) {
+  auto compiled = Compile(sampling::GrammarKind::kRegex, "[0-9]+");
+  const std::vector<int32_t> thinking = Encode("hello there");
+  const int32_t start = Encode(".").back();  // stands in for a reasoning model's </think>
+  ASSERT_TRUE(std::find(thinking.begin(), thinking.end(), start) == thinking.end());
+  SequenceGrammar gated(*compiled, start);
+  std::vector<uint32_t> mask(gated.bitmask_words());
+  std::vector<int32_t> out;
+  for (int32_t token : thinking) {
+    // Before the start token every token is allowed, nothing is forced or finished.
+    ASSERT_TRUE(gated.FillMask(out, mask).ok());
+    EXPECT_TRUE(sampling::IsTokenAllowed(mask, token));
+    EXPECT_TRUE(gated.ForcedTokens(8).empty());
+    ASSERT_TRUE(gated.Accept(token).ok());
+    EXPECT_FALSE(gated.terminated());
+    out.push_back(token);
+  }
+  ASSERT_TRUE(gated.FillMask(out, mask).ok());
+  ASSERT_TRUE(gated.Accept(start).ok());
+  out.push_back(start);
+  // After it, the mask is the grammar's from its start: the same as an ungated matcher's.
+  SequenceGrammar plain(*compiled);
+  const std::vector<uint32_t> expected = MaskAfter(plain, {});
+  EXPECT_EQ(MaskAfter(gated, out), expected);
+  EXPECT_FALSE(sampling::IsTokenAllowed(MaskAfter(gated, out), Encode("hello")[0]));
+  // A fresh gated matcher (a retracted sequence) finds the start token in the output ids.
+  SequenceGrammar fresh(*compiled, start);
+  EXPECT_EQ(MaskAfter(fresh, out), expected);
+}
+
 // The text of `output` after `prompt`, decoded as the engine does.
 std::string Text(const Collector::Result& r) { return r.text; }
 
