@@ -44,26 +44,6 @@ Expected<KvDtype> ParseKvCacheDtype(std::string_view flag, KvDtype auto_dtype) {
                          "' (choose from auto, bf16, fp16, fp32)");
 }
 
-uint16_t F32ToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float Bf16ToF32(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
-// The kernels' portable conversions: clang 14 has no _Float16 on x86 without AVX512-FP16.
-uint16_t F32ToF16(float value) { return kernels::F32ToF16(value); }
-
-float F16ToF32(uint16_t bits) { return kernels::F16ToF32(bits); }
-
 void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst) {
   switch (dtype) {
     case KvDtype::kF32:
@@ -71,12 +51,12 @@ void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst) {
       return;
     case KvDtype::kBF16: {
       auto* out = static_cast<uint16_t*>(dst);
-      for (size_t i = 0; i < count; ++i) out[i] = F32ToBf16(src[i]);
+      for (size_t i = 0; i < count; ++i) out[i] = kernels::F32ToBf16(src[i]);
       return;
     }
     case KvDtype::kF16: {
       auto* out = static_cast<uint16_t*>(dst);
-      for (size_t i = 0; i < count; ++i) out[i] = F32ToF16(src[i]);
+      for (size_t i = 0; i < count; ++i) out[i] = kernels::F32ToF16(src[i]);
       return;
     }
   }
@@ -89,12 +69,12 @@ void LoadRow(const void* src, size_t count, KvDtype dtype, float* dst) {
       return;
     case KvDtype::kBF16: {
       const auto* in = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = Bf16ToF32(in[i]);
+      for (size_t i = 0; i < count; ++i) dst[i] = kernels::Bf16ToF32(in[i]);
       return;
     }
     case KvDtype::kF16: {
       const auto* in = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = F16ToF32(in[i]);
+      for (size_t i = 0; i < count; ++i) dst[i] = kernels::F16ToF32(in[i]);
       return;
     }
   }

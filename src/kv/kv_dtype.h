@@ -24,11 +24,7 @@ std::string_view KvDtypeName(KvDtype dtype);
 // are a later issue. Anything else returns kInvalidArgument.
 Expected<KvDtype> ParseKvCacheDtype(std::string_view flag, KvDtype auto_dtype);
 
-// Scalar conversions. F32ToBf16 rounds to nearest, ties to even, and keeps NaNs quiet NaNs.
-uint16_t F32ToBf16(float value);
-float Bf16ToF32(uint16_t bits);
-uint16_t F32ToF16(float value);  // IEEE binary16, round to nearest even
-float F16ToF32(uint16_t bits);
+// Scalar conversions are kernels/half.h's (F32ToBf16, Bf16ToF32, F32ToF16, F16ToF32).
 
 // Converts `count` f32 values into `dst` laid out in `dtype` (dst holds count * KvDtypeSize bytes).
 void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst);

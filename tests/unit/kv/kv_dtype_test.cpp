@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/half.h"
+
 namespace radixserve::kv {
 namespace {
 
@@ -33,26 +35,26 @@ TEST(KvDtypeTest, Fp8IsUnsupportedAndGarbageIsInvalid) {
 }
 
 TEST(KvDtypeTest, Bf16RoundsToNearestEven) {
-  EXPECT_EQ(F32ToBf16(1.0f), 0x3F80);   // 0x3F800000 truncated
-  EXPECT_EQ(F32ToBf16(-2.0f), 0xC000);  // sign set, exponent 128
+  EXPECT_EQ(kernels::F32ToBf16(1.0f), 0x3F80);   // 0x3F800000 truncated
+  EXPECT_EQ(kernels::F32ToBf16(-2.0f), 0xC000);  // sign set, exponent 128
   // 1 + 2^-8 is exactly halfway between 1.0 and 1 + 2^-7: ties go to the even mantissa (1.0).
-  EXPECT_EQ(F32ToBf16(1.00390625f), 0x3F80);
+  EXPECT_EQ(kernels::F32ToBf16(1.00390625f), 0x3F80);
   // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: rounds up to 0x3F82.
-  EXPECT_EQ(F32ToBf16(1.01171875f), 0x3F82);
+  EXPECT_EQ(kernels::F32ToBf16(1.01171875f), 0x3F82);
   // Just above halfway rounds up.
-  EXPECT_EQ(F32ToBf16(std::nextafter(1.00390625f, 2.0f)), 0x3F81);
-  EXPECT_EQ(F32ToBf16(std::numeric_limits<float>::infinity()), 0x7F80);
-  EXPECT_TRUE(std::isnan(Bf16ToF32(F32ToBf16(std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_EQ(Bf16ToF32(0x3FC0), 1.5f);
+  EXPECT_EQ(kernels::F32ToBf16(std::nextafter(1.00390625f, 2.0f)), 0x3F81);
+  EXPECT_EQ(kernels::F32ToBf16(std::numeric_limits<float>::infinity()), 0x7F80);
+  EXPECT_TRUE(std::isnan(kernels::Bf16ToF32(kernels::F32ToBf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(kernels::Bf16ToF32(0x3FC0), 1.5f);
 }
 
 TEST(KvDtypeTest, Fp16KnownValues) {
-  EXPECT_EQ(F32ToF16(1.0f), 0x3C00);      // exponent 15, mantissa 0
-  EXPECT_EQ(F32ToF16(65504.0f), 0x7BFF);  // largest finite half
-  EXPECT_EQ(F32ToF16(65536.0f), 0x7C00);  // overflows to +inf
-  EXPECT_EQ(F32ToF16(-0.5f), 0xB800);
-  EXPECT_EQ(F32ToF16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(F16ToF32(0x3555), 0.333251953125f);  // 1/3 rounded: 1.0101010101b * 2^-2
+  EXPECT_EQ(kernels::F32ToF16(1.0f), 0x3C00);      // exponent 15, mantissa 0
+  EXPECT_EQ(kernels::F32ToF16(65504.0f), 0x7BFF);  // largest finite half
+  EXPECT_EQ(kernels::F32ToF16(65536.0f), 0x7C00);  // overflows to +inf
+  EXPECT_EQ(kernels::F32ToF16(-0.5f), 0xB800);
+  EXPECT_EQ(kernels::F32ToF16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(kernels::F16ToF32(0x3555), 0.333251953125f);  // 1/3 rounded: 1.0101010101b * 2^-2
 }
 
 TEST(KvDtypeTest, RowsRoundTrip) {
