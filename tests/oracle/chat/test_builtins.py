@@ -25,10 +25,10 @@ MIRRORS = [("llama3", "llama-3"), ("gemma3", "gemma-it"), ("smollm2", "chatml")]
 def test_builtin_matches_real_template(render, model, builtin, conversation, add_generation_prompt):
     messages = CONVERSATIONS[conversation]
     if builtin == "chatml" and messages[0]["role"] != "system":
-        pytest.skip("SmolLM2 inserts its own default system prompt")
+        pytest.skip("by design: SmolLM2 inserts its own default system prompt")
     if model == "llama3" and not add_generation_prompt:
         # Meta's Llama 3 template always appends the assistant header; the builtin obeys the flag.
-        pytest.skip("reference ignores add_generation_prompt=False")
+        pytest.skip("by design: reference ignores add_generation_prompt=False")
     tok = smollm2()[0] if model == "smollm2" else hf_tokenizer(model)
     expected_ok, expected = reference(tok, messages, add_generation_prompt=add_generation_prompt)
     got_ok, got = render_builtin(

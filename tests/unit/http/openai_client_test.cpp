@@ -1,6 +1,6 @@
 // The official OpenAI Python SDK (an independent HTTP/1.1 + SSE client) against the server core:
 // JSON responses, an SSE stream pushed from another thread, 401 and 404 bodies. Skipped when the
-// project venv is missing.
+// project venv is missing (a failure under the README's test command).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "../test_reference.h"
 #include "http/http_server.h"
 
 namespace radixserve::http {
 namespace {
 
-constexpr const char* kPython = "/root/.cache/radixserve/venv/bin/python";
 
 constexpr const char* kScript = R"PY(
 import sys, openai
@@ -47,7 +47,10 @@ std::string Chunk(const std::string& content, bool last) {
 }
 
 TEST(OpenAiClientTest, OfficialSdkTalksToServer) {
-  if (!std::filesystem::exists(kPython)) GTEST_SKIP() << "no venv at " << kPython;
+  const std::string python = testing::VenvPython();
+  if (!std::filesystem::exists(python)) {
+    RADIX_SKIP_WITHOUT_REFERENCE("no venv python at " + python);
+  }
 
   std::mutex threads_mutex;
   std::vector<std::thread> engine_threads;
@@ -85,7 +88,7 @@ TEST(OpenAiClientTest, OfficialSdkTalksToServer) {
   auto script = std::filesystem::temp_directory_path() /
                 ("radix_http_openai_" + std::to_string(::getpid()) + ".py");
   std::ofstream(script) << kScript;
-  std::string command = std::string(kPython) + " " + script.string() + " " +
+  std::string command = python + " " + script.string() + " " +
                         std::to_string(server.port()) + " 2>&1";
   std::string output;
   FILE* pipe = ::popen(command.c_str(), "r");

@@ -5,6 +5,8 @@
 #include "sampling/grammar_matcher.h"
 
 #include <gtest/gtest.h>
+
+#include "../test_reference.h"
 #include <nlohmann/json.hpp>
 
 #include <regex>
@@ -48,7 +50,9 @@ TEST(GrammarMatcherTest, RegexOutputsMatchStdRegex) {
 
 TEST(GrammarMatcherTest, RegexOutputsMatchStdRegexSmolLM2) {
   const GrammarVocab* smol = test::SmolLM2();
-  if (smol == nullptr) GTEST_SKIP() << "SmolLM2 not in the model cache (scripts/setup)";
+  if (smol == nullptr) {
+    RADIX_SKIP_WITHOUT_REFERENCE("SmolLM2 not in the model cache (scripts/setup)");
+  }
   for (const char* pattern : {"[0-9]{3}-[0-9]{4}", "(cat|dog)s?( and (cat|dog)s?)*",
                               "[a-z]{1,8}@[a-z]{1,8}\\.(com|org)", "\\{\"ok\": (true|false)\\}"}) {
     CheckRegexWalks(*smol, pattern);
@@ -125,7 +129,9 @@ TEST(GrammarMatcherTest, JsonSchemaOutputsParseAndFollowTheSchema) {
 
 TEST(GrammarMatcherTest, JsonSchemaOutputsParseAndFollowTheSchemaSmolLM2) {
   const GrammarVocab* smol = test::SmolLM2();
-  if (smol == nullptr) GTEST_SKIP() << "SmolLM2 not in the model cache (scripts/setup)";
+  if (smol == nullptr) {
+    RADIX_SKIP_WITHOUT_REFERENCE("SmolLM2 not in the model cache (scripts/setup)");
+  }
   CheckPersonWalks(*smol);
 }
 
@@ -236,7 +242,9 @@ TEST(GrammarMatcherTest, ResetAndValidateTokens) {
 
 TEST(GrammarMatcherTest, ForcedTokensSpellTheForcedText) {
   const GrammarVocab* smol = test::SmolLM2();
-  if (smol == nullptr) GTEST_SKIP() << "SmolLM2 not in the model cache (scripts/setup)";
+  if (smol == nullptr) {
+    RADIX_SKIP_WITHOUT_REFERENCE("SmolLM2 not in the model cache (scripts/setup)");
+  }
   auto compiled = MustCompile(*smol, GrammarKind::kRegex, "The answer is (yes|no)");
   GrammarMatcher matcher = compiled->NewMatcher();
   auto forced = matcher.ForcedTokens();

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../test_reference.h"
+
 #include "grammar_test_util.h"
 
 namespace radixserve::sampling {
@@ -41,7 +43,9 @@ TEST(GrammarVocabularyTest, StoriesTokensConcatenateToTheText) {
 
 TEST(GrammarVocabularyTest, SmolLM2TokensConcatenateToTheText) {
   const test::GrammarVocab* smol = test::SmolLM2();
-  if (smol == nullptr) GTEST_SKIP() << "SmolLM2 not in the model cache (scripts/setup)";
+  if (smol == nullptr) {
+    RADIX_SKIP_WITHOUT_REFERENCE("SmolLM2 not in the model cache (scripts/setup)");
+  }
   const auto& tok = *smol->tokenizer;
   const auto vocab = GrammarVocabularyFromTokenizer(
       tok, static_cast<int32_t>(tok.vocab_size()), tok.eos_ids());
