@@ -4,6 +4,7 @@
 #include "api/api_error.h"
 #include "api/generate_api.h"
 #include "api/openai_api.h"
+#include "api/parse_api.h"
 
 namespace radixserve::api {
 namespace {
@@ -61,6 +62,8 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/detokenize", false, HandleDetokenize},
       {{"POST"}, "/v1/completions", false, Admitting(JsonOnly(HandleCompletions))},
       {{"POST"}, "/v1/chat/completions", false, Admitting(JsonOnly(HandleChatCompletions))},
+      {{"POST"}, "/parse_function_call", false, HandleParseFunctionCall},
+      {{"POST"}, "/separate_reasoning", false, HandleSeparateReasoning},
       {{"GET"}, "/metrics", false, HandleMetrics},
       {{"GET"}, "/v1/models", false, HandleListModels},
       {{"GET"}, "/v1/models/", true, HandleGetModel, "model"},

@@ -56,19 +56,22 @@ std::vector<ArgSpec> SglangCoreArgs2() {
                "usage.prompt_tokens_details of OpenAI responses."},
       {.name = "reasoning-parser",
        .type = ArgType::kString,
-       .choices = {"deepseek-r1", "deepseek-v3", "glm45", "gpt-oss", "kimi", "qwen3",
-                   "qwen3-thinking", "step3"},
        .group = group::kApi,
-       .help = "Parser that splits a reasoning model's thinking from its answer.",
-       .cpu = Support::kNo,
-       .cpu_note = "Reasoning parsers are not implemented in radixserve yet."},
+       .help = "Parser that splits a reasoning model's thinking from its answer on "
+               "/v1/chat/completions (message.reasoning_content, delta.reasoning_content when "
+               "streaming; a request's separate_reasoning: false keeps it in content): "
+               "deepseek-r1, deepseek-v3, qwen3, qwen3-thinking, gpt-oss, kimi, glm45, step3, "
+               "minimax and SGLang's other names. Constraints (response_format, tool_choice) apply "
+               "after the thinking ends. Also used by POST /separate_reasoning."},
       {.name = "tool-call-parser",
        .type = ArgType::kString,
        .group = group::kApi,
-       .help = "Parser that extracts tool calls from the model's output, named after the model "
-               "family (for example llama3, qwen, mistral, deepseekv3, pythonic).",
-       .cpu = Support::kNo,
-       .cpu_note = "Tool-call parsers are not implemented in radixserve yet."},
+       .help = "Parser that turns the model's tool-call text into OpenAI tool_calls when a chat "
+               "request offers tools with tool_choice auto, named after the model family: "
+               "hermes, qwen (qwen25), qwen3_coder, llama3, mistral, pythonic, deepseekv3, "
+               "deepseekv31, kimi_k2, gpt-oss, glm (glm45), step3. Without it tools are still "
+               "rendered into the prompt and tool_choice required / a named function still "
+               "works (a JSON-schema constraint)."},
       {.name = "sampling-defaults",
        .type = ArgType::kString,
        .default_value = "\"model\"",

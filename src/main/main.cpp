@@ -18,6 +18,8 @@
 #include "args/arg_parser.h"
 #include "args/help_text.h"
 #include "args/validate.h"
+#include "chat/reasoning_parser.h"
+#include "chat/tool_call_parser.h"
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/thread_pool.h"
@@ -152,6 +154,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   RADIX_LOG_INFO("server_args={}", args.PublicValues().dump());
+
+  // Parser names are checked before the model loads (exit status 2 naming the argument).
+  if (auto name = args.GetOptionalString("tool-call-parser")) {
+    if (auto parser = rs::chat::ToolCallParser::Create(*name, {}); !parser.ok()) {
+      return UsageError("argument --tool-call-parser: " + parser.status().message());
+    }
+  }
+  if (auto name = args.GetOptionalString("reasoning-parser")) {
+    if (auto parser = rs::chat::ReasoningParser::Create(*name); !parser.ok()) {
+      return UsageError("argument --reasoning-parser: " + parser.status().message());
+    }
+  }
 
   auto assets = rs::LoadModelAssets(args);
   if (!assets.ok()) return StartupError(assets.status().message());

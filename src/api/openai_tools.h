@@ -1,0 +1,110 @@
+// Tool calling on /v1/chat/completions: the request's `tools`, `tool_choice` and
+// `parallel_tool_calls`, the grammar that forces a call, and the model's text turned into OpenAI
+// `tool_calls` (whole, or as streamed deltas).
+//
+// As SGLang does it:
+// - tool_choice "none" (the default without tools) leaves tools out of the prompt and parses
+//   nothing.
+// - "auto" (the default with tools) renders the tools through the chat template; when the server
+//   has a --tool-call-parser, the output is read with it: the calls it finds become `tool_calls`,
+//   the rest stays `content`, and finish_reason "stop" becomes "tool_calls".
+// - "required" and a named function ({"type": "function", "function": {"name": ...}}) constrain
+//   the output with a JSON schema: an array of {"name", "parameters"} objects whose parameters
+//   follow each function's schema (one function for a named choice; at most one call when
+//   parallel_tool_calls is false). That array is the answer's `tool_calls`; content is "".
+// Call ids are "call_" + 24 hex digits, except for the kimi_k2 parser
+// ("functions.<name>:<n>", n counting the calls in the conversation so far).
+//
+// Thread safety: plain functions; a ToolCallStreamer belongs to one choice of one response.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+#include "chat/tool_call_parser.h"
+
+namespace radixserve::api::openai {
+
+enum class ToolChoiceMode { kNone, kAuto, kRequired, kNamed };
+
+struct ToolRequest {
+  std::vector<chat::ToolSpec> tools;  // every function the request offers
+  chat::Json template_tools;          // what the chat template gets: null for "none", only the
+                                      // chosen function for a named choice
+  ToolChoiceMode mode = ToolChoiceMode::kNone;
+  std::string named_function;         // kNamed only
+  bool parallel = true;               // parallel_tool_calls
+  int history_calls = 0;              // tool calls of assistant messages already in the chat
+
+  bool constrained() const {
+    return mode == ToolChoiceMode::kRequired || mode == ToolChoiceMode::kNamed;
+  }
+};
+
+// Reads tools / tool_choice / parallel_tool_calls from the ordered request body. Throws
+// ValidationError for wrong types and RequestError for requests SGLang refuses (a named function
+// that is not among the tools, "required" without tools, ...).
+ToolRequest ReadToolRequest(const chat::Json& body);
+
+// The JSON schema (as text) a required / named choice constrains the output with.
+std::string ToolCallSchema(const ToolRequest& request);
+
+// Assistant messages of the history carry tool_calls[].function.arguments as JSON text; chat
+// templates iterate them as mappings, so the text is parsed (SGLang does the same). Throws
+// RequestError when it is not a JSON object.
+void NormalizeHistoryToolCalls(chat::Json& message);
+
+// A finished choice's text read for tool calls.
+struct ToolCallAnswer {
+  std::string content;
+  nlohmann::json tool_calls;  // null when there are none, else the OpenAI tool_calls array
+};
+
+// `parser` may be null (no --tool-call-parser): then only a constrained choice yields calls.
+ToolCallAnswer ParseToolCalls(const ToolRequest& request, const chat::ToolCallParser* parser,
+                              const std::string& text);
+
+// One choice's stream: text deltas in, content and OpenAI `delta.tool_calls` entries out.
+class ToolCallStreamer {
+ public:
+  struct Out {
+    std::string content;
+    nlohmann::json tool_calls = nlohmann::json::array();
+  };
+
+  ToolCallStreamer(const ToolRequest& request, const chat::ToolCallParser* parser);
+
+  Out Feed(std::string_view delta);
+  // The output ended: what was held back.
+  Out Finish();
+  // Whether any call was streamed (finish_reason "stop" then becomes "tool_calls").
+  bool called() const { return called_; }
+
+ private:
+  Out FromParser(chat::ToolCallStreamResult result);
+  Out ScanArray(bool at_end);
+
+  const ToolRequest& request_;
+  const chat::ToolCallParser* parser_;
+  std::optional<chat::ToolCallStream> stream_;  // auto with a parser
+  std::string array_text_;                      // constrained: the JSON array so far
+  size_t scanned_ = 0;                          // array_text_ bytes looked at
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escaped_ = false;
+  size_t element_start_ = std::string::npos;
+  int next_index_ = 0;
+  std::vector<std::string> ids_;  // per call index, parser calls
+  bool called_ = false;
+};
+
+// "call_" + 24 random hex digits, or kimi_k2's "functions.<name>:<n>".
+std::string ToolCallId(const chat::ToolCallParser* parser, const std::string& name, int n);
+
+}  // namespace radixserve::api::openai
