@@ -1,6 +1,7 @@
 #include "api/generate_api.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -17,42 +18,77 @@ namespace {
 using nlohmann::json;
 
 // GenerateReqInput's fields; anything else is rejected like an unexpected keyword argument.
-const std::set<std::string>& KnownFields() {
-  static const std::set<std::string> fields = {"text",
-                                               "input_ids",
-                                               "input_embeds",
-                                               "image_data",
-                                               "video_data",
-                                               "audio_data",
-                                               "sampling_params",
-                                               "rid",
-                                               "return_logprob",
-                                               "logprob_start_len",
-                                               "top_logprobs_num",
-                                               "token_ids_logprob",
-                                               "return_text_in_logprobs",
-                                               "stream",
-                                               "log_metrics",
-                                               "return_hidden_states",
-                                               "modalities",
-                                               "session_params",
-                                               "lora_path",
-                                               "lora_id",
-                                               "custom_logit_processor",
-                                               "bootstrap_host",
-                                               "bootstrap_port",
-                                               "bootstrap_room",
-                                               "bootstrap_pair_key",
-                                               "require_reasoning",
-                                               "data_parallel_rank",
-                                               "priority",
-                                               "extra_key",
-                                               "no_logs",
-                                               "custom_labels",
-                                               "return_entropy",
-                                               "background",
-                                               "conversation_id"};
+// The fields of SGLang's GenerateReqInput (0.5.23), by what radixserve does with them.
+enum class FieldUse {
+  kUsed,      // read by this handler or the request builder
+  kMetadata,  // routing / tracing metadata that cannot change a single server's answer
+  kDefaultOnly,  // a feature radixserve does not have: accepted at SGLang's default value (what
+                 // clients send unless they ask for it), refused with a 400 naming it otherwise
+};
+
+const std::map<std::string, FieldUse, std::less<>>& Fields() {
+  using enum FieldUse;
+  static const std::map<std::string, FieldUse, std::less<>> fields = {
+      {"text", kUsed}, {"input_ids", kUsed}, {"input_embeds", kUsed},
+      {"sampling_params", kUsed}, {"rid", kUsed}, {"return_logprob", kUsed},
+      {"logprob_start_len", kUsed}, {"top_logprobs_num", kUsed}, {"token_ids_logprob", kUsed},
+      {"return_text_in_logprobs", kUsed}, {"stream", kUsed}, {"priority", kUsed},
+      {"extra_key", kUsed}, {"cache_salt", kUsed},
+      // Metadata: the HTTP worker, trace headers, arrival time, router keys.
+      {"http_worker_ipc", kMetadata}, {"external_trace_header", kMetadata},
+      {"received_time", kMetadata}, {"routing_key", kMetadata}, {"conversation_id", kMetadata},
+      {"session_id", kMetadata}, {"log_metrics", kMetadata},
+      // Multimodal inputs, LoRA, disaggregation, sessions, hidden states and the rest.
+      {"image_data", kDefaultOnly}, {"video_data", kDefaultOnly}, {"audio_data", kDefaultOnly},
+      {"mm_hashes", kDefaultOnly}, {"mm_content_hashes", kDefaultOnly},
+      {"use_audio_in_video", kDefaultOnly}, {"video_config", kDefaultOnly},
+      {"watermark", kDefaultOnly}, {"return_sampling_mask", kDefaultOnly},
+      {"sampling_logprobs_mode", kDefaultOnly}, {"return_flat_raw_top_logprobs", kDefaultOnly},
+      {"return_flat_raw_output_top_logprobs", kDefaultOnly},
+      {"return_flat_raw_top_logprobs_b64", kDefaultOnly},
+      {"return_hidden_states", kDefaultOnly}, {"return_routed_experts", kDefaultOnly},
+      {"routed_experts_start_len", kDefaultOnly}, {"return_indexer_topk", kDefaultOnly},
+      {"modalities", kDefaultOnly}, {"session_params", kDefaultOnly}, {"lora_path", kDefaultOnly},
+      {"lora_id", kDefaultOnly}, {"custom_logit_processor", kDefaultOnly},
+      {"positional_embed_overrides", kDefaultOnly}, {"bootstrap_host", kDefaultOnly},
+      {"bootstrap_port", kDefaultOnly}, {"bootstrap_room", kDefaultOnly},
+      {"bootstrap_pair_key", kDefaultOnly}, {"decode_tp_size", kDefaultOnly},
+      {"routed_dp_rank", kDefaultOnly}, {"data_parallel_rank", kDefaultOnly},
+      {"disagg_prefill_dp_rank", kDefaultOnly}, {"background", kDefaultOnly},
+      {"require_reasoning", kDefaultOnly}, {"max_thinking_tokens", kDefaultOnly},
+      {"no_logs", kDefaultOnly}, {"custom_labels", kDefaultOnly}, {"return_bytes", kDefaultOnly},
+      {"return_entropy", kDefaultOnly}, {"return_prompt_token_ids", kDefaultOnly},
+      {"need_wait_for_mm_inputs", kDefaultOnly}, {"num_items_assigned", kDefaultOnly},
+      {"encoder_urls", kDefaultOnly}, {"max_dynamic_patch", kDefaultOnly},
+      {"min_dynamic_patch", kDefaultOnly}, {"image_max_dynamic_patch", kDefaultOnly},
+      {"video_max_dynamic_patch", kDefaultOnly}, {"images_config", kDefaultOnly},
+      {"mm_processor_kwargs", kDefaultOnly}, {"multi_item_delimiter_indices", kDefaultOnly},
+      {"token_indices_to_pool", kDefaultOnly}, {"kv_hints", kDefaultOnly},
+  };
   return fields;
+}
+
+// SGLang's defaults for these fields are None, False or 0 (an empty list or object says the same).
+bool IsDefaultValue(const json& value) {
+  return value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
+         (value.is_number() && value == 0) || (value.is_array() && value.empty()) ||
+         (value.is_object() && value.empty());
+}
+
+// 400 for a field SGLang does not have, or a feature radixserve does not have asked for.
+std::optional<std::string> CheckFields(const json& body) {
+  for (const auto& [key, value] : body.items()) {
+    auto it = Fields().find(key);
+    const std::string shown = key.size() > 64 ? key.substr(0, 64) + "..." : key;
+    if (it == Fields().end()) {
+      return fmt::format("GenerateReqInput got an unexpected field '{}'", shown);
+    }
+    if (it->second == FieldUse::kDefaultOnly && !IsDefaultValue(value)) {
+      return fmt::format("'{}' is not supported by radixserve: send it unset (null/false) or "
+                         "leave it out.", shown);
+    }
+  }
+  return std::nullopt;
 }
 
 void SendNativeError(ResponseWriter& writer, const ApiError& error) {
@@ -265,14 +301,25 @@ Expected<std::vector<PromptInput>> ReadPrompts(const ServerContext& ctx, const j
 }
 
 // The prefix-cache namespace of batch item i: `extra_key` is a string (every item) or a list.
-Expected<std::string> ItemExtraKey(const json& body, size_t i, size_t items) {
-  auto it = body.find("extra_key");
+// SGLang 0.5.23 also takes cache_salt (same shapes); the namespace is cache_salt + extra_key, as
+// on the OpenAI routes.
+Expected<std::string> ItemKey(const json& body, const char* key, size_t i, size_t items) {
+  auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::string();
   if (it->is_string()) return it->get<std::string>();
   if (it->is_array() && it->size() == items && (*it)[i].is_string()) {
     return (*it)[i].get<std::string>();
   }
-  return InvalidArgument("extra_key must be a string or a list of strings, one per prompt.");
+  return InvalidArgument(
+      fmt::format("{} must be a string or a list of strings, one per prompt.", key));
+}
+
+Expected<std::string> ItemExtraKey(const json& body, size_t i, size_t items) {
+  auto salt = ItemKey(body, "cache_salt", i, items);
+  if (!salt.ok()) return salt.status();
+  auto extra = ItemKey(body, "extra_key", i, items);
+  if (!extra.ok()) return extra.status();
+  return *salt + *extra;
 }
 
 // The rid of batch item i: a string rid becomes "{rid}_{i}" in a batch; a list gives one each.
@@ -312,12 +359,9 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     SendValidationError(*writer, "The request body must be a JSON object.");
     return;
   }
-  for (const auto& [key, value] : body.items()) {
-    if (!KnownFields().count(key)) {
-      SendValidationError(*writer, fmt::format("GenerateReqInput got an unexpected field '{}'",
-                                               key.size() > 64 ? key.substr(0, 64) + "..." : key));
-      return;
-    }
+  if (auto refused = CheckFields(body)) {
+    SendValidationError(*writer, *refused);
+    return;
   }
   if (body.contains("input_embeds") && !body["input_embeds"].is_null()) {
     SendNativeError(*writer, BadRequest("input_embeds is not supported by radixserve."));

@@ -49,6 +49,9 @@ chat::Json PrepareMessages(const chat::Json& messages, chat::ContentFormat forma
     }
     chat::Json ordered = message;
     ordered["role"] = role;
+    // A null content (an assistant turn that only called tools) is empty text, as SGLang has it:
+    // templates concatenate content.
+    if (content.is_null()) ordered["content"] = "";
     out.push_back(chat::PrepareMessage(ordered, format));
   }
   return out;

@@ -200,8 +200,8 @@ def test_tool_choice_none_leaves_text_alone(smol):
 
 def test_tool_results_render_through_the_template(smol):
     messages = ASK + [
-        # SmolLM2's template concatenates content, so it cannot take null here (nor can HF's).
-        {"role": "assistant", "content": "", "tool_calls": [
+        # What agent frameworks send after a tool call: content null (empty, as SGLang reads it).
+        {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_1", "type": "function",
              "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees and sunny"},

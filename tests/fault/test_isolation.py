@@ -179,3 +179,15 @@ def test_cache_salt_separates_openai_requests(srv):
     r = post(srv, "/generate", {"text": prompt, "extra_key": "s2",
                                 "sampling_params": {"max_new_tokens": 1}})
     assert r.json()["meta_info"]["cached_tokens"] == 0
+
+
+def test_native_cache_salt_separates_namespaces(srv):
+    """SGLang 0.5.23's GenerateReqInput.cache_salt: a second tenant key on /generate."""
+    prompt = "Native salted prompt that only the salt owner may reuse from the cache, " * 4
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": 1, "temperature": 0}}
+    _, total = cached_tokens(srv, "/generate", {**body, "cache_salt": "n1"})
+    cached, _ = cached_tokens(srv, "/generate", {**body, "cache_salt": "n1"})
+    assert cached >= total - 2, (cached, total)
+    cached, _ = cached_tokens(srv, "/generate", {**body, "cache_salt": "n2"})
+    assert cached == 0, cached
+    assert_error(post(srv, "/generate", {**body, "cache_salt": 7}), 400, "cache_salt")
