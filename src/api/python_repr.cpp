@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "tokenizer/utf8.h"
+
 namespace radixserve::api {
 
 namespace {
@@ -35,24 +37,6 @@ std::vector<char32_t> DecodeUtf8(std::string_view s) {
     i += len;
   }
   return out;
-}
-
-void AppendUtf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // str.isprintable() for the code points a prompt or output plausibly holds: controls, the
@@ -90,7 +74,7 @@ std::string ReprOf(const std::vector<char32_t>& cps, size_t begin, size_t end) {
     } else if (cp == U'\t') {
       out += "\\t";
     } else if (IsPrintable(cp)) {
-      AppendUtf8(cp, out);
+      tokenizer::AppendUtf8(out, static_cast<char32_t>(cp));
     } else if (cp <= 0xFF) {
       out += fmt::format("\\x{:02x}", static_cast<uint32_t>(cp));
     } else if (cp <= 0xFFFF) {

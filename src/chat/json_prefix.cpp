@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "chat/py_json.h"
+#include "tokenizer/utf8.h"
 
 namespace radixserve::chat {
 namespace {
@@ -17,24 +18,6 @@ int HexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 class Scanner {
@@ -102,7 +85,8 @@ class Scanner {
               R lr = Hex4(next + 2, &low);
               if (lr == R::kMore) return R::kMore;
               if (lr == R::kOk && low >= 0xDC00 && low < 0xE000) {
-                AppendUtf8(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), decoded);
+                tokenizer::AppendUtf8(
+                    decoded, static_cast<char32_t>(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)));
                 p_ = next + 6;
                 continue;
               }
@@ -116,7 +100,7 @@ class Scanner {
             std::snprintf(buf, sizeof(buf), "%c%04x", kLoneMark, cp);
             decoded += buf;
           } else {
-            AppendUtf8(cp, decoded);
+            tokenizer::AppendUtf8(decoded, static_cast<char32_t>(cp));
           }
           p_ = next;
           continue;

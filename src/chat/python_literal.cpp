@@ -5,30 +5,13 @@
 #include <cstdlib>
 
 #include "chat/py_json.h"
+#include "tokenizer/utf8.h"
 
 namespace radixserve::chat {
 namespace {
 
 bool IsIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 class PyParser {
  public:
@@ -343,7 +326,7 @@ class PyParser {
           }
           if (cp > 0x10FFFF) return false;
           p_ += n;
-          AppendUtf8(cp, out);
+          tokenizer::AppendUtf8(out, static_cast<char32_t>(cp));
           break;
         }
         default:
@@ -352,7 +335,7 @@ class PyParser {
             for (int k = 0; k < 2 && p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '7'; ++k) {
               cp = cp * 8 + static_cast<uint32_t>(t_[p_++] - '0');
             }
-            AppendUtf8(cp, out);
+            tokenizer::AppendUtf8(out, static_cast<char32_t>(cp));
           } else {
             out += '\\';  // unknown escapes keep their backslash
             out += e;
