@@ -235,10 +235,11 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
       SendError(*writer, BadRequest(prompt.status().message()));
       return;
     }
-    // --reasoning-parser: thinking goes to reasoning_content unless separate_reasoning is false.
+    // --reasoning-parser: thinking goes to reasoning_content unless separate_reasoning is false
+    // (a constraint starts after the thinking either way).
     const bool separate = OptBool(body, "separate_reasoning").value_or(true);
     const bool stream_reasoning = OptBool(body, "stream_reasoning").value_or(true);
-    if (auto name = ctx.args->GetOptionalString("reasoning-parser"); name && separate) {
+    if (auto name = ctx.args->GetOptionalString("reasoning-parser")) {
       chat::ReasoningParserOptions options;
       options.stream_reasoning = stream_reasoning;
       if (chat::ReasoningEnabledByRequest(*name, input.template_kwargs)) {
@@ -259,6 +260,7 @@ void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
           grammar_start_token = static_cast<int32_t>(*id);
         }
       }
+      if (!separate) reasoning_parser = nullptr;  // the thinking stays in content
     }
 
     json sampling = SamplingFromOpenAi(body, ordered_body);

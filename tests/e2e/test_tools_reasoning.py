@@ -294,3 +294,54 @@ def test_separate_reasoning_route_matches_sglang(smol):
     r = requests.post(smol.url + "/separate_reasoning", timeout=30, json={
         "text": "x", "reasoning_parser": "nope"})
     assert r.status_code == 400 and "nope" in r.text
+
+
+@pytest.fixture(scope="module")
+def qwen3(tmp_path_factory):
+    """A tiny dummy-weight Qwen3 with the real Qwen3 tokenizer and chat template, whose
+    end-of-thinking </think> is one token (test_schema_corpus.py builds the same folder)."""
+    from test_schema_corpus import QWEN3_CONFIG, QWEN3_TOKENIZER
+    folder = tmp_path_factory.mktemp("qwen3-think")
+    (folder / "config.json").write_text(json.dumps(QWEN3_CONFIG))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        if not (QWEN3_TOKENIZER / name).exists():
+            pytest.fail(f"{QWEN3_TOKENIZER / name} missing: run scripts/setup")
+        (folder / name).symlink_to(QWEN3_TOKENIZER / name)
+    srv = Server(folder, "--load-format", "dummy", "--reasoning-parser", "qwen3")
+    yield srv
+    assert srv.stop() == 0, srv.logs()
+
+
+def test_constraint_applies_after_the_thinking(qwen3):
+    """With thinking on, a response_format constraint starts after </think>: the (heavily biased)
+    </think> token is allowed first although the JSON grammar would refuse it, and the answer
+    after it follows the schema."""
+    from test_schema_corpus import QWEN3_TOKENIZER
+    added = json.loads((QWEN3_TOKENIZER / "tokenizer.json").read_text())["added_tokens"]
+    [think_end] = [t["id"] for t in added if t["content"] == "</think>"]
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    body = {"model": "default", "messages": [{"role": "user", "content": "Answer in JSON."}],
+            "max_tokens": 40, "temperature": 0,
+            "chat_template_kwargs": {"enable_thinking": True},
+            "logit_bias": {str(think_end): 100},
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "answer", "schema": schema}}}
+    r = requests.post(qwen3.url + "/v1/chat/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "stop", choice
+    jsonschema.validate(json.loads(choice["message"]["content"]), schema)
+    # The raw text holds the end-of-thinking marker the grammar alone would have refused.
+    raw = requests.post(qwen3.url + "/v1/chat/completions", timeout=120,
+                        json={**body, "separate_reasoning": False}).json()
+    text = raw["choices"][0]["message"]["content"]
+    assert "</think>" in text, text
+    jsonschema.validate(json.loads(text.split("</think>", 1)[1]), schema)
+    # Thinking off: the whole output is constrained (no </think> can appear).
+    off = requests.post(qwen3.url + "/v1/chat/completions", timeout=120, json={
+        **body, "chat_template_kwargs": {"enable_thinking": False}}).json()
+    content = off["choices"][0]["message"]["content"]
+    assert "</think>" not in content
+    jsonschema.validate(json.loads(content), schema)
+    qwen3.assert_no_leak()
