@@ -4,16 +4,25 @@
 //     a model that follows the schema produces; like llguidance's MaskBench);
 //   * walk: tokens drawn uniformly from each mask (worst-case-ish: long whitespace runs, odd
 //     strings).
+//   * replay (--replay FILE): the token ids a server actually produced for real schemas (one JSON
+//     object per line: {"schema": "<JSON schema text>", "ids": [...]}, as written by
+//     bench/structured_output.py), each compiled with the server's default JSON whitespace
+//     (--compact: --constrained-json-disable-any-whitespace) and fed token by token; prints one
+//     JSON line with the distribution of mask and accept times over every token of every trace.
 // Compare with llguidance's published figures: 128k-token llama3 vocabulary, JSONSchemaBench,
 // mean ~50 us, p99 ~0.5 ms per mask.
 //
 //   grammar_mask_bench <tokenizer.json | model.gguf>
+//   grammar_mask_bench <tokenizer.json | model.gguf> --replay traces.jsonl [--compact]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sampling/grammar_compiler.h"
 #include "sampling/token_bitmask.h"
@@ -40,6 +49,20 @@ struct Stats {
     };
     std::printf("  %-18s n=%-6zu mean %7.1f us  p50 %7.1f  p90 %7.1f  p99 %7.1f  max %8.1f\n", what,
                 us.size(), sum / us.size(), at(0.5), at(0.9), at(0.99), us.back());
+  }
+  nlohmann::json Json() {
+    std::sort(us.begin(), us.end());
+    double sum = 0;
+    for (double v : us) sum += v;
+    auto at = [&](double q) {
+      return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))];
+    };
+    return {{"n", us.size()},
+            {"mean_us", us.empty() ? 0.0 : sum / static_cast<double>(us.size())},
+            {"p50_us", at(0.5)},
+            {"p90_us", at(0.9)},
+            {"p99_us", at(0.99)},
+            {"max_us", us.empty() ? 0.0 : us.back()}};
   }
 };
 
@@ -145,7 +168,62 @@ int BenchGrammar(const sampling::GrammarCompiler& compiler, const sampling::Gram
   return 0;
 }
 
-int Run(const std::string& path) {
+// Replays recorded traces; two passes over all of them, the first one a warm-up (llguidance
+// builds its lexer states lazily, as a server does on a schema's first request).
+int Replay(const sampling::GrammarTokenizer& grammar_tok, const std::string& file, bool compact) {
+  sampling::GrammarCompilerOptions options;
+  options.json_any_whitespace = !compact;
+  if (!compact) options.json_whitespace_pattern = sampling::kDefaultJsonWhitespacePattern;
+  sampling::GrammarCompiler compiler(grammar_tok, options);
+  struct Trace {
+    std::shared_ptr<const sampling::CompiledGrammar> grammar;
+    std::vector<int32_t> ids;
+  };
+  std::vector<Trace> traces;
+  std::ifstream in(file);
+  Stats compile;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line);
+    const auto t0 = Clock::now();
+    auto compiled = compiler.Compile({sampling::GrammarKind::kJsonSchema, j.at("schema")});
+    if (!compiled.ok()) {
+      std::fprintf(stderr, "%s\n", compiled.status().message().c_str());
+      return 1;
+    }
+    compile.us.push_back(Us(t0));
+    traces.push_back({*compiled, j.at("ids").get<std::vector<int32_t>>()});
+  }
+  std::vector<uint32_t> mask(grammar_tok.bitmask_words());
+  Stats fill, accept, first;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Trace& trace : traces) {
+      auto matcher = trace.grammar->NewMatcher();
+      for (size_t i = 0; i < trace.ids.size(); ++i) {
+        auto t0 = Clock::now();
+        if (!matcher.FillNextTokenBitmask(mask).ok()) return 1;
+        (pass == 0 ? first : fill).us.push_back(Us(t0));
+        if (!sampling::IsTokenAllowed(mask, trace.ids[i])) {
+          std::fprintf(stderr, "trace token %zu (%d) not allowed\n", i, trace.ids[i]);
+          return 1;
+        }
+        t0 = Clock::now();
+        if (!matcher.AcceptToken(trace.ids[i]).ok()) return 1;
+        if (pass == 1) accept.us.push_back(Us(t0));
+      }
+    }
+  }
+  const nlohmann::json out = {{"vocab_size", grammar_tok.vocab_size()},
+                              {"traces", traces.size()},
+                              {"compile", compile.Json()},
+                              {"mask_first_pass", first.Json()},
+                              {"mask", fill.Json()},
+                              {"accept", accept.Json()}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+int Run(const std::string& path, const std::string& replay, bool compact) {
   auto t0 = Clock::now();
   auto tok = tokenizer::LoadTokenizer(path);
   if (!tok.ok()) {
@@ -166,6 +244,7 @@ int Run(const std::string& path) {
     return 1;
   }
   std::printf("llguidance tokenizer created in %.1f ms\n", Us(t0) / 1000);
+  if (!replay.empty()) return Replay(**grammar_tok, replay, compact);
 
   sampling::GrammarCompiler compiler(**grammar_tok, {});
   const struct {
@@ -188,9 +267,23 @@ int Run(const std::string& path) {
 }  // namespace radixserve
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <tokenizer.json | model.gguf>\n", argv[0]);
+  std::string replay;
+  bool compact = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--replay" && i + 1 < argc) {
+      replay = argv[++i];
+    } else if (arg == "--compact") {
+      compact = true;
+    } else {
+      argc = 0;  // usage
+    }
+  }
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s <tokenizer.json | model.gguf> [--replay traces.jsonl [--compact]]\n",
+                 argv[0]);
     return 2;
   }
-  return radixserve::Run(argv[1]);
+  return radixserve::Run(argv[1], replay, compact);
 }
