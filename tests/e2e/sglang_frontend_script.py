@@ -7,13 +7,6 @@ import json
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle" / "chat"))
-import sglang_parsers  # noqa: E402
-
-sglang_parsers.load()
-import sglang.lang.api as sgl  # noqa: E402
-from sglang.lang.backend.runtime_endpoint import RuntimeEndpoint  # noqa: E402
-
 IP_REGEX = r"((25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(25[0-5]|2[0-4]\d|[01]?\d\d?)"
 CITY = {
     "type": "object",
@@ -27,45 +20,49 @@ CITY = {
 }
 
 
-@sgl.function
-def regex_program(s):
-    s += "Q: What is the IP address of the Google DNS servers?\nA: "
-    s += sgl.gen("ip", max_tokens=24, temperature=0, regex=IP_REGEX)
-
-
-@sgl.function
-def json_program(s):
-    s += "Describe Paris in JSON:\n"
-    s += sgl.gen("city", max_tokens=96, temperature=0, json_schema=json.dumps(CITY))
-
-
-@sgl.function
-def select_program(s):
-    s += "Q: Is the sky blue on a clear day? Answer yes or no.\nA: "
-    s += sgl.select("answer", choices=["yes", "no"])
-
-
-@sgl.function
-def fork_program(s):
-    s += "Two facts about cats:\n"
-    forks = s.fork(2)
-    for i, f in enumerate(forks):
-        f += f"{i + 1}. "
-        f += sgl.gen("fact", max_tokens=12, temperature=0, stop="\n")
-    forks.join()
-    s += "First: " + forks[0]["fact"] + "\nSecond: " + forks[1]["fact"]
-
-
-@sgl.function
-def chat_program(s):
-    s += sgl.system("You are a helpful assistant.")
-    s += sgl.user("Name a color.")
-    s += sgl.assistant(sgl.gen("first", max_tokens=12, temperature=0))
-    s += sgl.user("Name another one.")
-    s += sgl.assistant(sgl.gen("second", max_tokens=12, temperature=0))
-
-
 def main(url):
+    # SGLang's package is imported here, never at module level: importing this module (the test
+    # reads its constants) must not install the stubs into the test process.
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle" / "chat"))
+    import sglang_parsers
+
+    sglang_parsers.load()
+    import sglang.lang.api as sgl
+    from sglang.lang.backend.runtime_endpoint import RuntimeEndpoint
+
+    @sgl.function
+    def regex_program(s):
+        s += "Q: What is the IP address of the Google DNS servers?\nA: "
+        s += sgl.gen("ip", max_tokens=24, temperature=0, regex=IP_REGEX)
+
+    @sgl.function
+    def json_program(s):
+        s += "Describe Paris in JSON:\n"
+        s += sgl.gen("city", max_tokens=96, temperature=0, json_schema=json.dumps(CITY))
+
+    @sgl.function
+    def select_program(s):
+        s += "Q: Is the sky blue on a clear day? Answer yes or no.\nA: "
+        s += sgl.select("answer", choices=["yes", "no"])
+
+    @sgl.function
+    def fork_program(s):
+        s += "Two facts about cats:\n"
+        forks = s.fork(2)
+        for i, f in enumerate(forks):
+            f += f"{i + 1}. "
+            f += sgl.gen("fact", max_tokens=12, temperature=0, stop="\n")
+        forks.join()
+        s += "First: " + forks[0]["fact"] + "\nSecond: " + forks[1]["fact"]
+
+    @sgl.function
+    def chat_program(s):
+        s += sgl.system("You are a helpful assistant.")
+        s += sgl.user("Name a color.")
+        s += sgl.assistant(sgl.gen("first", max_tokens=12, temperature=0))
+        s += sgl.user("Name another one.")
+        s += sgl.assistant(sgl.gen("second", max_tokens=12, temperature=0))
+
     sgl.set_default_backend(RuntimeEndpoint(url))
     out = {}
     out["ip"] = regex_program.run()["ip"]
