@@ -252,14 +252,15 @@ ToolCallStreamer::ToolCallStreamer(const ToolRequest& request, const chat::ToolC
 ToolCallStreamer::Out ToolCallStreamer::Feed(std::string_view delta) {
   if (request_.constrained()) {
     array_text_.append(delta);
-    return ScanArray(false);
+    return ScanArray();
   }
   if (!stream_) return Out{std::string(delta)};
   return FromParser(stream_->Feed(delta));
 }
 
 ToolCallStreamer::Out ToolCallStreamer::Finish() {
-  if (request_.constrained()) return ScanArray(true);
+  // A constrained element cut short by max_tokens is never sent.
+  if (request_.constrained()) return Out{};
   if (!stream_) return Out{};
   return FromParser(stream_->Finish());
 }
@@ -285,7 +286,7 @@ ToolCallStreamer::Out ToolCallStreamer::FromParser(chat::ToolCallStreamResult re
 // Streams each element of the constrained JSON array once it is complete: the scanner tracks
 // strings and nesting, and a top-level object that closes is parsed and sent whole (name and
 // arguments in one delta, the arguments formatted exactly as the non-streamed answer's).
-ToolCallStreamer::Out ToolCallStreamer::ScanArray(bool at_end) {
+ToolCallStreamer::Out ToolCallStreamer::ScanArray() {
   Out out;
   for (; scanned_ < array_text_.size(); ++scanned_) {
     const char c = array_text_[scanned_];
@@ -323,7 +324,6 @@ ToolCallStreamer::Out ToolCallStreamer::ScanArray(bool at_end) {
       }
     }
   }
-  (void)at_end;  // an element cut short by max_tokens is never sent
   return out;
 }
 

@@ -88,7 +88,7 @@ class ToolCallStreamer {
 
  private:
   Out FromParser(chat::ToolCallStreamResult result);
-  Out ScanArray(bool at_end);
+  Out ScanArray();
 
   const ToolRequest& request_;
   const chat::ToolCallParser* parser_;
