@@ -14,6 +14,7 @@
 #include "api/json_fields.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
+#include "api/serving.h"
 #include "common/version.h"
 
 namespace radixserve::api {
@@ -28,13 +29,9 @@ void SendJson(ResponseWriter& writer, int status, const json& body) {
 // The body as a JSON object ({} when empty), or a 400 already sent.
 std::optional<json> ParseBodyObject(const ApiRequest& request, ResponseWriter& writer) {
   if (request.body.empty()) return json::object();
-  auto body = ParseJsonBody(request.body);
+  ApiExpected<json> body = ParseJsonObjectBody(request.body);
   if (!body.ok()) {
-    openai::SendValidationError(writer, body.status().message());
-    return std::nullopt;
-  }
-  if (!body->is_object()) {
-    openai::SendValidationError(writer, "The request body must be a JSON object.");
+    SendResult(writer, body);
     return std::nullopt;
   }
   return std::move(body).value();

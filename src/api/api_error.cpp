@@ -29,4 +29,31 @@ ApiError FromStatus(const Status& status) {
   return {500, "Internal server error: " + status.message(), "InternalServerError", {}};
 }
 
+namespace {
+
+nlohmann::json TgiBody(const ApiError& error) {
+  const char* type = error.status == 503   ? "overloaded"
+                     : error.status >= 500 ? "generation"
+                                           : "validation";
+  return {{"error", error.message}, {"error_type", type}};
+}
+
+}  // namespace
+
+nlohmann::json ErrorBody(ErrorStyle style, const ApiError& error) {
+  if (style == ErrorStyle::kLightLlm) return {{"message", error.message}};
+  if (style == ErrorStyle::kTgi) return TgiBody(error);
+  if (style == ErrorStyle::kNative && error.status == 400 && error.type != "Bad Request") {
+    return error.NativeBody();
+  }
+  return error.OpenAiBody();
+}
+
+nlohmann::json StreamErrorBody(ErrorStyle style, const ApiError& error) {
+  if (style == ErrorStyle::kLightLlm) return {{"message", error.message}};
+  if (style == ErrorStyle::kTgi) return TgiBody(error);
+  if (style == ErrorStyle::kNative) return error.NativeBody();
+  return {{"error", error.OpenAiBody()}};
+}
+
 }  // namespace radixserve::api

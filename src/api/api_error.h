@@ -37,4 +37,25 @@ inline ApiError BadRequest(std::string message, std::string type = "BadRequestEr
   return {400, std::move(message), std::move(type), {}};
 }
 
+// A request-schema failure (a field of the wrong type or shape): 400 with SGLang's type
+// "Bad Request", answered in the OpenAI shape on every route.
+inline ApiError InvalidRequest(std::string message) {
+  return {400, std::move(message), "Bad Request", {}};
+}
+
+// A value or the error to answer with.
+template <typename T>
+using ApiExpected = Expected<T, ApiError>;
+
+// How a route shapes its error bodies. kOpenAi: always the OpenAI body. kNative (/generate, as
+// SGLang): schema failures in the OpenAI body, other 400s as {"error": {"message": ...}}, the
+// rest in the OpenAI body. kLightLlm: {"message": ...} (LightLLM's create_error_response). kTgi:
+// {"error": ..., "error_type": ...} (Text Generation Inference's ErrorResponse).
+enum class ErrorStyle { kOpenAi, kNative, kLightLlm, kTgi };
+
+// The body of a plain (non-streamed) error answer.
+nlohmann::json ErrorBody(ErrorStyle style, const ApiError& error);
+// The data of the SSE event that reports an error inside a started stream.
+nlohmann::json StreamErrorBody(ErrorStyle style, const ApiError& error);
+
 }  // namespace radixserve::api

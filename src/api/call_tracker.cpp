@@ -76,7 +76,6 @@ void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
   call->choices_.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     call->choices_[i].rid = requests[i].rid;
-    call->choices_[i].input_ids = requests[i].input_ids;
     call->choices_[i].arrival = requests[i].arrival;
     call->choices_[i].has_grammar = requests[i].sampling.HasGrammar();
     call->RecordReceived(requests[i], call->choices_[i]);

@@ -29,7 +29,6 @@ namespace radixserve::api {
 // Everything one engine request has produced so far.
 struct ChoiceState {
   std::string rid;
-  std::vector<int32_t> input_ids;
   std::string text;                 // cumulative output text
   std::vector<int32_t> output_ids;  // cumulative output ids
   std::vector<engine::TokenLogprobInfo> output_logprobs;
@@ -50,10 +49,6 @@ struct ChoiceState {
   nlohmann::ordered_json log_obj;
   double created_time = 0.0;
   uint64_t dump_ticket = 0;
-  // Bookkeeping for formatters that send deltas.
-  size_t text_sent = 0;
-  size_t ids_sent = 0;
-  size_t logprobs_sent = 0;
 };
 
 class CallTracker : public std::enable_shared_from_this<CallTracker> {

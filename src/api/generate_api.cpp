@@ -10,7 +10,9 @@
 #include "api/call_tracker.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
+#include "api/lightllm_api.h"
 #include "api/request_builder.h"
+#include "api/serving.h"
 
 namespace radixserve::api {
 namespace {
@@ -91,15 +93,6 @@ std::optional<std::string> CheckFields(const json& body) {
   return std::nullopt;
 }
 
-void SendNativeError(ResponseWriter& writer, const ApiError& error) {
-  writer.Send(error.status, "application/json", ToJsonText(error.NativeBody()));
-}
-
-void SendValidationError(ResponseWriter& writer, const std::string& message) {
-  ApiError error{400, message, "Bad Request", {}};
-  writer.Send(400, "application/json", ToJsonText(error.OpenAiBody()));
-}
-
 json FinishReasonJson(const ChoiceState& choice) {
   if (!choice.finish) return nullptr;
   const engine::FinishReason& reason = *choice.finish;
@@ -159,8 +152,10 @@ struct ItemInfo {
   engine::GenerateRequest shape;  // logprob options only (ids and sampling not needed)
 };
 
-json ItemJson(const ServerContext& ctx, ChoiceState& choice, const ItemInfo& info,
-              bool stream_output_slices, std::optional<size_t> index) {
+// One item of the answer. With `ids_sent` (--stream-output), output_ids holds only the ids after
+// *ids_sent, and the cursor moves to the end.
+json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInfo& info,
+              size_t* ids_sent, std::optional<size_t> index) {
   json meta = {{"id", choice.rid},
                {"finish_reason", FinishReasonJson(choice)},
                {"prompt_tokens", choice.prompt_tokens},
@@ -174,10 +169,10 @@ json ItemJson(const ServerContext& ctx, ChoiceState& choice, const ItemInfo& inf
     AddLogprobs(ctx, info.shape, choice.output_logprobs, "output", meta);
   }
   json ids;
-  if (stream_output_slices) {
-    ids =
-        std::vector<int32_t>(choice.output_ids.begin() + choice.ids_sent, choice.output_ids.end());
-    choice.ids_sent = choice.output_ids.size();
+  if (ids_sent != nullptr) {
+    ids = std::vector<int32_t>(choice.output_ids.begin() + static_cast<std::ptrdiff_t>(*ids_sent),
+                               choice.output_ids.end());
+    *ids_sent = choice.output_ids.size();
   } else {
     ids = choice.output_ids;
   }
@@ -346,42 +341,76 @@ Expected<std::string> ItemRid(ServerContext& ctx, const json& body, size_t i, si
   return InvalidArgument("rid must be a non-empty string or a list of them.");
 }
 
+// /generate's answers: one item per request (a list for a batch or n > 1); streamed items carry
+// the cumulative text, and with --stream-output only the new output ids.
+class GenerateFormatter final : public ResponseFormatter {
+ public:
+  GenerateFormatter(std::vector<ItemInfo> infos, bool batch, bool stream_output)
+      : infos_(std::move(infos)),
+        batch_(batch),
+        indexed_(infos_.size() > 1),
+        stream_output_(stream_output),
+        ids_sent_(infos_.size(), 0) {}
+
+  void StreamEvent(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t index,
+                   const engine::RequestEvent& event, const Emit& emit) override {
+    const ChoiceState& choice = choices[index];
+    if (event.finished && choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
+        choice.finish->status_code >= 400) {
+      emit(ApiError{choice.finish->status_code, choice.finish->message, {}, {}}.NativeBody());
+      return;
+    }
+    emit(ItemJson(ctx, choice, infos_[index], stream_output_ ? &ids_sent_[index] : nullptr,
+                  indexed_ ? std::optional<size_t>(index) : std::nullopt));
+  }
+
+  void StreamEnd(const ServerContext&, const std::vector<ChoiceState>&, const Emit&) override {}
+
+  FormattedResponse Complete(const ServerContext& ctx,
+                             const std::vector<ChoiceState>& choices) override {
+    // A request that failed after admission answers with its error status when it is alone.
+    if (choices.size() == 1 && choices[0].finish &&
+        choices[0].finish->kind == engine::FinishKind::kAbort &&
+        choices[0].finish->status_code >= 400) {
+      ApiError error{choices[0].finish->status_code, choices[0].finish->message, {}, {}};
+      return {error.status, error.NativeBody()};
+    }
+    if (!batch_ && !indexed_) return {200, ItemJson(ctx, choices[0], infos_[0], nullptr, {})};
+    json out = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+      out.push_back(ItemJson(ctx, choices[i], infos_[i], nullptr, std::nullopt));
+    }
+    return {200, std::move(out)};
+  }
+
+ private:
+  std::vector<ItemInfo> infos_;
+  bool batch_;
+  bool indexed_;
+  bool stream_output_;
+  std::vector<size_t> ids_sent_;
+};
+
 }  // namespace
 
-void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
-  auto parsed = ParseJsonBody(body_text);
-  if (!parsed.ok()) {
-    SendValidationError(*writer, parsed.status().message());
-    return;
-  }
-  const json& body = *parsed;
-  if (!body.is_object()) {
-    SendValidationError(*writer, "The request body must be a JSON object.");
-    return;
-  }
-  if (auto refused = CheckFields(body)) {
-    SendValidationError(*writer, *refused);
-    return;
-  }
+ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
+  if (auto refused = CheckFields(body)) return InvalidRequest(*refused);
   if (body.contains("input_embeds") && !body["input_embeds"].is_null()) {
-    SendNativeError(*writer, BadRequest("input_embeds is not supported by radixserve."));
-    return;
+    return BadRequest("input_embeds is not supported by radixserve.");
   }
-  auto fail = [&](const Status& status) { SendValidationError(*writer, status.message()); };
+  auto invalid = [](const Status& status) { return InvalidRequest(status.message()); };
 
   bool batch = false;
   auto prompts = ReadPrompts(ctx, body, batch);
-  if (!prompts.ok()) return fail(prompts.status());
+  if (!prompts.ok()) return invalid(prompts.status());
   if (prompts->empty()) {
-    SendNativeError(*writer,
-                    BadRequest("Either text, input_ids or input_embeds should be provided."));
-    return;
+    return BadRequest("Either text, input_ids or input_embeds should be provided.");
   }
   auto stream_field = ReadOptionalBool(body, "stream");
-  if (!stream_field.ok()) return fail(stream_field.status());
+  if (!stream_field.ok()) return invalid(stream_field.status());
   const bool stream = stream_field->value_or(false);
   auto priority = ReadOptionalInt(body, "priority");
-  if (!priority.ok()) return fail(priority.status());
+  if (!priority.ok()) return invalid(priority.status());
 
   // Everything is read and bounded before any prompt is tokenized or copied n times.
   std::vector<ItemOptions> items;
@@ -389,35 +418,35 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
   int64_t total_requests = 0;
   for (size_t i = 0; i < prompts->size(); ++i) {
     auto options = ReadItemOptions(ctx, body, i, batch);
-    if (!options.ok()) return fail(options.status());
+    if (!options.ok()) return invalid(options.status());
     int64_t n = 1;
     if (options->sampling.is_object() && options->sampling.contains("n") &&
         !options->sampling["n"].is_null()) {
       auto read = CheckN(options->sampling["n"], ctx.limits);
-      if (!read.ok()) return fail(read.status());
+      if (!read.ok()) return invalid(read.status());
       n = *read;
     }
     total_requests += n;
     if (total_requests > ctx.limits.max_requests_per_call) {
-      return fail(InvalidArgument(fmt::format(
+      return InvalidRequest(fmt::format(
           "The request asks for more than {} generations (prompts x n); the server's limit is "
           "--max-requests-per-call.",
-          ctx.limits.max_requests_per_call)));
+          ctx.limits.max_requests_per_call));
     }
     items.push_back(std::move(*options));
     item_n.push_back(n);
   }
 
-  const bool stream_output = ctx.args->GetBool("stream-output");
-  std::vector<engine::GenerateRequest> requests;
+  ServingPlan plan;
+  plan.stream = stream;
   std::vector<ItemInfo> infos;
   std::optional<int64_t> group_n;  // n shared by every item (SGLang requires that), else 1
   for (size_t i = 0; i < prompts->size(); ++i) {
     const ItemOptions& item = items[i];
     auto base_rid = ItemRid(ctx, body, i, prompts->size(), batch);
-    if (!base_rid.ok()) return fail(base_rid.status());
+    if (!base_rid.ok()) return invalid(base_rid.status());
     auto extra_key = ItemExtraKey(body, i, prompts->size());
-    if (!extra_key.ok()) return fail(extra_key.status());
+    if (!extra_key.ok()) return invalid(extra_key.status());
     const int64_t n = item_n[i];
     group_n = (!group_n || *group_n == n) ? n : 1;
     for (int64_t j = 0; j < n; ++j) {
@@ -431,10 +460,7 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
                            .token_ids_logprob = item.token_ids_logprob,
                            .return_text_in_logprobs = item.return_text};
       BuiltRequest built = BuildGenerateRequest(ctx, (*prompts)[i], item.sampling, options);
-      if (built.error) {
-        SendNativeError(*writer, *built.error);
-        return;
-      }
+      if (built.error) return *built.error;
       built.request->sampling.n = 1;  // the n copies are separate engine requests
       ItemInfo info;
       info.shape.return_logprob = item.return_logprob;
@@ -442,63 +468,30 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
       info.shape.token_ids_logprob = item.token_ids_logprob;
       info.shape.return_text_in_logprobs = item.return_text;
       infos.push_back(std::move(info));
-      requests.push_back(std::move(*built.request));
+      plan.requests.push_back(std::move(*built.request));
     }
   }
-  const bool indexed = requests.size() > 1;
+  plan.group = static_cast<size_t>(group_n.value_or(1));
+  plan.formatter = std::make_shared<GenerateFormatter>(std::move(infos), batch,
+                                                       ctx.args->GetBool("stream-output"));
+  return plan;
+}
 
-  auto on_event = [infos, stream, stream_output, indexed](CallTracker& call, size_t index,
-                                                          const engine::RequestEvent& event) {
-    if (!stream) return;
-    ChoiceState& choice = call.choices()[index];
-    if (event.finished && choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
-        choice.finish->status_code >= 400) {
-      call.writer().SendEvent(ToJsonText(json{{"error", {{"message", choice.finish->message}}}}));
-      return;
+void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
+  ApiExpected<json> body = ParseJsonObjectBody(body_text);
+  if (!body.ok()) return SendResult(*writer, body, ErrorStyle::kNative);
+  if (IsLightLlmBody(*body)) {
+    // LightLLM's /generate; a "stream" field picks its streamed answer, as its POST / does.
+    auto stream = ReadOptionalBool(*body, "stream");
+    if (!stream.ok()) {
+      return SendResult(*writer, InvalidRequest(stream.status().message()),
+                        ErrorStyle::kLightLlm);
     }
-    call.writer().SendEvent(
-        ToJsonText(ItemJson(call.context(), choice, infos[index], stream_output,
-                            indexed ? std::optional<size_t>(index) : std::nullopt)));
-  };
-  auto on_done = [infos, stream, batch, indexed](CallTracker& call) {
-    if (stream) {
-      call.writer().SendEvent("[DONE]");
-      call.writer().EndStream();
-      return;
-    }
-    auto& choices = call.choices();
-    // A request that failed after admission answers with its error status when it is alone.
-    if (choices.size() == 1 && choices[0].finish &&
-        choices[0].finish->kind == engine::FinishKind::kAbort &&
-        choices[0].finish->status_code >= 400) {
-      ApiError error{choices[0].finish->status_code, choices[0].finish->message, "BadRequest", {}};
-      call.writer().Send(error.status, "application/json", ToJsonText(error.NativeBody()));
-      return;
-    }
-    json out;
-    if (batch || indexed) {
-      out = json::array();
-      for (size_t i = 0; i < choices.size(); ++i) {
-        out.push_back(ItemJson(call.context(), choices[i], infos[i], false, std::nullopt));
-      }
-    } else {
-      out = ItemJson(call.context(), choices[0], infos[0], false, std::nullopt);
-    }
-    call.writer().Send(200, "application/json", ToJsonText(out));
-  };
-  auto on_rejected = [writer](const ApiError& error, bool stream_started) {
-    if (stream_started) {
-      writer->SendEvent(ToJsonText(json{{"error", {{"message", error.message}}}}));
-      writer->SendEvent("[DONE]");
-      writer->EndStream();
-    } else if (error.status == 400) {
-      SendNativeError(*writer, error);  // SGLang answers /generate's ValueErrors this way
-    } else {
-      writer->Send(error.status, "application/json", ToJsonText(error.OpenAiBody()));
-    }
-  };
-  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done, on_rejected,
-                     static_cast<size_t>(group_n.value_or(1)), stream);
+    body->erase("stream");
+    return ServeLightLlm(ctx, *body, stream->value_or(false), /*list_answer=*/false,
+                         std::move(writer));
+  }
+  Serve(ctx, std::move(writer), ErrorStyle::kNative, ParseGenerate(ctx, *body));
 }
 
 }  // namespace radixserve::api

@@ -4,11 +4,23 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
 #include "api/response_writer.h"
 #include "api/server_context.h"
+#include "api/serving.h"
 
 namespace radixserve::api {
+
+// The parse step of /generate (serving.h): the body's engine requests and their formatter, or the
+// 400 to answer.
+ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const nlohmann::json& body);
+
+// POST /generate: SGLang's GenerateReqInput, or LightLLM's {"inputs", "parameters"} body
+// (lightllm_api.h).
 
 void HandleGenerate(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
 

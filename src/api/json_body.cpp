@@ -73,6 +73,26 @@ Expected<nlohmann::ordered_json> ParseOrderedJsonBody(std::string_view text) {
   return Parse<nlohmann::ordered_json>(text);
 }
 
+namespace {
+
+template <typename Json>
+ApiExpected<Json> ParseObject(std::string_view text) {
+  auto parsed = Parse<Json>(text);
+  if (!parsed.ok()) return InvalidRequest(parsed.status().message());
+  if (!parsed->is_object()) return InvalidRequest("The request body must be a JSON object.");
+  return std::move(parsed).value();
+}
+
+}  // namespace
+
+ApiExpected<nlohmann::json> ParseJsonObjectBody(std::string_view text) {
+  return ParseObject<nlohmann::json>(text);
+}
+
+ApiExpected<nlohmann::ordered_json> ParseOrderedJsonObjectBody(std::string_view text) {
+  return ParseObject<nlohmann::ordered_json>(text);
+}
+
 std::string PreviewJson(const nlohmann::json& value, size_t max_chars) {
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() <= max_chars) return text;

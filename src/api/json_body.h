@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
 #include "common/status.h"
 
 namespace radixserve::api {
@@ -32,6 +33,11 @@ Expected<nlohmann::json> ParseJsonBody(std::string_view text);
 // The same, keeping the client's key order (chat templates render tools and arguments with
 // `tojson`, which shows the order).
 Expected<nlohmann::ordered_json> ParseOrderedJsonBody(std::string_view text);
+
+// The body of a route that takes a JSON object: the object, or the 400 to answer (a schema failure,
+// InvalidRequest): the reasons above, or "The request body must be a JSON object.".
+ApiExpected<nlohmann::json> ParseJsonObjectBody(std::string_view text);
+ApiExpected<nlohmann::ordered_json> ParseOrderedJsonObjectBody(std::string_view text);
 
 // A short rendering of a client's value for an error message: at most `max_chars` characters of
 // its JSON text, "..." marking a cut. Never echoes an unbounded value back.

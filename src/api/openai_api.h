@@ -5,11 +5,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include "api/api_error.h"
 #include "api/response_writer.h"
 #include "api/server_context.h"
+#include "api/serving.h"
 
 namespace radixserve::api {
+
+// The parse steps (serving.h): the body's engine requests and their formatter, or the error.
+ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_view body);
+ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view body);
 
 void HandleChatCompletions(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
 void HandleCompletions(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);

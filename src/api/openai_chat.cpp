@@ -9,6 +9,7 @@
 #include "api/openai_common.h"
 #include "api/openai_tools.h"
 #include "api/request_builder.h"
+#include "api/serving.h"
 #include "chat/reasoning_parser.h"
 
 namespace radixserve::api {
@@ -18,31 +19,32 @@ using namespace openai;
 
 const char* const kRoles[] = {"system", "user", "assistant", "tool", "function", "developer"};
 
-// Messages as the template wants them; roles lower-cased and checked.
-chat::Json PrepareMessages(const chat::Json& messages, chat::ContentFormat format) {
+// Messages as the template wants them: roles lower-cased and checked, history tool-call arguments
+// parsed (openai_tools.h).
+ApiExpected<chat::Json> PrepareMessages(const chat::Json& messages, chat::ContentFormat format) {
   chat::Json out = chat::Json::array();
   for (const auto& message : messages) {
     if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
-      throw ValidationError("Each message must be an object with a string 'role'.");
+      return InvalidRequest("Each message must be an object with a string 'role'.");
     }
     std::string role = message["role"].get<std::string>();
     std::transform(role.begin(), role.end(), role.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (std::find(std::begin(kRoles), std::end(kRoles), role) == std::end(kRoles)) {
-      throw ValidationError(fmt::format("Invalid message role '{}'.", role));
+      return InvalidRequest(fmt::format("Invalid message role '{}'.", role));
     }
     const chat::Json& content = message.contains("content") ? message["content"] : chat::Json();
     if (!content.is_null() && !content.is_string() && !content.is_array()) {
-      throw ValidationError("Message content must be a string or a list of content parts.");
+      return InvalidRequest("Message content must be a string or a list of content parts.");
     }
     if (content.is_array()) {
       for (const auto& part : content) {
         if (!part.is_object() || !part.contains("type")) {
-          throw ValidationError("Each content part must be an object with a 'type'.");
+          return InvalidRequest("Each content part must be an object with a 'type'.");
         }
         std::string type = part["type"].is_string() ? part["type"].get<std::string>() : "";
         if (type != "text") {
-          throw ValidationError(fmt::format(
+          return InvalidRequest(fmt::format(
               "Content parts of type '{}' are not supported: this model takes text only.", type));
         }
       }
@@ -53,6 +55,9 @@ chat::Json PrepareMessages(const chat::Json& messages, chat::ContentFormat forma
     // templates concatenate content.
     if (content.is_null()) ordered["content"] = "";
     out.push_back(chat::PrepareMessage(ordered, format));
+  }
+  for (chat::Json& message : out) {
+    if (auto error = NormalizeHistoryToolCalls(message)) return *error;
   }
   return out;
 }
@@ -73,11 +78,6 @@ json ChatLogprobs(const ServerContext& ctx, const ChoiceState& choice, size_t fr
                        {"top_logprobs", top}});
   }
   return {{"content", content}};
-}
-
-json Chunk(const std::string& id, int64_t created, const std::string& model, json choice) {
-  return {{"id", id},       {"object", "chat.completion.chunk"},           {"created", created},
-          {"model", model}, {"choices", json::array({std::move(choice)})}, {"usage", nullptr}};
 }
 
 // What one call's choices need to turn model text into reasoning, content and tool calls.
@@ -156,257 +156,271 @@ std::string ToolAwareFinish(const ChoiceState& choice, bool called) {
   return called && IsStop(choice) ? "tool_calls" : FinishReasonName(choice);
 }
 
-}  // namespace
+// /v1/chat/completions answers: chat.completion objects, streamed as chat.completion.chunk deltas
+// (role first, then reasoning, content and tool calls as ChatOutput splits them).
+class ChatFormatter final : public ResponseFormatter {
+ public:
+  struct Options {
+    std::string id;
+    int64_t created = 0;
+    std::string model;
+    bool logprobs = false;
+    bool include_usage = false;
+    size_t group = 1;
+  };
 
-void HandleChatCompletions(ServerContext& ctx, const std::string& body_text,
-                           ResponseWriterPtr writer) {
-  auto parsed = ParseJsonBody(body_text);
-  if (!parsed.ok()) {
-    SendValidationError(*writer, parsed.status().message());
-    return;
-  }
-  const json& body = *parsed;
-  if (!body.is_object()) {
-    SendValidationError(*writer, "The request body must be a JSON object.");
-    return;
-  }
-  std::vector<engine::GenerateRequest> requests;
-  auto tools = std::make_shared<ToolRequest>();
-  std::shared_ptr<const chat::ToolCallParser> tool_parser;
-  std::shared_ptr<const chat::ReasoningParser> reasoning_parser;
-  std::optional<int32_t> grammar_start_token;
-  std::string model;
-  bool stream = false, include_usage = false, logprobs = false;
-  int64_t n = 1;
-  try {
-    model = OptString(body, "model").value_or("default");
-    stream = OptBool(body, "stream").value_or(false);
-    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
-      if (!body["stream_options"].is_object()) {
-        throw ValidationError("stream_options must be an object.");
-      }
-      include_usage = OptBool(body["stream_options"], "include_usage").value_or(false);
-    }
-    logprobs = OptBool(body, "logprobs").value_or(false);
-    int64_t top_logprobs = OptInt(body, "top_logprobs").value_or(0);
-    if (top_logprobs < 0 || top_logprobs > ctx.limits.max_top_logprobs) {
-      throw ValidationError(fmt::format(
-          "top_logprobs must be in [0, {}] (the server's --max-top-logprobs), got {}.",
-          ctx.limits.max_top_logprobs, top_logprobs));
-    }
-    n = RequireN(ctx, body, "n");
-    if (!body.contains("messages") || !body["messages"].is_array()) {
-      throw ValidationError("Field 'messages' is required and must be a list.");
-    }
-    if (body["messages"].empty()) {
-      SendError(*writer, BadRequest("Messages cannot be empty."));
-      return;
-    }
-    if (ctx.chat_template == nullptr) {
-      SendError(*writer, BadRequest("This model has no chat template; pass --chat-template or "
-                                    "use /v1/completions."));
-      return;
-    }
-    chat::ChatRenderInput input;
-    // Templates see the client's key order (tools | tojson), so read messages order-preserving.
-    chat::Json ordered_body = ParseOrderedJsonBody(body_text).value();  // parsed once already
-    *tools = ReadToolRequest(ordered_body);
-    if (tools->mode != ToolChoiceMode::kNone) {
-      auto parser_name = ctx.args->GetOptionalString("tool-call-parser");
-      if (parser_name) {
-        auto created = chat::ToolCallParser::Create(*parser_name, tools->tools);
-        if (!created.ok()) throw RequestError(created.status().message());
-        tool_parser = std::shared_ptr<const chat::ToolCallParser>(std::move(created).value());
-      }
-    }
-    input.messages = PrepareMessages(ordered_body["messages"], ctx.chat_template->content_format());
-    for (chat::Json& message : input.messages) NormalizeHistoryToolCalls(message);
-    input.tools = tools->template_tools;
-    input.continue_final_message = OptBool(body, "continue_final_message").value_or(false);
-    input.add_generation_prompt = !input.continue_final_message;
-    if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
-      if (!body["chat_template_kwargs"].is_object()) {
-        throw ValidationError("chat_template_kwargs must be an object.");
-      }
-      input.template_kwargs = ordered_body["chat_template_kwargs"];
-    }
-    auto prompt = ctx.chat_template->Render(input);
-    if (!prompt.ok()) {
-      SendError(*writer, BadRequest(prompt.status().message()));
-      return;
-    }
-    // --reasoning-parser: thinking goes to reasoning_content unless separate_reasoning is false
-    // (a constraint starts after the thinking either way).
-    const bool separate = OptBool(body, "separate_reasoning").value_or(true);
-    const bool stream_reasoning = OptBool(body, "stream_reasoning").value_or(true);
-    if (auto name = ctx.args->GetOptionalString("reasoning-parser")) {
-      chat::ReasoningParserOptions options;
-      options.stream_reasoning = stream_reasoning;
-      if (chat::ReasoningEnabledByRequest(*name, input.template_kwargs)) {
-        options.force_reasoning = true;
-      }
-      auto force_nonempty = input.template_kwargs.find("force_nonempty_content");
-      options.force_nonempty_content = force_nonempty != input.template_kwargs.end() &&
-                                       force_nonempty->is_boolean() && force_nonempty->get<bool>();
-      auto created = chat::ReasoningParser::Create(*name, options);
-      if (!created.ok()) throw RequestError(created.status().message());
-      reasoning_parser = std::shared_ptr<const chat::ReasoningParser>(std::move(created).value());
-      // With thinking on, constraints apply to the answer only: the grammar starts after the
-      // end-of-thinking token (when it is one token of the vocabulary; otherwise, and with
-      // thinking off, it constrains the whole output).
-      if (reasoning_parser->force_reasoning() && ctx.tokenizer != nullptr &&
-          !reasoning_parser->format().think_end.empty()) {
-        if (auto id = ctx.tokenizer->TokenToId(reasoning_parser->format().think_end)) {
-          grammar_start_token = static_cast<int32_t>(*id);
-        }
-      }
-      if (!separate) reasoning_parser = nullptr;  // the thinking stays in content
-    }
+  ChatFormatter(Options options, std::unique_ptr<ChatOutput> output, size_t choices)
+      : o_(std::move(options)), output_(std::move(output)), cursors_(choices) {}
 
-    json sampling = SamplingFromOpenAi(body, ordered_body);
-    if (tools->constrained()) {
-      // SGLang: required / named tool choice is a JSON-schema constraint on a call array.
-      for (const char* other : {"json_schema", "regex", "ebnf", "structural_tag"}) {
-        if (sampling.contains(other)) {
-          throw RequestError(fmt::format(
-              "tool_choice \"required\" or a named function cannot be combined with {} (or "
-              "response_format): the tool call is the constraint.", other));
-        }
-      }
-      sampling["json_schema"] = ToolCallSchema(*tools);
-    }
-    auto max_tokens = OptInt(body, "max_completion_tokens");
-    if (!max_tokens) max_tokens = OptInt(body, "max_tokens");
-    sampling["max_new_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
-    sampling["n"] = n;
-    std::string base_rid = OptString(body, "rid").value_or(NewRid(ctx));
-    std::optional<int64_t> priority = OptInt(body, "priority");
-    for (int64_t i = 0; i < std::max<int64_t>(n, 1); ++i) {
-      BuildOptions options{
-          .rid = n > 1 ? fmt::format("{}_{}", base_rid, i) : base_rid,
-          .stream = stream,
-          .priority = priority,
-          .extra_key = CacheNamespace(body),
-          .return_logprob = logprobs,
-          .logprob_start_len = -1,
-          .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),
-          .token_ids_logprob = {},
-          .return_text_in_logprobs = false,
-          .add_special_tokens = false,
-          .apply_model_defaults = ctx.args->GetString("sampling-defaults") == "model",
-          .float_fields_are_floats = true};
-      BuiltRequest built = BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
-      if (built.error) {
-        SendError(*writer, *built.error);
-        return;
-      }
-      built.request->sampling.n = 1;
-      if (built.request->sampling.HasGrammar()) {
-        built.request->grammar_start_token = grammar_start_token;
-      }
-      requests.push_back(std::move(*built.request));
-    }
-  } catch (const ValidationError& e) {
-    SendValidationError(*writer, e.what());
-    return;
-  } catch (const RequestError& e) {
-    SendError(*writer, BadRequest(e.what()));
-    return;
-  }
-
-  const std::string id = requests[0].rid;
-  const int64_t created = NowSeconds();
-  const size_t group = static_cast<size_t>(std::max<int64_t>(n, 1));
-  auto output =
-      std::make_shared<ChatOutput>(tools, tool_parser, reasoning_parser, requests.size());
-
-  auto on_event = [id, created, model, stream, logprobs, output](
-                      CallTracker& call, size_t index, const engine::RequestEvent& event) {
-    if (!stream) return;
-    ChoiceState& choice = call.choices()[index];
+  void StreamEvent(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t index,
+                   const engine::RequestEvent& event, const Emit& emit) override {
+    const ChoiceState& choice = choices[index];
     if (choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
         choice.finish->status_code >= 400) {
-      return;  // reported once everything has finished
+      return;  // answered once everything has finished
     }
-    auto send = [&](json delta, json lp) {
-      call.writer().SendEvent(ToJsonText(Chunk(id, created, model,
-                                               {{"index", index},
-                                                {"delta", std::move(delta)},
-                                                {"logprobs", std::move(lp)},
-                                                {"finish_reason", nullptr},
-                                                {"matched_stop", nullptr}})));
-    };
-    if (choice.text_sent == 0 && choice.logprobs_sent == 0 && choice.ids_sent == 0) {
-      choice.ids_sent = 1;  // marks "role chunk sent"
+    auto send = DeltaSender(index, emit);
+    Cursor& cursor = cursors_[index];
+    if (!cursor.role_sent) {
+      cursor.role_sent = true;
       send({{"role", "assistant"}, {"content", ""}}, nullptr);
     }
-    if (choice.text.size() > choice.text_sent || !event.new_token_ids.empty()) {
-      std::string delta = choice.text.substr(choice.text_sent);
-      choice.text_sent = choice.text.size();
+    if (choice.text.size() > cursor.text_sent || !event.new_token_ids.empty()) {
+      std::string delta = choice.text.substr(cursor.text_sent);
+      cursor.text_sent = choice.text.size();
       json lp = nullptr;
-      if (logprobs) {
-        lp = ChatLogprobs(call.context(), choice, choice.logprobs_sent);
-        choice.logprobs_sent = choice.output_logprobs.size();
+      if (o_.logprobs) {
+        lp = ChatLogprobs(ctx, choice, cursor.logprobs_sent);
+        cursor.logprobs_sent = choice.output_logprobs.size();
       }
-      output->Stream(index, &delta, std::move(lp), send);
+      output_->Stream(index, &delta, std::move(lp), send);
     }
-  };
-  auto on_done = [id, created, model, stream, include_usage, logprobs, group,
-                  output](CallTracker& call) {
-    if (AnswerFailedChoice(call, stream)) return;
-    auto& choices = call.choices();
-    if (stream) {
-      for (size_t i = 0; i < choices.size(); ++i) {
-        auto send = [&](json delta, json lp) {
-          call.writer().SendEvent(ToJsonText(Chunk(id, created, model,
-                                                   {{"index", i},
-                                                    {"delta", std::move(delta)},
-                                                    {"logprobs", std::move(lp)},
-                                                    {"finish_reason", nullptr},
-                                                    {"matched_stop", nullptr}})));
-        };
-        output->Stream(i, nullptr, nullptr, send);
-        const bool called = output->streamers[i].called();
-        call.writer().SendEvent(ToJsonText(Chunk(
-            id, created, model,
-            {{"index", i},
-             {"delta", json::object()},
-             {"logprobs", nullptr},
-             {"finish_reason", ToolAwareFinish(choices[i], called)},
-             {"matched_stop", called && IsStop(choices[i]) ? json(nullptr)
-                                                             : MatchedStop(choices[i])}})));
-      }
-      if (include_usage) {
-        call.writer().SendEvent(ToJsonText(UsageChunk(id, "chat.completion.chunk", created, model,
-                                                      Usage(call.context(), choices, group))));
-      }
-      call.writer().SendEvent("[DONE]");
-      call.writer().EndStream();
+  }
+
+  void StreamEnd(const ServerContext& ctx, const std::vector<ChoiceState>& choices,
+                 const Emit& emit) override {
+    if (auto failed = FailedChoice(choices)) {
+      emit(StreamErrorBody(ErrorStyle::kOpenAi, *failed));
       return;
     }
+    for (size_t i = 0; i < choices.size(); ++i) {
+      auto send = DeltaSender(i, emit);
+      output_->Stream(i, nullptr, nullptr, send);
+      const bool called = output_->streamers[i].called();
+      emit(Chunk({{"index", i},
+                  {"delta", json::object()},
+                  {"logprobs", nullptr},
+                  {"finish_reason", ToolAwareFinish(choices[i], called)},
+                  {"matched_stop",
+                   called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}}));
+    }
+    if (o_.include_usage) {
+      emit(UsageChunk(o_.id, "chat.completion.chunk", o_.created, o_.model,
+                      Usage(ctx, choices, o_.group)));
+    }
+  }
+
+  FormattedResponse Complete(const ServerContext& ctx,
+                             const std::vector<ChoiceState>& choices) override {
+    if (auto failed = FailedChoice(choices)) return {failed->status, failed->OpenAiBody()};
     json out_choices = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
-      json message = output->Message(choices[i].text);
+      json message = output_->Message(choices[i].text);
       const bool called = !message["tool_calls"].is_null();
       out_choices.push_back(
           {{"index", i},
            {"message", std::move(message)},
-           {"logprobs", logprobs ? ChatLogprobs(call.context(), choices[i], 0) : json(nullptr)},
+           {"logprobs", o_.logprobs ? ChatLogprobs(ctx, choices[i], 0) : json(nullptr)},
            {"finish_reason", ToolAwareFinish(choices[i], called)},
            {"matched_stop",
             called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}});
     }
-    json out = {{"id", id},
-                {"object", "chat.completion"},
-                {"created", created},
-                {"model", model},
-                {"choices", out_choices},
-                {"usage", Usage(call.context(), choices, group)},
-                {"metadata", {{"weight_version", call.context().weight_version}}}};
-    call.writer().Send(200, "application/json", ToJsonText(out));
+    return {200, Envelope(ctx, o_.id, "chat.completion", o_.created, o_.model, std::move(out_choices),
+                          Usage(ctx, choices, o_.group))};
+  }
+
+ private:
+  // What has been streamed of one choice.
+  struct Cursor {
+    bool role_sent = false;  // the opening {"role": "assistant"} chunk
+    size_t text_sent = 0;
+    size_t logprobs_sent = 0;
   };
-  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
-                     RejectionAnswer(writer), group, stream);
+
+  json Chunk(json choice) const {
+    return {{"id", o_.id},
+            {"object", "chat.completion.chunk"},
+            {"created", o_.created},
+            {"model", o_.model},
+            {"choices", json::array({std::move(choice)})},
+            {"usage", nullptr}};
+  }
+
+  // Sends one delta of choice `index` (with this step's logprobs) as a chunk.
+  std::function<void(json, json)> DeltaSender(size_t index, const Emit& emit) const {
+    return [this, index, &emit](json delta, json lp) {
+      emit(Chunk({{"index", index},
+                  {"delta", std::move(delta)},
+                  {"logprobs", std::move(lp)},
+                  {"finish_reason", nullptr},
+                  {"matched_stop", nullptr}}));
+    };
+  }
+
+  Options o_;
+  std::unique_ptr<ChatOutput> output_;
+  std::vector<Cursor> cursors_;
+};
+
+// --reasoning-parser for this request: the parser that splits the thinking off (null when the
+// request keeps it in content) and the token a constraint starts after.
+struct ReasoningSetup {
+  std::shared_ptr<const chat::ReasoningParser> parser;
+  std::optional<int32_t> grammar_start_token;
+};
+
+ApiExpected<ReasoningSetup> SetUpReasoning(const ServerContext& ctx, FieldReader& reader,
+                                           const json& body,
+                                           const chat::Json& template_kwargs) {
+  ReasoningSetup out;
+  const bool separate = reader.Bool(body, "separate_reasoning").value_or(true);
+  const bool stream_reasoning = reader.Bool(body, "stream_reasoning").value_or(true);
+  if (!reader.ok()) return reader.error();
+  auto name = ctx.args->GetOptionalString("reasoning-parser");
+  if (!name) return out;
+  chat::ReasoningParserOptions options;
+  options.stream_reasoning = stream_reasoning;
+  if (chat::ReasoningEnabledByRequest(*name, template_kwargs)) options.force_reasoning = true;
+  auto force_nonempty = template_kwargs.find("force_nonempty_content");
+  options.force_nonempty_content = force_nonempty != template_kwargs.end() &&
+                                   force_nonempty->is_boolean() && force_nonempty->get<bool>();
+  auto created = chat::ReasoningParser::Create(*name, options);
+  if (!created.ok()) return BadRequest(created.status().message());
+  std::shared_ptr<const chat::ReasoningParser> parser = std::move(created).value();
+  // With thinking on, constraints apply to the answer only: the grammar starts after the
+  // end-of-thinking token (when it is one token of the vocabulary; otherwise, and with thinking
+  // off, it constrains the whole output).
+  if (parser->force_reasoning() && ctx.tokenizer != nullptr && !parser->format().think_end.empty()) {
+    if (auto id = ctx.tokenizer->TokenToId(parser->format().think_end)) {
+      out.grammar_start_token = static_cast<int32_t>(*id);
+    }
+  }
+  if (separate) out.parser = std::move(parser);  // else the thinking stays in content
+  return out;
+}
+
+}  // namespace
+
+ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_view body_text) {
+  // Templates see the client's key order (tools | tojson), so the body is read order-preserving.
+  nlohmann::ordered_json ordered;
+  RADIX_ASSIGN_OR_RETURN(ordered, ParseOrderedJsonObjectBody(body_text));
+  const json body = ordered;
+  FieldReader reader;
+  OpenAiCommon common = ReadOpenAiCommon(reader, ctx, body, ordered);
+  const bool logprobs = reader.Bool(body, "logprobs").value_or(false);
+  const int64_t top_logprobs = reader.Int(body, "top_logprobs").value_or(0);
+  const bool continue_final = reader.Bool(body, "continue_final_message").value_or(false);
+  std::optional<int64_t> max_tokens = reader.Int(body, "max_completion_tokens");
+  if (!max_tokens) max_tokens = reader.Int(body, "max_tokens");
+  if (!reader.ok()) return reader.error();
+  if (top_logprobs < 0 || top_logprobs > ctx.limits.max_top_logprobs) {
+    return InvalidRequest(
+        fmt::format("top_logprobs must be in [0, {}] (the server's --max-top-logprobs), got {}.",
+                    ctx.limits.max_top_logprobs, top_logprobs));
+  }
+  if (!body.contains("messages") || !body["messages"].is_array()) {
+    return InvalidRequest("Field 'messages' is required and must be a list.");
+  }
+  if (body["messages"].empty()) return BadRequest("Messages cannot be empty.");
+  if (ctx.chat_template == nullptr) {
+    return BadRequest(
+        "This model has no chat template; pass --chat-template or use /v1/completions.");
+  }
+
+  auto tools = std::make_shared<ToolRequest>();
+  RADIX_ASSIGN_OR_RETURN(*tools, ReadToolRequest(ordered));
+  std::shared_ptr<const chat::ToolCallParser> tool_parser;
+  if (tools->mode != ToolChoiceMode::kNone) {
+    if (auto parser_name = ctx.args->GetOptionalString("tool-call-parser")) {
+      auto created = chat::ToolCallParser::Create(*parser_name, tools->tools);
+      if (!created.ok()) return BadRequest(created.status().message());
+      tool_parser = std::move(created).value();
+    }
+  }
+  chat::ChatRenderInput input;
+  RADIX_ASSIGN_OR_RETURN(input.messages, PrepareMessages(ordered["messages"],
+                                                         ctx.chat_template->content_format()));
+  input.tools = tools->template_tools;
+  input.continue_final_message = continue_final;
+  input.add_generation_prompt = !continue_final;
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object()) {
+      return InvalidRequest("chat_template_kwargs must be an object.");
+    }
+    input.template_kwargs = ordered["chat_template_kwargs"];
+  }
+  auto prompt = ctx.chat_template->Render(input);
+  if (!prompt.ok()) return BadRequest(prompt.status().message());
+  ReasoningSetup reasoning;
+  RADIX_ASSIGN_OR_RETURN(reasoning, SetUpReasoning(ctx, reader, body, input.template_kwargs));
+
+  json sampling = std::move(common.sampling);
+  if (tools->constrained()) {
+    // SGLang: required / named tool choice is a JSON-schema constraint on a call array.
+    for (const char* other : {"json_schema", "regex", "ebnf", "structural_tag"}) {
+      if (sampling.contains(other)) {
+        return BadRequest(fmt::format(
+            "tool_choice \"required\" or a named function cannot be combined with {} (or "
+            "response_format): the tool call is the constraint.",
+            other));
+      }
+    }
+    RADIX_ASSIGN_OR_RETURN(sampling["json_schema"], ToolCallSchema(*tools));
+  }
+  sampling["max_new_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
+  sampling["n"] = common.n;
+  const std::string base_rid = common.rid.empty() ? NewRid(ctx) : common.rid;
+  ServingPlan plan;
+  plan.stream = common.stream;
+  plan.group = static_cast<size_t>(common.n);
+  for (size_t i = 0; i < plan.group; ++i) {
+    BuildOptions options{
+        .rid = plan.group > 1 ? fmt::format("{}_{}", base_rid, i) : base_rid,
+        .stream = common.stream,
+        .priority = common.priority,
+        .extra_key = common.cache_namespace,
+        .return_logprob = logprobs,
+        .logprob_start_len = -1,
+        .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),
+        .token_ids_logprob = {},
+        .return_text_in_logprobs = false,
+        .add_special_tokens = false,
+        .apply_model_defaults = ctx.args->GetString("sampling-defaults") == "model",
+        .float_fields_are_floats = true};
+    BuiltRequest built = BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
+    if (built.error) return *built.error;
+    built.request->sampling.n = 1;
+    if (built.request->sampling.HasGrammar()) {
+      built.request->grammar_start_token = reasoning.grammar_start_token;
+    }
+    plan.requests.push_back(std::move(*built.request));
+  }
+  ChatFormatter::Options format{.id = plan.requests[0].rid,
+                                .created = NowSeconds(),
+                                .model = common.model,
+                                .logprobs = logprobs,
+                                .include_usage = common.include_usage,
+                                .group = plan.group};
+  plan.formatter = std::make_shared<ChatFormatter>(
+      std::move(format),
+      std::make_unique<ChatOutput>(tools, tool_parser, reasoning.parser, plan.requests.size()),
+      plan.requests.size());
+  return plan;
+}
+
+void HandleChatCompletions(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, ParseChatCompletions(ctx, body));
 }
 
 }  // namespace radixserve::api

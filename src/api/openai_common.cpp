@@ -1,5 +1,6 @@
 #include "api/openai_common.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -10,138 +11,159 @@
 namespace radixserve::api::openai {
 namespace {
 
-[[noreturn]] void WrongType(const char* key, const char* expected) {
-  throw ValidationError(fmt::format("Invalid value for '{}': expected {}.", key, expected));
+std::string WrongType(const char* key, const char* expected) {
+  return fmt::format("Invalid value for '{}': expected {}.", key, expected);
 }
 
-}  // namespace
-
-void SendStreamError(ResponseWriter& writer, const ApiError& error);
-
-std::optional<int64_t> OptInt(const json& body, const char* key) {
-  auto value = ReadOptionalInt(body, key);
-  if (!value.ok()) throw ValidationError(value.status().message());
-  return *value;
+// A string or a list of strings (stop, stop_regex).
+bool IsStringOrStrings(const json& value) {
+  return value.is_string() ||
+         (value.is_array() &&
+          std::all_of(value.begin(), value.end(), [](const json& s) { return s.is_string(); }));
 }
 
-std::string CacheNamespace(const json& body) {
-  return OptString(body, "cache_salt").value_or("") + OptString(body, "extra_key").value_or("");
-}
-
-int64_t RequireN(const ServerContext& ctx, const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return 1;
-  auto n = CheckN(*it, ctx.limits, key);
-  if (!n.ok()) throw ValidationError(n.status().message());
-  return *n;
-}
-
-std::optional<double> OptNumber(const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number() || it->is_boolean()) WrongType(key, "a number");
-  return it->get<double>();
-}
-
-std::optional<bool> OptBool(const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) WrongType(key, "a boolean");
-  return it->get<bool>();
-}
-
-std::optional<std::string> OptString(const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) WrongType(key, "a string");
-  return it->get<std::string>();
-}
-
-json SamplingFromOpenAi(const json& body, const nlohmann::ordered_json& ordered_body) {
+json SamplingFromOpenAi(FieldReader& reader, const json& body,
+                        const nlohmann::ordered_json& ordered_body) {
   json sampling = json::object();
-  auto copy_number = [&](const char* from, const char* to) {
-    if (auto v = OptNumber(body, from)) sampling[to] = body[from];
-  };
-  copy_number("temperature", "temperature");
-  copy_number("top_p", "top_p");
-  copy_number("min_p", "min_p");
-  copy_number("frequency_penalty", "frequency_penalty");
-  copy_number("presence_penalty", "presence_penalty");
-  copy_number("repetition_penalty", "repetition_penalty");
-  if (auto v = OptInt(body, "top_k")) sampling["top_k"] = *v;
-  if (auto v = OptInt(body, "min_tokens")) sampling["min_new_tokens"] = *v;
-  if (auto v = OptInt(body, "seed")) sampling["sampling_seed"] = *v;
-  if (auto v = OptBool(body, "ignore_eos")) sampling["ignore_eos"] = *v;
-  if (auto v = OptBool(body, "skip_special_tokens")) sampling["skip_special_tokens"] = *v;
-  if (auto v = OptBool(body, "spaces_between_special_tokens")) {
-    sampling["spaces_between_special_tokens"] = *v;
+  for (const char* key : {"temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty",
+                          "repetition_penalty"}) {
+    if (reader.Number(body, key)) sampling[key] = body[key];
   }
-  if (auto v = OptBool(body, "no_stop_trim")) sampling["no_stop_trim"] = *v;
-  if (body.contains("stop") && !body["stop"].is_null()) {
-    const json& stop = body["stop"];
-    if (!stop.is_string() && !stop.is_array()) WrongType("stop", "a string or a list of strings");
-    if (stop.is_array()) {
-      for (const auto& s : stop) {
-        if (!s.is_string()) WrongType("stop", "a string or a list of strings");
-      }
-    }
-    sampling["stop"] = stop;
+  if (auto v = reader.Int(body, "top_k")) sampling["top_k"] = *v;
+  if (auto v = reader.Int(body, "min_tokens")) sampling["min_new_tokens"] = *v;
+  if (auto v = reader.Int(body, "seed")) sampling["sampling_seed"] = *v;
+  for (const char* key :
+       {"ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim"}) {
+    if (auto v = reader.Bool(body, key)) sampling[key] = *v;
   }
-  if (body.contains("stop_token_ids") && !body["stop_token_ids"].is_null()) {
-    const json& ids = body["stop_token_ids"];
-    if (!ids.is_array()) WrongType("stop_token_ids", "a list of integers");
-    for (const auto& id : ids) {
-      if (!id.is_number_integer()) WrongType("stop_token_ids", "a list of integers");
+  for (const char* key : {"stop", "stop_regex"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (!IsStringOrStrings(*it)) {
+      reader.Fail(InvalidRequest(WrongType(key, "a string or a list of strings")));
+    } else {
+      sampling[key] = *it;
     }
-    sampling["stop_token_ids"] = ids;
   }
-  if (body.contains("stop_regex") && !body["stop_regex"].is_null()) {
-    const json& stop = body["stop_regex"];
-    if (!stop.is_string() && !stop.is_array()) {
-      WrongType("stop_regex", "a string or a list of strings");
+  if (auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
+    if (!it->is_array() || !std::all_of(it->begin(), it->end(), [](const json& id) {
+          return id.is_number_integer();
+        })) {
+      reader.Fail(InvalidRequest(WrongType("stop_token_ids", "a list of integers")));
+    } else {
+      sampling["stop_token_ids"] = *it;
     }
-    if (stop.is_array()) {
-      for (const auto& s : stop) {
-        if (!s.is_string()) WrongType("stop_regex", "a string or a list of strings");
-      }
-    }
-    sampling["stop_regex"] = stop;
   }
-  // SGLang's extra-body constraints. A schema may come as a JSON object or as its text.
-  if (auto v = OptString(body, "regex")) sampling["regex"] = *v;
-  if (auto v = OptString(body, "ebnf")) sampling["ebnf"] = *v;
-  // Schemas are passed on with the client's key order: it is the order of the output's
-  // properties.
-  if (ordered_body.contains("json_schema") && !ordered_body["json_schema"].is_null()) {
-    const nlohmann::ordered_json& schema = ordered_body["json_schema"];
-    if (!schema.is_string() && !schema.is_object() && !schema.is_boolean()) {
-      WrongType("json_schema", "a JSON schema (object) or its text");
+  // SGLang's extra-body constraints. A schema may come as a JSON object or as its text, and is
+  // passed on with the client's key order.
+  if (auto v = reader.String(body, "regex")) sampling["regex"] = *v;
+  if (auto v = reader.String(body, "ebnf")) sampling["ebnf"] = *v;
+  if (auto it = ordered_body.find("json_schema"); it != ordered_body.end() && !it->is_null()) {
+    if (!it->is_string() && !it->is_object() && !it->is_boolean()) {
+      reader.Fail(InvalidRequest(WrongType("json_schema", "a JSON schema (object) or its text")));
+    } else {
+      sampling["json_schema"] = it->is_string() ? it->get<std::string>() : it->dump();
     }
-    sampling["json_schema"] = schema.is_string() ? schema.get<std::string>() : schema.dump();
   }
-  ApplyResponseFormat(ordered_body, sampling);
-  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
-    const json& bias = body["logit_bias"];
-    if (!bias.is_object()) WrongType("logit_bias", "an object of token id to bias");
-    for (const auto& [key, value] : bias.items()) {
-      if (!value.is_number()) WrongType("logit_bias", "an object of token id to bias");
+  ApplyResponseFormat(reader, ordered_body, sampling);
+  if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
+    if (!it->is_object() || !std::all_of(it->begin(), it->end(), [](const json& bias) {
+          return bias.is_number();
+        })) {
+      reader.Fail(InvalidRequest(WrongType("logit_bias", "an object of token id to bias")));
+    } else {
+      sampling["logit_bias"] = *it;
     }
-    sampling["logit_bias"] = bias;
   }
   return sampling;
 }
 
-void ApplyResponseFormat(const nlohmann::ordered_json& body, json& sampling) {
+}  // namespace
+
+std::optional<int64_t> FieldReader::Int(const json& object, const char* key) {
+  auto value = ReadOptionalInt(object, key);
+  if (!value.ok()) {
+    Fail(InvalidRequest(value.status().message()));
+    return std::nullopt;
+  }
+  return *value;
+}
+
+std::optional<double> FieldReader::Number(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || it->is_boolean()) {
+    Fail(InvalidRequest(WrongType(key, "a number")));
+    return std::nullopt;
+  }
+  return it->get<double>();
+}
+
+std::optional<bool> FieldReader::Bool(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) {
+    Fail(InvalidRequest(WrongType(key, "a boolean")));
+    return std::nullopt;
+  }
+  return it->get<bool>();
+}
+
+std::optional<std::string> FieldReader::String(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) {
+    Fail(InvalidRequest(WrongType(key, "a string")));
+    return std::nullopt;
+  }
+  return it->get<std::string>();
+}
+
+void FieldReader::Fail(ApiError error) {
+  if (!error_) error_ = std::move(error);
+}
+
+int64_t ReadN(FieldReader& reader, const ServerContext& ctx, const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return 1;
+  auto n = CheckN(*it, ctx.limits, key);
+  if (!n.ok()) {
+    reader.Fail(InvalidRequest(n.status().message()));
+    return 1;
+  }
+  return *n;
+}
+
+OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, const json& body,
+                              const nlohmann::ordered_json& ordered) {
+  OpenAiCommon out;
+  out.model = reader.String(body, "model").value_or("default");
+  out.stream = reader.Bool(body, "stream").value_or(false);
+  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      reader.Fail(InvalidRequest("stream_options must be an object."));
+    } else {
+      out.include_usage = reader.Bool(*it, "include_usage").value_or(false);
+    }
+  }
+  out.n = ReadN(reader, ctx, body, "n");
+  out.rid = reader.String(body, "rid").value_or("");
+  out.priority = reader.Int(body, "priority");
+  out.cache_namespace =
+      reader.String(body, "cache_salt").value_or("") + reader.String(body, "extra_key").value_or("");
+  out.sampling = SamplingFromOpenAi(reader, body, ordered);
+  return out;
+}
+
+void ApplyResponseFormat(FieldReader& reader, const nlohmann::ordered_json& body, json& sampling) {
   auto it = body.find("response_format");
   if (it == body.end() || it->is_null()) return;
-  if (!it->is_object()) {
-    throw ValidationError("response_format must be an object with a string 'type'.");
+  auto type_field = it->is_object() ? it->find("type") : it->end();
+  if (!it->is_object() || type_field == it->end() || !type_field->is_string()) {
+    reader.Fail(InvalidRequest("response_format must be an object with a string 'type'."));
+    return;
   }
   const nlohmann::ordered_json& format = *it;
-  auto type_field = format.find("type");
-  if (type_field == format.end() || !type_field->is_string()) {
-    throw ValidationError("response_format must be an object with a string 'type'.");
-  }
   const std::string type = type_field->get<std::string>();
   if (type == "text") return;
   if (type == "json_object") {
@@ -151,24 +173,29 @@ void ApplyResponseFormat(const nlohmann::ordered_json& body, json& sampling) {
     // accepted, and the schema is always enforced strictly.
     auto spec = format.find("json_schema");
     if (spec == format.end() || !spec->is_object()) {
-      throw ValidationError("response_format.json_schema must be an object with a 'schema'.");
+      reader.Fail(
+          InvalidRequest("response_format.json_schema must be an object with a 'schema'."));
+      return;
     }
     auto schema = spec->find("schema");
     if (schema == spec->end()) schema = spec->find("schema_");
     if (schema == spec->end() || schema->is_null()) {
-      throw RequestError("schema_ is required for json_schema response format request.");
+      reader.Fail(BadRequest("schema_ is required for json_schema response format request."));
+      return;
     }
     if (!schema->is_object() && !schema->is_boolean()) {
-      throw ValidationError("response_format.json_schema.schema must be a JSON schema object.");
+      reader.Fail(
+          InvalidRequest("response_format.json_schema.schema must be a JSON schema object."));
+      return;
     }
     sampling["json_schema"] = schema->dump();
   } else if (type == "structural_tag") {
     sampling["structural_tag"] = format.dump();
   } else {
-    throw RequestError(fmt::format(
+    reader.Fail(BadRequest(fmt::format(
         "response_format type '{}' is not supported; use 'text', 'json_object', 'json_schema' or "
         "'structural_tag'.",
-        type));
+        type)));
   }
 }
 
@@ -220,38 +247,15 @@ json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, si
           {"reasoning_tokens", 0}};
 }
 
-void SendStreamError(ResponseWriter& writer, const ApiError& error) {
-  writer.SendEvent(ToJsonText(json{{"error", error.OpenAiBody()}}));
-  writer.SendEvent("[DONE]");
-  writer.EndStream();
-}
-
-bool AnswerFailedChoice(CallTracker& call, bool stream) {
-  for (const ChoiceState& choice : call.choices()) {
-    if (!choice.finish || choice.finish->kind != engine::FinishKind::kAbort ||
-        choice.finish->status_code < 400) {
-      continue;
-    }
-    const int status = choice.finish->status_code;
-    ApiError error{status, choice.finish->message, status == 503 ? "503" : "BadRequestError", {}};
-    if (stream) {
-      SendStreamError(call.writer(), error);
-    } else {
-      SendError(call.writer(), error);
-    }
-    return true;
-  }
-  return false;
-}
-
-CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer) {
-  return [writer](const ApiError& error, bool stream_started) {
-    if (stream_started) {
-      SendStreamError(*writer, error);
-    } else {
-      SendError(*writer, error);
-    }
-  };
+json Envelope(const ServerContext& ctx, const std::string& id, const char* object, int64_t created,
+              const std::string& model, json choices, json usage) {
+  return {{"id", id},
+          {"object", object},
+          {"created", created},
+          {"model", model},
+          {"choices", std::move(choices)},
+          {"usage", std::move(usage)},
+          {"metadata", {{"weight_version", ctx.weight_version}}}};
 }
 
 json UsageChunk(const std::string& id, const char* object, int64_t created,

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,43 +17,55 @@ namespace radixserve::api::openai {
 
 using nlohmann::json;
 
-// Thrown by the readers below on a wrong type; handlers catch it and answer 400 "Bad Request"
-// (SGLang's shape for request-schema errors).
-struct ValidationError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// Reads the typed fields of an OpenAI request without exceptions. A field of the wrong type makes
+// the read yield nothing and records the failure (InvalidRequest, "Invalid value for 'k': ...");
+// the first failure recorded is the one answered, so parsers check ok() before a value they read
+// decides anything. Other refusals go in through Fail.
+class FieldReader {
+ public:
+  // Optional fields of `object`: missing or null -> nullopt.
+  std::optional<int64_t> Int(const json& object, const char* key);
+  std::optional<double> Number(const json& object, const char* key);
+  std::optional<bool> Bool(const json& object, const char* key);
+  std::optional<std::string> String(const json& object, const char* key);
+
+  // Records `error` unless an earlier failure was recorded.
+  void Fail(ApiError error);
+  bool ok() const { return !error_.has_value(); }
+  const ApiError& error() const { return *error_; }
+
+ private:
+  std::optional<ApiError> error_;
 };
 
-// Thrown for a well-typed request the server refuses (SGLang's endpoint-level validation); handlers
-// answer 400 "BadRequestError" with the message.
-struct RequestError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The fields both OpenAI generation routes read the same way.
+struct OpenAiCommon {
+  std::string model = "default";
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  int64_t n = 1;
+  std::string rid;  // empty: the server makes one
+  std::optional<int64_t> priority;
+  std::string cache_namespace;  // cache_salt followed by extra_key (SGLang)
+  // SGLang's sampling-params dict from the OpenAI fields (stop, penalties, top_k/min_p extras,
+  // logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, stop_regex, the regex / ebnf /
+  // json_schema constraints, response_format, ...): only the fields the request set, so server
+  // defaults fill the rest.
+  json sampling = json::object();
 };
 
-// Optional typed fields: missing or null -> nullopt; wrong type -> ValidationError.
-std::optional<int64_t> OptInt(const json& body, const char* key);
-std::optional<double> OptNumber(const json& body, const char* key);
-std::optional<bool> OptBool(const json& body, const char* key);
-std::optional<std::string> OptString(const json& body, const char* key);
-
-// The prefix-cache namespace of a request: cache_salt followed by extra_key (SGLang), each an
-// optional string.
-std::string CacheNamespace(const json& body);
+// Reads OpenAiCommon. `ordered` is the same body with its key order kept: schemas keep their
+// property order, which is the order of the output's properties.
+OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, const json& body,
+                              const nlohmann::ordered_json& ordered);
 
 // `n` / `best_of`: 1 when absent; an integer in [1, --max-n] otherwise.
-int64_t RequireN(const ServerContext& ctx, const json& body, const char* key);
-
-// SGLang's sampling-params dict from the OpenAI fields both routes share (stop, penalties,
-// top_k/min_p extras, logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, stop_regex, the
-// regex / ebnf / json_schema constraints, response_format, ...). Only the fields the request set
-// are present, so server defaults can fill the rest. `ordered_body` is the same body parsed with
-// its key order kept (schemas keep their property order).
-json SamplingFromOpenAi(const json& body, const nlohmann::ordered_json& ordered_body);
+int64_t ReadN(FieldReader& reader, const ServerContext& ctx, const json& body, const char* key);
 
 // response_format: "text" adds nothing; "json_object" is the schema {"type": "object"};
-// "json_schema" its json_schema.schema (RequestError "schema_ is required ..." without one);
-// "structural_tag" the whole object as sampling_params.structural_tag; anything else a
-// RequestError.
-void ApplyResponseFormat(const nlohmann::ordered_json& body, json& sampling);
+// "json_schema" its json_schema.schema (BadRequest "schema_ is required ..." without one);
+// "structural_tag" the whole object as sampling_params.structural_tag; anything else BadRequest.
+void ApplyResponseFormat(FieldReader& reader, const nlohmann::ordered_json& body, json& sampling);
 
 void SendError(ResponseWriter& writer, const ApiError& error);
 void SendValidationError(ResponseWriter& writer, const std::string& message);
@@ -67,12 +78,9 @@ json MatchedStop(const ChoiceState& choice);
 // completion tokens summed; prompt_tokens_details only with --enable-cache-report and N > 0.
 json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t n);
 
-// If a choice ended with an error status (an abort after admission), answers the call with it
-// (an error event then [DONE] when streaming) and returns true.
-bool AnswerFailedChoice(CallTracker& call, bool stream);
-
-// The answer to a refused call: a plain error before its stream started, else an error event.
-CallTracker::OnRejected RejectionAnswer(ResponseWriterPtr writer);
+// A non-streamed answer: {"id", "object", "created", "model", "choices", "usage", "metadata"}.
+json Envelope(const ServerContext& ctx, const std::string& id, const char* object, int64_t created,
+              const std::string& model, json choices, json usage);
 
 // The last streamed chunk before [DONE] when stream_options.include_usage is set: no choices,
 // just the usage. `object` is the route's chunk object name.

@@ -7,6 +7,7 @@
 #include "api/json_fields.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
+#include "api/serving.h"
 
 namespace radixserve::api {
 namespace {
@@ -40,235 +41,234 @@ json CompletionLogprobs(const ServerContext& ctx, const ChoiceState& choice, siz
           {"top_logprobs", top}};
 }
 
-}  // namespace
-
-void HandleCompletions(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
-  auto parsed = ParseJsonBody(body_text);
-  if (!parsed.ok()) {
-    SendValidationError(*writer, parsed.status().message());
-    return;
-  }
-  const json& body = *parsed;
-  if (!body.is_object()) {
-    SendValidationError(*writer, "The request body must be a JSON object.");
-    return;
-  }
-  std::vector<engine::GenerateRequest> requests;
-  std::vector<std::string> echo_text;  // per request: the prompt text to echo
-  std::string model;
-  bool stream = false, include_usage = false, echo = false;
-  std::optional<int64_t> logprobs;
-  int64_t n = 1;
-  try {
-    model = OptString(body, "model").value_or("default");
-    stream = OptBool(body, "stream").value_or(false);
-    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
-      if (!body["stream_options"].is_object()) {
-        throw ValidationError("stream_options must be an object.");
-      }
-      include_usage = OptBool(body["stream_options"], "include_usage").value_or(false);
-    }
-    echo = OptBool(body, "echo").value_or(false);
-    logprobs = OptInt(body, "logprobs");
-    n = RequireN(ctx, body, "n");
-    std::string suffix = OptString(body, "suffix").value_or("");
-    if (!suffix.empty() && ctx.completion_template == nullptr) {
-      SendError(*writer, BadRequest("suffix needs a fill-in-the-middle template: start the "
-                                    "server with --completion-template."));
-      return;
-    }
-    if (body.contains("best_of") && !body["best_of"].is_null() &&
-        RequireN(ctx, body, "best_of") != n) {
-      SendError(*writer, BadRequest("best_of is not supported: use n to get several choices."));
-      return;
-    }
-    if (logprobs && (*logprobs < 0 || *logprobs > ctx.limits.max_top_logprobs)) {
-      throw ValidationError(fmt::format(
-          "logprobs must be in [0, {}] (the server's --max-top-logprobs), got {}.",
-          ctx.limits.max_top_logprobs, *logprobs));
-    }
-    int64_t max_tokens = OptInt(body, "max_tokens").value_or(16);
-    if (max_tokens <= 0) {
-      SendError(*writer, BadRequest("max_tokens must be positive"));
-      return;
-    }
-
-    // prompt: str | [str] | [int] | [[int]]
-    std::vector<PromptInput> prompts;
-    static const json kNoPrompt;
-    const json& prompt = body.contains("prompt") ? body["prompt"] : kNoPrompt;
-    auto token_ids = [&](const json& ids) {
-      auto read = ReadTokenIds(ids, "prompt", ctx.model.vocab_size);
-      if (!read.ok()) throw ValidationError(read.status().message());
-      return std::move(read).value();
-    };
-    if (prompt.is_string()) {
-      prompts.push_back({prompt.get<std::string>(), std::nullopt});
-    } else if (prompt.is_array() && !prompt.empty() && !prompt[0].is_string() &&
-               !prompt[0].is_array()) {
-      prompts.push_back({std::nullopt, token_ids(prompt)});
-    } else if (prompt.is_array()) {
-      for (const auto& item : prompt) {
-        if (item.is_string()) {
-          prompts.push_back({item.get<std::string>(), std::nullopt});
-        } else if (item.is_array()) {
-          prompts.push_back({std::nullopt, token_ids(item)});
-        } else {
-          throw ValidationError(
-              "prompt must be a string, a list of strings, a list of token "
-              "ids or a list of such lists.");
-        }
-      }
-    } else if (!prompt.is_null()) {
-      throw ValidationError(
-          "prompt must be a string, a list of strings, a list of token ids "
-          "or a list of such lists.");
-    }
-    if (prompts.empty() || (prompts.size() == 1 && prompts[0].text && prompts[0].text->empty())) {
-      SendError(*writer, BadRequest("Prompt cannot be empty"));
-      return;
-    }
-    if (!suffix.empty()) {
-      for (PromptInput& item : prompts) {
-        if (!item.text) {
-          SendError(*writer, BadRequest("suffix needs a text prompt, not token ids."));
-          return;
-        }
-        item.text = ctx.completion_template->Apply(*item.text, suffix);
-      }
-    }
-
-    if (static_cast<int64_t>(prompts.size()) > ctx.limits.max_requests_per_call / n) {
-      throw ValidationError(fmt::format(
-          "The request asks for more than {} completions (prompts x n); the server's limit is "
-          "--max-requests-per-call.",
-          ctx.limits.max_requests_per_call));
-    }
-    const nlohmann::ordered_json ordered_body = ParseOrderedJsonBody(body_text).value();
-    json sampling = SamplingFromOpenAi(body, ordered_body);
-    sampling["max_new_tokens"] = max_tokens;
-    sampling["n"] = n;
-    std::string base_rid = OptString(body, "rid").value_or(NewRid(ctx));
-    for (size_t p = 0; p < prompts.size(); ++p) {
-      for (int64_t i = 0; i < std::max<int64_t>(n, 1); ++i) {
-        size_t index = p * static_cast<size_t>(std::max<int64_t>(n, 1)) + static_cast<size_t>(i);
-        BuildOptions options{.rid = prompts.size() * static_cast<size_t>(n) > 1
-                                        ? fmt::format("{}_{}", base_rid, index)
-                                        : base_rid,
-                             .stream = stream,
-                             .priority = OptInt(body, "priority"),
-                             .extra_key = CacheNamespace(body),
-                             .return_logprob = logprobs.has_value(),
-                             .logprob_start_len = (echo && logprobs) ? 0 : -1,
-                             .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),
-                             .token_ids_logprob = {},
-                             .return_text_in_logprobs = false,
-                             .add_special_tokens = true,
-                             .apply_model_defaults = false,
-                             .float_fields_are_floats = true};
-        BuiltRequest built = BuildGenerateRequest(ctx, prompts[p], sampling, options);
-        if (built.error) {
-          SendError(*writer, *built.error);
-          return;
-        }
-        built.request->sampling.n = 1;
-        std::string text;
-        if (echo) {
-          text = prompts[p].text ? *prompts[p].text
-                                 : (ctx.tokenizer ? ctx.tokenizer->Decode(*prompts[p].ids) : "");
-        }
-        echo_text.push_back(std::move(text));
-        requests.push_back(std::move(*built.request));
-      }
-    }
-  } catch (const ValidationError& e) {
-    SendValidationError(*writer, e.what());
-    return;
-  } catch (const RequestError& e) {
-    SendError(*writer, BadRequest(e.what()));
-    return;
-  } catch (const json::exception&) {
-    SendValidationError(*writer, "prompt token ids must be integers.");
-    return;
-  }
-
-  const std::string id = requests[0].rid;
-  const int64_t created = NowSeconds();
-  const size_t group = static_cast<size_t>(std::max<int64_t>(n, 1));
-  const bool want_logprobs = logprobs.has_value();
-
-  auto chunk = [id, created, model](json choice) {
-    return json{{"id", id},
-                {"object", "text_completion"},
-                {"created", created},
-                {"model", model},
-                {"choices", json::array({std::move(choice)})}};
+// The prompts of `prompt`: str | [str] | [int] | [[int]].
+ApiExpected<std::vector<PromptInput>> ReadCompletionPrompts(const ServerContext& ctx,
+                                                            const json& body) {
+  static const char* const kShape =
+      "prompt must be a string, a list of strings, a list of token ids or a list of such lists.";
+  std::vector<PromptInput> prompts;
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return prompts;
+  const json& prompt = *it;
+  auto add_ids = [&](const json& ids) -> std::optional<ApiError> {
+    auto read = ReadTokenIds(ids, "prompt", ctx.model.vocab_size);
+    if (!read.ok()) return InvalidRequest(read.status().message());
+    prompts.push_back({std::nullopt, std::move(read).value()});
+    return std::nullopt;
   };
-  auto on_event = [chunk, stream, echo_text, want_logprobs, echo](
-                      CallTracker& call, size_t index, const engine::RequestEvent& event) {
-    if (!stream) return;
-    ChoiceState& choice = call.choices()[index];
+  if (prompt.is_string()) {
+    prompts.push_back({prompt.get<std::string>(), std::nullopt});
+  } else if (prompt.is_array() && !prompt.empty() && !prompt[0].is_string() &&
+             !prompt[0].is_array()) {
+    if (auto error = add_ids(prompt)) return *error;
+  } else if (prompt.is_array()) {
+    for (const auto& item : prompt) {
+      if (item.is_string()) {
+        prompts.push_back({item.get<std::string>(), std::nullopt});
+      } else if (item.is_array()) {
+        if (auto error = add_ids(item)) return *error;
+      } else {
+        return InvalidRequest(kShape);
+      }
+    }
+  } else {
+    return InvalidRequest(kShape);
+  }
+  return prompts;
+}
+
+// /v1/completions answers: text_completion objects, streamed as deltas of each choice's text.
+class CompletionsFormatter final : public ResponseFormatter {
+ public:
+  struct Options {
+    std::string id;
+    int64_t created = 0;
+    std::string model;
+    std::vector<std::string> echo_text;  // per choice: the prompt text to echo ("" without echo)
+    bool echo = false;
+    bool logprobs = false;
+    bool include_usage = false;
+    size_t group = 1;
+  };
+
+  explicit CompletionsFormatter(Options options)
+      : o_(std::move(options)), cursors_(o_.echo_text.size()) {}
+
+  void StreamEvent(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t index,
+                   const engine::RequestEvent& event, const Emit& emit) override {
+    const ChoiceState& choice = choices[index];
     if (choice.finish && choice.finish->kind == engine::FinishKind::kAbort &&
         choice.finish->status_code >= 400) {
-      return;
+      return;  // answered once everything has finished
     }
+    Cursor& cursor = cursors_[index];
     std::string delta;
-    bool first = choice.ids_sent == 0;
+    const bool first = !cursor.started;
     if (first) {
-      choice.ids_sent = 1;
-      delta = echo_text[index];
+      cursor.started = true;
+      delta = o_.echo_text[index];
     }
-    delta += choice.text.substr(choice.text_sent);
-    choice.text_sent = choice.text.size();
+    delta += choice.text.substr(cursor.text_sent);
+    cursor.text_sent = choice.text.size();
     if (delta.empty() && !event.finished) return;
     json lp = nullptr;
-    if (want_logprobs) {
-      lp = CompletionLogprobs(call.context(), choice, choice.logprobs_sent, first && echo);
-      choice.logprobs_sent = choice.output_logprobs.size();
+    if (o_.logprobs) {
+      lp = CompletionLogprobs(ctx, choice, cursor.logprobs_sent, first && o_.echo);
+      cursor.logprobs_sent = choice.output_logprobs.size();
     }
-    call.writer().SendEvent(ToJsonText(
-        chunk({{"index", index},
-               {"text", delta},
-               {"logprobs", lp},
-               {"finish_reason", event.finished ? json(FinishReasonName(choice)) : json(nullptr)},
-               {"matched_stop", event.finished ? MatchedStop(choice) : json(nullptr)}})));
-  };
-  auto on_done = [id, created, model, stream, include_usage, group, echo_text, want_logprobs,
-                  echo](CallTracker& call) {
-    if (AnswerFailedChoice(call, stream)) return;
-    auto& choices = call.choices();
-    json usage = Usage(call.context(), choices, group);
-    if (stream) {
-      if (include_usage) {
-        call.writer().SendEvent(
-            ToJsonText(UsageChunk(id, "text_completion", created, model, usage)));
-      }
-      call.writer().SendEvent("[DONE]");
-      call.writer().EndStream();
+    emit(Chunk({{"index", index},
+                {"text", std::move(delta)},
+                {"logprobs", std::move(lp)},
+                {"finish_reason", event.finished ? json(FinishReasonName(choice)) : json(nullptr)},
+                {"matched_stop", event.finished ? MatchedStop(choice) : json(nullptr)}}));
+  }
+
+  void StreamEnd(const ServerContext& ctx, const std::vector<ChoiceState>& choices,
+                 const Emit& emit) override {
+    if (auto failed = FailedChoice(choices)) {
+      emit(StreamErrorBody(ErrorStyle::kOpenAi, *failed));
       return;
     }
+    if (o_.include_usage) {
+      emit(UsageChunk(o_.id, "text_completion", o_.created, o_.model,
+                      Usage(ctx, choices, o_.group)));
+    }
+  }
+
+  FormattedResponse Complete(const ServerContext& ctx,
+                             const std::vector<ChoiceState>& choices) override {
+    if (auto failed = FailedChoice(choices)) return {failed->status, failed->OpenAiBody()};
     json out_choices = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
       out_choices.push_back(
           {{"index", i},
-           {"text", echo_text[i] + choices[i].text},
-           {"logprobs", want_logprobs ? CompletionLogprobs(call.context(), choices[i], 0, echo)
-                                      : json(nullptr)},
+           {"text", o_.echo_text[i] + choices[i].text},
+           {"logprobs",
+            o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo) : json(nullptr)},
            {"finish_reason", FinishReasonName(choices[i])},
            {"matched_stop", MatchedStop(choices[i])}});
     }
-    call.writer().Send(
-        200, "application/json",
-        ToJsonText(json{{"id", id},
-                        {"object", "text_completion"},
-                        {"created", created},
-                        {"model", model},
-                        {"choices", out_choices},
-                        {"usage", usage},
-                        {"metadata", {{"weight_version", call.context().weight_version}}}}));
+    return {200, Envelope(ctx, o_.id, "text_completion", o_.created, o_.model, std::move(out_choices),
+                          Usage(ctx, choices, o_.group))};
+  }
+
+ private:
+  // What has been streamed of one choice.
+  struct Cursor {
+    bool started = false;  // the first chunk (with the echoed prompt) went out
+    size_t text_sent = 0;
+    size_t logprobs_sent = 0;
   };
-  CallTracker::Start(ctx, writer, std::move(requests), on_event, on_done,
-                     RejectionAnswer(writer), group, stream);
+
+  json Chunk(json choice) const {
+    return {{"id", o_.id},
+            {"object", "text_completion"},
+            {"created", o_.created},
+            {"model", o_.model},
+            {"choices", json::array({std::move(choice)})}};
+  }
+
+  Options o_;
+  std::vector<Cursor> cursors_;
+};
+
+}  // namespace
+
+ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view body_text) {
+  nlohmann::ordered_json ordered;
+  RADIX_ASSIGN_OR_RETURN(ordered, ParseOrderedJsonObjectBody(body_text));
+  const json body = ordered;
+  FieldReader reader;
+  OpenAiCommon common = ReadOpenAiCommon(reader, ctx, body, ordered);
+  const bool echo = reader.Bool(body, "echo").value_or(false);
+  const std::optional<int64_t> logprobs = reader.Int(body, "logprobs");
+  const std::string suffix = reader.String(body, "suffix").value_or("");
+  const int64_t best_of = ReadN(reader, ctx, body, "best_of");
+  const int64_t max_tokens = reader.Int(body, "max_tokens").value_or(16);
+  if (!reader.ok()) return reader.error();
+  if (!suffix.empty() && ctx.completion_template == nullptr) {
+    return BadRequest("suffix needs a fill-in-the-middle template: start the server with "
+                      "--completion-template.");
+  }
+  if (body.contains("best_of") && !body["best_of"].is_null() && best_of != common.n) {
+    return BadRequest("best_of is not supported: use n to get several choices.");
+  }
+  if (logprobs && (*logprobs < 0 || *logprobs > ctx.limits.max_top_logprobs)) {
+    return InvalidRequest(
+        fmt::format("logprobs must be in [0, {}] (the server's --max-top-logprobs), got {}.",
+                    ctx.limits.max_top_logprobs, *logprobs));
+  }
+  if (max_tokens <= 0) return BadRequest("max_tokens must be positive");
+
+  std::vector<PromptInput> prompts;
+  RADIX_ASSIGN_OR_RETURN(prompts, ReadCompletionPrompts(ctx, body));
+  if (prompts.empty() || (prompts.size() == 1 && prompts[0].text && prompts[0].text->empty())) {
+    return BadRequest("Prompt cannot be empty");
+  }
+  if (!suffix.empty()) {
+    for (PromptInput& item : prompts) {
+      if (!item.text) return BadRequest("suffix needs a text prompt, not token ids.");
+      item.text = ctx.completion_template->Apply(*item.text, suffix);
+    }
+  }
+  const int64_t n = common.n;
+  if (static_cast<int64_t>(prompts.size()) > ctx.limits.max_requests_per_call / n) {
+    return InvalidRequest(fmt::format(
+        "The request asks for more than {} completions (prompts x n); the server's limit is "
+        "--max-requests-per-call.",
+        ctx.limits.max_requests_per_call));
+  }
+
+  json sampling = std::move(common.sampling);
+  sampling["max_new_tokens"] = max_tokens;
+  sampling["n"] = n;
+  const std::string base_rid = common.rid.empty() ? NewRid(ctx) : common.rid;
+  ServingPlan plan;
+  plan.stream = common.stream;
+  plan.group = static_cast<size_t>(n);
+  CompletionsFormatter::Options format{.id = base_rid,
+                                       .created = NowSeconds(),
+                                       .model = common.model,
+                                       .echo_text = {},
+                                       .echo = echo,
+                                       .logprobs = logprobs.has_value(),
+                                       .include_usage = common.include_usage,
+                                       .group = plan.group};
+  const size_t total = prompts.size() * plan.group;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (size_t i = 0; i < plan.group; ++i) {
+      const size_t index = p * plan.group + i;
+      BuildOptions options{.rid = total > 1 ? fmt::format("{}_{}", base_rid, index) : base_rid,
+                           .stream = common.stream,
+                           .priority = common.priority,
+                           .extra_key = common.cache_namespace,
+                           .return_logprob = logprobs.has_value(),
+                           .logprob_start_len = (echo && logprobs) ? 0 : -1,
+                           .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),
+                           .token_ids_logprob = {},
+                           .return_text_in_logprobs = false,
+                           .add_special_tokens = true,
+                           .apply_model_defaults = false,
+                           .float_fields_are_floats = true};
+      BuiltRequest built = BuildGenerateRequest(ctx, prompts[p], sampling, options);
+      if (built.error) return *built.error;
+      built.request->sampling.n = 1;
+      std::string text;
+      if (echo) {
+        text = prompts[p].text ? *prompts[p].text
+                               : (ctx.tokenizer ? ctx.tokenizer->Decode(*prompts[p].ids) : "");
+      }
+      format.echo_text.push_back(std::move(text));
+      plan.requests.push_back(std::move(*built.request));
+    }
+  }
+  format.id = plan.requests[0].rid;
+  plan.formatter = std::make_shared<CompletionsFormatter>(std::move(format));
+  return plan;
+}
+
+void HandleCompletions(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, ParseCompletions(ctx, body));
 }
 
 }  // namespace radixserve::api

@@ -41,36 +41,36 @@ nlohmann::json CallJson(const std::string& id, int index, const std::string& nam
 
 }  // namespace
 
-ToolRequest ReadToolRequest(const chat::Json& body) {
+ApiExpected<ToolRequest> ReadToolRequest(const chat::Json& body) {
   ToolRequest out;
   const chat::Json* tools = Field(body, "tools");
   if (tools != nullptr) {
-    if (!tools->is_array()) throw ValidationError("tools must be a list of tool objects.");
+    if (!tools->is_array()) return InvalidRequest("tools must be a list of tool objects.");
     for (const chat::Json& tool : *tools) {
-      if (!tool.is_object()) throw ValidationError("Each entry of tools must be an object.");
+      if (!tool.is_object()) return InvalidRequest("Each entry of tools must be an object.");
       const chat::Json* type = Field(tool, "type");
       if (type != nullptr && (!type->is_string() || type->get<std::string>() != "function")) {
-        throw ValidationError("tools[].type must be \"function\".");
+        return InvalidRequest("tools[].type must be \"function\".");
       }
       const chat::Json* function = Field(tool, "function");
       if (function == nullptr || !function->is_object()) {
-        throw ValidationError("tools[].function must be an object.");
+        return InvalidRequest("tools[].function must be an object.");
       }
       const chat::Json* name = Field(*function, "name");
       if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
-        throw ValidationError("tools[].function.name must be a non-empty string.");
+        return InvalidRequest("tools[].function.name must be a non-empty string.");
       }
       const chat::Json* parameters = Field(*function, "parameters");
       if (parameters != nullptr && !parameters->is_object()) {
-        throw ValidationError("tools[].function.parameters must be a JSON schema object.");
+        return InvalidRequest("tools[].function.parameters must be a JSON schema object.");
       }
       const chat::Json* strict = Field(*function, "strict");
       if (strict != nullptr && !strict->is_boolean()) {
-        throw ValidationError("tools[].function.strict must be a boolean.");
+        return InvalidRequest("tools[].function.strict must be a boolean.");
       }
     }
     auto specs = chat::ToolSpecsFromOpenAI(*tools);
-    if (!specs.ok()) throw ValidationError(specs.status().message());
+    if (!specs.ok()) return InvalidRequest(specs.status().message());
     out.tools = std::move(specs).value();
   }
 
@@ -86,7 +86,7 @@ ToolRequest ReadToolRequest(const chat::Json& body) {
     } else if (mode == "required") {
       out.mode = ToolChoiceMode::kRequired;
     } else {
-      throw ValidationError(fmt::format(
+      return InvalidRequest(fmt::format(
           "tool_choice must be \"none\", \"auto\", \"required\" or {{\"type\": \"function\", "
           "\"function\": {{\"name\": ...}}}}, got \"{}\".",
           mode.size() > 40 ? mode.substr(0, 40) + "..." : mode));
@@ -97,29 +97,29 @@ ToolRequest ReadToolRequest(const chat::Json& body) {
                                  ? Field(*function, "name")
                                  : nullptr;
     if (name == nullptr || !name->is_string()) {
-      throw ValidationError("tool_choice.function.name must be a string.");
+      return InvalidRequest("tool_choice.function.name must be a string.");
     }
     out.mode = ToolChoiceMode::kNamed;
     out.named_function = name->get<std::string>();
   } else {
-    throw ValidationError("tool_choice must be a string or an object.");
+    return InvalidRequest("tool_choice must be a string or an object.");
   }
   if (out.mode != ToolChoiceMode::kNone && out.tools.empty()) {
-    throw RequestError("Tools cannot be empty when tool_choice is \"auto\", \"required\" or a "
+    return BadRequest("Tools cannot be empty when tool_choice is \"auto\", \"required\" or a "
                        "named function.");
   }
   if (out.mode == ToolChoiceMode::kNamed) {
     bool found = false;
     for (const chat::ToolSpec& tool : out.tools) found = found || tool.name == out.named_function;
     if (!found) {
-      throw RequestError(fmt::format("Tool '{}' not found in 'tools'.",
+      return BadRequest(fmt::format("Tool '{}' not found in 'tools'.",
                                      out.named_function.size() > 80
                                          ? out.named_function.substr(0, 80) + "..."
                                          : out.named_function));
     }
   }
   if (const chat::Json* parallel = Field(body, "parallel_tool_calls")) {
-    if (!parallel->is_boolean()) throw ValidationError("parallel_tool_calls must be a boolean.");
+    if (!parallel->is_boolean()) return InvalidRequest("parallel_tool_calls must be a boolean.");
     out.parallel = parallel->get<bool>();
   }
 
@@ -147,7 +147,7 @@ ToolRequest ReadToolRequest(const chat::Json& body) {
   return out;
 }
 
-std::string ToolCallSchema(const ToolRequest& request) {
+ApiExpected<std::string> ToolCallSchema(const ToolRequest& request) {
   chat::Json schema = {{"type", "array"}, {"minItems", 1}};
   if (request.mode == ToolChoiceMode::kNamed) {
     for (const chat::ToolSpec& tool : request.tools) {
@@ -166,7 +166,7 @@ std::string ToolCallSchema(const ToolRequest& request) {
       if (found == tool.parameters.end() || !found->is_object()) continue;
       for (const auto& [name, def] : found->items()) {
         if (defs.contains(name) && defs[name] != def) {
-          throw RequestError(fmt::format(
+          return BadRequest(fmt::format(
               "Tool definition '{}' has multiple schemas, which is not supported.", name));
         }
         defs[name] = def;
@@ -179,10 +179,10 @@ std::string ToolCallSchema(const ToolRequest& request) {
   return schema.dump();
 }
 
-void NormalizeHistoryToolCalls(chat::Json& message) {
-  if (!message.is_object() || message.value("role", "") != "assistant") return;
+std::optional<ApiError> NormalizeHistoryToolCalls(chat::Json& message) {
+  if (!message.is_object() || message.value("role", "") != "assistant") return std::nullopt;
   auto calls = message.find("tool_calls");
-  if (calls == message.end() || !calls->is_array()) return;
+  if (calls == message.end() || !calls->is_array()) return std::nullopt;
   for (chat::Json& call : *calls) {
     if (!call.is_object()) continue;
     auto function = call.find("function");
@@ -191,13 +191,14 @@ void NormalizeHistoryToolCalls(chat::Json& message) {
     if (arguments == function->end() || !arguments->is_string()) continue;
     chat::Json parsed = chat::Json::parse(arguments->get<std::string>(), nullptr, false);
     if (parsed.is_discarded()) {
-      throw RequestError("Assistant tool call function.arguments must be valid JSON.");
+      return BadRequest("Assistant tool call function.arguments must be valid JSON.");
     }
     if (!parsed.is_object()) {
-      throw RequestError("Assistant tool call function.arguments must be a JSON object.");
+      return BadRequest("Assistant tool call function.arguments must be a JSON object.");
     }
     *arguments = std::move(parsed);
   }
+  return std::nullopt;
 }
 
 std::string ToolCallId(const chat::ToolCallParser* parser, const std::string& name, int n) {

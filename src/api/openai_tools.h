@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
 #include "chat/chat_template.h"
 #include "chat/tool_call_parser.h"
 
@@ -47,18 +48,19 @@ struct ToolRequest {
   }
 };
 
-// Reads tools / tool_choice / parallel_tool_calls from the ordered request body. Throws
-// ValidationError for wrong types and RequestError for requests SGLang refuses (a named function
+// Reads tools / tool_choice / parallel_tool_calls from the ordered request body. Fails with
+// InvalidRequest for wrong types and BadRequest for requests SGLang refuses (a named function
 // that is not among the tools, "required" without tools, ...).
-ToolRequest ReadToolRequest(const chat::Json& body);
+ApiExpected<ToolRequest> ReadToolRequest(const chat::Json& body);
 
-// The JSON schema (as text) a required / named choice constrains the output with.
-std::string ToolCallSchema(const ToolRequest& request);
+// The JSON schema (as text) a required / named choice constrains the output with; BadRequest when
+// two tools define one $defs name differently.
+ApiExpected<std::string> ToolCallSchema(const ToolRequest& request);
 
 // Assistant messages of the history carry tool_calls[].function.arguments as JSON text; chat
-// templates iterate them as mappings, so the text is parsed (SGLang does the same). Throws
-// RequestError when it is not a JSON object.
-void NormalizeHistoryToolCalls(chat::Json& message);
+// templates iterate them as mappings, so the text is parsed (SGLang does the same). A BadRequest
+// when it is not a JSON object.
+std::optional<ApiError> NormalizeHistoryToolCalls(chat::Json& message);
 
 // A finished choice's text read for tool calls.
 struct ToolCallAnswer {

@@ -3,6 +3,7 @@
 #include "api/admin_api.h"
 #include "api/api_error.h"
 #include "api/generate_api.h"
+#include "api/lightllm_api.h"
 #include "api/openai_api.h"
 #include "api/parse_api.h"
 
@@ -56,6 +57,8 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache, "path", /*admin=*/true},
       {{"POST"}, "/abort_request", false, HandleAbortRequest, "path", /*admin=*/true},
       {{"POST", "PUT"}, "/generate", false, Admitting(BodyOnly(HandleGenerate))},
+      {{"POST"}, "/generate_stream", false, Admitting(BodyOnly(HandleLightLlmGenerateStream))},
+      {{"POST"}, "/", false, Admitting(BodyOnly(HandleLightLlmCompat))},
       {{"POST"}, "/tokenize", false, HandleTokenize},
       {{"POST"}, "/v1/tokenize", false, HandleTokenize},
       {{"POST"}, "/detokenize", false, HandleDetokenize},

@@ -477,9 +477,9 @@ std::vector<ArgSpec> LightllmArgs() {
        .type = ArgType::kFlag,
        .default_value = "false",
        .group = group::kLightllm,
-       .help = "Accept and answer requests in Hugging Face TGI's request/response format.",
-       .cpu = Support::kNo,
-       .cpu_note = "The TGI API format is not implemented in radixserve.",
+       .help = "Answer LightLLM's /generate, /generate_stream and POST / in Hugging Face TGI's "
+               "request/response format (details, stop, seed, num_beam, return_full_text) "
+               "instead of LightLLM's own.",
        .system = System::kLightllm},
 
       // MTP.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -45,31 +46,33 @@ inline Status Unsupported(std::string message) {
 inline Status DataLoss(std::string message) { return {StatusCode::kDataLoss, std::move(message)}; }
 inline Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
 
-// A value of type T or an error Status. Construct from either; check ok() before value().
-template <typename T>
+// A value of type T or an error E (a Status unless the caller names another error type, e.g. the
+// API's ApiError). Construct from either; check ok() before value().
+template <typename T, typename E = Status>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
-  Expected(Status status) : data_(std::move(status)) {  // NOLINT: implicit by design
-    RADIX_CHECK(!std::get<Status>(data_).ok());
+  Expected(T value) : data_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Expected(E error) : data_(std::in_place_index<1>, std::move(error)) {   // NOLINT: implicit
+    if constexpr (std::is_same_v<E, Status>) RADIX_CHECK(!std::get<1>(data_).ok());
   }
 
-  bool ok() const { return std::holds_alternative<T>(data_); }
-  const Status& status() const {
-    static const Status kOkStatus;
-    return ok() ? kOkStatus : std::get<Status>(data_);
+  bool ok() const { return data_.index() == 0; }
+  // The error; a default-constructed E (for Status: ok) when there is a value.
+  const E& status() const {
+    static const E kNoError{};
+    return ok() ? kNoError : std::get<1>(data_);
   }
   T& value() & {
     RADIX_CHECK(ok());
-    return std::get<T>(data_);
+    return std::get<0>(data_);
   }
   const T& value() const& {
     RADIX_CHECK(ok());
-    return std::get<T>(data_);
+    return std::get<0>(data_);
   }
   T&& value() && {
     RADIX_CHECK(ok());
-    return std::get<T>(std::move(data_));
+    return std::get<0>(std::move(data_));
   }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
@@ -77,7 +80,7 @@ class [[nodiscard]] Expected {
   const T& operator*() const& { return value(); }
 
  private:
-  std::variant<T, Status> data_;
+  std::variant<T, E> data_;
 };
 
 }  // namespace radixserve

@@ -1,0 +1,76 @@
+#include "api/serving.h"
+
+#include <utility>
+
+namespace radixserve::api {
+
+void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
+           ApiExpected<ServingPlan> plan) {
+  if (!plan.ok()) {
+    const ApiError& error = plan.status();
+    writer->Send(error.status, "application/json", ToJsonText(ErrorBody(errors, error)));
+    return;
+  }
+  std::shared_ptr<ResponseFormatter> formatter = plan->formatter;
+  const bool stream = plan->stream;
+  // SGLang's and OpenAI's streams end with "data: [DONE]"; LightLLM's and TGI's just end.
+  const bool done_marker = errors == ErrorStyle::kOpenAi || errors == ErrorStyle::kNative;
+
+  auto on_event = [formatter, stream](CallTracker& call, size_t index,
+                                      const engine::RequestEvent& event) {
+    if (!stream) return;
+    ResponseWriter& writer = call.writer();
+    formatter->StreamEvent(call.context(), call.choices(), index, event,
+                           [&writer](const nlohmann::json& data) {
+                             writer.SendEvent(ToJsonText(data));
+                           });
+  };
+  auto on_done = [formatter, stream, done_marker](CallTracker& call) {
+    ResponseWriter& writer = call.writer();
+    if (stream) {
+      formatter->StreamEnd(call.context(), call.choices(), [&writer](const nlohmann::json& data) {
+        writer.SendEvent(ToJsonText(data));
+      });
+      if (done_marker) writer.SendEvent("[DONE]");
+      writer.EndStream();
+      return;
+    }
+    FormattedResponse response = formatter->Complete(call.context(), call.choices());
+    writer.Send(response.status, "application/json", ToJsonText(response.body));
+  };
+  auto on_rejected = [writer, errors, done_marker](const ApiError& error, bool stream_started) {
+    if (stream_started) {
+      writer->SendEvent(ToJsonText(StreamErrorBody(errors, error)));
+      if (done_marker) writer->SendEvent("[DONE]");
+      writer->EndStream();
+      return;
+    }
+    writer->Send(error.status, "application/json", ToJsonText(ErrorBody(errors, error)));
+  };
+  CallTracker::Start(ctx, std::move(writer), std::move(plan->requests), std::move(on_event),
+                     std::move(on_done), std::move(on_rejected), plan->group, stream);
+}
+
+std::optional<ApiError> FailedChoice(const std::vector<ChoiceState>& choices) {
+  for (const ChoiceState& choice : choices) {
+    if (!choice.finish || choice.finish->kind != engine::FinishKind::kAbort ||
+        choice.finish->status_code < 400) {
+      continue;
+    }
+    const int status = choice.finish->status_code;
+    return ApiError{status, choice.finish->message, status == 503 ? "503" : "BadRequestError", {}};
+  }
+  return std::nullopt;
+}
+
+void SendResult(ResponseWriter& writer, const ApiExpected<nlohmann::json>& result,
+                ErrorStyle errors) {
+  if (result.ok()) {
+    writer.Send(200, "application/json", ToJsonText(*result));
+  } else {
+    writer.Send(result.status().status, "application/json",
+                ToJsonText(ErrorBody(errors, result.status())));
+  }
+}
+
+}  // namespace radixserve::api

@@ -1,0 +1,172 @@
+"""LightLLM's generation API (/generate with "inputs"/"parameters", /generate_stream, POST /) and,
+with --use_tgi_api, Text Generation Inference's, driven by Hugging Face's own `text_generation`
+client. References: the same server's SGLang /generate with the same sampling (greedy output
+must agree token for token), LightLLM's api_lightllm.py response shapes, TGI's client models
+(which validate every answer), Python's `re` for a regex grammar."""
+import json
+import re
+
+import pytest
+import requests
+import text_generation
+
+from server_util import STORIES, Server
+
+PROMPT = "Once upon a time, there was a little"
+
+
+@pytest.fixture(scope="module")
+def srv():
+    server = Server(STORIES)
+    yield server
+    assert server.stop() == 0, server.logs()
+
+
+@pytest.fixture(scope="module")
+def tgi():
+    server = Server(STORIES, "--use_tgi_api")
+    yield server
+    assert server.stop() == 0, server.logs()
+
+
+def sglang_greedy(srv, prompt, max_new_tokens, **extra):
+    r = requests.post(srv.url + "/generate", json={
+        "text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens,
+                                            **extra}}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def sse_events(response):
+    events = []
+    for line in response.iter_lines():
+        if line.startswith(b"data:"):
+            events.append(line[len(b"data:"):].strip())
+    return events
+
+
+def test_generate_is_greedy_by_default_and_answers_lightllms_shape(srv):
+    r = requests.post(srv.url + "/generate", json={
+        "inputs": PROMPT, "parameters": {"max_new_tokens": 12}}, timeout=60)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    ref = sglang_greedy(srv, PROMPT, 12)
+    assert set(out) == {"generated_text", "count_output_tokens", "finish_reason", "prompt_tokens"}
+    assert out["generated_text"] == [ref["text"]]
+    assert out["count_output_tokens"] == ref["meta_info"]["completion_tokens"] == 12
+    assert out["finish_reason"] == "length"
+    assert out["prompt_tokens"] == ref["meta_info"]["prompt_tokens"]
+
+
+def test_return_details_lists_each_token_with_its_logprob(srv):
+    r = requests.post(srv.url + "/generate", json={
+        "inputs": PROMPT, "parameters": {"max_new_tokens": 6, "return_details": True}},
+        timeout=60)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    ref = requests.post(srv.url + "/generate", json={
+        "text": PROMPT, "return_logprob": True,
+        "sampling_params": {"temperature": 0, "max_new_tokens": 6}}, timeout=60).json()
+    assert [t["id"] for t in out["tokens"]] == ref["output_ids"]
+    ref_lps = [lp for lp, _, _ in ref["meta_info"]["output_token_logprobs"]]
+    assert [t["logprob"] for t in out["tokens"]] == pytest.approx(ref_lps, abs=1e-5)
+    assert [t["count_output_tokens"] for t in out["tokens"]] == list(range(1, 7))
+
+
+def test_stream_sends_one_event_per_token_and_no_done_marker(srv):
+    with requests.post(srv.url + "/generate_stream", json={
+            "inputs": PROMPT, "parameters": {"max_new_tokens": 10}}, stream=True,
+            timeout=60) as r:
+        assert r.status_code == 200
+        raw = sse_events(r)
+    assert b"[DONE]" not in raw
+    events = [json.loads(e) for e in raw]
+    ref = sglang_greedy(srv, PROMPT, 10)
+    assert [e["token"]["id"] for e in events] == ref["output_ids"]
+    assert "".join(e["token"]["text"] for e in events) == ref["text"]
+    assert [e["token"]["count_output_tokens"] for e in events] == list(range(1, 11))
+    assert [e["finished"] for e in events] == [False] * 9 + [True]
+    assert events[-1]["finish_reason"] == "length"
+    assert all(isinstance(e["token"]["logprob"], float) for e in events)
+
+
+def test_compat_route_and_stop_sequences(srv):
+    ref = sglang_greedy(srv, PROMPT, 16)["text"]
+    stop = ref.split()[2]
+    r = requests.post(srv.url + "/", json={
+        "inputs": PROMPT, "stream": False,
+        "parameters": {"max_new_tokens": 16, "stop_sequences": [stop]}}, timeout=60)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["finish_reason"] == "stop"
+    # LightLLM keeps the stop sequence in the output.
+    assert out["generated_text"][0] == ref[:ref.index(stop) + len(stop)]
+    with requests.post(srv.url + "/", json={"inputs": PROMPT, "stream": True,
+                                            "parameters": {"max_new_tokens": 4}},
+                       stream=True, timeout=60) as r:
+        events = [json.loads(e) for e in sse_events(r)]
+    assert len(events) == 4 and events[-1]["finished"]
+
+
+def test_sampled_best_of_answers_a_list_per_choice(srv):
+    r = requests.post(srv.url + "/generate", json={
+        "inputs": PROMPT, "parameters": {"do_sample": True, "temperature": 0.8, "best_of": 2,
+                                         "n": 2, "max_new_tokens": 5}}, timeout=60)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert len(out["generated_text"]) == 2
+    assert out["count_output_tokens"] == [5, 5]
+    assert out["finish_reason"] == ["length", "length"]
+    srv.assert_no_leak()
+
+
+@pytest.mark.parametrize("parameters, needle", [
+    ({"no_such_parameter": 1}, "no_such_parameter"),
+    ({"allowed_token_ids": [1, 2]}, "allowed_token_ids"),
+    ({"do_sample": True, "top_k": 0}, "top_k"),
+    ({"best_of": 2, "n": 1}, "n == best_of"),
+    ({"stop_sequences": [[5, 6]]}, "stop_sequences"),
+])
+def test_unsupported_or_invalid_parameters_are_refused_in_lightllms_error_shape(
+        srv, parameters, needle):
+    r = requests.post(srv.url + "/generate", json={"inputs": PROMPT, "parameters": parameters},
+                      timeout=60)
+    assert r.status_code == 400, r.text
+    assert set(r.json()) == {"message"}
+    assert needle in r.json()["message"]
+
+
+def test_tgi_client_generate_matches_greedy_generation(tgi):
+    client = text_generation.Client(tgi.url, timeout=60)
+    response = client.generate(PROMPT, max_new_tokens=8, decoder_input_details=True)
+    ref = sglang_greedy(tgi, PROMPT, 8)
+    assert response.generated_text == ref["text"]
+    assert [t.id for t in response.details.tokens] == ref["output_ids"]
+    assert response.details.finish_reason.value == "length"
+    assert response.details.generated_tokens == 8
+    assert len(response.details.prefill) == ref["meta_info"]["prompt_tokens"]
+
+
+def test_tgi_client_stream_and_grammar(tgi):
+    client = text_generation.Client(tgi.url, timeout=60)
+    ref = sglang_greedy(tgi, PROMPT, 8)
+    chunks = list(client.generate_stream(PROMPT, max_new_tokens=8))
+    assert "".join(c.token.text for c in chunks) == ref["text"]
+    assert chunks[-1].generated_text == ref["text"]
+    assert chunks[-1].details.finish_reason.value == "length"
+    grammar = text_generation.types.Grammar(type="regex", value="[0-9]{3}-[a-z]{2}")
+    response = client.generate(PROMPT, max_new_tokens=16, grammar=grammar)
+    assert re.fullmatch("[0-9]{3}-[a-z]{2}", response.generated_text), response.generated_text
+    stop = ref["text"].split()[1]
+    response = client.generate(PROMPT, max_new_tokens=8, stop_sequences=[stop])
+    assert response.details.finish_reason.value == "stop_sequence"
+    assert response.generated_text.endswith(stop)
+    tgi.assert_no_leak()
+
+
+def test_tgi_refuses_what_it_cannot_do_in_tgis_error_shape(tgi):
+    r = requests.post(tgi.url + "/generate", json={
+        "inputs": PROMPT, "parameters": {"watermark": True}}, timeout=60)
+    assert r.status_code == 400
+    assert set(r.json()) == {"error", "error_type"}
+    assert "watermark" in r.json()["error"]
