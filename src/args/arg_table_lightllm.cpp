@@ -194,6 +194,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .group = group::kLightllm,
        .help = "KV cache usage above which the server counts as busy and admits new requests "
                "conservatively; 0 disables the check.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: admission follows SGLang's scheduler (--schedule-conservativeness), not LightLLM's router.",
        .system = System::kLightllm},
       {.name = "router-max-new-token-len",
        .type = ArgType::kInt,
@@ -202,6 +204,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .help = "Output length the scheduler assumes per request when estimating its KV need; "
                "only used while --router-token-ratio is above 0. Smaller values admit more "
                "requests at the risk of pausing and recomputing some.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: admission follows SGLang's scheduler, not LightLLM's router.",
        .system = System::kLightllm},
       {.name = "router-max-wait-tokens",
        .type = ArgType::kInt,
@@ -209,6 +213,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .group = group::kLightllm,
        .help = "Consider waiting requests for prefill once every this many decode steps "
                "(comparable in spirit to SGLang's --num-continuous-decode-steps).",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: admission follows SGLang's scheduler, not LightLLM's router.",
        .system = System::kLightllm},
       {.name = "disable-aggressive-schedule",
        .type = ArgType::kFlag,
@@ -216,6 +222,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .group = group::kLightllm,
        .help = "Stop admitting new prefills as soon as they arrive, so decoding is interrupted "
                "less often and --router-max-wait-tokens takes full effect.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: admission follows SGLang's scheduler, not LightLLM's router.",
        .system = System::kLightllm},
       {.name = "disable-chunked-prefill",
        .type = ArgType::kFlag,
@@ -230,6 +238,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .group = group::kLightllm,
        .help = "LightLLM's mode for returning several outputs per request that share the "
                "prompt's KV cache. radixserve always shares the prompt for n > 1.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: n > 1 requests sample their choices independently.",
        .system = System::kLightllm},
 
       // Output constraints.
@@ -248,6 +258,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .group = group::kLightllm,
        .help = "Restrict the first generated token to the ids listed (comma-separated) in the "
                "FIRST_ALLOWED_TOKENS environment variable.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet; use constrained decoding (regular_constraint, guided_json) instead.",
        .system = System::kLightllm},
 
       // Multimodal.
@@ -421,8 +433,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .group = group::kLightllm,
        .help = "Quantize the weights at load time with one of LightLLM's GPU schemes "
                "(PPL, FlashLLM, torchao, vLLM or Triton kernels).",
-       .cpu = Support::kPartial,
-       .cpu_note = "Only 'none' applies; radixserve runs quantized weights from GGUF files.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not read: radixserve runs the quantized weights of GGUF files; LightLLM's quantization kernels do not apply.",
        .system = System::kLightllm},
       {.name = "quant-cfg",
        .type = ArgType::kString,
@@ -456,6 +468,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .default_value = "false",
        .group = group::kLightllm,
        .help = "Include the log-probability of every prompt token in responses.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: ask for prompt logprobs per request (return_logprob with logprob_start_len 0).",
        .system = System::kLightllm},
       {.name = "use-reward-model",
        .type = ArgType::kFlag,
@@ -472,6 +486,8 @@ std::vector<ArgSpec> LightllmArgs() {
        .help = "What to do when prompt length plus max_new_tokens exceeds the request length "
                "limit: unset rejects the request, 'head' drops tokens from the start of the "
                "prompt, 'center' drops them from its middle.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: over-long prompts are refused, or cut from the start with --allow-auto-truncate.",
        .system = System::kLightllm},
       {.name = "use-tgi-api",
        .type = ArgType::kFlag,
@@ -518,12 +534,16 @@ std::vector<ArgSpec> LightllmArgs() {
        .default_value = "false",
        .group = group::kLightllm,
        .help = "Do not write the periodic throughput statistics to the log.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: the decode statistics line follows --decode-log-interval.",
        .system = System::kLightllm},
       {.name = "log-stats-interval",
        .type = ArgType::kInt,
        .default_value = "10",
        .group = group::kLightllm,
        .help = "Seconds between two throughput statistics log lines.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: the decode statistics line follows --decode-log-interval.",
        .system = System::kLightllm},
       {.name = "health-monitor",
        .type = ArgType::kFlag,

@@ -69,6 +69,8 @@ std::vector<ArgSpec> RtpllmArgs() {
        .group = group::kRtpllm,
        .help = "When --concurrency-limit is reached, make new requests wait for a free slot "
                "instead of rejecting them.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: requests beyond the running batch queue (see --max-queued-requests).",
        .system = System::kRtpllm},
       {.name = "concurrency-limit",
        .type = ArgType::kInt,
@@ -77,6 +79,8 @@ std::vector<ArgSpec> RtpllmArgs() {
        .help = "Most requests the server accepts at once, counting queued and running ones; "
                "unlike --max-running-requests (batch size) or --max-queued-requests (queue "
                "length) it bounds both together.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: concurrency is bounded by --max-running-requests and --max-queued-requests.",
        .system = System::kRtpllm},
 
       // Attention kernels.
@@ -111,6 +115,8 @@ std::vector<ArgSpec> RtpllmArgs() {
        .help = "RTP-LLM's switch (off there by default) for reusing the KV cache of prompt "
                "prefixes that earlier requests computed. radixserve's radix cache does this and "
                "is on unless --disable-radix-cache is given.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not read: prefix reuse is radixserve's radix cache, on unless --disable-radix-cache is given.",
        .system = System::kRtpllm},
       Unsupported("multi-task-prompt", ArgType::kString, "null",
                   "File of task prompts whose KV cache is computed at startup and kept for "
@@ -217,6 +223,8 @@ std::vector<ArgSpec> RtpllmArgs() {
        .group = group::kRtpllm,
        .help = "Write each response's content to the log (SGLang's --log-requests logs "
                "requests and responses).",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: responses are not logged (see --log-requests).",
        .system = System::kRtpllm},
       UnsupportedSwitch("trace-memory", "false", "Record device memory allocations for debugging.",
                         kProfilingNote),
@@ -297,6 +305,8 @@ std::vector<ArgSpec> RtpllmArgs() {
        .group = group::kRtpllm,
        .help = "Percent of the KV cache the scheduler keeps free when admitting new "
                "requests, as headroom for running ones.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: the KV reserve follows --schedule-conservativeness.",
        .system = System::kRtpllm},
       {.name = "enable-fast-gen",
        .type = ArgType::kBool,
@@ -305,6 +315,8 @@ std::vector<ArgSpec> RtpllmArgs() {
        .help = "Split long prompts into chunks prefilled over several steps (chunked "
                "prefill); the chunk size is --fast-gen-context-budget, which is SGLang's "
                "--chunked-prefill-size.",
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: long prompts are chunked by --chunked-prefill-size.",
        .system = System::kRtpllm},
       Unsupported("enable-partial-fallback", ArgType::kBool, "false",
                   "When the KV cache runs short, take back part of a request's cache instead "

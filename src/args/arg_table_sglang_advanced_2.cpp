@@ -382,7 +382,8 @@ std::vector<ArgSpec> OptimizationArgs() {
        .group = group::kOptimization,
        .help = "Check for new requests only every N scheduler iterations; values above 1 cut "
                "polling overhead.",
-       .cpu = Support::kYes},
+       .cpu = Support::kNo,
+       .cpu_note = "Not implemented yet: the engine drains its inbox every step."},
       {.name = "numa-node",
        .type = ArgType::kIntList,
        .group = group::kOptimization,
@@ -439,16 +440,18 @@ std::vector<ArgSpec> TokenizerDumpAndPdArgs() {
        .group = group::kDynamicBatchTokenizer,
        .help = "Most prompts tokenized in one dynamic batch; only used with "
                "--enable-dynamic-batch-tokenizer.",
-       .cpu = Support::kPartial,
-       .cpu_note = kNoteTokenizerBatch},
+       .cpu = Support::kNo,
+       .cpu_note = "Tokenization runs on the HTTP threads without a batching tokenizer; the value "
+                   "is not read."},
       {.name = "dynamic-batch-tokenizer-batch-timeout",
        .type = ArgType::kFloat,
        .default_value = "0.002",
        .group = group::kDynamicBatchTokenizer,
        .help = "Seconds to wait for more prompts before tokenizing a dynamic batch; only used "
                "with --enable-dynamic-batch-tokenizer.",
-       .cpu = Support::kPartial,
-       .cpu_note = kNoteTokenizerBatch},
+       .cpu = Support::kNo,
+       .cpu_note = "Tokenization runs on the HTTP threads without a batching tokenizer; the value "
+                   "is not read."},
 
       // Debug tensor dumps.
       {.name = "debug-tensor-dump-output-folder",

@@ -38,6 +38,8 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   if (auto chunk = OptionalIntArg(args, "chunked_prefill_size"); chunk && *chunk > 0) {
     s.chunked_prefill_size = chunk;
   }
+  // LightLLM's --disable_chunked_prefill: every prompt is prefilled whole.
+  if (BoolArg(args, "disable_chunked_prefill")) s.chunked_prefill_size.reset();
   s.prefill_max_requests = OptionalIntArg(args, "prefill_max_requests");
   s.max_queued_requests = OptionalIntArg(args, "max_queued_requests");
   if (s.max_queued_requests && *s.max_queued_requests < 1) {
@@ -58,6 +60,9 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
       std::max<int64_t>(1, OptionalIntArg(args, "num_continuous_decode_steps").value_or(1));
   config.allow_auto_truncate = BoolArg(args, "allow_auto_truncate");
   config.grammar_jump_forward = !BoolArg(args, "disable_grammar_jump_forward");
+  if (args.values().contains("eos_id") && !args.IsNull("eos_id")) {
+    for (const auto& id : args.Get("eos_id")) config.eos_override.push_back(id.get<int32_t>());
+  }
   config.sleep_on_idle = BoolArg(args, "sleep_on_idle");
   config.deterministic_inference = BoolArg(args, "enable_deterministic_inference");
   config.enable_priority_scheduling = s.enable_priority_scheduling;

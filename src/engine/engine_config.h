@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "args/server_args.h"
 #include "common/status.h"
@@ -25,6 +26,8 @@ struct EngineConfig {
   // Jump-forward: append the tokens a grammar forces without sampling them
   // (!--disable-grammar-jump-forward).
   bool grammar_jump_forward = true;
+  // LightLLM's --eos_id: the token ids that end generation, replacing the model's when not empty.
+  std::vector<int32_t> eos_override;
   // Watchdog (--watchdog-timeout, --soft-watchdog-timeout), seconds; nullopt: off.
   std::optional<double> watchdog_timeout_s;
   std::optional<double> soft_watchdog_timeout_s;

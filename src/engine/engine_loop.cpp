@@ -54,9 +54,13 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
   kv_view_.num_slots = static_cast<int64_t>(storage.spec().num_rows);
   kv_view_.num_kv_heads = mc.num_kv_heads;
   kv_view_.head_dim = mc.head_dim;
-  for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
-  if (tokenizer_) {
-    for (auto id : tokenizer_->eos_ids()) eos_ids_.push_back(static_cast<int32_t>(id));
+  if (!config_.eos_override.empty()) {
+    eos_ids_ = config_.eos_override;
+  } else {
+    for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
+    if (tokenizer_) {
+      for (auto id : tokenizer_->eos_ids()) eos_ids_.push_back(static_cast<int32_t>(id));
+    }
   }
   if (config_.dp_size > 1) log_prefix_ = fmt::format("[DP{}] ", config_.dp_rank);
   PublishStats();
