@@ -65,6 +65,10 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/detokenize", false, HandleDetokenize},
       {{"POST"}, "/v1/completions", false, Admitting(JsonOnly(HandleCompletions))},
       {{"POST"}, "/v1/chat/completions", false, Admitting(JsonOnly(HandleChatCompletions))},
+      // SageMaker's contract, as SGLang serves it: /ping is the health check, /invocations the
+      // OpenAI chat route.
+      {{"GET"}, "/ping", false, HandleHealth},
+      {{"POST"}, "/invocations", false, Admitting(JsonOnly(HandleChatCompletions))},
       {{"POST"}, "/parse_function_call", false, HandleParseFunctionCall},
       {{"POST"}, "/separate_reasoning", false, HandleSeparateReasoning},
       {{"GET"}, "/metrics", false, HandleMetrics},

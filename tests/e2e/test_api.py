@@ -271,3 +271,15 @@ def test_seeded_output_is_the_same_under_concurrent_load(client):
         results = [f.result() for f in background]
         assert loaded.result().choices[0].message.content == alone
     assert len(results) == 5
+
+
+def test_sagemaker_ping_and_invocations_are_the_health_and_chat_routes(server):
+    assert requests.get(server.url + "/ping", timeout=10).status_code == 200
+    body = {"messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 8,
+            "temperature": 0}
+    via_sagemaker = requests.post(server.url + "/invocations", json=body, timeout=60)
+    via_openai = requests.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+    assert via_sagemaker.status_code == 200, via_sagemaker.text
+    assert via_sagemaker.json()["object"] == "chat.completion"
+    assert (via_sagemaker.json()["choices"][0]["message"]
+            == via_openai.json()["choices"][0]["message"])
