@@ -13,7 +13,6 @@
 
 #include "http/http_error.h"
 #include "http/http_server.h"
-#include "http/static_content.h"
 
 namespace radixserve::http::testing {
 
@@ -60,7 +59,9 @@ class StreamRegistry {
 
 inline Router TestRoutes(StreamRegistry* streams) {
   Router router;
-  router.Add({"GET"}, "/", StaticContentHandler("text/html; charset=utf-8", "<html>ui</html>"));
+  router.Add({"GET"}, "/", [](const Request&, ResponderPtr r) {
+    r->Send(200, "text/html; charset=utf-8", "<html>ui</html>");
+  });
   router.Add({"GET"}, "/hello", [](const Request&, ResponderPtr r) {
     r->Send(200, "text/plain; charset=utf-8", "hello");
   });
