@@ -93,11 +93,4 @@ ApiExpected<nlohmann::ordered_json> ParseOrderedJsonObjectBody(std::string_view 
   return ParseObject<nlohmann::ordered_json>(text);
 }
 
-std::string PreviewJson(const nlohmann::json& value, size_t max_chars) {
-  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() <= max_chars) return text;
-  text.resize(max_chars);
-  return text + "...";
-}
-
 }  // namespace radixserve::api

@@ -39,8 +39,4 @@ Expected<nlohmann::ordered_json> ParseOrderedJsonBody(std::string_view text);
 ApiExpected<nlohmann::json> ParseJsonObjectBody(std::string_view text);
 ApiExpected<nlohmann::ordered_json> ParseOrderedJsonObjectBody(std::string_view text);
 
-// A short rendering of a client's value for an error message: at most `max_chars` characters of
-// its JSON text, "..." marking a cut. Never echoes an unbounded value back.
-std::string PreviewJson(const nlohmann::json& value, size_t max_chars = 80);
-
 }  // namespace radixserve::api

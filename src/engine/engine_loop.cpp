@@ -1,8 +1,10 @@
 #include "engine/engine_loop.h"
 
 #include <future>
-#include <optional>
 #include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -152,31 +154,38 @@ Status EngineLoop::RunOnEngineThread(std::function<Status()> fn) const {
   return result.get();
 }
 
+namespace {
+
+// SGLang's refusal of /flush_cache while requests are pending.
+Status FlushRefused(std::string_view log_prefix, int64_t queued, int64_t running) {
+  const std::string message =
+      fmt::format("Cache not flushed because there are pending requests. #queue-req: {}, "
+                  "#running-req: {}", queued, running);
+  RADIX_LOG_WARN("{}{}", log_prefix, message);
+  return Status(StatusCode::kResourceExhausted, message);
+}
+
+}  // namespace
+
 void EngineLoop::FlushCacheAsync(std::function<void(Status)> done) {
   // Busy as of the last published step: refuse at once instead of waiting for the step to end.
-  std::optional<std::string> busy;
+  std::optional<std::pair<int64_t, int64_t>> busy;  // queued, running
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (thread_live_ && (stats_.num_running_reqs > 0 || stats_.num_queued_reqs > 0 ||
                          !submissions_.empty())) {
-      busy = "Cache not flushed because there are pending requests. #queue-req: " +
-             std::to_string(stats_.num_queued_reqs + static_cast<int64_t>(submissions_.size())) +
-             ", #running-req: " + std::to_string(stats_.num_running_reqs);
+      busy = {stats_.num_queued_reqs + static_cast<int64_t>(submissions_.size()),
+              stats_.num_running_reqs};
     }
   }
   if (busy) {
-    RADIX_LOG_WARN("{}{}", log_prefix_, *busy);
-    done(Status(StatusCode::kResourceExhausted, *busy));
+    done(FlushRefused(log_prefix_, busy->first, busy->second));
     return;
   }
   PostCommand([this, done = std::move(done)] {
     if (!scheduler_->idle()) {
-      const std::string message =
-          "Cache not flushed because there are pending requests. #queue-req: " +
-          std::to_string(scheduler_->waiting().size()) +
-          ", #running-req: " + std::to_string(scheduler_->running().size());
-      RADIX_LOG_WARN("{}{}", log_prefix_, message);
-      done(Status(StatusCode::kResourceExhausted, message));
+      done(FlushRefused(log_prefix_, static_cast<int64_t>(scheduler_->waiting().size()),
+                        static_cast<int64_t>(scheduler_->running().size())));
       return;
     }
     Status flushed = memory_->Flush();

@@ -47,10 +47,14 @@ TEST(JsonBodyTest, InvalidJsonAndOverflowingNumbers) {
   EXPECT_TRUE(ParseJsonBody("{\"a\": 18446744073709551616}").ok());  // a double, finite
 }
 
-TEST(JsonBodyTest, PreviewIsBounded) {
-  nlohmann::json big = std::string(10'000, 'x');
-  EXPECT_LE(PreviewJson(big, 80).size(), 83u);
-  EXPECT_EQ(PreviewJson(nlohmann::json(5)), "5");
+TEST(JsonBodyTest, ObjectBodiesRefuseOtherValuesAsSchemaErrors) {
+  EXPECT_TRUE(ParseJsonObjectBody("{\"a\": 1}").ok());
+  auto array = ParseJsonObjectBody("[1]");
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().status, 400);
+  EXPECT_EQ(array.status().type, "Bad Request");
+  EXPECT_EQ(array.status().message, "The request body must be a JSON object.");
+  EXPECT_FALSE(ParseOrderedJsonObjectBody("{").ok());
 }
 
 }  // namespace
