@@ -55,7 +55,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"positional_embed_overrides", kDefaultOnly}, {"bootstrap_host", kDefaultOnly},
       {"bootstrap_port", kDefaultOnly}, {"bootstrap_room", kDefaultOnly},
       {"bootstrap_pair_key", kDefaultOnly}, {"decode_tp_size", kDefaultOnly},
-      {"routed_dp_rank", kDefaultOnly}, {"data_parallel_rank", kDefaultOnly},
+      {"routed_dp_rank", kUsed}, {"data_parallel_rank", kUsed},
       {"disagg_prefill_dp_rank", kDefaultOnly}, {"background", kDefaultOnly},
       {"require_reasoning", kDefaultOnly}, {"max_thinking_tokens", kDefaultOnly},
       {"no_logs", kDefaultOnly}, {"custom_labels", kDefaultOnly}, {"return_bytes", kDefaultOnly},
@@ -411,6 +411,13 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   const bool stream = stream_field->value_or(false);
   auto priority = ReadOptionalInt(body, "priority");
   if (!priority.ok()) return invalid(priority.status());
+  // The replica a router chose (data_parallel_rank: SGLang's deprecated spelling).
+  const int64_t dp_size = ctx.args->GetInt("dp_size");
+  auto routed = ReadOptionalInt(body, "routed_dp_rank", 0, dp_size - 1);
+  if (!routed.ok()) return invalid(routed.status());
+  auto routed_alias = ReadOptionalInt(body, "data_parallel_rank", 0, dp_size - 1);
+  if (!routed_alias.ok()) return invalid(routed_alias.status());
+  const std::optional<int64_t> dp_rank = routed->has_value() ? *routed : *routed_alias;
 
   // Everything is read and bounded before any prompt is tokenized or copied n times.
   std::vector<ItemOptions> items;
@@ -462,6 +469,7 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
       BuiltRequest built = BuildGenerateRequest(ctx, (*prompts)[i], item.sampling, options);
       if (built.error) return *built.error;
       built.request->sampling.n = 1;  // the n copies are separate engine requests
+      if (dp_rank) built.request->routed_dp_rank = static_cast<int32_t>(*dp_rank);
       ItemInfo info;
       info.shape.return_logprob = item.return_logprob;
       info.shape.top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num);

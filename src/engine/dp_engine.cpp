@@ -1,5 +1,7 @@
 #include "engine/dp_engine.h"
 
+#include <fmt/format.h>
+
 #include <mutex>
 #include <string>
 
@@ -19,7 +21,16 @@ DpEngine::~DpEngine() { Shutdown(); }
 
 Status DpEngine::Submit(GenerateRequest request, EventSink sink) {
   const auto prompt_tokens = static_cast<int64_t>(request.input_ids.size());
-  const int replica = balancer_.Assign(prompt_tokens);
+  std::optional<int> routed;
+  if (request.routed_dp_rank) {
+    if (*request.routed_dp_rank < 0 ||
+        static_cast<size_t>(*request.routed_dp_rank) >= replicas_.size()) {
+      return InvalidArgument(fmt::format("routed_dp_rank {} is out of range: --dp-size is {}.",
+                                         *request.routed_dp_rank, replicas_.size()));
+    }
+    routed = *request.routed_dp_rank;
+  }
+  const int replica = balancer_.Assign(prompt_tokens, routed);
   // The sink runs on the replica's engine thread, one event at a time, so `counted` needs no
   // lock; the balancer outlives every engine thread (Shutdown joins them).
   EventSink counting = [this, replica, counted = prompt_tokens,

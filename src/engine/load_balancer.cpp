@@ -19,23 +19,28 @@ LoadBalancer::LoadBalancer(LoadBalanceMethod method, int replicas)
   RADIX_CHECK(replicas >= 1);
 }
 
-int LoadBalancer::Assign(int64_t prompt_tokens) {
+int LoadBalancer::Assign(int64_t prompt_tokens, std::optional<int> routed) {
   std::lock_guard<std::mutex> lock(mutex_);
   size_t chosen = 0;
-  switch (method_) {
-    case LoadBalanceMethod::kRoundRobin:
-      chosen = next_++ % loads_.size();
-      break;
-    case LoadBalanceMethod::kShortestQueue:
-      for (size_t r = 1; r < loads_.size(); ++r) {
-        if (loads_[r].requests < loads_[chosen].requests) chosen = r;
-      }
-      break;
-    case LoadBalanceMethod::kMinimumTokens:
-      for (size_t r = 1; r < loads_.size(); ++r) {
-        if (loads_[r].tokens < loads_[chosen].tokens) chosen = r;
-      }
-      break;
+  if (routed) {
+    RADIX_CHECK(*routed >= 0 && static_cast<size_t>(*routed) < loads_.size());
+    chosen = static_cast<size_t>(*routed);
+  } else {
+    switch (method_) {
+      case LoadBalanceMethod::kRoundRobin:
+        chosen = next_++ % loads_.size();
+        break;
+      case LoadBalanceMethod::kShortestQueue:
+        for (size_t r = 1; r < loads_.size(); ++r) {
+          if (loads_[r].requests < loads_[chosen].requests) chosen = r;
+        }
+        break;
+      case LoadBalanceMethod::kMinimumTokens:
+        for (size_t r = 1; r < loads_.size(); ++r) {
+          if (loads_[r].tokens < loads_[chosen].tokens) chosen = r;
+        }
+        break;
+    }
   }
   Load& load = loads_[chosen];
   ++load.requests;

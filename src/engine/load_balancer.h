@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -31,7 +32,8 @@ class LoadBalancer {
   LoadBalancer(LoadBalanceMethod method, int replicas);
 
   // Chooses the replica of a request with `prompt_tokens` tokens and counts it in flight there.
-  int Assign(int64_t prompt_tokens);
+  // `routed`: the replica a router chose (SGLang's routed_dp_rank), counted the same way.
+  int Assign(int64_t prompt_tokens, std::optional<int> routed = std::nullopt);
   // A live request on `replica` produced `tokens` more output tokens.
   void AddTokens(int replica, int64_t tokens);
   // A request on `replica` ended (or was rejected); `tokens` is everything counted for it.

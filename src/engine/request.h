@@ -32,6 +32,9 @@ struct GenerateRequest {
   std::optional<int32_t> grammar_start_token;
   // sampling.stop_regex, compiled by the API layer (same order).
   std::vector<tokenizer::StopRegex> stop_regex;
+  // The data-parallel replica a router chose (SGLang's routed_dp_rank); the API checks it is in
+  // [0, --dp-size). nullopt: --load-balance-method decides.
+  std::optional<int32_t> routed_dp_rank;
   // Priority for --enable-priority-scheduling (nullopt: the default priority).
   std::optional<int64_t> priority;
   // Prefix-cache namespace (SGLang: cache_salt + extra_key): requests with different keys never

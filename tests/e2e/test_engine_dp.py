@@ -7,7 +7,7 @@ import concurrent.futures
 import pytest
 import requests
 
-from server_util import SMOLLM2, Server
+from server_util import SMOLLM2, STORIES, Server
 
 PROMPTS = [f"{opening} {topic}" for opening in ("Tell me about", "Write a line about",
                                                  "What is known of")
@@ -57,5 +57,26 @@ def test_dp2_uses_both_replicas_and_matches_dp1(single_outputs, method):
         assert all(entry["num_reqs"] == 0 for entry in load), load
         r = requests.post(srv.url + "/flush_cache", timeout=30)
         assert r.status_code == 200, r.text
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_routed_dp_rank_sends_requests_to_the_replica_the_router_chose():
+    srv = Server(STORIES, "--skip-server-warmup", "--dp-size", "2",
+                 "--load-balance-method", "round_robin")
+    try:
+        for field in ("routed_dp_rank", "data_parallel_rank"):
+            for i in range(4):
+                r = requests.post(srv.url + "/generate", json={
+                    "text": f"Once upon a time {i}", field: 1,
+                    "sampling_params": {"max_new_tokens": 2}}, timeout=60)
+                assert r.status_code == 200, r.text
+        logs = srv.log_path.read_text(errors="replace")
+        # Round robin alone would have put half of them on replica 0.
+        assert "[DP1] Prefill batch" in logs and "[DP0] Prefill batch" not in logs, srv.logs()
+        r = requests.post(srv.url + "/generate", json={"text": "x", "routed_dp_rank": 2},
+                          timeout=60)
+        assert r.status_code == 400 and "routed_dp_rank" in r.text, r.text
+        srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
