@@ -4,9 +4,9 @@
     python bench/speculative_ngram.py [--model GGUF] [--max-new N] [--rounds R] [--out-file F.json]
 
 Prompts: bench/data/spec_prompts.jsonl, "grounded" (copy / rewrite / code-edit requests whose
-answer repeats text of the prompt) and "chat" (free answers). Each prompt is rendered with the
-model's chat template (the HF tokenizer beside the GGUF, tokenizer.json + tokenizer_config.json)
-and sent alone to /generate, greedy, streaming. Decode tok/s of one request =
+answer repeats text of the prompt) and "chat" (free answers). Each prompt is rendered with
+SmolLM2-Instruct's chat template (ChatML, written out below) and sent alone to /generate, greedy,
+streaming. Decode tok/s of one request =
 (completion_tokens - 1) / (time of the last event - time of the first), i.e. without prefill.
 Per workload the figure is total decoded tokens / total decode time over the prompts, best of
 --rounds rounds. Mean accept length = completion tokens / meta_info.spec_verify_ct (tokens per
@@ -23,12 +23,16 @@ import requests
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests/e2e"))
-from server_util import MODELS, SMOLLM2, Server  # noqa: E402
+from server_util import SMOLLM2, Server  # noqa: E402
 
 
-def render(tokenizer, prompt):
-    return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                         add_generation_prompt=True)
+# SmolLM2-Instruct's chat template (ChatML with its default system prompt), written out.
+SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+def render(prompt):
+    return (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{prompt}<|im_end|>\n"
+            "<|im_start|>assistant\n")
 
 
 def one(srv, text, max_new):
@@ -76,18 +80,15 @@ def run(srv, items, max_new, rounds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=str(SMOLLM2))
-    ap.add_argument("--tokenizer", default=str(MODELS / "smollm2-135m-instruct-hf"))
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--draft-tokens", type=int, default=8)
     ap.add_argument("--out-file")
     args = ap.parse_args()
 
-    from transformers import AutoTokenizer
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     items = [json.loads(l) for l in (REPO / "bench/data/spec_prompts.jsonl").read_text().splitlines()]
     for item in items:
-        item["text"] = render(tokenizer, item["prompt"])
+        item["text"] = render(item["prompt"])
 
     report = {"model": pathlib.Path(args.model).name, "max_new_tokens": args.max_new}
     outputs = {}

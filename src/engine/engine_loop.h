@@ -87,7 +87,8 @@ class EngineLoop final : public Engine {
   // Verifies a speculative entry whose num_drafts + 1 logits rows start at first_row: samples
   // row by row (as SampleEntry would, each row seeing the tokens accepted before it), stops at
   // the first token that differs from its draft or finishes the request, and keeps the K/V of
-  // the accepted drafts only. Returns the number of tokens appended.
+  // the accepted drafts only; sets the sequence's next draft budget (matched + 1 after a
+  // rejection, doubled up to the maximum after a full accept). Returns the tokens appended.
   size_t VerifyEntry(const sched::StepEntry& entry, size_t first_row);
   void ScoreInput(const sched::StepEntry& entry, size_t position, std::span<const float> logits);
   std::string DescribePlan(const sched::StepPlan& plan) const;

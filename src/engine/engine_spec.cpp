@@ -25,7 +25,8 @@ void EngineLoop::ProposeDrafts() {
     // A step appends at most drafts + 1 tokens: drafts past max_new_tokens would be wasted.
     const int64_t room = seq->remaining_new_tokens() - 1;
     if (room <= 0 || seq->decode_len() != 1) continue;
-    const size_t wanted = std::min(config_.spec_num_drafts, static_cast<size_t>(room));
+    const size_t budget = state.draft_budget() > 0 ? state.draft_budget() : config_.spec_num_drafts;
+    const size_t wanted = std::min(budget, static_cast<size_t>(room));
     seq->draft_ids = ngram_->Draft(fill, wanted);
   }
 }
@@ -40,6 +41,7 @@ size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) 
   const auto cached = static_cast<int64_t>(seq->cached_tokens);
   state.CountSpecVerify();
   size_t appended = 0;
+  size_t matched = 0;
   bool done = false;
   for (size_t d = 0; d <= drafts.size(); ++d) {
     std::span<float> logits(logits_.data() + (first_row + d) * vocab, vocab);
@@ -57,7 +59,7 @@ size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) 
     seq->output_ids.push_back(token);
     ++appended;
     const bool rejected = d < drafts.size() && token != drafts[d];
-    if (d < drafts.size() && !rejected) ++spec_accepted_;
+    if (d < drafts.size() && !rejected) ++matched;
     const bool last = d == drafts.size() || rejected;
     done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
                          eos_ids_, vocab_size_, cached, /*emit=*/last);
@@ -66,6 +68,12 @@ size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) 
   // The last appended token gets its K/V next step, like any sampled token; the drafts before
   // it were the model's own choices, so their K/V stays.
   scheduler_->AcceptDrafts(seq, appended - 1);
+  // Back-off: verifying a draft costs compute, so a sequence whose drafts fail proposes only as
+  // many as were last accepted plus one, and doubles (up to the maximum) after a full accept.
+  state.set_draft_budget(matched == drafts.size()
+                             ? std::min(config_.spec_num_drafts, 2 * drafts.size())
+                             : matched + 1);
+  spec_accepted_ += static_cast<int64_t>(matched);
   ++spec_steps_;
   spec_tokens_ += static_cast<int64_t>(appended);
   spec_drafted_ += static_cast<int64_t>(drafts.size());

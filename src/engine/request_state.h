@@ -81,6 +81,9 @@ class RequestState {
   void EnableSpecCount() { spec_verify_ct_ = 0; }
   void CountSpecVerify() { if (spec_verify_ct_) ++*spec_verify_ct_; }
   // Output tokens already recorded into the n-gram table (the fill ids before this position).
+  // Drafts to propose next step (0: the server's maximum); VerifyEntry adapts it.
+  size_t draft_budget() const { return draft_budget_; }
+  void set_draft_budget(size_t n) { draft_budget_ = n; }
   size_t ngram_recorded() const { return ngram_recorded_; }
   void set_ngram_recorded(size_t len) { ngram_recorded_ = len; }
 
@@ -113,6 +116,7 @@ class RequestState {
   std::optional<FinishReason> finish_;
   std::optional<int64_t> spec_verify_ct_;
   size_t ngram_recorded_ = 0;
+  size_t draft_budget_ = 0;
 };
 
 }  // namespace radixserve::engine

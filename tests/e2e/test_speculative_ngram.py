@@ -34,6 +34,7 @@ PASSAGES = [
 SMOL_PROMPTS = [f"Copy this sentence exactly.\nSentence: {p}\nCopy: {p[:n]}"
                 for p in PASSAGES for n in (5, 9, 14, 20, 27, 33, 40, 47)]
 assert len(SMOL_PROMPTS) == 32 and len(set(SMOL_PROMPTS)) == 32
+SMOL_MAX_NEW = 20
 
 
 def generate(srv, prompt, max_new, **sampling):
@@ -170,20 +171,21 @@ def test_requests_that_do_not_speculate_are_unchanged(story_oracle, story_spec):
 def smol_oracle():
     srv = serve(SMOLLM2)
     try:
-        bodies = run_batch(srv, SMOL_PROMPTS, 40)
+        bodies = run_batch(srv, SMOL_PROMPTS, SMOL_MAX_NEW)
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
     return bodies
 
 
-@pytest.mark.parametrize("page,chunk,radix", [(1, 64, True), (16, 4096, False)])
-def test_smollm2_equal_without_speculation(smol_oracle, page, chunk, radix):
-    srv = serve(SMOLLM2, *spec_args(page, chunk, radix, 8))
+# One configuration (page 16, 64-token chunks, radix on): SmolLM2 is slow on 2 shared cores; the
+# stories260K runs above cover the other page, chunk and radix combinations.
+def test_smollm2_equal_without_speculation(smol_oracle):
+    srv = serve(SMOLLM2, *spec_args(16, 64, True, 8))
     try:
-        check_against(smol_oracle[:2], [generate(srv, p, 40, ignore_eos=True)
-                                        for p in SMOL_PROMPTS[:2]])
-        check_against(smol_oracle, run_batch(srv, SMOL_PROMPTS, 40))
+        check_against(smol_oracle[:1], [generate(srv, SMOL_PROMPTS[0], SMOL_MAX_NEW,
+                                                 ignore_eos=True)])
+        check_against(smol_oracle, run_batch(srv, SMOL_PROMPTS, SMOL_MAX_NEW))
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
