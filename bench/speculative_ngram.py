@@ -86,7 +86,8 @@ def main():
     ap.add_argument("--out-file")
     args = ap.parse_args()
 
-    items = [json.loads(l) for l in (REPO / "bench/data/spec_prompts.jsonl").read_text().splitlines()]
+    lines = (REPO / "bench/data/spec_prompts.jsonl").read_text().splitlines()
+    items = [json.loads(line) for line in lines]
     for item in items:
         item["text"] = render(item["prompt"])
 

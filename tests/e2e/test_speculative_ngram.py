@@ -200,7 +200,8 @@ def test_smollm2_equal_without_speculation(smol_oracle):
     (["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "1"],
      "--speculative-num-draft-tokens"),
     (["--speculative-algorithm", "NGRAM", "--speculative-ngram-min-match-window-size", "5",
-      "--speculative-ngram-max-match-window-size", "3"], "--speculative-ngram-max-match-window-size"),
+      "--speculative-ngram-max-match-window-size", "3"],
+     "--speculative-ngram-max-match-window-size"),
 ])
 def test_unsupported_speculation_exits_2_naming_the_argument(radixserve_bin, args, named):
     proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config", *args)
