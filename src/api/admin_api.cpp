@@ -141,6 +141,8 @@ void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
   scheduler.num_used_tokens = stats.used_tokens + stats.cached_tokens;
   scheduler.token_usage = stats.token_usage;
   scheduler.gen_throughput = stats.gen_throughput;
+  scheduler.spec_accept_length = stats.spec_accept_length;
+  scheduler.spec_accept_rate = stats.spec_accept_rate;
   scheduler.num_queue_reqs = stats.num_queued_reqs;
   if (ctx.grammar_queue != nullptr) scheduler.num_grammar_queue_reqs = ctx.grammar_queue->pending();
   scheduler.cache_hit_rate = stats.cache_hit_rate;

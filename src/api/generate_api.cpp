@@ -164,6 +164,7 @@ json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInf
                {"weight_version", ctx.weight_version},
                {"total_retractions", 0}};
   if (choice.finished) meta["e2e_latency"] = choice.e2e_latency_s;
+  if (choice.spec_verify_ct) meta["spec_verify_ct"] = *choice.spec_verify_ct;
   if (info.shape.return_logprob) {
     AddLogprobs(ctx, info.shape, choice.input_logprobs, "input", meta);
     AddLogprobs(ctx, info.shape, choice.output_logprobs, "output", meta);

@@ -12,7 +12,19 @@ namespace {
 constexpr std::string_view kNoteNsa =
     "DeepSeek NSA sparse-attention kernels are GPU-only; radixserve has no NSA backend.";
 constexpr std::string_view kNoteSpeculative =
-    "Speculative decoding is not implemented in radixserve yet.";
+    "Only --speculative-algorithm NGRAM with greedy verification is implemented; this argument "
+    "has no effect on it.";
+constexpr std::string_view kNoteAlgorithm =
+    "NGRAM is implemented (greedy requests speculate; others decode normally); EAGLE, EAGLE3, "
+    "NEXTN and STANDALONE are refused at startup.";
+constexpr std::string_view kNoteDraftTokens =
+    "With NGRAM: tokens per verify step, the last sampled token plus up to N - 1 drafts "
+    "(default 8); the draft-model algorithms are not implemented.";
+constexpr std::string_view kNoteNgram =
+    "Used by --speculative-algorithm NGRAM (docs/speculative.md).";
+constexpr std::string_view kNoteNgramBreadth =
+    "NGRAM drafts one chain (breadth 1); tree drafts are not implemented, so with NGRAM an "
+    "explicit value is refused at startup.";
 constexpr std::string_view kNoteExpertParallel =
     "Expert parallelism spreads experts over several devices; radixserve runs every expert "
     "in one process.";
@@ -58,8 +70,9 @@ std::vector<ArgSpec> KernelAndSpeculativeArgs() {
        .choices = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"},
        .group = group::kSpeculative,
        .help = "Which speculative decoding method to use; unset turns speculation off.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kPartial,
+       .cpu_note = kNoteAlgorithm,
+       .cpu_values = {"NGRAM"}},
       {.name = "speculative-draft-model-path",
        .type = ArgType::kString,
        .group = group::kSpeculative,
@@ -92,8 +105,8 @@ std::vector<ArgSpec> KernelAndSpeculativeArgs() {
        .group = group::kSpeculative,
        .help = "Total number of draft tokens proposed to the target model for one "
                "verification pass.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kPartial,
+       .cpu_note = kNoteDraftTokens},
       {.name = "speculative-accept-threshold-single",
        .type = ArgType::kFloat,
        .default_value = "1.0",
@@ -145,16 +158,16 @@ std::vector<ArgSpec> KernelAndSpeculativeArgs() {
        .group = group::kSpeculative,
        .help = "Shortest suffix window that n-gram speculation tries to match against its "
                "cache.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kYes,
+       .cpu_note = kNoteNgram},
       {.name = "speculative-ngram-max-match-window-size",
        .type = ArgType::kInt,
        .default_value = "12",
        .group = group::kSpeculative,
        .help = "Longest suffix window that n-gram speculation tries to match against its "
                "cache.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kYes,
+       .cpu_note = kNoteNgram},
       {.name = "speculative-ngram-min-bfs-breadth",
        .type = ArgType::kInt,
        .default_value = "1",
@@ -162,7 +175,7 @@ std::vector<ArgSpec> KernelAndSpeculativeArgs() {
        .help = "Lower bound on the breadth of the breadth-first draft search in n-gram "
                "speculation.",
        .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu_note = kNoteNgramBreadth},
       {.name = "speculative-ngram-max-bfs-breadth",
        .type = ArgType::kInt,
        .default_value = "10",
@@ -170,7 +183,7 @@ std::vector<ArgSpec> KernelAndSpeculativeArgs() {
        .help = "Upper bound on the breadth of the breadth-first draft search in n-gram "
                "speculation.",
        .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu_note = kNoteNgramBreadth},
       {.name = "speculative-ngram-match-type",
        .type = ArgType::kString,
        .default_value = "\"BFS\"",
@@ -178,22 +191,22 @@ std::vector<ArgSpec> KernelAndSpeculativeArgs() {
        .group = group::kSpeculative,
        .help = "How drafts are picked from the n-gram cache tree: breadth-first or by "
                "probability.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kYes,
+       .cpu_note = kNoteNgram},
       {.name = "speculative-ngram-branch-length",
        .type = ArgType::kInt,
        .default_value = "18",
        .group = group::kSpeculative,
        .help = "Length of each branch stored in the n-gram speculation cache.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kYes,
+       .cpu_note = kNoteNgram},
       {.name = "speculative-ngram-capacity",
        .type = ArgType::kInt,
        .default_value = "10000000",
        .group = group::kSpeculative,
        .help = "Maximum number of entries the n-gram speculation cache keeps.",
-       .cpu = Support::kNo,
-       .cpu_note = kNoteSpeculative},
+       .cpu = Support::kYes,
+       .cpu_note = kNoteNgram},
   };
 }
 

@@ -53,6 +53,42 @@ void MapDeprecated(ServerArgs& args, std::vector<std::string>& warnings) {
   }
 }
 
+// Speculative decoding: only NGRAM is implemented, with chain drafts.
+Status CheckNgramArgs(const ServerArgs& args) {
+  const std::string algorithm = args.GetString("speculative-algorithm");
+  if (algorithm != "NGRAM") {
+    return Invalid("speculative-algorithm",
+                   fmt::format("{} is not implemented (it needs a draft model or trained draft "
+                               "heads); only NGRAM is available",
+                               algorithm));
+  }
+  for (const char* breadth :
+       {"speculative-ngram-min-bfs-breadth", "speculative-ngram-max-bfs-breadth"}) {
+    if (args.IsExplicit(breadth)) {
+      return Invalid(breadth, "NGRAM drafts a single chain; tree drafts (BFS breadth) are not "
+                              "implemented");
+    }
+  }
+  if (!args.IsNull("speculative-num-draft-tokens") &&
+      args.GetInt("speculative-num-draft-tokens") < 2) {
+    return Invalid("speculative-num-draft-tokens",
+                   "must be at least 2 (the last sampled token and one draft)");
+  }
+  const int64_t min_window = args.GetInt("speculative-ngram-min-match-window-size");
+  if (min_window < 1) return Invalid("speculative-ngram-min-match-window-size", "must be >= 1");
+  if (args.GetInt("speculative-ngram-max-match-window-size") < min_window) {
+    return Invalid("speculative-ngram-max-match-window-size",
+                   "must be >= --speculative-ngram-min-match-window-size");
+  }
+  if (args.GetInt("speculative-ngram-branch-length") < 2) {
+    return Invalid("speculative-ngram-branch-length", "must be at least 2");
+  }
+  if (args.GetInt("speculative-ngram-capacity") < 1) {
+    return Invalid("speculative-ngram-capacity", "must be at least 1");
+  }
+  return Status::Ok();
+}
+
 // Device-only arguments: accepted, with one warning each when set to a non-default value.
 void WarnInapplicable(const ServerArgs& args, std::vector<std::string>& warnings) {
   for (const ArgSpec& spec : AllArgs()) {
@@ -242,6 +278,7 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
     if (args.GetString("speculative-algorithm") == "NEXTN") {
       args.Set("speculative-algorithm", "EAGLE");
     }
+    if (Status ngram = CheckNgramArgs(args); !ngram.ok()) return ngram;
     if (args.GetBool("enable-mixed-chunk")) {
       args.Set("enable-mixed-chunk", false);
       warnings.push_back("--enable-mixed-chunk is turned off: speculative decoding needs whole "

@@ -39,8 +39,12 @@ model::ForwardBatch BuildForwardBatch(const sched::StepPlan& plan, const kv::Req
       }
     }
     if (entry.samples) {
-      batch.logit_indices.push_back(static_cast<int64_t>(base + entry.extend_len - 1));
-      rows->push_back(LogitRow{e, true, 0});
+      // A speculative entry samples its last position before the drafts and every draft.
+      for (size_t d = 0; d <= entry.num_drafts; ++d) {
+        batch.logit_indices.push_back(
+            static_cast<int64_t>(base + entry.extend_len - 1 - entry.num_drafts + d));
+        rows->push_back(LogitRow{e, true, 0});
+      }
     }
   }
   return batch;

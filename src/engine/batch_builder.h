@@ -1,7 +1,8 @@
 // BuildForwardBatch: turns a StepPlan into the model's ForwardBatch. Every entry contributes its
 // extend tokens (fill ids [prefix_len, prefix_len + extend_len)) at their positions, with the
 // request row's slots for positions [0, prefix_len + extend_len). Logits are requested for
-//   * the last token of every entry that samples, and
+//   * the last token of every entry that samples (a speculative decode entry: its last
+//     num_drafts + 1 tokens, in order: the rows that verify the drafts), and
 //   * prompt positions whose next prompt token needs an input logprob (positions p with
 //     logprob_start_len <= p + 1 and p + 1 < prompt length), when the entry's request asks.
 // The LogitRow list says what each logits row is for, in ForwardBatch::logit_indices order.

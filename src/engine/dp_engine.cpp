@@ -93,6 +93,9 @@ EngineStats DpEngine::Stats() const {
     total.gen_throughput += s.gen_throughput;
     total.num_retractions += s.num_retractions;
     total.jump_forward_tokens += s.jump_forward_tokens;
+    // Replicas decode separately: the gauges show the best-accepting one.
+    total.spec_accept_length = std::max(total.spec_accept_length, s.spec_accept_length);
+    total.spec_accept_rate = std::max(total.spec_accept_rate, s.spec_accept_rate);
     total.prompt_tokens_total += s.prompt_tokens_total;
     total.cached_prompt_tokens_total += s.cached_prompt_tokens_total;
     if (s.kv_leak_check != "ok") {

@@ -47,6 +47,11 @@ struct EngineStats {
   int64_t num_retractions = 0;
   // Output tokens a grammar forced and jump-forward appended without a sampling step.
   int64_t jump_forward_tokens = 0;
+  // Speculative decoding over the last decode log interval (0 without speculation): output
+  // tokens per verify step of a speculative sequence (SGLang's accept length), and the accepted
+  // share of the proposed draft tokens.
+  double spec_accept_length = 0.0;
+  double spec_accept_rate = 0.0;
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
 };

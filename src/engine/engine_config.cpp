@@ -72,6 +72,22 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
       OptionalIntArg(args, "random_seed")
           .value_or(static_cast<int64_t>(std::random_device{}() % ((1u << 30) + 1))));
   s.random_seed = config.random_seed;
+  if (args.values().contains("speculative_algorithm") && !args.IsNull("speculative_algorithm")) {
+    // Validation admits only NGRAM. SGLang's draft token count includes the verified last token.
+    const int64_t tokens =
+        OptionalIntArg(args, "speculative_num_draft_tokens").value_or(kDefaultNgramDraftTokens);
+    config.spec_num_drafts = static_cast<size_t>(std::max<int64_t>(tokens - 1, 0));
+    spec::NgramTableOptions& n = config.ngram;
+    n.min_match_window =
+        static_cast<size_t>(args.GetInt("speculative_ngram_min_match_window_size"));
+    n.max_match_window =
+        static_cast<size_t>(args.GetInt("speculative_ngram_max_match_window_size"));
+    n.branch_length = static_cast<size_t>(args.GetInt("speculative_ngram_branch_length"));
+    n.capacity = static_cast<size_t>(args.GetInt("speculative_ngram_capacity"));
+    n.match_type = args.GetString("speculative_ngram_match_type") == "PROB"
+                       ? spec::NgramMatchType::kProb
+                       : spec::NgramMatchType::kBfs;
+  }
   config.watchdog_timeout_s = OptionalFloatArg(args, "watchdog_timeout");
   config.soft_watchdog_timeout_s = OptionalFloatArg(args, "soft_watchdog_timeout");
   config.dp_size = static_cast<int32_t>(OptionalIntArg(args, "dp_size").value_or(1));

@@ -9,8 +9,12 @@
 #include "args/server_args.h"
 #include "common/status.h"
 #include "sched/scheduler_config.h"
+#include "spec/ngram_table.h"
 
 namespace radixserve::engine {
+
+// --speculative-num-draft-tokens when NGRAM is on and the argument is unset.
+inline constexpr int64_t kDefaultNgramDraftTokens = 8;
 
 struct EngineConfig {
   sched::SchedulerConfig sched;
@@ -28,6 +32,10 @@ struct EngineConfig {
   bool grammar_jump_forward = true;
   // LightLLM's --eos_id: the token ids that end generation, replacing the model's when not empty.
   std::vector<int32_t> eos_override;
+  // Speculative decoding (--speculative-algorithm NGRAM): draft tokens proposed per decode step
+  // of an eligible sequence (--speculative-num-draft-tokens - 1); 0 is off.
+  size_t spec_num_drafts = 0;
+  spec::NgramTableOptions ngram;  // the --speculative-ngram-* arguments
   // Watchdog (--watchdog-timeout, --soft-watchdog-timeout), seconds; nullopt: off.
   std::optional<double> watchdog_timeout_s;
   std::optional<double> soft_watchdog_timeout_s;

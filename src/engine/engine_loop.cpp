@@ -65,6 +65,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
     }
   }
   if (config_.dp_size > 1) log_prefix_ = fmt::format("[DP{}] ", config_.dp_rank);
+  if (config_.spec_num_drafts > 0) ngram_ = std::make_unique<spec::NgramTable>(config_.ngram);
   PublishStats();
 }
 
@@ -229,6 +230,7 @@ void EngineLoop::Run() {
       if (DrainInbox()) break;
     }
     AbortFlagged();
+    if (ngram_) ProposeDrafts();
     sched::StepPlan plan = scheduler_->PlanStep();
     for (const sched::DroppedSeq& dropped : plan.dropped) {
       if (dropped.reason == sched::DropReason::kOutOfMemory) {
@@ -328,6 +330,7 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   auto state =
       std::make_unique<RequestState>(std::move(submission.request), std::move(submission.sink),
                                      tokenizer_.get(), seed, config_.stream_interval);
+  if (ngram_) state->EnableSpecCount();
   sched::Sequence* raw = seq.get();
   std::unique_ptr<sched::Sequence> displaced;
   Status status = scheduler_->Enqueue(std::move(seq), &displaced);

@@ -33,6 +33,7 @@
 #include "sampling/sampler.h"
 #include "sampling/seed_source.h"
 #include "sched/scheduler.h"
+#include "spec/ngram_table.h"
 #include "tokenizer/tokenizer.h"
 
 namespace radixserve::engine {
@@ -77,6 +78,18 @@ class EngineLoop final : public Engine {
   void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);
   // Ends a constrained sequence whose grammar failed (no token allowed, a token rejected).
   void FinishGrammarError(sched::Sequence* seq, const Status& error);
+  // engine_spec.cpp: speculative decoding.
+  // Whether a sequence's decode steps speculate: greedy, no logprobs, no grammar.
+  bool Speculates(const RequestState& state) const;
+  // Records the new tokens of every running speculative sequence into the n-gram table and sets
+  // its draft_ids for the next step.
+  void ProposeDrafts();
+  // Verifies a speculative entry whose num_drafts + 1 logits rows start at first_row: samples
+  // row by row (as SampleEntry would, each row seeing the tokens accepted before it), stops at
+  // the first token that differs from its draft or finishes the request, and keeps the K/V of
+  // the accepted drafts only; sets the sequence's next draft budget (matched + 1 after a
+  // rejection, doubled up to the maximum after a full accept). Returns the tokens appended.
+  size_t VerifyEntry(const sched::StepEntry& entry, size_t first_row);
   void ScoreInput(const sched::StepEntry& entry, size_t position, std::span<const float> logits);
   std::string DescribePlan(const sched::StepPlan& plan) const;
   std::string DescribeState() const;
@@ -110,6 +123,15 @@ class EngineLoop final : public Engine {
   static constexpr int64_t kMaxJumpForwardTokens = 64;
   int64_t jump_forward_tokens_ = 0;  // forced tokens appended without sampling, since start
   std::vector<LogitRow> logit_rows_;
+  // Speculative decoding: the replica's n-gram table (null when off) and the decode log
+  // interval's verify figures.
+  std::unique_ptr<spec::NgramTable> ngram_;
+  int64_t spec_steps_ = 0;     // decode steps of speculative sequences
+  int64_t spec_tokens_ = 0;    // tokens those steps appended
+  int64_t spec_drafted_ = 0;   // draft tokens verified
+  int64_t spec_accepted_ = 0;  // of which matched the model's choice
+  double last_accept_length_ = 0.0;
+  double last_accept_rate_ = 0.0;
   uint64_t next_seq_id_ = 1;
   int64_t decode_steps_ = 0;
   int64_t tokens_since_log_ = 0;

@@ -45,7 +45,23 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   for (size_t r = 0; r < logit_rows_.size(); ++r) {
     if (!logit_rows_[r].sample) continue;
     const sched::StepEntry& entry = plan.entries[logit_rows_[r].entry];
-    if (entry.is_decode) ++decoded;
+    if (entry.num_drafts > 0) {
+      decoded += static_cast<int64_t>(VerifyEntry(entry, r));
+      r += entry.num_drafts;
+      continue;
+    }
+    if (entry.is_decode) {
+      ++decoded;
+      if (ngram_) {
+        // A speculative sequence without a draft this step verifies nothing but still counts.
+        auto it = states_.find(entry.seq);
+        if (it != states_.end() && Speculates(*it->second)) {
+          it->second->CountSpecVerify();
+          ++spec_steps_;
+          ++spec_tokens_;
+        }
+      }
+    }
     SampleEntry(entry, std::span<float>(logits_.data() + r * vocab, vocab));
   }
   if (decoded > 0) {
@@ -192,11 +208,24 @@ void EngineLoop::LogDecode() {
   last_gen_throughput_ = elapsed > 0 ? static_cast<double>(tokens_since_log_) / elapsed : 0.0;
   tokens_since_log_ = 0;
   last_decode_log_ = now;
+  std::string spec;
+  if (ngram_) {
+    // SGLang's speculative decode line: accept length in place of the graph flag.
+    last_accept_length_ = spec_steps_ > 0 ? static_cast<double>(spec_tokens_) /
+                                                static_cast<double>(spec_steps_)
+                                          : 0.0;
+    last_accept_rate_ = spec_drafted_ > 0 ? static_cast<double>(spec_accepted_) /
+                                                static_cast<double>(spec_drafted_)
+                                          : 0.0;
+    spec_steps_ = spec_tokens_ = spec_drafted_ = spec_accepted_ = 0;
+    spec = fmt::format("accept len: {:.2f}, accept rate: {:.2f}, ", last_accept_length_,
+                       last_accept_rate_);
+  }
   RADIX_LOG_INFO(
-      "{}Decode batch, #running-req: {}, #token: {}, token usage: {:.2f}, cpu graph: False, gen "
+      "{}Decode batch, #running-req: {}, #token: {}, token usage: {:.2f}, {}cpu graph: False, gen "
       "throughput (token/s): {:.2f}, #queue-req: {}, ",
       log_prefix_, scheduler_->running().size(), memory_->used_tokens(), memory_->token_usage(),
-      last_gen_throughput_, scheduler_->waiting().size());
+      spec, last_gen_throughput_, scheduler_->waiting().size());
 }
 
 void EngineLoop::PublishStats() {
@@ -220,6 +249,8 @@ void EngineLoop::PublishStats() {
   stats.gen_throughput = last_gen_throughput_;
   stats.num_retractions = scheduler_->num_retractions();
   stats.jump_forward_tokens = jump_forward_tokens_;
+  stats.spec_accept_length = last_accept_length_;
+  stats.spec_accept_rate = last_accept_rate_;
   stats.prompt_tokens_total = prompt_tokens_total_;
   stats.cached_prompt_tokens_total = cached_tokens_total_;
   const bool idle = scheduler_->num_sequences() == 0;

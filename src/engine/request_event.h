@@ -53,6 +53,9 @@ struct RequestEvent {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  // Speculative decoding (nullopt when the server runs none): decode steps that verified drafts
+  // for this request (every decode step of a speculative request, with or without a draft).
+  std::optional<int64_t> spec_verify_ct;
   double e2e_latency_s = 0.0;  // since GenerateRequest::arrival
 };
 

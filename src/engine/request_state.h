@@ -67,6 +67,7 @@ class RequestState {
 
   // The grammar state of a constrained request (null when unconstrained).
   SequenceGrammar* grammar() { return grammar_ ? &*grammar_ : nullptr; }
+  bool constrained() const { return grammar_.has_value(); }
 
   // Appends one output token (already accepted by grammar(), if any): runs the finish checks,
   // detokenizes, matches stop strings and stop regexes and emits an event when the cadence (or
@@ -75,6 +76,16 @@ class RequestState {
   bool OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
                std::span<const int32_t> eos_ids, int64_t vocab_size, int64_t cached_tokens,
                bool emit = true);
+
+  // Speculative decoding: the request's events carry spec_verify_ct from now on.
+  void EnableSpecCount() { spec_verify_ct_ = 0; }
+  void CountSpecVerify() { if (spec_verify_ct_) ++*spec_verify_ct_; }
+  // Output tokens already recorded into the n-gram table (the fill ids before this position).
+  // Drafts to propose next step (0: the server's maximum); VerifyEntry adapts it.
+  size_t draft_budget() const { return draft_budget_; }
+  void set_draft_budget(size_t n) { draft_budget_ = n; }
+  size_t ngram_recorded() const { return ngram_recorded_; }
+  void set_ngram_recorded(size_t len) { ngram_recorded_ = len; }
 
   // Ends the request with an abort (or another given reason) and emits the final event.
   void Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens);
@@ -103,6 +114,9 @@ class RequestState {
   size_t input_logprob_start_ = 0;
   RequestEvent pending_;
   std::optional<FinishReason> finish_;
+  std::optional<int64_t> spec_verify_ct_;
+  size_t ngram_recorded_ = 0;
+  size_t draft_budget_ = 0;
 };
 
 }  // namespace radixserve::engine

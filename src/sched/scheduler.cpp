@@ -212,6 +212,10 @@ bool Scheduler::DecodeFits(const std::vector<Sequence*>& seqs) {
 
 void Scheduler::PlanDecode(StepPlan& plan, bool allow_retract) {
   if (!DecodeFits(running_)) {
+    // Speculation gives way first: drafts are dropped before anything is retracted.
+    for (Sequence* seq : running_) seq->draft_ids.clear();
+  }
+  if (!DecodeFits(running_)) {
     if (!allow_retract) return;
     RetractDecode(plan);
     if (!DecodeFits(running_)) {
@@ -238,6 +242,7 @@ void Scheduler::PlanDecode(StepPlan& plan, bool allow_retract) {
     entry.extend_len = len;
     entry.is_decode = true;
     entry.samples = true;
+    entry.num_drafts = seq->draft_ids.size();
     plan.entries.push_back(entry);
   }
 }
@@ -245,7 +250,8 @@ void Scheduler::PlanDecode(StepPlan& plan, bool allow_retract) {
 void Scheduler::CompleteStep(const StepPlan& plan) {
   for (const StepEntry& entry : plan.entries) {
     Sequence* seq = entry.seq;
-    seq->kv_len = entry.prefix_len + entry.extend_len;
+    seq->kv_len = entry.prefix_len + entry.extend_len - entry.num_drafts;
+    seq->draft_kv_len = entry.num_drafts;
     if (!entry.samples) {
       const std::vector<int32_t> ids = seq->FillIds(seq->kv_len);
       memory_->cache().CacheUnfinishedSeq(seq->kv, kv::CacheKey{ids, seq->extra_key});
@@ -255,8 +261,25 @@ void Scheduler::CompleteStep(const StepPlan& plan) {
   }
 }
 
+void Scheduler::AcceptDrafts(Sequence* seq, size_t accepted) {
+  RADIX_CHECK(accepted <= seq->draft_kv_len);
+  seq->kv_len += accepted;
+  const size_t end = seq->kv_len + seq->draft_kv_len - accepted;
+  // Slots share pages with their neighbours: the page holding the last kept position stays (its
+  // unused tail is what the next allocation continues into); later pages are wholly rejected.
+  const auto page = static_cast<size_t>(memory_->pool().page_size());
+  const size_t first_free = (seq->kv_len + page - 1) / page * page;
+  if (first_free < end) {
+    memory_->pool().Free(memory_->req_pool().Slice(seq->kv.req_pool_slot, first_free, end));
+  }
+  seq->draft_kv_len = 0;
+  seq->draft_ids.clear();
+}
+
 void Scheduler::ReleaseKv(Sequence* seq, bool cache_kv) {
+  seq->draft_ids.clear();
   if (!seq->admitted) return;
+  if (seq->draft_kv_len > 0) AcceptDrafts(seq, 0);
   const std::vector<int32_t> ids = seq->FillIds(seq->kv_len);
   memory_->cache().CacheFinishedSeq(seq->kv, kv::CacheKey{ids, seq->extra_key}, cache_kv);
   seq->kv = kv::SeqKvState{};

@@ -46,6 +46,11 @@ class Scheduler {
   StepPlan PlanStep();
   void CompleteStep(const StepPlan& plan);
 
+  // Speculative decoding, after CompleteStep of a step that computed seq's drafts: the first
+  // `accepted` draft positions keep their K/V (kv_len grows by that much), the slots of the
+  // others are freed (whole pages past the kept length), and the drafts are cleared.
+  void AcceptDrafts(Sequence* seq, size_t accepted);
+
   // Removes a sequence from the scheduler wherever it is, returning its KV: inserted into the
   // prefix cache if `cache_kv`, else freed. Returns ownership to the caller.
   std::unique_ptr<Sequence> Release(Sequence* seq, bool cache_kv = true);

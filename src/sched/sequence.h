@@ -6,7 +6,13 @@
 // K/V in the KV pool (through kv.req_pool_slot's row); the step plan extends that by extend_len.
 // The last output token never has K/V until the next decode step computes it; neither do the
 // tokens a grammar forced after it (jump-forward), so a decode step extends a running sequence by
-// decode_len() tokens: 1, or 1 + the forced tokens.
+// decode_len() tokens: 1, or 1 + the forced tokens, plus the speculative draft tokens.
+//
+// Speculative decoding: the engine may set draft_ids before a step; they are positions after the
+// fill ids that the next decode step computes too (fill_at reads them), so the engine can check
+// them against the model's own choices. After the step their K/V slots sit past kv_len
+// (draft_kv_len of them) until the engine accepts a prefix (Scheduler::AcceptDrafts): accepted
+// positions join kv_len, the rest are freed. Drafts never reach the prefix cache.
 //
 // Thread affinity: engine thread only.
 #pragma once
@@ -37,11 +43,14 @@ struct Sequence {
 
   // Generated so far (the engine appends).
   std::vector<int32_t> output_ids;
+  // Draft tokens for the next decode step (the engine's; empty without speculation).
+  std::vector<int32_t> draft_ids;
 
   // Scheduling state (the scheduler's).
   uint64_t queue_order = 0;  // bumped on every (re)queue: FCFS ties, preemption order
   kv::SeqKvState kv;
   size_t kv_len = 0;         // positions with computed K/V
+  size_t draft_kv_len = 0;   // slots past kv_len holding K/V of unaccepted drafts
   bool admitted = false;     // holds a request row and a prefix lock
   size_t cached_tokens = 0;  // prompt tokens served by the prefix cache (first admission)
   int32_t retraction_count = 0;
@@ -52,8 +61,11 @@ struct Sequence {
   size_t sort_prefix_len = 0;
 
   size_t fill_len() const { return input_ids.size() + output_ids.size(); }
+  // Fill id at pos; positions past the fill ids are the drafts.
   int32_t fill_at(size_t pos) const {
-    return pos < input_ids.size() ? input_ids[pos] : output_ids[pos - input_ids.size()];
+    if (pos < input_ids.size()) return input_ids[pos];
+    if (pos < fill_len()) return output_ids[pos - input_ids.size()];
+    return draft_ids[pos - fill_len()];
   }
   std::vector<int32_t> FillIds(size_t len) const {
     std::vector<int32_t> ids(input_ids.begin(), input_ids.begin() + static_cast<ptrdiff_t>(std::min(
@@ -61,8 +73,10 @@ struct Sequence {
     for (size_t i = input_ids.size(); i < len; ++i) ids.push_back(output_ids[i - input_ids.size()]);
     return ids;
   }
-  // Tokens the next decode step computes K/V for (at least 1).
-  size_t decode_len() const { return fill_len() > kv_len + 1 ? fill_len() - kv_len : 1; }
+  // Tokens the next decode step computes K/V for (at least 1), drafts included.
+  size_t decode_len() const {
+    return (fill_len() > kv_len + 1 ? fill_len() - kv_len : 1) + draft_ids.size();
+  }
   // Tokens still to generate (for budget estimates).
   int64_t remaining_new_tokens() const {
     const int64_t left = max_new_tokens - static_cast<int64_t>(output_ids.size());

@@ -22,6 +22,9 @@ struct StepEntry {
   // True when this step reaches the end of the fill ids: its last position's logits are sampled.
   // False for a prefill chunk that is not the last.
   bool samples = false;
+  // Speculative decode: the last num_drafts extend tokens are the sequence's draft_ids; the
+  // entry's last num_drafts + 1 positions are sampled (verified) in order.
+  size_t num_drafts = 0;
 };
 
 // kRetracted / kPreempted: KV released, sequence back in the waiting queue (scheduler-owned).

@@ -71,7 +71,7 @@ OVERRIDES = {
     "nnodes": (["1"], 1),
     "sampling-backend": (["pytorch"], "pytorch"),
     "grammar-backend": (["llguidance"], "llguidance"),
-    "speculative-algorithm": (["EAGLE"], "EAGLE"),
+    "speculative-algorithm": (["NGRAM"], "NGRAM"),
     "page-size": (["16"], 16),
     "tool-call-parser": (["llama3"], "llama3"),
     "prompt-tokens-buckets": (["customer", "1", "5"], ["customer", "1", "5"]),

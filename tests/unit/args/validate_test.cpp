@@ -77,10 +77,9 @@ TEST(Validate, IncompatibleCombinationsAreRejected) {
 
 TEST(Validate, AdjustmentsAndWarnings) {
   Resolved r = Resolve({"--dp-size", "2", "--tp-size", "2", "--enable-dp-attention",
-                        "--speculative-algorithm", "NEXTN", "--enable-mixed-chunk",
+                        "--speculative-algorithm", "NGRAM", "--enable-mixed-chunk",
                         "--enable-triton-kernel-moe", "--disable-cuda-graph"});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(r.args.GetString("speculative-algorithm"), "EAGLE");
   EXPECT_FALSE(r.args.GetBool("enable-mixed-chunk"));
   EXPECT_EQ(r.args.GetInt("chunked-prefill-size"), 1024);
   EXPECT_DOUBLE_EQ(r.args.GetFloat("schedule-conservativeness"), 0.3);
@@ -88,6 +87,19 @@ TEST(Validate, AdjustmentsAndWarnings) {
   int cuda_graph_warnings = 0;
   for (const std::string& w : r.warnings) cuda_graph_warnings += w.find("--disable-cuda-graph") == 0;
   EXPECT_EQ(cuda_graph_warnings, 1);
+}
+
+TEST(Validate, OnlyNgramSpeculationIsAccepted) {
+  for (const char* algorithm : {"NEXTN", "EAGLE", "EAGLE3", "STANDALONE"}) {
+    Resolved r = Resolve({"--speculative-algorithm", algorithm});
+    EXPECT_FALSE(r.status.ok()) << algorithm;
+    EXPECT_NE(r.status.message().find("--speculative-algorithm"), std::string::npos);
+  }
+  Resolved breadth = Resolve(
+      {"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "1"});
+  EXPECT_NE(breadth.status.message().find("--speculative-ngram-min-bfs-breadth"),
+            std::string::npos);
+  EXPECT_TRUE(Resolve({"--speculative-algorithm", "NGRAM"}).status.ok());
 }
 
 TEST(Validate, PartialArgumentsWarnOnValuesThatDoNotApply) {

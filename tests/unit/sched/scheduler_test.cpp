@@ -216,5 +216,71 @@ TEST(SchedulerTest, QueueLimitRejectsOrDisplacesLessImportant) {
   EXPECT_EQ(displaced->id, 2u);
 }
 
+// Speculative decode: a decode entry carries the drafts after the last token; AcceptDrafts keeps
+// the K/V of the accepted ones and frees the pages wholly past the kept length.
+TEST(SchedulerTest, DraftsExtendTheDecodeAndRejectedSlotsAreFreed) {
+  for (int32_t page : {1, 4}) {
+    for (size_t accepted = 0; accepted <= 4; ++accepted) {
+      auto memory = MakeMemory(4096, page, /*radix=*/false);
+      auto s = MakeScheduler(SchedulerConfig{}, memory.get());
+      Sequence* a = Add(*s, MakeSeq(1, 10, 100));
+      FakeRun(*s, s->PlanStep());  // prefill: kv_len 10, one output token
+      a->draft_ids = {11, 12, 13, 14};
+      StepPlan p = s->PlanStep();
+      ASSERT_EQ(p.entries.size(), 1u);
+      EXPECT_EQ(p.entries[0].extend_len, 5u);
+      EXPECT_EQ(p.entries[0].num_drafts, 4u);
+      EXPECT_EQ(a->fill_at(11), 11);  // the first draft follows the fill ids
+      s->CompleteStep(p);
+      EXPECT_EQ(a->kv_len, 11u);
+      EXPECT_EQ(a->draft_kv_len, 4u);
+      for (size_t i = 0; i <= accepted; ++i) a->output_ids.push_back(static_cast<int32_t>(20 + i));
+      s->AcceptDrafts(a, accepted);
+      EXPECT_EQ(a->kv_len, 11 + accepted);
+      EXPECT_EQ(a->kv_len + 1, a->fill_len());
+      EXPECT_TRUE(a->draft_ids.empty());
+      const auto pg = static_cast<size_t>(page);
+      EXPECT_EQ(memory->pool().used_size(), (a->kv_len + pg - 1) / pg * pg)
+          << "page " << page << " accepted " << accepted;
+      StepPlan next = s->PlanStep();  // an ordinary decode continues the kept page
+      ASSERT_EQ(next.entries.size(), 1u);
+      EXPECT_EQ(next.entries[0].extend_len, 1u);
+      FakeRun(*s, next);
+      s->Release(a);
+      EXPECT_TRUE(memory->CheckIdle().ok()) << memory->CheckIdle().message();
+    }
+  }
+}
+
+TEST(SchedulerTest, ReleasingBeforeAcceptingFreesTheDraftSlots) {
+  auto memory = MakeMemory(4096, 4);
+  auto s = MakeScheduler(SchedulerConfig{}, memory.get());
+  Sequence* a = Add(*s, MakeSeq(1, 10, 100));
+  FakeRun(*s, s->PlanStep());
+  a->draft_ids = {11, 12, 13, 14, 15, 16};
+  StepPlan p = s->PlanStep();
+  s->CompleteStep(p);
+  s->Release(a, /*cache_kv=*/true);  // e.g. the forward failed
+  EXPECT_TRUE(memory->CheckIdle().ok()) << memory->CheckIdle().message();
+}
+
+TEST(SchedulerTest, DraftsGiveWayBeforeRetraction) {
+  // Room for both sequences' next token, not for their drafts.
+  auto memory = MakeMemory(48, 1, /*radix=*/false);
+  auto s = MakeScheduler(SchedulerConfig{}, memory.get());
+  Sequence* a = Add(*s, MakeSeq(1, 20, 3, 1000));
+  Sequence* b = Add(*s, MakeSeq(2, 20, 3, 5000));
+  FakeRun(*s, s->PlanStep());
+  a->draft_ids.assign(8, 3);
+  b->draft_ids.assign(8, 3);
+  StepPlan p = s->PlanStep();
+  EXPECT_TRUE(p.dropped.empty());
+  ASSERT_EQ(p.entries.size(), 2u);
+  for (const StepEntry& e : p.entries) {
+    EXPECT_EQ(e.num_drafts, 0u);
+    EXPECT_EQ(e.extend_len, 1u);
+  }
+}
+
 }  // namespace
 }  // namespace radixserve::sched

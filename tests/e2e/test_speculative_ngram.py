@@ -1,0 +1,209 @@
+"""--speculative-algorithm NGRAM (issue 20), through a real server: greedy output is token for token
+what the same server without speculation generates, on stories260K and SmolLM2, alone and with 32
+concurrent requests, across page sizes, chunked-prefill sizes and the radix cache on and off;
+stop strings, max_new_tokens and streaming inside an accepted run behave as without speculation;
+requests that do not speculate (sampled, logprobs) are unchanged; the leak check holds after each
+run. Both servers use --enable-deterministic-inference, so a difference can only come from
+speculation (batch shape no longer changes a row's logits).
+"""
+import concurrent.futures
+import json
+
+import pytest
+import requests
+
+from e2e_util import run_radixserve
+from server_util import SMOLLM2, STORIES, Server
+
+STORY_OPENINGS = ["Once upon a time, there was a little girl named Lily.",
+                  "Tom had a big red ball. He liked to play with it every day.",
+                  "The sun was shining and the birds were singing.",
+                  "Once upon a time, there was a little dog named Spot. Spot liked to run."]
+STORY_TAILS = ["", " She", " One day,", " He was happy.", " The", " They played and played.",
+               " Lily said,", " Once upon a time"]
+STORY_PROMPTS = [o + t for t in STORY_TAILS for o in STORY_OPENINGS]
+assert len(STORY_PROMPTS) == 32 and len(set(STORY_PROMPTS)) == 32
+
+PASSAGES = [
+    "The river runs through the old town, past the mill and the stone bridge, and on to the sea.",
+    "To make tea, boil fresh water, warm the pot, add one spoon of leaves per cup and wait four "
+    "minutes.",
+    "The library opens at nine, closes at six, and lends up to five books for three weeks.",
+    "Mars is the fourth planet from the Sun; its red colour comes from iron oxide on its surface.",
+]
+SMOL_PROMPTS = [f"Copy this sentence exactly.\nSentence: {p}\nCopy: {p[:n]}"
+                for p in PASSAGES for n in (5, 9, 14, 20, 27, 33, 40, 47)]
+assert len(SMOL_PROMPTS) == 32 and len(set(SMOL_PROMPTS)) == 32
+SMOL_MAX_NEW = 20
+
+
+def generate(srv, prompt, max_new, **sampling):
+    params = {"max_new_tokens": max_new, "temperature": 0, **sampling}
+    r = requests.post(srv.url + "/generate", json={"text": prompt, "sampling_params": params},
+                      timeout=600)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def run_batch(srv, prompts, max_new):
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        return list(pool.map(lambda p: generate(srv, p, max_new, ignore_eos=True), prompts))
+
+
+def serve(model, *args):
+    if not model.exists():
+        pytest.fail(f"{model} missing: run scripts/setup")
+    return Server(model, "--skip-server-warmup", "--enable-deterministic-inference", *args)
+
+
+def spec_args(page, chunk, radix, draft_tokens):
+    args = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", draft_tokens,
+            "--page-size", page, "--chunked-prefill-size", chunk]
+    return args + ([] if radix else ["--disable-radix-cache"])
+
+
+@pytest.fixture(scope="module")
+def story_oracle():
+    srv = serve(STORIES)
+    yield srv
+    assert srv.stop() == 0, srv.logs()
+
+
+def check_against(oracle_bodies, bodies):
+    mismatched = [i for i, (a, b) in enumerate(zip(oracle_bodies, bodies))
+                  if a["output_ids"] != b["output_ids"]]
+    assert not mismatched, f"requests {mismatched} differ from the run without speculation"
+    tokens = sum(b["meta_info"]["completion_tokens"] for b in bodies)
+    steps = sum(b["meta_info"]["spec_verify_ct"] for b in bodies)
+    # The first token of each request comes from its prefill; fewer verify steps than the other
+    # tokens means drafts were accepted (the comparison above covered accepted runs).
+    assert steps < tokens - len(bodies), (steps, tokens)
+
+
+@pytest.mark.parametrize("page,chunk,radix,draft_tokens", [
+    (1, 64, True, 8), (16, 4096, False, 4), (4, 32, True, 16), (1, 4096, False, 2)])
+def test_stories_equal_without_speculation(story_oracle, page, chunk, radix, draft_tokens):
+    max_new = 96
+    oracle = run_batch(story_oracle, STORY_PROMPTS, max_new)
+    assert all("spec_verify_ct" not in b["meta_info"] for b in oracle)
+    srv = serve(STORIES, *spec_args(page, chunk, radix, draft_tokens))
+    try:
+        alone = [generate(srv, p, max_new, ignore_eos=True) for p in STORY_PROMPTS[:4]]
+        check_against(oracle[:4], alone)
+        check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
+        # Again, now with the n-gram table full of these outputs (and prefix hits with radix).
+        check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+@pytest.fixture(scope="module")
+def story_spec():
+    srv = serve(STORIES, *spec_args(4, 64, True, 8))
+    yield srv
+    srv.assert_no_leak()
+    assert srv.stop() == 0, srv.logs()
+
+
+@pytest.mark.parametrize("max_new", [1, 2, 7, 33])
+def test_max_new_tokens_inside_an_accepted_run(story_oracle, story_spec, max_new):
+    for prompt in STORY_PROMPTS[:4]:
+        want = generate(story_oracle, prompt, max_new, ignore_eos=True)
+        got = generate(story_spec, prompt, max_new, ignore_eos=True)
+        assert got["output_ids"] == want["output_ids"]
+        assert len(got["output_ids"]) == max_new
+        assert got["meta_info"]["finish_reason"] == want["meta_info"]["finish_reason"]
+
+
+def test_stop_strings_and_eos_inside_an_accepted_run(story_oracle, story_spec):
+    for prompt in STORY_PROMPTS[:8]:
+        full = generate(story_oracle, prompt, 120)
+        words = full["text"].split()
+        # A stop string from the middle of the text (first occurrence ends the request).
+        stop = " ".join(words[len(words) // 2:len(words) // 2 + 2])
+        for sampling in ({}, {"stop": [stop]}, {"stop": [stop], "no_stop_trim": True}):
+            want = generate(story_oracle, prompt, 120, **sampling)
+            got = generate(story_spec, prompt, 120, **sampling)
+            assert (got["text"], got["output_ids"]) == (want["text"], want["output_ids"]), sampling
+            assert got["meta_info"]["finish_reason"] == want["meta_info"]["finish_reason"]
+
+
+def stream_text(srv, prompt, max_new):
+    body = {"text": prompt, "stream": True,
+            "sampling_params": {"max_new_tokens": max_new, "temperature": 0, "ignore_eos": True}}
+    text, chunks = "", 0
+    with requests.post(srv.url + "/generate", json=body, stream=True, timeout=600) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            event = json.loads(line[6:])
+            text = event["text"]  # cumulative
+            chunks += 1
+    return text, chunks
+
+
+def test_streaming_sends_the_accepted_tokens(story_oracle, story_spec):
+    for prompt in STORY_PROMPTS[:4]:
+        want, want_chunks = stream_text(story_oracle, prompt, 64)
+        got, got_chunks = stream_text(story_spec, prompt, 64)
+        assert got == want
+        assert got_chunks <= want_chunks  # several accepted tokens share one event
+
+
+def test_requests_that_do_not_speculate_are_unchanged(story_oracle, story_spec):
+    prompt = STORY_PROMPTS[0]
+    sampled = {"temperature": 0.8, "top_p": 0.9, "sampling_seed": 1234, "ignore_eos": True}
+    want = generate(story_oracle, prompt, 48, **sampled)
+    got = generate(story_spec, prompt, 48, **sampled)
+    assert got["output_ids"] == want["output_ids"]
+    body = {"text": prompt, "return_logprob": True, "top_logprobs_num": 2,
+            "sampling_params": {"max_new_tokens": 24, "temperature": 0, "ignore_eos": True}}
+    want = requests.post(story_oracle.url + "/generate", json=body, timeout=60).json()
+    got = requests.post(story_spec.url + "/generate", json=body, timeout=60).json()
+    assert got["output_ids"] == want["output_ids"]
+    assert got["meta_info"]["output_token_logprobs"] == want["meta_info"]["output_token_logprobs"]
+    assert got["meta_info"]["spec_verify_ct"] == 0
+
+
+@pytest.fixture(scope="module")
+def smol_oracle():
+    srv = serve(SMOLLM2)
+    try:
+        bodies = run_batch(srv, SMOL_PROMPTS, SMOL_MAX_NEW)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    return bodies
+
+
+# One configuration (page 16, 64-token chunks, radix on): SmolLM2 is slow on 2 shared cores; the
+# stories260K runs above cover the other page, chunk and radix combinations.
+def test_smollm2_equal_without_speculation(smol_oracle):
+    srv = serve(SMOLLM2, *spec_args(16, 64, True, 8))
+    try:
+        check_against(smol_oracle[:1], [generate(srv, SMOL_PROMPTS[0], SMOL_MAX_NEW,
+                                                 ignore_eos=True)])
+        check_against(smol_oracle, run_batch(srv, SMOL_PROMPTS, SMOL_MAX_NEW))
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--speculative-algorithm", "EAGLE"], "--speculative-algorithm"),
+    (["--speculative-algorithm", "NEXTN"], "--speculative-algorithm"),
+    (["--speculative-algorithm", "STANDALONE"], "--speculative-algorithm"),
+    (["--speculative-algorithm", "NGRAM", "--speculative-ngram-max-bfs-breadth", "4"],
+     "--speculative-ngram-max-bfs-breadth"),
+    (["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "1"],
+     "--speculative-num-draft-tokens"),
+    (["--speculative-algorithm", "NGRAM", "--speculative-ngram-min-match-window-size", "5",
+      "--speculative-ngram-max-match-window-size", "3"],
+     "--speculative-ngram-max-match-window-size"),
+])
+def test_unsupported_speculation_exits_2_naming_the_argument(radixserve_bin, args, named):
+    proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config", *args)
+    assert proc.returncode == 2, proc.stdout
+    assert named in proc.stderr
