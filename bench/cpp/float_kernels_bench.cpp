@@ -67,7 +67,8 @@ void BenchAttention(ThreadPool& pool) {
   const int64_t layers = 30, width = 3 * 64;
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (kernels::KvType type : {kernels::KvType::kF32, kernels::KvType::kBF16}) {
+  for (kernels::KvType type :
+       {kernels::KvType::kF32, kernels::KvType::kBF16, kernels::KvType::kFp8E4M3}) {
     for (int64_t depth : {128, 2048}) {
       const int64_t slots_total = depth + 2;
       model::KvCacheBuffers kv(layers, slots_total, 3, 64, type);
@@ -79,7 +80,7 @@ void BenchAttention(ThreadPool& pool) {
           for (const kernels::KvBuffer& buf :
                {kv.view().k[static_cast<size_t>(l)], kv.view().v[static_cast<size_t>(l)]}) {
             for (float& x : row) x = dist(rng);
-            ak.store(row.data(), width, type, static_cast<uint8_t*>(buf.data) + s * row_bytes);
+            ak.store(row.data(), width, type, 1.0f, static_cast<uint8_t*>(buf.data) + s * row_bytes);
           }
         }
       }
@@ -106,7 +107,9 @@ void BenchAttention(ThreadPool& pool) {
         std::printf(
             "attention %s kv=%s depth=%4ld threads=%d: %8.1f us per token (30 layers), "
             "%5.1f GB/s of KV\n",
-            std::string(ak.name).c_str(), type == kernels::KvType::kF32 ? "f32 " : "bf16",
+            std::string(ak.name).c_str(), type == kernels::KvType::kF32    ? "f32 "
+            : type == kernels::KvType::kBF16 ? "bf16"
+                                             : "fp8 ",
             static_cast<long>(depth), p ? p->size() : 1, s * 1e6, bytes / s / 1e9);
       }
     }

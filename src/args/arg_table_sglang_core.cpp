@@ -191,8 +191,13 @@ std::vector<ArgSpec> SglangCoreArgs() {
        .group = group::kQuantization,
        .help = "JSON file with the KV-cache scaling factors, wanted when the KV cache is stored "
                "in FP8; without it every factor is 1.0, which can hurt accuracy.",
-       .cpu = Support::kNo,
-       .cpu_note = "FP8 KV-cache scaling factors are not used by radixserve."},
+       .cpu = Support::kYes,
+       .cpu_note = "Read at startup: {\"model_type\", \"kv_cache\": {\"dtype\": "
+                   "\"float8_e4m3fn\", \"scaling_factor\": {\"0\": {\"<layer>\": f}}}}, one "
+                   "factor per layer for K and V. Requires --kv-cache-dtype fp8_e4m3 and "
+                   "--tp-size 1; a file that does not validate (dtype, model_type, missing "
+                   "layer, bad factor) stops startup with an error instead of SGLang's fallback "
+                   "to 1.0."},
       {.name = "kv-cache-dtype",
        .type = ArgType::kString,
        .default_value = "\"auto\"",
@@ -201,11 +206,13 @@ std::vector<ArgSpec> SglangCoreArgs() {
        .group = group::kQuantization,
        .help = "Data type of the stored keys and values. 'auto' stores them in the model's data "
                "type.",
-       .cpu = Support::kPartial,
-       .cpu_note = "auto, bf16, fp16 and fp32 apply; the fp8 formats are not implemented yet "
-                   "and are refused with an error. auto follows --dtype, else the checkpoint's "
-                   "torch_dtype (GGUF: its F32/F16/BF16 file type; quantized GGUF files use fp16, "
-                   "as llama.cpp does)."},
+       .cpu = Support::kYes,
+       .cpu_note = "All values apply. fp8_e4m3 / fp8_e5m2 store one byte per element (about "
+                   "2x the tokens of fp16 in the same memory), scaled per layer by "
+                   "--quantization-param-path factors (else 1.0), rounded to nearest even and "
+                   "saturated, and dequantized inside the attention kernels. auto follows "
+                   "--dtype, else the checkpoint's torch_dtype (GGUF: its F32/F16/BF16 file "
+                   "type; quantized GGUF files use fp16, as llama.cpp does)."},
       {.name = "mem-fraction-static",
        .type = ArgType::kFloat,
        .group = group::kMemory,

@@ -257,6 +257,16 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
     return Invalid("multi-item-scoring-delimiter",
                    "requires --disable-radix-cache and --chunked-prefill-size -1");
   }
+  if (!args.IsNull("quantization-param-path")) {
+    if (args.GetString("kv-cache-dtype") != "fp8_e4m3") {
+      return Invalid("quantization-param-path",
+                     "holds FP8 E4M3 KV-cache scaling factors; it requires --kv-cache-dtype "
+                     "fp8_e4m3");
+    }
+    if (args.GetInt("tp-size") > 1) {
+      return Invalid("quantization-param-path", "is supported with --tp-size 1 only");
+    }
+  }
   const int64_t page_size = args.GetInt("page-size");
   const int64_t chunk = args.GetInt("chunked-prefill-size");
   if (chunk > 0 && chunk % page_size != 0) {

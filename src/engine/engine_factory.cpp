@@ -11,6 +11,7 @@
 #include "engine/engine_loop.h"
 #include "engine/load_balancer.h"
 #include "kv/kv_memory.h"
+#include "kv/kv_scales_file.h"
 #include "model/model_loader.h"
 
 namespace radixserve::engine {
@@ -59,6 +60,15 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   options.kv_heads = static_cast<int32_t>(mc.num_kv_heads);
   options.head_dim = static_cast<int32_t>(mc.head_dim);
   options.dtype = *dtype;
+  if (args.values().contains("quantization_param_path") &&
+      !args.IsNull("quantization_param_path")) {
+    // ResolveServerArgs already required fp8_e4m3 and --tp-size 1.
+    Expected<kv::KvScales> scales =
+        kv::LoadKvScalesFile(args.GetString("quantization_param_path"),
+                             static_cast<int32_t>(mc.num_layers), mc.model_type);
+    if (!scales.ok()) return scales.status();
+    options.scales = std::move(scales).value();
+  }
   options.context_len = mc.context_length;
   options.page_size = static_cast<int32_t>(OptionalIntArg(args, "page_size").value_or(1));
   options.max_total_tokens = OptionalIntArg(args, "max_total_tokens");

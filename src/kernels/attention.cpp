@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "kernels/float_matmul.h"
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 
 namespace radixserve::kernels {
@@ -20,7 +21,7 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void RefGather(const void* base, KvType type, const int32_t* slots, int64_t count,
+void RefGather(const void* base, KvType type, float scale, const int32_t* slots, int64_t count,
                int64_t slot_stride, int64_t offset, int64_t d, float* dst) {
   for (int64_t i = 0; i < count; ++i) {
     const int64_t at = static_cast<int64_t>(slots[i]) * slot_stride + offset;
@@ -37,6 +38,14 @@ void RefGather(const void* base, KvType type, const int32_t* slots, int64_t coun
       case KvType::kF16:
         for (int64_t c = 0; c < d; ++c)
           out[c] = F16ToF32(static_cast<const uint16_t*>(base)[at + c]);
+        break;
+      case KvType::kFp8E4M3:
+        for (int64_t c = 0; c < d; ++c)
+          out[c] = Fp8E4M3ToF32(static_cast<const uint8_t*>(base)[at + c]) * scale;
+        break;
+      case KvType::kFp8E5M2:
+        for (int64_t c = 0; c < d; ++c)
+          out[c] = Fp8E5M2ToF32(static_cast<const uint8_t*>(base)[at + c]) * scale;
         break;
     }
   }
@@ -60,7 +69,8 @@ void RefAccumulate(const float* p, int64_t nq, const float* v, int64_t nk, int64
   }
 }
 
-void RefStore(const float* src, int64_t count, KvType type, void* dst) {
+void RefStore(const float* src, int64_t count, KvType type, float scale, void* dst) {
+  const float inv = 1.0f / scale;
   switch (type) {
     case KvType::kF32:
       std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(count));
@@ -70,6 +80,14 @@ void RefStore(const float* src, int64_t count, KvType type, void* dst) {
       break;
     case KvType::kF16:
       for (int64_t i = 0; i < count; ++i) static_cast<uint16_t*>(dst)[i] = F32ToF16(src[i]);
+      break;
+    case KvType::kFp8E4M3:
+      for (int64_t i = 0; i < count; ++i)
+        static_cast<uint8_t*>(dst)[i] = F32ToFp8E4M3(src[i] * inv);
+      break;
+    case KvType::kFp8E5M2:
+      for (int64_t i = 0; i < count; ++i)
+        static_cast<uint8_t*>(dst)[i] = F32ToFp8E5M2(src[i] * inv);
       break;
   }
 }
@@ -91,7 +109,21 @@ constexpr AttentionKernels kRef{"ref", RefGather, RefExpTile, RefAccumulate, Ref
 
 }  // namespace
 
-size_t KvTypeSize(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+size_t KvTypeSize(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return 4;
+    case KvType::kBF16:
+    case KvType::kF16:
+      return 2;
+    case KvType::kFp8E4M3:
+    case KvType::kFp8E5M2:
+      return 1;
+  }
+  RADIX_CHECK_MSG(false, "unknown KvType");
+}
+
+bool IsFp8(KvType type) { return type == KvType::kFp8E4M3 || type == KvType::kFp8E5M2; }
 
 const AttentionKernels& RefAttentionKernels() { return kRef; }
 
@@ -140,7 +172,7 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
     bool any = false;
     for (int64_t i = 0; i < nq && !any; ++i) any = block.first[i] < j0 + nk && block.last[i] >= j0;
     if (!any) continue;
-    ak.gather(k_cache.data, k_cache.type, kv_slots + j0, nk, slot_stride, offset, d, keys.data());
+    ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset, d, keys.data());
     gk.gemm(block.q, d, nq, keys.data(), WeightFormat::kF32, d * 4, d, 0, nk, scores.data(),
             kKeyTile);
     for (int64_t i = 0; i < nq; ++i) {
@@ -170,7 +202,7 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
       }
       m[i] = m_new;
     }
-    ak.gather(v_cache.data, v_cache.type, kv_slots + j0, nk, slot_stride, offset, d, values.data());
+    ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset, d, values.data());
     ak.accumulate(scores.data(), nq, values.data(), nk, d, acc);
   }
 }

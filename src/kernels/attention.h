@@ -6,7 +6,9 @@
 //
 // KV layout (shared with src/kv): per layer one K and one V buffer of `KvType` elements,
 // [slots, kv_heads, head_dim], contiguous per slot. A sequence's key at position j lives in slot
-// kv_slots[j].
+// kv_slots[j]. FP8 buffers hold value / scale (one scale per buffer: per layer, K and V apart);
+// each tile of kKeyTile rows is dequantized into a small f32 tile as it is read, never the
+// whole cache.
 //
 // Work is split into chunks of kKeyChunk key positions (AttendChunk) whose partial results are
 // merged in chunk order (MergeChunks). Tiles and chunks are aligned to absolute key positions and
@@ -25,25 +27,29 @@
 namespace radixserve::kernels {
 
 // Element type of the KV cache buffers. Mirrors kv::KvDtype (src/kv may not be included here).
-enum class KvType : uint8_t { kF32, kBF16, kF16 };
+enum class KvType : uint8_t { kF32, kBF16, kF16, kFp8E4M3, kFp8E5M2 };
 
 size_t KvTypeSize(KvType type);
+bool IsFp8(KvType type);
 
 // One layer's K or V buffer with its element type. Converts from float* so callers holding a
 // float32 cache need no change.
 struct KvBuffer {
   void* data = nullptr;
   KvType type = KvType::kF32;
+  // Dequantization factor of an fp8 buffer: stored code c means value decode(c) * scale. 1 for
+  // the other types (they ignore it).
+  float scale = 1.0f;
 
   KvBuffer() = default;
   KvBuffer(float* f32) : data(f32) {}  // NOLINT(google-explicit-constructor)
-  KvBuffer(void* d, KvType t) : data(d), type(t) {}
+  KvBuffer(void* d, KvType t, float s = 1.0f) : data(d), type(t), scale(s) {}
 
   // Transitional, for model code that still hands a layer's cache around as float*: allowed for
   // f32 caches only, so a bf16/f16 pool can never be read as floats by mistake.
   operator float*() const {  // NOLINT(google-explicit-constructor)
     RADIX_CHECK_MSG(type == KvType::kF32,
-                    "a bf16/f16 KV cache must reach PagedAttention as a kernels::KvBuffer");
+                    "a bf16/f16/fp8 KV cache must reach PagedAttention as a kernels::KvBuffer");
     return static_cast<float*>(data);
   }
 };
@@ -62,16 +68,17 @@ inline constexpr int64_t kKeyChunk = 256;  // a multiple of kKeyTile
 // Per-instruction-set primitives of the blocked attention. Pure functions, thread-safe.
 struct AttentionKernels {
   std::string_view name;
-  // dst[i * d + c] = row(slots[i])[offset + c] as f32, row(s) = base + s * slot_stride elements.
-  void (*gather)(const void* base, KvType type, const int32_t* slots, int64_t count,
+  // dst[i * d + c] = row(slots[i])[offset + c] as f32, row(s) = base + s * slot_stride elements;
+  // fp8 elements are multiplied by `scale` (the other types ignore it).
+  void (*gather)(const void* base, KvType type, float scale, const int32_t* slots, int64_t count,
                  int64_t slot_stride, int64_t offset, int64_t d, float* dst);
   // x[i] = exp(x[i] - max) for i < kKeyTile (exactly 0 where x[i] is -inf); returns the sum of
   // the results, always added in the same order.
   float (*exp_tile)(float* x, float max);
   // acc[q * d + c] += sum_{j < nk} p[q * kKeyTile + j] * v[j * d + c], j ascending.
   void (*accumulate)(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d, float* acc);
-  // Converts `count` f32 values to `type` at dst.
-  void (*store)(const float* src, int64_t count, KvType type, void* dst);
+  // Converts `count` f32 values to `type` at dst; fp8 stores encode(src[i] * (1 / scale)).
+  void (*store)(const float* src, int64_t count, KvType type, float scale, void* dst);
 };
 
 const AttentionKernels& RefAttentionKernels();

@@ -1,34 +1,51 @@
 // KvDtype: the element type of the K/V cache buffers (`--kv-cache-dtype`) and the row conversions
 // between it and f32. Pure functions; safe from any thread.
+//
+// FP8 caches (fp8_e4m3, fp8_e5m2; formats in kernels/fp8.h) hold value / scale with one scale per
+// layer for K and one for V (KvScales): 1.0 unless SGLang's `--quantization-param-path` JSON gives
+// per-layer factors (kv_scales_file.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
 namespace radixserve::kv {
 
-enum class KvDtype { kF32, kBF16, kF16 };
+enum class KvDtype { kF32, kBF16, kF16, kFp8E4M3, kFp8E5M2 };
 
-// Bytes per element: 4 for f32, 2 for bf16 and fp16.
+// Bytes per element: 4 for f32, 2 for bf16 and fp16, 1 for the fp8 formats.
 size_t KvDtypeSize(KvDtype dtype);
+bool IsFp8(KvDtype dtype);
 
-// Canonical lowercase name ("float32", "bfloat16", "float16").
+// Canonical name, torch's spelling ("float32", "bfloat16", "float16", "float8_e4m3fn",
+// "float8_e5m2").
 std::string_view KvDtypeName(KvDtype dtype);
 
 // Resolves a `--kv-cache-dtype` value. "auto" yields `auto_dtype` (the model's activation dtype,
-// chosen by the caller). Accepted: auto, fp32/float32, bf16/bfloat16, fp16/float16/half.
-// The fp8 / fp4 spellings SGLang accepts (fp8_e5m2, fp8_e4m3, fp4_e2m1) return kUnsupported: they
-// are a later issue. Anything else returns kInvalidArgument.
+// chosen by the caller). Accepted: auto, fp32/float32, bf16/bfloat16, fp16/float16/half,
+// fp8_e4m3, fp8_e5m2. fp4_e2m1 (which SGLang also accepts) returns kUnsupported; anything else
+// kInvalidArgument.
 Expected<KvDtype> ParseKvCacheDtype(std::string_view flag, KvDtype auto_dtype);
+
+// Per-layer dequantization factors of an fp8 cache: layer l's K element with code c means
+// decode(c) * k[l] (V likewise). Empty vectors mean 1.0 everywhere; the other dtypes ignore them.
+struct KvScales {
+  std::vector<float> k, v;
+
+  float k_at(int32_t layer) const { return k.empty() ? 1.0f : k[static_cast<size_t>(layer)]; }
+  float v_at(int32_t layer) const { return v.empty() ? 1.0f : v[static_cast<size_t>(layer)]; }
+};
 
 // Scalar conversions are kernels/half.h's (F32ToBf16, Bf16ToF32, F32ToF16, F16ToF32).
 
-// Converts `count` f32 values into `dst` laid out in `dtype` (dst holds count * KvDtypeSize bytes).
-void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst);
-// Converts `count` elements of `dtype` at `src` into f32.
-void LoadRow(const void* src, size_t count, KvDtype dtype, float* dst);
+// Converts `count` f32 values into `dst` laid out in `dtype` (dst holds count * KvDtypeSize bytes);
+// fp8 stores src / scale (as src * (1 / scale), like the attention kernels).
+void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst, float scale = 1.0f);
+// Converts `count` elements of `dtype` at `src` into f32 (fp8: times scale).
+void LoadRow(const void* src, size_t count, KvDtype dtype, float* dst, float scale = 1.0f);
 
 }  // namespace radixserve::kv

@@ -94,6 +94,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   pool_options.kv_heads = options.kv_heads;
   pool_options.head_dim = options.head_dim;
   pool_options.dtype = options.dtype;
+  pool_options.scales = options.scales;
   Expected<TokenToKVPool> pool = TokenToKVPool::Create(pool_options);
   if (!pool.ok()) return pool.status();
 

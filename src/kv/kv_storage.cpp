@@ -26,6 +26,9 @@ void KvStorage::ReleaseMemory() {
 
 Expected<KvStorage> KvStorage::Create(const KvStorageSpec& spec) {
   RADIX_CHECK(spec.num_layers >= 0 && spec.kv_heads >= 0 && spec.head_dim >= 0);
+  for (const std::vector<float>* s : {&spec.scales.k, &spec.scales.v}) {
+    RADIX_CHECK(s->empty() || s->size() == static_cast<size_t>(spec.num_layers));
+  }
   const size_t row = static_cast<size_t>(spec.kv_heads) * spec.head_dim * KvDtypeSize(spec.dtype);
   const size_t stride = (row * spec.num_rows + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
   const size_t total = stride * 2 * static_cast<size_t>(spec.num_layers);
@@ -62,8 +65,16 @@ void* KvStorage::k_base(int32_t layer) { return const_cast<std::byte*>(buffer(la
 void* KvStorage::v_base(int32_t layer) { return const_cast<std::byte*>(buffer(layer, true)); }
 
 KvLayerView KvStorage::layer(int32_t layer) {
-  return KvLayerView{k_base(layer),   v_base(layer),  spec_.dtype,    KvDtypeSize(spec_.dtype),
-                     spec_.kv_heads, spec_.head_dim, row_elements(), spec_.num_rows};
+  return KvLayerView{k_base(layer),
+                     v_base(layer),
+                     spec_.dtype,
+                     KvDtypeSize(spec_.dtype),
+                     spec_.kv_heads,
+                     spec_.head_dim,
+                     row_elements(),
+                     spec_.num_rows,
+                     spec_.scales.k_at(layer),
+                     spec_.scales.v_at(layer)};
 }
 
 void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const float* k,
@@ -74,16 +85,18 @@ void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const flo
   for (size_t i = 0; i < slots.size(); ++i) {
     const auto slot = static_cast<size_t>(slots[i]);
     RADIX_CHECK(slot < spec_.num_rows);
-    StoreRow(k + i * n, n, spec_.dtype, k_dst + slot * row_bytes());
-    StoreRow(v + i * n, n, spec_.dtype, v_dst + slot * row_bytes());
+    StoreRow(k + i * n, n, spec_.dtype, k_dst + slot * row_bytes(), spec_.scales.k_at(layer));
+    StoreRow(v + i * n, n, spec_.dtype, v_dst + slot * row_bytes(), spec_.scales.v_at(layer));
   }
 }
 
 void KvStorage::LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const {
   RADIX_CHECK(slot >= 0 && static_cast<size_t>(slot) < spec_.num_rows);
   const size_t offset = static_cast<size_t>(slot) * row_bytes();
-  LoadRow(buffer(layer, false) + offset, row_elements(), spec_.dtype, k_out);
-  LoadRow(buffer(layer, true) + offset, row_elements(), spec_.dtype, v_out);
+  LoadRow(buffer(layer, false) + offset, row_elements(), spec_.dtype, k_out,
+          spec_.scales.k_at(layer));
+  LoadRow(buffer(layer, true) + offset, row_elements(), spec_.dtype, v_out,
+          spec_.scales.v_at(layer));
 }
 
 }  // namespace radixserve::kv

@@ -26,6 +26,7 @@ struct KvStorageSpec {
   int32_t head_dim = 0;
   KvDtype dtype = KvDtype::kF32;
   size_t num_rows = 0;  // slots including the reserved padding rows
+  KvScales scales;      // fp8 only; empty or num_layers entries each
 };
 
 // What the model needs to address one layer's cache.
@@ -38,6 +39,8 @@ struct KvLayerView {
   int32_t head_dim = 0;
   size_t row_elements = 0;  // kv_heads * head_dim: the stride between slots, in elements
   size_t num_rows = 0;
+  float k_scale = 1.0f;  // fp8 dequantization factors (KvScales)
+  float v_scale = 1.0f;
 };
 
 // Bytes one token occupies across all layers, K and V: layers * 2 * kv_heads * head_dim * size.

@@ -27,13 +27,17 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
   }
   const size_t num_pages = options.size / options.page_size;
   KvStorageSpec spec{options.num_layers, options.kv_heads, options.head_dim, options.dtype,
-                     options.size + static_cast<size_t>(options.page_size)};
+                     options.size + static_cast<size_t>(options.page_size), options.scales};
   Expected<KvStorage> storage = KvStorage::Create(spec);
   if (!storage.ok()) return storage.status();
   if (options.num_layers > 0) {
     const double gb = static_cast<double>(storage->k_bytes()) / (1 << 30);
-    RADIX_LOG_INFO("KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB",
-                   options.size, gb, gb);
+    RADIX_LOG_INFO(
+        "KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB, dtype: {}{}",
+        options.size, gb, gb, KvDtypeName(options.dtype),
+        !IsFp8(options.dtype)        ? ""
+        : options.scales.k.empty() ? " (scales 1.0)"
+                                   : " (per-layer scales from --quantization-param-path)");
   }
   return TokenToKVPool(num_pages, options.page_size, std::move(storage).value());
 }

@@ -4,6 +4,7 @@
 //   radix_logits --model PATH [--load-format F] [--dtype D] [--threads N]
 //                (--tokens 1,2,3 | --tokens-file FILE) [--chunk N] [--logits-out FILE]
 //                [--exact-activations] [--disable-mmap]
+//                [--kv-cache-dtype f32|bf16|fp16|fp8_e4m3|fp8_e5m2] [--kv-scales K,V]
 //   radix_logits --model PATH --dump-tensor NAME --out FILE
 //   radix_logits --model PATH --rope-info [--json-model-override-args JSON]
 //
@@ -15,6 +16,8 @@
 // default; LoadOptions::exact_quantized_activations). --rope-info prints the model's RoPE inverse
 // frequencies and attention factor ({"inv_freq": [...], "attention_factor": f}) from its config
 // alone. --json-model-override-args merges JSON over the config (LoadOptions::json_override).
+// --kv-cache-dtype stores the KV cache in that element type (default f32); --kv-scales gives the
+// fp8 dequantization factors of every layer's K and V (default 1,1).
 // Exit status 1 on any error.
 #include <algorithm>
 #include <cstdio>
@@ -100,6 +103,8 @@ int main(int argc, char** argv) {
   int threads = 0;
   int64_t chunk = 0;
   bool rope_info = false;
+  radixserve::kernels::KvType kv_type = radixserve::kernels::KvType::kF32;
+  float k_scale = 1.0f, v_scale = 1.0f;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -131,7 +136,26 @@ int main(int argc, char** argv) {
       options.json_override = next();
     else if (arg == "--exact-activations")
       options.exact_quantized_activations = true;
-    else
+    else if (arg == "--kv-cache-dtype") {
+      const std::string name = next();
+      using radixserve::kernels::KvType;
+      const std::pair<const char*, KvType> kNames[] = {{"f32", KvType::kF32},
+                                                        {"bf16", KvType::kBF16},
+                                                        {"fp16", KvType::kF16},
+                                                        {"fp8_e4m3", KvType::kFp8E4M3},
+                                                        {"fp8_e5m2", KvType::kFp8E5M2}};
+      bool known = false;
+      for (const auto& [spelled, type] : kNames) {
+        if (name == spelled) kv_type = type, known = true;
+      }
+      if (!known) return Fail("--kv-cache-dtype: invalid choice '" + name + "'");
+    } else if (arg == "--kv-scales") {
+      const std::string pair = next();
+      if (std::sscanf(pair.c_str(), "%f,%f", &k_scale, &v_scale) != 2 || !(k_scale > 0.0f) ||
+          !(v_scale > 0.0f)) {
+        return Fail("--kv-scales: expected two positive numbers K,V, got '" + pair + "'");
+      }
+    } else
       return Fail("unknown argument " + arg);
   }
   if (options.model_path.empty()) return Fail("--model is required");
@@ -152,7 +176,10 @@ int main(int argc, char** argv) {
   const model::CausalLM& lm = **loaded;
   const model::ModelConfig& c = lm.config();
   const int64_t n = static_cast<int64_t>(tokens.size());
-  model::KvCacheBuffers kv(c.num_layers, n, c.num_kv_heads, c.head_dim);
+  model::KvCacheBuffers kv_buffers(c.num_layers, n, c.num_kv_heads, c.head_dim, kv_type);
+  model::KvCacheView kv = kv_buffers.view();
+  for (auto& b : kv.k) b.scale = k_scale;
+  for (auto& b : kv.v) b.scale = v_scale;
   std::vector<int32_t> slots(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     slots[static_cast<size_t>(i)] = static_cast<int32_t>(n - 1 - i);  // any permutation
@@ -169,7 +196,7 @@ int main(int argc, char** argv) {
     }
     batch.sequences.push_back(
         {start, len, std::span<const int32_t>(slots.data(), static_cast<size_t>(start + len))});
-    Status status = lm.Forward(batch, kv.view(), &pool, logits.data() + start * c.vocab_size);
+    Status status = lm.Forward(batch, kv, &pool, logits.data() + start * c.vocab_size);
     if (!status.ok()) return Fail(status.message());
   }
   nlohmann::json report;

@@ -71,9 +71,9 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
         batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
     const int64_t slot =
         seq.kv_slots[static_cast<size_t>(layout.token_kv_pos[static_cast<size_t>(t)])];
-    ak.store(k + t * kv_width, kv_width, k_cache.type,
+    ak.store(k + t * kv_width, kv_width, k_cache.type, k_cache.scale,
              static_cast<uint8_t*>(k_cache.data) + static_cast<size_t>(slot) * row_bytes);
-    ak.store(v + t * kv_width, kv_width, v_cache.type,
+    ak.store(v + t * kv_width, kv_width, v_cache.type, v_cache.scale,
              static_cast<uint8_t*>(v_cache.data) + static_cast<size_t>(slot) * row_bytes);
   }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/attention.h"
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 
 #define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -35,7 +36,18 @@ RADIX_AVX2 inline __m256 Exp(__m256 x) {
   return _mm256_and_ps(_mm256_mul_ps(p, scale), ok);
 }
 
-RADIX_AVX2 inline __m256 Load8(const void* base, KvType type, int64_t at) {
+// Eight fp8 codes widened to the half whose value is the code's (E5M2: the code is the top byte;
+// E4M3: sign to bit 15, magnitude bits to bits 7..14, reading as 2^-8 times the value, see
+// kernels/fp8.h).
+RADIX_AVX2 inline __m128i Fp8ToHalf8(const void* base, KvType type, int64_t at) {
+  const __m128i w = _mm_cvtepu8_epi16(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(base) + at)));
+  if (type == KvType::kFp8E5M2) return _mm_slli_epi16(w, 8);
+  return _mm_or_si128(_mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x80)), 8),
+                      _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7F)), 7));
+}
+
+RADIX_AVX2 inline __m256 Load8(const void* base, KvType type, float scale, int64_t at) {
   switch (type) {
     case KvType::kF32:
       return _mm256_loadu_ps(static_cast<const float*>(base) + at);
@@ -47,11 +59,16 @@ RADIX_AVX2 inline __m256 Load8(const void* base, KvType type, int64_t at) {
     case KvType::kF16:
       return _mm256_cvtph_ps(_mm_loadu_si128(
           reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at)));
+    case KvType::kFp8E4M3:
+      return _mm256_mul_ps(_mm256_cvtph_ps(Fp8ToHalf8(base, type, at)),
+                           _mm256_set1_ps(scale * 256.0f));
+    case KvType::kFp8E5M2:
+      return _mm256_mul_ps(_mm256_cvtph_ps(Fp8ToHalf8(base, type, at)), _mm256_set1_ps(scale));
   }
   return _mm256_setzero_ps();
 }
 
-float LoadOne(const void* base, KvType type, int64_t at) {
+float LoadOne(const void* base, KvType type, float scale, int64_t at) {
   switch (type) {
     case KvType::kF32:
       return static_cast<const float*>(base)[at];
@@ -59,6 +76,10 @@ float LoadOne(const void* base, KvType type, int64_t at) {
       return Bf16ToF32(static_cast<const uint16_t*>(base)[at]);
     case KvType::kF16:
       return F16ToF32(static_cast<const uint16_t*>(base)[at]);
+    case KvType::kFp8E4M3:
+      return Fp8E4M3ToF32(static_cast<const uint8_t*>(base)[at]) * scale;
+    case KvType::kFp8E5M2:
+      return Fp8E5M2ToF32(static_cast<const uint8_t*>(base)[at]) * scale;
   }
   return 0.0f;
 }
@@ -77,16 +98,16 @@ inline void PrefetchRow(const void* base, KvType type, const int32_t* slots, int
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
 }
 
-RADIX_AVX2 void Gather(const void* base, KvType type, const int32_t* slots, int64_t count,
-                       int64_t slot_stride, int64_t offset, int64_t d, float* dst) {
+RADIX_AVX2 void Gather(const void* base, KvType type, float scale, const int32_t* slots,
+                       int64_t count, int64_t slot_stride, int64_t offset, int64_t d, float* dst) {
   for (int64_t i = 0; i < kPrefetchRows; ++i)
     PrefetchRow(base, type, slots, i, count, slot_stride, offset, d);
   for (int64_t i = 0; i < count; ++i) {
     PrefetchRow(base, type, slots, i + kPrefetchRows, count, slot_stride, offset, d);
     const int64_t at = static_cast<int64_t>(slots[i]) * slot_stride + offset;
     int64_t c = 0;
-    for (; c + 8 <= d; c += 8) _mm256_storeu_ps(dst + i * d + c, Load8(base, type, at + c));
-    for (; c < d; ++c) dst[i * d + c] = LoadOne(base, type, at + c);
+    for (; c + 8 <= d; c += 8) _mm256_storeu_ps(dst + i * d + c, Load8(base, type, scale, at + c));
+    for (; c < d; ++c) dst[i * d + c] = LoadOne(base, type, scale, at + c);
   }
 }
 
@@ -145,8 +166,51 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t n
   }
 }
 
-RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, void* dst) {
+// Eight floats to fp8 codes, the vector form of kernels/fp8.h's encoder: saturate, then round the
+// subnormal range as integers (cvtps rounds to nearest even) and the normal range on the bits;
+// the largest finite magnitude `max` encodes to the largest finite code.
+template <int kExp, int kMan>
+RADIX_AVX2 inline void F32ToFp8x8(__m256 x, float max, uint8_t* dst) {
+  constexpr int kBias = (1 << (kExp - 1)) - 1;
+  constexpr int kDrop = 23 - kMan;
+  const __m256i bits = _mm256_castps_si256(x);
+  const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 24), _mm256_set1_epi32(0x80));
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 a = _mm256_min_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(max));
+  const __m256i sub = _mm256_cvtps_epi32(
+      _mm256_mul_ps(a, _mm256_set1_ps(std::ldexp(1.0f, kBias - 1 + kMan))));
+  __m256i u = _mm256_castps_si256(a);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, kDrop), _mm256_set1_epi32(1));
+  u = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32((1 << (kDrop - 1)) - 1)));
+  const __m256i normal = _mm256_sub_epi32(_mm256_srli_epi32(u, kDrop),
+                                          _mm256_set1_epi32((127 - kBias) << kMan));
+  const __m256 is_sub =
+      _mm256_cmp_ps(a, _mm256_set1_ps(std::ldexp(1.0f, 1 - kBias)), _CMP_LT_OQ);
+  __m256i code = _mm256_castps_si256(_mm256_blendv_ps(
+      _mm256_castsi256_ps(normal), _mm256_castsi256_ps(sub), is_sub));
+  code = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(code),
+                                              _mm256_castsi256_ps(_mm256_set1_epi32(0x7F)), nan));
+  code = _mm256_or_si256(code, sign);
+  const __m128i words =
+      _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packus_epi16(words, words));
+}
+
+RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {
   int64_t i = 0;
+  const float inv = 1.0f / scale;
+  if (type == KvType::kFp8E4M3 || type == KvType::kFp8E5M2) {
+    auto* out = static_cast<uint8_t*>(dst);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (; i + 8 <= count; i += 8) {
+      const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(src + i), vinv);
+      if (type == KvType::kFp8E4M3) {
+        F32ToFp8x8<4, 3>(x, kFp8E4M3Max, out + i);
+      } else {
+        F32ToFp8x8<5, 2>(x, kFp8E5M2Max, out + i);
+      }
+    }
+  }
   if (type == KvType::kF16) {
     for (; i + 8 <= count; i += 8) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(dst) + i),
@@ -163,6 +227,12 @@ RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, void* dst) {
         break;
       case KvType::kF16:
         static_cast<uint16_t*>(dst)[i] = F32ToF16(src[i]);
+        break;
+      case KvType::kFp8E4M3:
+        static_cast<uint8_t*>(dst)[i] = F32ToFp8E4M3(src[i] * inv);
+        break;
+      case KvType::kFp8E5M2:
+        static_cast<uint8_t*>(dst)[i] = F32ToFp8E5M2(src[i] * inv);
         break;
     }
   }

@@ -12,6 +12,9 @@
 #define RADIX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c,fma")))
 
 namespace radixserve::kernels::x86 {
+
+const AttentionKernels& Avx2AttentionTable();
+
 namespace {
 
 RADIX_AVX512 inline __mmask16 Mask16(int64_t remaining) {
@@ -47,6 +50,9 @@ RADIX_AVX512 inline __m512 LoadAs(const void* base, KvType type, int64_t at, __m
     }
     case KvType::kF16:
       return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(base) + at));
+    case KvType::kFp8E4M3:
+    case KvType::kFp8E5M2:
+      break;  // Gather hands fp8 rows to the AVX2 variant
   }
   return _mm512_setzero_ps();
 }
@@ -59,7 +65,7 @@ RADIX_AVX512 inline void PrefetchRow(const void* base, KvType type, const int32_
                                      int64_t count, int64_t slot_stride, int64_t offset,
                                      int64_t d) {
   if (i >= count) return;
-  const int64_t size = type == KvType::kF32 ? 4 : 2;
+  const auto size = static_cast<int64_t>(KvTypeSize(type));
   const int64_t bytes = (offset == 0 ? slot_stride : d) * size;
   const char* row = static_cast<const char*>(base) +
                     (static_cast<int64_t>(slots[i]) * slot_stride + offset) * size;
@@ -85,8 +91,10 @@ RADIX_AVX512 void GatherAs(const void* base, const int32_t* slots, int64_t count
   }
 }
 
-RADIX_AVX512 void Gather(const void* base, KvType type, const int32_t* slots, int64_t count,
-                         int64_t slot_stride, int64_t offset, int64_t d, float* dst) {
+// FP8 rows are widened by the AVX2 variant (every AVX-512 CPU has AVX2, FMA and F16C).
+RADIX_AVX512 void Gather(const void* base, KvType type, float scale, const int32_t* slots,
+                         int64_t count, int64_t slot_stride, int64_t offset, int64_t d,
+                         float* dst) {
   switch (type) {
     case KvType::kF32:
       return GatherAs<KvType::kF32>(base, slots, count, slot_stride, offset, d, dst);
@@ -94,6 +102,10 @@ RADIX_AVX512 void Gather(const void* base, KvType type, const int32_t* slots, in
       return GatherAs<KvType::kBF16>(base, slots, count, slot_stride, offset, d, dst);
     case KvType::kF16:
       return GatherAs<KvType::kF16>(base, slots, count, slot_stride, offset, d, dst);
+    case KvType::kFp8E4M3:
+    case KvType::kFp8E5M2:
+      return Avx2AttentionTable().gather(base, type, scale, slots, count, slot_stride, offset, d,
+                                         dst);
   }
 }
 
@@ -143,7 +155,8 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
   if (q < nq) AccumulateRows<1>(p + q * kKeyTile, v, nk, d, acc + q * d);
 }
 
-RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, void* dst) {
+RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {
+  if (IsFp8(type)) return Avx2AttentionTable().store(src, count, type, scale, dst);
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 m = Mask16(count - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
@@ -165,6 +178,9 @@ RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, void* dst)
         _mm256_mask_storeu_epi16(static_cast<uint16_t*>(dst) + i, m,
                                  _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
         break;
+      case KvType::kFp8E4M3:
+      case KvType::kFp8E5M2:
+        break;  // handled above
     }
   }
 }

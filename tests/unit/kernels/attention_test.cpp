@@ -1,6 +1,7 @@
 // Blocked paged attention (AttendChunk + MergeChunks) on every CPU variant and KV element type
 // against a double-precision softmax computed here from the values the cache actually holds;
-// a query's result is bit-identical alone or inside a larger block; stores round like half.h.
+// a query's result is bit-identical alone or inside a larger block; stores round like half.h and
+// fp8.h, the scalar conversions that fp8_test.cpp checks against the formats' definitions.
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -8,23 +9,47 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 
 namespace radixserve::kernels {
 namespace {
 
+// What one element of `type` holds after storing f (fp8: f / scale encoded, read back times scale).
+float RoundTrip(KvType type, float f, float scale) {
+  switch (type) {
+    case KvType::kF32:
+      return f;
+    case KvType::kBF16:
+      return Bf16ToF32(F32ToBf16(f));
+    case KvType::kF16:
+      return F16ToF32(F32ToF16(f));
+    case KvType::kFp8E4M3:
+      return Fp8E4M3ToF32(F32ToFp8E4M3(f * (1.0f / scale))) * scale;
+    case KvType::kFp8E5M2:
+      return Fp8E5M2ToF32(F32ToFp8E5M2(f * (1.0f / scale))) * scale;
+  }
+  return 0.0f;
+}
+
+constexpr KvType kAllTypes[] = {KvType::kF32, KvType::kBF16, KvType::kF16, KvType::kFp8E4M3,
+                                KvType::kFp8E5M2};
+
 struct Cache {
   KvType type;
+  float scale;  // fp8 dequantization factor
   std::vector<uint8_t> k, v;
   std::vector<double> k_values, v_values;  // what the cache holds, as doubles
 };
 
 Cache RandomCache(KvType type, int64_t slots, int64_t width, std::mt19937& rng) {
-  Cache c{type, {}, {}, {}, {}};
+  // A non-trivial fp8 scale, so that the test also covers scaling on both sides.
+  Cache c{type, IsFp8(type) ? 0.375f : 1.0f, {}, {}, {}, {}};
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const size_t size = KvTypeSize(type);
   for (auto* pair : {&c.k, &c.v}) pair->resize(static_cast<size_t>(slots * width) * size);
@@ -37,12 +62,15 @@ Cache RandomCache(KvType type, int64_t slots, int64_t width, std::mt19937& rng) 
       const float f = dist(rng);
       if (type == KvType::kF32) {
         std::memcpy(bytes.data() + i * 4, &f, 4);
-        values[static_cast<size_t>(i)] = f;
+      } else if (IsFp8(type)) {
+        const float x = f * (1.0f / c.scale);
+        bytes[static_cast<size_t>(i)] =
+            type == KvType::kFp8E4M3 ? F32ToFp8E4M3(x) : F32ToFp8E5M2(x);
       } else {
         const uint16_t h = type == KvType::kBF16 ? F32ToBf16(f) : F32ToF16(f);
         std::memcpy(bytes.data() + i * 2, &h, 2);
-        values[static_cast<size_t>(i)] = type == KvType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
       }
+      values[static_cast<size_t>(i)] = RoundTrip(type, f, c.scale);
     }
   }
   return c;
@@ -60,9 +88,9 @@ std::vector<float> Attend(const KernelTable& table, const AttentionShape& shape,
   for (int64_t c = 0; c < chunks; ++c) {
     float* p = partial.data() + c * stride;
     const int64_t kb = begin + c * kKeyChunk;
-    AttendChunk(table, shape, b, KvBuffer(cache.k.data(), cache.type),
-                KvBuffer(cache.v.data(), cache.type), slots, kb, std::min(end, kb + kKeyChunk), p,
-                p + b.nq, p + 2 * b.nq);
+    AttendChunk(table, shape, b, KvBuffer(cache.k.data(), cache.type, cache.scale),
+                KvBuffer(cache.v.data(), cache.type, cache.scale), slots, kb,
+                std::min(end, kb + kKeyChunk), p, p + b.nq, p + 2 * b.nq);
   }
   std::vector<float> out(static_cast<size_t>(b.nq * d));
   for (int64_t i = 0; i < b.nq; ++i) {
@@ -88,7 +116,7 @@ TEST(AttentionTest, EveryVariantAndKvTypeMatchesADoublePrecisionSoftmax) {
                         {256, 1, 300, 100, 0.0f},
                         {48, 2, 257, 0, 30.0f}};
   for (const Case& tc : cases) {
-    for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+    for (KvType type : kAllTypes) {
       const int64_t d = tc.head_dim, width = tc.num_kv_heads * d;
       const int64_t slots_total = tc.context + 5;
       Cache cache = RandomCache(type, slots_total, width, rng);
@@ -178,19 +206,26 @@ TEST(AttentionTest, StoreAndGatherRoundLikeTheScalarConversions) {
   std::vector<float> row(static_cast<size_t>(d));
   for (float& x : row) x = dist(rng);
   row[0] = 1.00390625f;  // a bf16 tie
+  row[1] = 1.0625f;      // an fp8 e4m3 tie (between 1 and 1.125: stays 1)
+  row[2] = 1e6f;         // saturates in both fp8 formats
+  row[3] = -std::numeric_limits<float>::infinity();
+  row[4] = 3e-4f;        // fp8 subnormal range
   for (const AttentionKernels* k : AvailableAttentionKernels()) {
-    for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
-      std::vector<uint8_t> buf(static_cast<size_t>(2 * d) * KvTypeSize(type));
-      k->store(row.data(), d, type, buf.data() + static_cast<size_t>(d) * KvTypeSize(type));
-      std::vector<float> back(static_cast<size_t>(d));
-      const int32_t slot = 1;
-      k->gather(buf.data(), type, &slot, 1, d, 0, d, back.data());
-      for (int64_t c = 0; c < d; ++c) {
-        const float x = row[static_cast<size_t>(c)];
-        const float want = type == KvType::kF32    ? x
-                           : type == KvType::kBF16 ? Bf16ToF32(F32ToBf16(x))
-                                                   : F16ToF32(F32ToF16(x));
-        ASSERT_EQ(back[static_cast<size_t>(c)], want) << k->name << " c=" << c;
+    for (KvType type : kAllTypes) {
+      for (float scale : {1.0f, 0.0625f, 3.0f}) {
+        if (!IsFp8(type) && scale != 1.0f) continue;
+        std::vector<uint8_t> buf(static_cast<size_t>(2 * d) * KvTypeSize(type));
+        k->store(row.data(), d, type, scale,
+                 buf.data() + static_cast<size_t>(d) * KvTypeSize(type));
+        std::vector<float> back(static_cast<size_t>(d));
+        const int32_t slot = 1;
+        k->gather(buf.data(), type, scale, &slot, 1, d, 0, d, back.data());
+        for (int64_t c = 0; c < d; ++c) {
+          const float want = RoundTrip(type, row[static_cast<size_t>(c)], scale);
+          ASSERT_EQ(back[static_cast<size_t>(c)], want)
+              << k->name << " type=" << static_cast<int>(type) << " scale=" << scale
+              << " c=" << c;
+        }
       }
     }
   }

@@ -24,11 +24,15 @@ TEST(KvDtypeTest, ParsesFlagSpellings) {
   EXPECT_EQ(KvDtypeSize(KvDtype::kF16), 2u);
 }
 
-TEST(KvDtypeTest, Fp8IsUnsupportedAndGarbageIsInvalid) {
-  Expected<KvDtype> fp8 = ParseKvCacheDtype("fp8_e4m3", KvDtype::kF32);
-  ASSERT_FALSE(fp8.ok());
-  EXPECT_EQ(fp8.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(fp8.status().message().find("later"), std::string::npos);
+TEST(KvDtypeTest, Fp8ParsesFp4IsUnsupportedAndGarbageIsInvalid) {
+  EXPECT_EQ(ParseKvCacheDtype("fp8_e4m3", KvDtype::kF32).value(), KvDtype::kFp8E4M3);
+  EXPECT_EQ(ParseKvCacheDtype("fp8_e5m2", KvDtype::kF32).value(), KvDtype::kFp8E5M2);
+  EXPECT_EQ(KvDtypeSize(KvDtype::kFp8E4M3), 1u);
+  EXPECT_EQ(KvDtypeSize(KvDtype::kFp8E5M2), 1u);
+  EXPECT_EQ(KvDtypeName(KvDtype::kFp8E4M3), "float8_e4m3fn");
+  Expected<KvDtype> fp4 = ParseKvCacheDtype("fp4_e2m1", KvDtype::kF32);
+  ASSERT_FALSE(fp4.ok());
+  EXPECT_EQ(fp4.status().code(), StatusCode::kUnsupported);
   Expected<KvDtype> bad = ParseKvCacheDtype("int4", KvDtype::kF32);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
@@ -66,6 +70,27 @@ TEST(KvDtypeTest, RowsRoundTrip) {
     LoadRow(buffer, 4, dtype, back);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(back[i], src[i]) << KvDtypeName(dtype);
   }
+}
+
+TEST(KvDtypeTest, Fp8RowsStoreValueOverScale) {
+  // With scale 0.5 the codes hold 2, -1, 6.5 and 2048: exact in both fp8 formats except 6.5 in
+  // E5M2 (mantissa 1.625 needs three bits: a tie between 6 and 7, to the even mantissa 1.5 = 6).
+  const float src[4] = {1.0f, -0.5f, 3.25f, 1024.0f};
+  unsigned char buffer[4];
+  float back[4];
+  StoreRow(src, 4, KvDtype::kFp8E4M3, buffer, 0.5f);
+  EXPECT_EQ(buffer[0], 0x40);  // 2 = 2^1: exponent 1 + 7 = 8, mantissa 0
+  LoadRow(buffer, 4, KvDtype::kFp8E4M3, back, 0.5f);
+  EXPECT_EQ(back[0], 1.0f);
+  EXPECT_EQ(back[1], -0.5f);
+  EXPECT_EQ(back[2], 3.25f);
+  EXPECT_EQ(back[3], 224.0f);  // 2048 saturates to 448, times 0.5
+  StoreRow(src, 4, KvDtype::kFp8E5M2, buffer, 0.5f);
+  LoadRow(buffer, 4, KvDtype::kFp8E5M2, back, 0.5f);
+  EXPECT_EQ(back[0], 1.0f);
+  EXPECT_EQ(back[1], -0.5f);
+  EXPECT_EQ(back[2], 3.0f);
+  EXPECT_EQ(back[3], 1024.0f);
 }
 
 }  // namespace

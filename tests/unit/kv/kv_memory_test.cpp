@@ -37,6 +37,24 @@ TEST(KvMemoryTest, SizesFromMemoryWithSglangRequestPoolRule) {
   EXPECT_EQ((*memory)->pool().storage().layer(1).num_rows, 4097u);
 }
 
+TEST(KvMemoryTest, Fp8HoldsTwiceTheTokensOfFp16InTheSameMemory) {
+  // 2 layers * 2 (K,V) * 2 heads * 8 dims: 64 bytes/token in fp16, 32 in fp8, with the same
+  // static memory budget.
+  size_t tokens[2] = {};
+  int i = 0;
+  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kFp8E4M3}) {
+    KvMemoryOptions options = SmallModel();
+    options.dtype = dtype;
+    options.mem_fraction_static = 1.0 / 8192;
+    Expected<std::unique_ptr<KvMemory>> memory = KvMemory::Create(options);
+    ASSERT_TRUE(memory.ok()) << memory.status().message();
+    tokens[i++] = (*memory)->max_total_num_tokens();
+    EXPECT_EQ((*memory)->pool().storage().layer(0).element_size, KvDtypeSize(dtype));
+  }
+  EXPECT_GT(tokens[0], 1000u);
+  EXPECT_EQ(tokens[1], 2 * tokens[0]);
+}
+
 TEST(KvMemoryTest, UserLimitsAndChunkCache) {
   KvMemoryOptions options = SmallModel();
   options.max_total_tokens = 1000;

@@ -15,7 +15,7 @@ TEST(KvStorageTest, BytesPerTokenFormula) {
 }
 
 TEST(KvStorageTest, LayoutIsSlotMajorPerLayer) {
-  KvStorageSpec spec{3, 2, 4, KvDtype::kF32, 10};
+  KvStorageSpec spec{3, 2, 4, KvDtype::kF32, 10, {}};
   Expected<KvStorage> storage = KvStorage::Create(spec);
   ASSERT_TRUE(storage.ok());
   EXPECT_EQ(storage->row_elements(), 8u);
@@ -48,7 +48,7 @@ TEST(KvStorageTest, LayoutIsSlotMajorPerLayer) {
 }
 
 TEST(KvStorageTest, Bf16StorageHoldsRoundedBits) {
-  KvStorageSpec spec{1, 1, 2, KvDtype::kBF16, 4};
+  KvStorageSpec spec{1, 1, 2, KvDtype::kBF16, 4, {}};
   Expected<KvStorage> storage = KvStorage::Create(spec);
   ASSERT_TRUE(storage.ok());
   const float k[2] = {1.0f, 1.01171875f};
@@ -64,8 +64,31 @@ TEST(KvStorageTest, Bf16StorageHoldsRoundedBits) {
   EXPECT_EQ(v_back[0], -2.0f);
 }
 
+TEST(KvStorageTest, Fp8StorageHoldsOneByteCodesOfValueOverTheLayerScale) {
+  KvStorageSpec spec{2, 1, 2, KvDtype::kFp8E4M3, 4, KvScales{{1.0f, 0.25f}, {1.0f, 2.0f}}};
+  Expected<KvStorage> storage = KvStorage::Create(spec);
+  ASSERT_TRUE(storage.ok());
+  EXPECT_EQ(storage->row_bytes(), 2u);
+  EXPECT_EQ(storage->layer(1).k_scale, 0.25f);
+  EXPECT_EQ(storage->layer(1).v_scale, 2.0f);
+  const float k[2] = {0.5f, -200.0f};  // / 0.25: 2 (code 0x40) and -800, saturated to -448 (0xFE)
+  const float v[2] = {3.0f, 0.0f};     // / 2: 1.5 (code 0x3C)
+  const int32_t slot = 3;
+  storage->StoreKv(1, {&slot, 1}, k, v);
+  const auto* k_codes = static_cast<const uint8_t*>(storage->k_base(1));
+  const auto* v_codes = static_cast<const uint8_t*>(storage->v_base(1));
+  EXPECT_EQ(k_codes[6], 0x40);
+  EXPECT_EQ(k_codes[7], 0xFE);
+  EXPECT_EQ(v_codes[6], 0x3C);
+  float k_back[2], v_back[2];
+  storage->LoadKv(1, 3, k_back, v_back);
+  EXPECT_EQ(k_back[0], 0.5f);
+  EXPECT_EQ(k_back[1], -112.0f);  // -448 * 0.25
+  EXPECT_EQ(v_back[0], 3.0f);
+}
+
 TEST(KvStorageTest, ZeroLayersNeedNoMemory) {
-  Expected<KvStorage> storage = KvStorage::Create(KvStorageSpec{0, 4, 4, KvDtype::kF32, 100});
+  Expected<KvStorage> storage = KvStorage::Create(KvStorageSpec{0, 4, 4, KvDtype::kF32, 100, {}});
   ASSERT_TRUE(storage.ok());
   EXPECT_EQ(storage->k_bytes(), 0u);
 }
