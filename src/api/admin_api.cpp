@@ -69,7 +69,7 @@ void HandleModelInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr wr
   SendJson(*writer, 200,
            {{"model_path", args.Get("model-path")},
             {"tokenizer_path", args.Get("tokenizer-path")},
-            {"is_generation", true},
+            {"is_generation", ctx.model.is_generation},
             {"preferred_sampling_params", args.Get("preferred-sampling-params")},
             {"weight_version", ctx.weight_version},
             {"has_image_understanding", false},

@@ -2,6 +2,7 @@
 
 #include "api/admin_api.h"
 #include "api/api_error.h"
+#include "api/embeddings_api.h"
 #include "api/generate_api.h"
 #include "api/lightllm_api.h"
 #include "api/openai_api.h"
@@ -43,6 +44,18 @@ ApiHandler Admitting(ApiHandler handle) {
   };
 }
 
+// Generation routes answer 400 naming --is-embedding on an embedding server.
+ApiHandler Generating(ApiHandler handle) {
+  return [handle = std::move(handle)](ServerContext& ctx, const ApiRequest& request,
+                                      ResponseWriterPtr writer) {
+    if (!ctx.model.is_generation) {
+      writer->Send(400, "application/json", ToJsonText(WrongServerKind(true).OpenAiBody()));
+      return;
+    }
+    handle(ctx, request, std::move(writer));
+  };
+}
+
 }  // namespace
 
 std::vector<ApiRoute> ApiRoutes() {
@@ -56,19 +69,23 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"GET"}, "/get_load", false, HandleGetLoad},
       {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache, "path", /*admin=*/true},
       {{"POST"}, "/abort_request", false, HandleAbortRequest, "path", /*admin=*/true},
-      {{"POST", "PUT"}, "/generate", false, Admitting(BodyOnly(HandleGenerate))},
-      {{"POST"}, "/generate_stream", false, Admitting(BodyOnly(HandleLightLlmGenerateStream))},
-      {{"POST"}, "/", false, Admitting(BodyOnly(HandleLightLlmCompat))},
+      {{"POST", "PUT"}, "/generate", false, Generating(Admitting(BodyOnly(HandleGenerate)))},
+      {{"POST"}, "/generate_stream", false,
+       Generating(Admitting(BodyOnly(HandleLightLlmGenerateStream)))},
+      {{"POST"}, "/", false, Generating(Admitting(BodyOnly(HandleLightLlmCompat)))},
       {{"POST"}, "/tokenize", false, HandleTokenize},
       {{"POST"}, "/v1/tokenize", false, HandleTokenize},
       {{"POST"}, "/detokenize", false, HandleDetokenize},
       {{"POST"}, "/v1/detokenize", false, HandleDetokenize},
-      {{"POST"}, "/v1/completions", false, Admitting(JsonOnly(HandleCompletions))},
-      {{"POST"}, "/v1/chat/completions", false, Admitting(JsonOnly(HandleChatCompletions))},
+      {{"POST"}, "/v1/completions", false, Generating(Admitting(JsonOnly(HandleCompletions)))},
+      {{"POST"}, "/v1/chat/completions", false,
+       Generating(Admitting(JsonOnly(HandleChatCompletions)))},
+      {{"POST"}, "/v1/embeddings", false, Admitting(JsonOnly(HandleEmbeddings))},
+      {{"POST"}, "/encode", false, Admitting(BodyOnly(HandleEncode))},
       // SageMaker's contract, as SGLang serves it: /ping is the health check, /invocations the
       // OpenAI chat route.
       {{"GET"}, "/ping", false, HandleHealth},
-      {{"POST"}, "/invocations", false, Admitting(JsonOnly(HandleChatCompletions))},
+      {{"POST"}, "/invocations", false, Generating(Admitting(JsonOnly(HandleChatCompletions)))},
       {{"POST"}, "/parse_function_call", false, HandleParseFunctionCall},
       {{"POST"}, "/separate_reasoning", false, HandleSeparateReasoning},
       {{"GET"}, "/metrics", false, HandleMetrics},

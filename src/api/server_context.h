@@ -40,6 +40,9 @@ struct ModelFacts {
   std::vector<std::string> architectures;  // e.g. ["LlamaForCausalLM"]
   int64_t context_len = 0;
   int64_t vocab_size = 0;
+  // False on an embedding server (--is-embedding, or an encoder model): generation routes then
+  // answer 400, and embedding routes answer 400 on a generation server.
+  bool is_generation = true;
   // generation_config.json values used as sampling defaults (--sampling-defaults model).
   nlohmann::json generation_defaults = nlohmann::json::object();
 };

@@ -83,8 +83,11 @@ std::vector<ArgSpec> SglangCoreArgs() {
        .default_value = "false",
        .group = group::kModel,
        .help = "Serve a causal language model as an embedding model.",
-       .cpu = Support::kNo,
-       .cpu_note = "Embedding models are not served by radixserve yet."},
+       .cpu = Support::kPartial,
+       .cpu_note = "Serves encoder models (BertModel, pooled as the folder's sentence-transformers "
+                   "files say) on /v1/embeddings and /encode; encoder architectures imply it. "
+                   "A causal language model with this flag is refused at startup (not yet "
+                   "supported)."},
       {.name = "enable-multimodal",
        .type = ArgType::kFlag,
        .group = group::kModel,

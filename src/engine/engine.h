@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "engine/embed_request.h"
 #include "engine/request.h"
 #include "engine/request_event.h"
 
@@ -65,6 +66,11 @@ class Engine {
   // outcome, including later errors, arrives through `sink` ending with a finished event.
   virtual Status Submit(GenerateRequest request, EventSink sink) = 0;
 
+  // Queues one embedding input (prefill only, no KV kept). Immediate rejection as for Submit;
+  // otherwise `sink` receives exactly one result. Engines of generation models reject every
+  // call with kInvalidArgument naming --is-embedding.
+  virtual Status SubmitEmbed(EmbedRequest request, EmbedSink sink);
+
   // Aborts the request whose rid equals `rid` (kExactRid), or every request whose rid starts with
   // `rid` (kRidPrefix; empty: all). Their sinks receive a final kAbort event; their KV is released
   // within one step. Never blocks on the engine thread.
@@ -97,6 +103,12 @@ class Engine {
   // Stops accepting requests, aborts what is in flight and joins the engine thread.
   virtual void Shutdown() = 0;
 };
+
+inline Status Engine::SubmitEmbed(EmbedRequest, EmbedSink) {
+  return InvalidArgument(
+      "This server serves a generation model; embedding routes need an embedding model served "
+      "with --is-embedding.");
+}
 
 inline Status Engine::FlushCache() {
   auto promise = std::make_shared<std::promise<Status>>();

@@ -26,6 +26,10 @@ Expected<GrammarSetup> CreateGrammarSetup(const args::ServerArgs& args, const Mo
         "constrained decoding is disabled on this server (--grammar-backend none)";
     return setup;
   }
+  if (assets.model == nullptr) {
+    setup.disabled_reason = "an embedding server (--is-embedding) does not generate text";
+    return setup;
+  }
   if (assets.tokenizer == nullptr) {
     setup.disabled_reason =
         "constrained decoding needs the tokenizer, which --skip-tokenizer-init turned off";

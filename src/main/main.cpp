@@ -25,6 +25,7 @@
 #include "common/thread_pool.h"
 #include "common/version.h"
 #include "common/work_queue.h"
+#include "engine/embedding_engine.h"
 #include "engine/engine_factory.h"
 #include "http/http_server.h"
 #include "main/api_bridge.h"
@@ -78,6 +79,22 @@ class ShutdownSignal {
   int first_ = 0;
   bool repeated_ = false;
 };
+
+// The engine of an embedding server: one EmbeddingEngine on the shared compute pool.
+radixserve::Expected<std::unique_ptr<radixserve::engine::Engine>> MakeEmbeddingEngine(
+    const radixserve::args::ServerArgs& args,
+    std::shared_ptr<const radixserve::model::EncoderModel> encoder, radixserve::ThreadPool* pool) {
+  if (args.GetInt("dp-size") > 1) {
+    return radixserve::InvalidArgument(
+        "argument --dp-size: data parallelism is not supported for embedding models yet");
+  }
+  radixserve::engine::EmbeddingEngineConfig config;
+  config.max_batch_tokens = args.GetInt("max-prefill-tokens");
+  if (auto n = args.GetOptionalInt("max-running-requests")) config.max_batch_requests = *n;
+  config.max_queued_requests = args.GetInt("max-queued-requests");
+  return std::unique_ptr<radixserve::engine::Engine>(
+      new radixserve::engine::EmbeddingEngine(std::move(encoder), pool, config));
+}
 
 int64_t InFlight(const radixserve::engine::Engine& engine) {
   const radixserve::engine::EngineStats stats = engine.Stats();
@@ -168,14 +185,22 @@ int main(int argc, char** argv) {
   }
 
   auto assets = rs::LoadModelAssets(args);
-  if (!assets.ok()) return StartupError(assets.status().message());
+  if (!assets.ok()) {
+    if (assets.status().message().rfind("argument --", 0) == 0) {
+      return UsageError(assets.status().message());
+    }
+    return StartupError(assets.status().message());
+  }
 
   // Before the engine: requests in the engine hold grammars compiled for this vocabulary.
   auto grammar = rs::CreateGrammarSetup(args, *assets);
   if (!grammar.ok()) return StartupError(grammar.status().message());
 
   rs::ThreadPool pool(static_cast<int>(args.GetInt("threads")));
-  auto engine = rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool);
+  auto engine =
+      assets->encoder != nullptr
+          ? MakeEmbeddingEngine(args, assets->encoder, &pool)
+          : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool);
   if (!engine.ok()) {
     // Arguments that only prove impossible against the model and the machine are still usage
     // errors (exit status 2, the message names the argument).

@@ -82,10 +82,24 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   options.random_seed = static_cast<uint64_t>(args.GetInt("random-seed"));
   options.disable_mmap = args.GetBool("weight-loader-disable-mmap");
 
-  auto model = model::LoadModel(options);
-  if (!model.ok()) return model.status();
-  assets.model = std::shared_ptr<const model::CausalLM>(std::move(model).value());
-  const model::ModelConfig& config = assets.model->config();
+  model::ModelConfig config;
+  RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
+  const bool encoder = model::IsEncoderArchitecture(config.architecture);
+  if (args.GetBool("is-embedding") && !encoder) {
+    return InvalidArgument("argument --is-embedding: architecture " + config.architecture +
+                           " cannot be served as an embedding model yet (supported: BertModel)");
+  }
+  if (encoder) {
+    auto model = model::LoadEncoderModel(options);
+    if (!model.ok()) return model.status();
+    assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model).value());
+    config = assets.encoder->config();
+  } else {
+    auto model = model::LoadModel(options);
+    if (!model.ok()) return model.status();
+    assets.model = std::shared_ptr<const model::CausalLM>(std::move(model).value());
+    config = assets.model->config();
+  }
 
   if (!args.GetBool("skip-tokenizer-init")) {
     std::string tokenizer_path = args.GetString("tokenizer-path");
@@ -103,6 +117,7 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   assets.facts.context_len = config.context_length;
   assets.facts.vocab_size = config.vocab_size;
   assets.facts.generation_defaults = GenerationDefaults(config, args);
+  assets.facts.is_generation = assets.encoder == nullptr;
   return assets;
 }
 

@@ -9,12 +9,15 @@
 #include "chat/chat_template.h"
 #include "common/status.h"
 #include "model/causal_lm.h"
+#include "model/encoder_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace radixserve {
 
 struct ModelAssets {
-  std::shared_ptr<const model::CausalLM> model;
+  std::shared_ptr<const model::CausalLM> model;  // null on an embedding server
+  // The encoder of an embedding server (--is-embedding, or an encoder architecture); else null.
+  std::shared_ptr<const model::EncoderModel> encoder;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null with --skip-tokenizer-init
   std::unique_ptr<chat::ChatTemplate> chat_template;      // null: the model has none
   api::ModelFacts facts;

@@ -8,6 +8,20 @@
 namespace radixserve {
 
 Status RunWarmup(api::ServerContext& ctx) {
+  if (!ctx.model.is_generation) {
+    engine::EmbedRequest request;
+    request.rid = "WARMUP";
+    request.input_ids = {0, 1, 2, 3};
+    for (int32_t& id : request.input_ids) id = id % static_cast<int32_t>(ctx.model.vocab_size);
+    auto done = std::make_shared<std::promise<engine::EmbedResult>>();
+    auto result = done->get_future();
+    RADIX_RETURN_IF_ERROR(ctx.engine->SubmitEmbed(
+        std::move(request), [done](engine::EmbedResult r) { done->set_value(std::move(r)); }));
+    engine::EmbedResult r = result.get();
+    if (!r.status.ok()) return Internal("warmup embedding failed: " + r.status.message());
+    RADIX_LOG_INFO("warmup done (embedding)");
+    return Status::Ok();
+  }
   {
     engine::GenerateRequest request;
     request.rid = "WARMUP";

@@ -152,7 +152,10 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   c.context_length = 2048;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "max_position_embeddings", &c.context_length, source));
   RADIX_RETURN_IF_ERROR(RequirePositive(c.context_length, "max_position_embeddings", source));
+  c.max_position_embeddings = c.context_length;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rms_norm_eps", &c.rms_norm_eps, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "layer_norm_eps", &c.layer_norm_eps, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "type_vocab_size", &c.type_vocab_size, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rope_theta", &c.rope_theta, source));
   if (!(c.rope_theta > 0)) return InvalidArgument(source + ": rope_theta must be positive");
   RADIX_RETURN_IF_ERROR(ParseRopeScaling(cfg, &c, source));

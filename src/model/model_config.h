@@ -38,6 +38,12 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;
   std::string hidden_act = "silu";
+  // Encoders (BERT): LayerNorm epsilon and the number of token-type (segment) embeddings.
+  double layer_norm_eps = 1e-12;
+  int64_t type_vocab_size = 0;
+  // max_position_embeddings as the config says it (context_length may be overridden; an
+  // encoder's absolute position table has this many rows).
+  int64_t max_position_embeddings = 0;
 
   // Gemma 3: sliding-window layers use rope_local_theta; every sliding_window_pattern-th layer
   // is global. query_pre_attn_scalar sets the attention scale (1/sqrt of it).

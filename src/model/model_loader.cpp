@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "model/bert_model.h"
 #include "model/gemma3_model.h"
 #include "model/gguf_file.h"
 #include "model/llama_model.h"
@@ -191,6 +192,10 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "Gemma3ForCausalLM") {
     return Gemma3Model::Create(std::move(config), std::move(weights));
   }
+  if (IsEncoderArchitecture(arch)) {
+    return Unsupported("architecture " + arch +
+                       " is an encoder: it serves embeddings (--is-embedding), not generation");
+  }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
                      "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM); "
@@ -205,6 +210,53 @@ std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype) {
   if (dtype == "half" || dtype == "float16") return kernels::WeightFormat::kF16;
   if (dtype == "bfloat16") return kernels::WeightFormat::kBF16;
   return std::nullopt;
+}
+
+bool IsEncoderArchitecture(std::string_view architecture) {
+  return architecture == "BertModel";
+}
+
+Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Checkpoint cp;
+  RADIX_ASSIGN_OR_RETURN(cp, Resolve(options));
+  if (cp.kind != Checkpoint::Kind::kHf) {
+    return Unsupported(options.model_path +
+                       ": encoder models load from an HF folder (config.json + safetensors)");
+  }
+  ConfigSource src;
+  RADIX_ASSIGN_OR_RETURN(src, ReadConfig(options, cp));
+  ModelConfig config;
+  RADIX_ASSIGN_OR_RETURN(config, BuildConfig(options, src));
+  if (!IsEncoderArchitecture(config.architecture)) {
+    return Unsupported("architecture " + config.architecture +
+                       " is not an encoder model (supported encoders: BertModel)");
+  }
+  std::unique_ptr<WeightStore> weights;
+  if (options.load_format == "dummy") {
+    kernels::WeightFormat format;
+    RADIX_ASSIGN_OR_RETURN(format, DummyFormat(options.dtype));
+    weights = WeightStore::Dummy(options.random_seed, format);
+  } else {
+    std::vector<SafetensorsFile> files;
+    RADIX_ASSIGN_OR_RETURN(files, OpenSafetensors(cp.folder, !options.disable_mmap));
+    RADIX_ASSIGN_OR_RETURN(weights,
+                           WeightStore::FromSafetensors(std::move(files), config.model_type));
+    weights->set_matrix_storage(DtypeFormat(options.dtype));
+  }
+  PoolingConfig pooling;
+  RADIX_ASSIGN_OR_RETURN(pooling, LoadPoolingConfig(cp.folder, PoolingConfig{}));
+  std::unique_ptr<EncoderModel> model;
+  RADIX_ASSIGN_OR_RETURN(model, BertModel::Create(std::move(config), pooling, std::move(weights)));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RADIX_LOG_INFO(
+      "Load weight end. arch={}, encoder, pooling={}{}, weight bytes={:.2f} MB, load time={:.2f} "
+      "s",
+      model->config().architecture, PoolingModeName(model->pooling().mode),
+      model->pooling().normalize ? " + normalize" : "",
+      static_cast<double>(model->weight_bytes()) / (1 << 20), seconds);
+  return model;
 }
 
 Expected<ModelConfig> LoadModelConfig(const LoadOptions& options) {

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "kernels/weight_format.h"
 #include "model/causal_lm.h"
+#include "model/encoder_model.h"
 
 namespace radixserve::model {
 
@@ -45,6 +46,14 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);
 // The float storage a --dtype value (or an HF torch_dtype) names: kF32 for float / float32, kF16
 // for half / float16, kBF16 for bfloat16; nullopt for auto, "" and anything else.
 std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype);
+
+// Encoder architectures (BertModel) run through LoadEncoderModel, not LoadModel.
+bool IsEncoderArchitecture(std::string_view architecture);
+
+// An encoder from an HF folder (safetensors, or dummy weights from its config.json), with the
+// pooling its sentence-transformers files declare (CLS without normalization when the folder
+// has no modules.json). Decoder architectures and GGUF files give Unsupported.
+Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& options);
 
 // The config alone (no weights): what LoadModel would use.
 Expected<ModelConfig> LoadModelConfig(const LoadOptions& options);

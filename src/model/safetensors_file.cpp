@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -11,10 +13,15 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the format's own limit
 
-bool IsKnownUnloadableDtype(const std::string& d) {
-  static const char* kOther[] = {"F64", "I64", "I32", "I16",  "I8",      "U8",
-                                 "U16", "U32", "U64", "BOOL", "F8_E4M3", "F8_E5M2"};
-  return std::any_of(std::begin(kOther), std::end(kOther), [&](const char* o) { return d == o; });
+// Bytes per element of a valid safetensors dtype radixserve does not load; 0 for any other name.
+int64_t UnloadableDtypeBytes(const std::string& d) {
+  static const std::pair<const char*, int64_t> kOther[] = {
+      {"F64", 8}, {"I64", 8}, {"U64", 8},  {"I32", 4},     {"U32", 4},     {"I16", 2},
+      {"U16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1},    {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+  for (auto [name, bytes] : kOther) {
+    if (d == name) return bytes;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -50,7 +57,7 @@ Status SafetensorsFile::ParseAll() {
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = file_.size() - data_start;
 
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // begin, end (per tensor, same order)
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges_of_all;  // begin, end, name
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string& name = it.key();
     const nlohmann::json& entry = it.value();
@@ -76,16 +83,14 @@ Status SafetensorsFile::ParseAll() {
     SafetensorsTensor t;
     t.name = name;
     const std::string dtype = dtype_it->get<std::string>();
+    const int64_t other_bytes = UnloadableDtypeBytes(dtype);
     if (dtype == "F32") {
       t.format = kernels::WeightFormat::kF32;
     } else if (dtype == "F16") {
       t.format = kernels::WeightFormat::kF16;
     } else if (dtype == "BF16") {
       t.format = kernels::WeightFormat::kBF16;
-    } else if (IsKnownUnloadableDtype(dtype)) {
-      return Unsupported(path + ": tensor " + name + " has dtype " + dtype +
-                         "; radixserve loads F32, F16 and BF16 weights");
-    } else {
+    } else if (other_bytes == 0) {
       return bad_tensor("unknown dtype " + dtype);
     }
     int64_t elements = 1;
@@ -112,24 +117,31 @@ Status SafetensorsFile::ParseAll() {
                         " bytes; truncated?)");
     }
     auto bytes = kernels::StorageBytes(t.format, elements);
+    if (other_bytes != 0) {
+      bytes = elements <= std::numeric_limits<int64_t>::max() / other_bytes
+                  ? std::optional<int64_t>(elements * other_bytes)
+                  : std::nullopt;
+    }
     if (!bytes || static_cast<uint64_t>(*bytes) != end - begin) {
       return bad_tensor("data_offsets span " + std::to_string(end - begin) +
                         " bytes but shape and dtype need " +
                         (bytes ? std::to_string(*bytes) : "too many"));
     }
+    ranges_of_all.emplace_back(begin, end, name);
+    if (other_bytes != 0) {
+      other_dtypes_[name] = dtype;
+      continue;
+    }
     t.bytes = *bytes;
     t.data = file_.data() + data_start + begin;
     index_[name] = tensors_.size();
     tensors_.push_back(std::move(t));
-    ranges.emplace_back(begin, end);
   }
-  std::vector<size_t> order(tensors_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    if (ranges[order[i - 1]].second > ranges[order[i]].first) {
-      return bad("tensors " + tensors_[order[i - 1]].name + " and " + tensors_[order[i]].name +
-                 " overlap");
+  std::sort(ranges_of_all.begin(), ranges_of_all.end());
+  for (size_t i = 1; i < ranges_of_all.size(); ++i) {
+    if (std::get<1>(ranges_of_all[i - 1]) > std::get<0>(ranges_of_all[i])) {
+      return bad("tensors " + std::get<2>(ranges_of_all[i - 1]) + " and " +
+                 std::get<2>(ranges_of_all[i]) + " overlap");
     }
   }
   return Status::Ok();

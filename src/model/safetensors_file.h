@@ -1,6 +1,8 @@
 // SafetensorsFile: a parsed .safetensors file (8-byte little-endian header length, a JSON header,
 // then raw tensor bytes). The header is validated in full before any tensor is used: JSON shape,
-// known dtypes (F32, F16, BF16 load; other valid safetensors dtypes are Unsupported), shapes
+// known dtypes (F32, F16, BF16 load; tensors of the other valid safetensors dtypes, such as the
+// I64 `position_ids` buffer BERT checkpoints carry, are validated and listed in other_dtypes()
+// but not loadable), shapes
 // (non-negative, no overflow), data_offsets in bounds, consistent with shape x dtype, and not
 // overlapping. Errors name the file and tensor.
 #pragma once
@@ -33,6 +35,8 @@ class SafetensorsFile {
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const SafetensorsTensor* Find(const std::string& name) const;
+  // Valid tensors in dtypes radixserve does not load (name -> safetensors dtype, e.g. "I64").
+  const std::map<std::string, std::string>& other_dtypes() const { return other_dtypes_; }
 
  private:
   SafetensorsFile(MappedFile file) : file_(std::move(file)) {}
@@ -42,6 +46,7 @@ class SafetensorsFile {
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
+  std::map<std::string, std::string> other_dtypes_;
 };
 
 }  // namespace radixserve::model

@@ -35,6 +35,14 @@ std::vector<uint8_t> EncodeFloats(kernels::WeightFormat format, const std::vecto
 }  // namespace
 
 std::string CanonicalWeightName(const std::string& hf, const std::string& model_type) {
+  if (model_type == "bert") {
+    // BERT keeps its HF names (there is no GGUF scheme for it here), without the "bert." prefix
+    // that task-head checkpoints add. position_ids is an index buffer, not a weight.
+    const std::string name = hf.rfind("bert.", 0) == 0 ? hf.substr(5) : hf;
+    if (name == "embeddings.position_ids") return "";
+    if (name.rfind("embeddings.", 0) == 0 || name.rfind("encoder.", 0) == 0) return name;
+    return "";
+  }
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
@@ -104,6 +112,12 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::FromSafetensors(
   for (const SafetensorsFile& f : store->safetensors_) {
     if (!store->description_.empty()) store->description_ += ", ";
     store->description_ += f.path();
+    for (const auto& [hf_name, dtype] : f.other_dtypes()) {
+      if (!CanonicalWeightName(hf_name, model_type).empty()) {
+        return Unsupported(f.path() + ": tensor " + hf_name + " has dtype " + dtype +
+                           "; radixserve loads F32, F16 and BF16 weights");
+      }
+    }
     for (const SafetensorsTensor& t : f.tensors()) {
       const std::string name = CanonicalWeightName(t.name, model_type);
       if (name.empty()) continue;

@@ -66,8 +66,13 @@ TEST(SafetensorsFileTest, RejectsMalformedHeaders) {
   // unknown and unsupported dtypes
   EXPECT_EQ(ParseStatus(R"({"w":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}})", 1).code(),
             StatusCode::kDataLoss);
-  EXPECT_EQ(ParseStatus(R"({"w":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8).code(),
-            StatusCode::kUnsupported);
+  // other valid dtypes parse but are only listed, and must still fit their span
+  EXPECT_TRUE(ParseStatus(R"({"w":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8).ok());
+  EXPECT_FALSE(ParseStatus(R"({"w":{"dtype":"I64","shape":[2],"data_offsets":[0,8]}})", 8).ok());
+  s = ParseStatus(R"({"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},)"
+                  R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                  16);
+  EXPECT_NE(s.message().find("overlap"), std::string::npos) << s.message();
   // negative shape, missing fields, begin > end
   EXPECT_FALSE(ParseStatus(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4).ok());
   EXPECT_FALSE(ParseStatus(R"({"w":{"dtype":"F32","shape":[1]}})", 4).ok());
@@ -77,6 +82,19 @@ TEST(SafetensorsFileTest, RejectsMalformedHeaders) {
   bytes[0] = 200;
   EXPECT_FALSE(SafetensorsFile::Parse(MappedFile::FromBytes(bytes, "t")).ok());
   EXPECT_FALSE(SafetensorsFile::Parse(MappedFile::FromBytes({1, 2, 3}, "t")).ok());
+}
+
+TEST(SafetensorsFileTest, ListsTensorsOfOtherDtypesWithoutLoadingThem) {
+  auto st = SafetensorsFile::Parse(MappedFile::FromBytes(
+      Build(R"({"ids":{"dtype":"I64","shape":[1,2],"data_offsets":[0,16]},)"
+            R"("w":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})",
+            24),
+      "t.safetensors"));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->Find("ids"), nullptr);
+  ASSERT_NE(st->Find("w"), nullptr);
+  EXPECT_EQ(st->tensors().size(), 1u);
+  EXPECT_EQ(st->other_dtypes().at("ids"), "I64");
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+// The embedding routes of an embedding server (--is-embedding, or an encoder model):
+//   POST /v1/embeddings  OpenAI's shape: input as a string, a list of strings, a list of token ids
+//                        or a list of token-id lists; encoding_format float | base64; usage.
+//   POST /encode         SGLang's native EmbeddingReqInput: text or input_ids (one or a list);
+//                        answers {"embedding", "meta_info"} (a list for a list).
+// Each input becomes one engine request (Engine::SubmitEmbed), so the inputs of one call and of
+// concurrent calls batch together. An input longer than the context length is a 400, or is cut
+// to it with --allow-auto-truncate (text keeps its final token, [SEP] for BERT). `dimensions`
+// (Matryoshka truncation) is a 400: no model radixserve serves declares it.
+// Both routes answer 400 naming --is-embedding on a generation server.
+#pragma once
+
+#include <string>
+
+#include "api/api_error.h"
+#include "api/response_writer.h"
+#include "api/server_context.h"
+
+namespace radixserve::api {
+
+void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+
+// The 400 that generation routes answer on an embedding server (and embedding routes on a
+// generation server), naming --is-embedding.
+ApiError WrongServerKind(bool generation_route);
+
+}  // namespace radixserve::api

@@ -1,0 +1,239 @@
+#include "model/bert_model.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/check.h"
+#include "kernels/kernel_table.h"
+
+namespace radixserve::model {
+namespace {
+
+// Row-wise passes go to the pool only for batches big enough to pay for the hand-off.
+constexpr int64_t kParallelRows = 32;
+
+template <typename Fn>
+void ForRows(ThreadPool* pool, int64_t rows, Fn&& fn) {
+  if (pool == nullptr || rows < kParallelRows || pool->size() == 1) {
+    fn(int64_t{0}, rows);
+  } else {
+    pool->ParallelFor(rows, 8, fn);
+  }
+}
+
+// HF's "gelu" activation: the exact form with erf, not the tanh approximation.
+float GeluErf(float x) {
+  return static_cast<float>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config,
+                                                          PoolingConfig pooling,
+                                                          std::unique_ptr<WeightStore> weights) {
+  if (config.hidden_act != "gelu") {
+    return Unsupported("BertModel: hidden_act " + config.hidden_act +
+                       " is not supported (supported: gelu)");
+  }
+  if (config.num_kv_heads != config.num_heads || config.head_dim * config.num_heads !=
+                                                     config.hidden_size) {
+    return InvalidArgument("BertModel: hidden_size must be num_attention_heads x head_dim");
+  }
+  if (config.context_length > config.max_position_embeddings) {
+    return InvalidArgument("BertModel: a context length of " +
+                           std::to_string(config.context_length) + " exceeds the model's " +
+                           std::to_string(config.max_position_embeddings) +
+                           " position embeddings");
+  }
+  if (config.type_vocab_size <= 0) {
+    return InvalidArgument("BertModel: config needs a positive type_vocab_size");
+  }
+  std::unique_ptr<BertModel> model(
+      new BertModel(std::move(config), pooling, std::move(weights)));
+  RADIX_RETURN_IF_ERROR(model->Load());
+  return std::unique_ptr<EncoderModel>(std::move(model));
+}
+
+Expected<BertModel::Linear> BertModel::LoadLinear(const std::string& prefix, int64_t rows,
+                                                  int64_t cols) {
+  Linear l;
+  RADIX_ASSIGN_OR_RETURN(l.w, weights_->RequireMatrix(prefix + ".weight", rows, cols));
+  RADIX_ASSIGN_OR_RETURN(l.bias, weights_->RequireVector(prefix + ".bias", rows));
+  return l;
+}
+
+Expected<BertModel::Norm> BertModel::LoadNorm(const std::string& prefix) {
+  Norm n;
+  RADIX_ASSIGN_OR_RETURN(n.weight, weights_->RequireVector(prefix + ".weight", config_.hidden_size));
+  RADIX_ASSIGN_OR_RETURN(n.bias, weights_->RequireVector(prefix + ".bias", config_.hidden_size));
+  return n;
+}
+
+Status BertModel::Load() {
+  const int64_t h = config_.hidden_size, ff = config_.intermediate_size;
+  RADIX_ASSIGN_OR_RETURN(word_, weights_->RequireMatrix("embeddings.word_embeddings.weight",
+                                                        config_.vocab_size, h));
+  RADIX_ASSIGN_OR_RETURN(position_,
+                         weights_->RequireMatrix("embeddings.position_embeddings.weight",
+                                                 config_.max_position_embeddings, h));
+  RADIX_ASSIGN_OR_RETURN(token_type_,
+                         weights_->RequireMatrix("embeddings.token_type_embeddings.weight",
+                                                 config_.type_vocab_size, h));
+  RADIX_ASSIGN_OR_RETURN(embed_norm_, LoadNorm("embeddings.LayerNorm"));
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    Layer layer;
+    RADIX_ASSIGN_OR_RETURN(layer.q, LoadLinear(p + "attention.self.query", h, h));
+    RADIX_ASSIGN_OR_RETURN(layer.k, LoadLinear(p + "attention.self.key", h, h));
+    RADIX_ASSIGN_OR_RETURN(layer.v, LoadLinear(p + "attention.self.value", h, h));
+    RADIX_ASSIGN_OR_RETURN(layer.o, LoadLinear(p + "attention.output.dense", h, h));
+    RADIX_ASSIGN_OR_RETURN(layer.attn_norm, LoadNorm(p + "attention.output.LayerNorm"));
+    RADIX_ASSIGN_OR_RETURN(layer.up, LoadLinear(p + "intermediate.dense", ff, h));
+    RADIX_ASSIGN_OR_RETURN(layer.down, LoadLinear(p + "output.dense", h, ff));
+    RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, LoadNorm(p + "output.LayerNorm"));
+    layers_.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
+void BertModel::ApplyLinear(ThreadPool* pool, const Linear& l, const float* x, int64_t n,
+                            float* y) const {
+  kernels::MatMul(kernels::ActiveKernels(), pool, x, n, l.w, y);
+  const int64_t rows = l.w.rows;
+  ForRows(pool, n, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = y + t * rows;
+      for (int64_t r = 0; r < rows; ++r) row[r] += l.bias[static_cast<size_t>(r)];
+    }
+  });
+}
+
+void BertModel::ApplyLayerNorm(ThreadPool* pool, const Norm& norm, float* x, int64_t n) const {
+  const int64_t h = config_.hidden_size;
+  const double eps = config_.layer_norm_eps;
+  ForRows(pool, n, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = x + t * h;
+      double mean = 0;
+      for (int64_t d = 0; d < h; ++d) mean += row[d];
+      mean /= static_cast<double>(h);
+      double var = 0;
+      for (int64_t d = 0; d < h; ++d) var += (row[d] - mean) * (row[d] - mean);
+      var /= static_cast<double>(h);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t d = 0; d < h; ++d) {
+        const size_t i = static_cast<size_t>(d);
+        row[d] = static_cast<float>((row[d] - mean) * inv) * norm.weight[i] + norm.bias[i];
+      }
+    }
+  });
+}
+
+void BertModel::Attention(ThreadPool* pool, const ForwardBatch& batch, const float* q,
+                          const float* k, const float* v, float* out) const {
+  const kernels::KernelTable& kt = kernels::ActiveKernels();
+  const int64_t h = config_.hidden_size, hd = config_.head_dim, heads = config_.num_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<int64_t> starts;
+  int64_t start = 0, max_len = 0;
+  for (const SequenceExtend& s : batch.sequences) {
+    starts.push_back(start);
+    start += s.extend_len;
+    max_len = std::max(max_len, s.extend_len);
+  }
+  const int64_t items = static_cast<int64_t>(batch.sequences.size()) * heads;
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(max_len));
+    for (int64_t item = begin; item < end; ++item) {
+      const size_t s = static_cast<size_t>(item / heads);
+      const int64_t head = item % heads;
+      const int64_t first = starts[s], len = batch.sequences[s].extend_len;
+      for (int64_t i = 0; i < len; ++i) {
+        const float* qi = q + (first + i) * h + head * hd;
+        for (int64_t j = 0; j < len; ++j) {
+          scores[static_cast<size_t>(j)] = kt.dot(qi, k + (first + j) * h + head * hd, hd) * scale;
+        }
+        kt.softmax(scores.data(), len);
+        float* oi = out + (first + i) * h + head * hd;
+        std::fill(oi, oi + hd, 0.0f);
+        for (int64_t j = 0; j < len; ++j) {
+          kt.axpy(scores[static_cast<size_t>(j)], v + (first + j) * h + head * hd, oi, hd);
+        }
+      }
+    }
+  };
+  if (pool == nullptr || pool->size() == 1) {
+    run(0, items);
+  } else {
+    pool->ParallelFor(items, 1, run);
+  }
+}
+
+Status BertModel::Encode(const ForwardBatch& batch, ThreadPool* pool, float* hidden) const {
+  const int64_t n = batch.num_tokens(), h = config_.hidden_size;
+  RADIX_CHECK(static_cast<int64_t>(batch.positions.size()) == n);
+  int64_t total = 0;
+  for (const SequenceExtend& s : batch.sequences) {
+    RADIX_CHECK(s.prefix_len == 0 && s.extend_len > 0);
+    total += s.extend_len;
+  }
+  RADIX_CHECK(total == n);
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t id = batch.token_ids[static_cast<size_t>(t)];
+    const int64_t pos = batch.positions[static_cast<size_t>(t)];
+    if (id < 0 || id >= config_.vocab_size) {
+      return InvalidArgument("token id " + std::to_string(id) + " is out of the vocabulary [0, " +
+                             std::to_string(config_.vocab_size) + ")");
+    }
+    if (pos < 0 || pos >= config_.context_length) {
+      return InvalidArgument("position " + std::to_string(pos) + " is beyond the model's " +
+                             std::to_string(config_.context_length) + " position embeddings");
+    }
+  }
+  ForRows(pool, n, [&](int64_t begin, int64_t end) {
+    std::vector<float> pos_row(static_cast<size_t>(h)), type_row(static_cast<size_t>(h));
+    kernels::DequantizeRow(token_type_, 0, type_row.data());
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = hidden + t * h;
+      kernels::DequantizeRow(word_, batch.token_ids[static_cast<size_t>(t)], row);
+      kernels::DequantizeRow(position_, batch.positions[static_cast<size_t>(t)], pos_row.data());
+      for (int64_t d = 0; d < h; ++d) {
+        row[d] += pos_row[static_cast<size_t>(d)] + type_row[static_cast<size_t>(d)];
+      }
+    }
+  });
+  ApplyLayerNorm(pool, embed_norm_, hidden, n);
+
+  const int64_t ff = config_.intermediate_size;
+  std::vector<float> q(static_cast<size_t>(n * h)), k(q.size()), v(q.size()), attn(q.size()),
+      proj(q.size()), up(static_cast<size_t>(n * ff));
+  for (const Layer& layer : layers_) {
+    ApplyLinear(pool, layer.q, hidden, n, q.data());
+    ApplyLinear(pool, layer.k, hidden, n, k.data());
+    ApplyLinear(pool, layer.v, hidden, n, v.data());
+    Attention(pool, batch, q.data(), k.data(), v.data(), attn.data());
+    ApplyLinear(pool, layer.o, attn.data(), n, proj.data());
+    for (size_t i = 0; i < proj.size(); ++i) hidden[i] += proj[i];
+    ApplyLayerNorm(pool, layer.attn_norm, hidden, n);
+    ApplyLinear(pool, layer.up, hidden, n, up.data());
+    ForRows(pool, n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin * ff; i < end * ff; ++i) up[static_cast<size_t>(i)] = GeluErf(up[static_cast<size_t>(i)]);
+    });
+    ApplyLinear(pool, layer.down, up.data(), n, proj.data());
+    for (size_t i = 0; i < proj.size(); ++i) hidden[i] += proj[i];
+    ApplyLayerNorm(pool, layer.ffn_norm, hidden, n);
+  }
+  return Status::Ok();
+}
+
+Status BertModel::Embed(const ForwardBatch& batch, ThreadPool* pool, float* out) const {
+  std::vector<float> hidden(static_cast<size_t>(batch.num_tokens() * config_.hidden_size));
+  RADIX_RETURN_IF_ERROR(Encode(batch, pool, hidden.data()));
+  std::vector<int64_t> lengths;
+  for (const SequenceExtend& s : batch.sequences) lengths.push_back(s.extend_len);
+  Pool(pooling_, hidden.data(), config_.hidden_size, lengths, out);
+  return Status::Ok();
+}
+
+}  // namespace radixserve::model

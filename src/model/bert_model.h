@@ -1,0 +1,64 @@
+// BertModel: the BERT encoder (HF `BertModel`, e.g. all-MiniLM-L6-v2) followed by the pooling its
+// folder declares. Embeddings are word + absolute position + token type 0, then LayerNorm; each
+// layer is post-norm: bidirectional multi-head attention (biased Q/K/V/O projections) + residual
+// + LayerNorm, then dense + exact erf GELU + dense + residual + LayerNorm.
+//
+// All activations are float32; weight matrices stay in their stored float format (or --dtype's).
+// Weights use the HF names (WeightStore keeps them for model_type "bert").
+#pragma once
+
+#include <memory>
+
+#include "common/status.h"
+#include "kernels/matmul.h"
+#include "model/encoder_model.h"
+#include "model/weight_store.h"
+
+namespace radixserve::model {
+
+class BertModel final : public EncoderModel {
+ public:
+  static Expected<std::unique_ptr<EncoderModel>> Create(ModelConfig config, PoolingConfig pooling,
+                                                        std::unique_ptr<WeightStore> weights);
+
+  const ModelConfig& config() const override { return config_; }
+  const PoolingConfig& pooling() const override { return pooling_; }
+  int64_t weight_bytes() const override { return weights_->used_bytes(); }
+  int64_t embedding_dim() const override { return config_.hidden_size; }
+  Status Embed(const ForwardBatch& batch, ThreadPool* pool, float* out) const override;
+
+  // The last layer's hidden states [batch.num_tokens(), hidden_size] before pooling.
+  Status Encode(const ForwardBatch& batch, ThreadPool* pool, float* hidden) const;
+
+ private:
+  struct Linear {
+    kernels::WeightMatrix w;
+    std::vector<float> bias;
+  };
+  struct Norm {
+    std::vector<float> weight, bias;
+  };
+  struct Layer {
+    Linear q, k, v, o, up, down;
+    Norm attn_norm, ffn_norm;
+  };
+
+  BertModel(ModelConfig config, PoolingConfig pooling, std::unique_ptr<WeightStore> weights)
+      : config_(std::move(config)), pooling_(pooling), weights_(std::move(weights)) {}
+  Status Load();
+  Expected<Linear> LoadLinear(const std::string& prefix, int64_t rows, int64_t cols);
+  Expected<Norm> LoadNorm(const std::string& prefix);
+  void ApplyLinear(ThreadPool* pool, const Linear& l, const float* x, int64_t n, float* y) const;
+  void ApplyLayerNorm(ThreadPool* pool, const Norm& norm, float* x, int64_t n) const;
+  void Attention(ThreadPool* pool, const ForwardBatch& batch, const float* q, const float* k,
+                 const float* v, float* out) const;
+
+  ModelConfig config_;
+  PoolingConfig pooling_;
+  std::unique_ptr<WeightStore> weights_;
+  kernels::WeightMatrix word_, position_, token_type_;
+  Norm embed_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace radixserve::model
