@@ -6,6 +6,8 @@
 #include "api/lightllm_api.h"
 #include "api/openai_api.h"
 #include "api/parse_api.h"
+#include "api/json_body.h"
+#include "api/rtp_llm_api.h"
 
 namespace radixserve::api {
 namespace {
@@ -43,6 +45,14 @@ ApiHandler Admitting(ApiHandler handle) {
   };
 }
 
+// POST / is LightLLM's compat route and RTP-LLM's generation route: a body with "prompt" or
+// "prompt_batch" (and no "inputs") is RTP-LLM's; everything else is answered as before.
+void HandleRoot(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
+  ApiExpected<nlohmann::json> body = ParseJsonObjectBody(body_text);
+  if (body.ok() && IsRtpLlmBody(*body)) return ServeRtpLlm(ctx, *body, std::move(writer));
+  HandleLightLlmCompat(ctx, body_text, std::move(writer));
+}
+
 }  // namespace
 
 std::vector<ApiRoute> ApiRoutes() {
@@ -58,7 +68,7 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/abort_request", false, HandleAbortRequest, "path", /*admin=*/true},
       {{"POST", "PUT"}, "/generate", false, Admitting(BodyOnly(HandleGenerate))},
       {{"POST"}, "/generate_stream", false, Admitting(BodyOnly(HandleLightLlmGenerateStream))},
-      {{"POST"}, "/", false, Admitting(BodyOnly(HandleLightLlmCompat))},
+      {{"POST"}, "/", false, Admitting(BodyOnly(HandleRoot))},
       {{"POST"}, "/tokenize", false, HandleTokenize},
       {{"POST"}, "/v1/tokenize", false, HandleTokenize},
       {{"POST"}, "/detokenize", false, HandleDetokenize},
