@@ -50,8 +50,19 @@ using ApiExpected = Expected<T, ApiError>;
 // How a route shapes its error bodies. kOpenAi: always the OpenAI body. kNative (/generate, as
 // SGLang): schema failures in the OpenAI body, other 400s as {"error": {"message": ...}}, the
 // rest in the OpenAI body. kLightLlm: {"message": ...} (LightLLM's create_error_response). kTgi:
-// {"error": ..., "error_type": ...} (Text Generation Inference's ErrorResponse).
-enum class ErrorStyle { kOpenAi, kNative, kLightLlm, kTgi };
+// {"error": ..., "error_type": ...} (Text Generation Inference's ErrorResponse). kRtpLlm:
+// {"error_code": N, "error_code_str": "N_NAME", "message": ...} (RTP-LLM's format_exception); N
+// is RTP-LLM's ExceptionType named by the error's `type` when it is one (RtpLlmError), else
+// derived from the status (400: 507 ERROR_INPUT_FORMAT_ERROR, 503: 409 CONCURRENCY_LIMIT_ERROR,
+// 499: CANCELLED_ERROR, other: 514 UNKNOWN_ERROR).
+enum class ErrorStyle { kOpenAi, kNative, kLightLlm, kTgi, kRtpLlm };
+
+// A 400 carrying one of RTP-LLM's ExceptionType names (ERROR_INPUT_FORMAT_ERROR,
+// NO_PROMPT_ERROR, ERROR_GENERATE_CONFIG_FORMAT, INVALID_PARAMS, UNSUPPORTED_OPERATION) as its
+// type, for ErrorStyle::kRtpLlm.
+inline ApiError RtpLlmError(std::string message, std::string exception_type) {
+  return {400, std::move(message), std::move(exception_type), {}};
+}
 
 // The body of a plain (non-streamed) error answer.
 nlohmann::json ErrorBody(ErrorStyle style, const ApiError& error);

@@ -7,6 +7,8 @@
 #include "api/lightllm_api.h"
 #include "api/openai_api.h"
 #include "api/parse_api.h"
+#include "api/json_body.h"
+#include "api/rtp_llm_api.h"
 
 namespace radixserve::api {
 namespace {
@@ -56,6 +58,14 @@ ApiHandler Generating(ApiHandler handle) {
   };
 }
 
+// POST / is LightLLM's compat route and RTP-LLM's generation route: a body with "prompt" or
+// "prompt_batch" (and no "inputs") is RTP-LLM's; everything else is answered as before.
+void HandleRoot(ServerContext& ctx, const std::string& body_text, ResponseWriterPtr writer) {
+  ApiExpected<nlohmann::json> body = ParseJsonObjectBody(body_text);
+  if (body.ok() && IsRtpLlmBody(*body)) return ServeRtpLlm(ctx, *body, std::move(writer));
+  HandleLightLlmCompat(ctx, body_text, std::move(writer));
+}
+
 }  // namespace
 
 std::vector<ApiRoute> ApiRoutes() {
@@ -72,7 +82,7 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST", "PUT"}, "/generate", false, Generating(Admitting(BodyOnly(HandleGenerate)))},
       {{"POST"}, "/generate_stream", false,
        Generating(Admitting(BodyOnly(HandleLightLlmGenerateStream)))},
-      {{"POST"}, "/", false, Generating(Admitting(BodyOnly(HandleLightLlmCompat)))},
+      {{"POST"}, "/", false, Generating(Admitting(BodyOnly(HandleRoot)))},
       {{"POST"}, "/tokenize", false, HandleTokenize},
       {{"POST"}, "/v1/tokenize", false, HandleTokenize},
       {{"POST"}, "/detokenize", false, HandleDetokenize},

@@ -13,8 +13,13 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
   }
   std::shared_ptr<ResponseFormatter> formatter = plan->formatter;
   const bool stream = plan->stream;
-  // SGLang's and OpenAI's streams end with "data: [DONE]"; LightLLM's and TGI's just end.
+  // SGLang's and OpenAI's streams end with "data: [DONE]", RTP-LLM's with "data:[done]" (not
+  // after an error); LightLLM's and TGI's just end.
   const bool done_marker = errors == ErrorStyle::kOpenAi || errors == ErrorStyle::kNative;
+  const char* end_marker = !plan->end_marker               ? nullptr
+                           : done_marker                   ? "[DONE]"
+                           : errors == ErrorStyle::kRtpLlm ? "[done]"
+                                                           : nullptr;
 
   auto on_event = [formatter, stream](CallTracker& call, size_t index,
                                       const engine::RequestEvent& event) {
@@ -25,13 +30,13 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
                              writer.SendEvent(ToJsonText(data));
                            });
   };
-  auto on_done = [formatter, stream, done_marker](CallTracker& call) {
+  auto on_done = [formatter, stream, end_marker](CallTracker& call) {
     ResponseWriter& writer = call.writer();
     if (stream) {
       formatter->StreamEnd(call.context(), call.choices(), [&writer](const nlohmann::json& data) {
         writer.SendEvent(ToJsonText(data));
       });
-      if (done_marker) writer.SendEvent("[DONE]");
+      if (end_marker != nullptr) writer.SendEvent(end_marker);
       writer.EndStream();
       return;
     }

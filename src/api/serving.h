@@ -61,12 +61,16 @@ struct ServingPlan {
   // CallTracker::Start.
   size_t group = 1;
   bool stream = false;
+  // Whether a stream that ends normally sends its style's end marker ("[DONE]" for kOpenAi and
+  // kNative, "[done]" for kRtpLlm, none for the others). RTP-LLM leaves it out when the client
+  // asked with "stream": true.
+  bool end_marker = true;
   std::shared_ptr<ResponseFormatter> formatter;
 };
 
 // Runs a parsed request: answers a parse error at once, else submits the plan and lets its
-// formatter answer. A stream ends with the event "[DONE]", as on SGLang's and OpenAI's routes
-// (not LightLLM's, whose streams just end).
+// formatter answer. A stream ends with the event "[DONE]", as on SGLang's and OpenAI's routes,
+// or "[done]" (RTP-LLM's, after a normal end only); LightLLM's and TGI's streams just end.
 void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
            ApiExpected<ServingPlan> plan);
 

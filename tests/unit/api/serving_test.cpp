@@ -8,6 +8,9 @@
 // - /v1/completions and /v1/chat/completions: OpenAI's API reference (text_completion,
 //   chat.completion and chat.completion.chunk objects; usage; stream_options.include_usage adds a
 //   last chunk with empty choices) with SGLang's extras (matched_stop, metadata.weight_version).
+// - RTP-LLM's POST /: its source (frontend_worker.py PipelineResponse {response, finished,
+//   aux_info, output_ids [[...]]}, base_model_datatypes.py AuxInfo, frontend_server.py streams
+//   ending with "data:[done]", misc.py format_exception {error_code, error_code_str, message}).
 // - Errors: OpenAI's error object {"object": "error", "message", "type", "param", "code"} as
 //   SGLang fills it, and /generate's {"error": {"message"}}.
 #include "api/serving.h"
@@ -22,6 +25,7 @@
 
 #include "api/generate_api.h"
 #include "api/openai_api.h"
+#include "api/rtp_llm_api.h"
 #include "args/server_args.h"
 #include "chat/chat_template.h"
 #include "tokenizer/tokenizer_loader.h"
@@ -342,6 +346,79 @@ TEST_F(ServingTest, AChoiceFailingAfterAdmissionAnswersWithItsStatus) {
   Emit(1, {}, "", failed);
   EXPECT_EQ(native->status, 400);
   EXPECT_EQ(native->body, json::parse(R"({"error": {"message": "prompt too long"}})"));
+}
+
+void HandleRtp(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  ServeRtpLlm(ctx, json::parse(body), std::move(writer));
+}
+
+TEST_F(ServingTest, RtpLlmMapsGenerateConfigToSamplingParams) {
+  auto writer = Call(HandleRtp, {{"prompt", "Hello"},
+                                 {"temperature", 0},  // top level wins over generate_config
+                                 {"generate_config",
+                                  {{"temperature", 0.5},
+                                   {"top_k", 0},
+                                   {"stop_words_str", {"x"}},
+                                   {"stop_words_list", {{7}}},
+                                   {"random_seed", 3}}}});
+  ASSERT_EQ(engine_.submitted.size(), 1u) << writer->body;
+  const engine::GenerateRequest& request = engine_.submitted[0].request;
+  EXPECT_EQ(request.sampling.top_k, 1);  // temperature 0: greedy
+  EXPECT_EQ(request.sampling.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(request.sampling.stop_token_ids, std::vector<int32_t>{7});
+  EXPECT_FALSE(request.sampling.no_stop_trim);         // print_stop_words false
+  EXPECT_FALSE(request.sampling.skip_special_tokens);  // RTP-LLM's default
+  EXPECT_EQ(request.sampling.sampling_seed, 3u);
+  // max_new_tokens 32000 capped to the context (256) left after the prompt.
+  EXPECT_EQ(request.sampling.max_new_tokens,
+            256 - static_cast<int64_t>(request.input_ids.size()) - 1);
+}
+
+TEST_F(ServingTest, RtpLlmAnswersAPipelineResponseWithAuxInfo) {
+  auto writer = Call(HandleRtp, {{"prompt", "Hello"},
+                                 {"generate_config",
+                                  {{"max_new_tokens", 2}, {"return_output_ids", true}}}});
+  ASSERT_EQ(engine_.submitted.size(), 1u) << writer->body;
+  const auto input_len = static_cast<int64_t>(engine_.submitted[0].request.input_ids.size());
+  Emit(0, {5}, "a");
+  Emit(0, {6}, "b", Length());
+  ASSERT_EQ(writer->status, 200);
+  EXPECT_EQ(writer->body["response"], "ab");
+  EXPECT_EQ(writer->body["finished"], true);
+  EXPECT_EQ(writer->body["output_ids"], json::parse("[[5, 6]]"));
+  EXPECT_FALSE(writer->body.contains("input_ids"));
+  const json& aux = writer->body["aux_info"];
+  EXPECT_EQ(aux["input_len"], input_len);
+  EXPECT_EQ(aux["output_len"], 2);
+  EXPECT_EQ(aux["cost_time"], 500.0);  // e2e latency 0.5 s, in ms
+  EXPECT_EQ(aux["reuse_len"], 0);
+  EXPECT_EQ(aux["beam_responses"], json::array());
+}
+
+TEST_F(ServingTest, RtpLlmIncrementalStreamSendsDeltasThenDone) {
+  auto writer = Call(HandleRtp, {{"prompt", "Hello"},
+                                 {"yield_generator", true},
+                                 {"generate_config", {{"return_incremental", true}}}});
+  ASSERT_EQ(engine_.submitted.size(), 1u) << writer->body;
+  Emit(0, {5}, "a");
+  Emit(0, {6}, "b", Length());
+  ASSERT_EQ(writer->events.size(), 3u);
+  EXPECT_EQ(writer->events.back(), "[done]");
+  EXPECT_EQ(json::parse(writer->events[0])["response"], "a");
+  EXPECT_EQ(json::parse(writer->events[0])["finished"], false);
+  EXPECT_EQ(json::parse(writer->events[1])["response"], "b");
+  EXPECT_EQ(json::parse(writer->events[1])["finished"], true);
+}
+
+TEST_F(ServingTest, RtpLlmRefusalsUseItsErrorBody) {
+  auto writer = Call(HandleRtp, {{"prompt", "Hello"}, {"generate_config", {{"num_beams", 2}}}});
+  EXPECT_EQ(writer->status, 400);
+  EXPECT_EQ(writer->body["error_code"], 515);
+  EXPECT_EQ(writer->body["error_code_str"], "515_UNSUPPORTED_OPERATION");
+  EXPECT_NE(writer->body["message"].get<std::string>().find("num_beams"), std::string::npos);
+  writer = Call(HandleRtp, {{"prompt", "Hello"}, {"generate_config", {{"bogus", 1}}}});
+  EXPECT_EQ(writer->body["error_code"], 604);
+  EXPECT_TRUE(engine_.submitted.empty());
 }
 
 }  // namespace
