@@ -83,6 +83,7 @@ EXTRA_ARGS = {
     "export-metrics-to-file": ["--export-metrics-to-file-dir", "/tmp"],
     "enable-priority-scheduling": ["--schedule-policy", "fcfs"],
     "served-model-name": [],
+    "quantization-param-path": ["--kv-cache-dtype", "fp8_e4m3"],
 }
 # Deprecated switches land on their replacement (SGLang maps them the same way).
 DEPRECATED = {"enable-ep-moe", "enable-deepep-moe", "enable-triton-kernel-moe",
