@@ -380,7 +380,7 @@ ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_vi
   }
   sampling["max_new_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
   sampling["n"] = common.n;
-  const std::string base_rid = common.rid.empty() ? NewRid(ctx) : common.rid;
+  const std::string base_rid = common.rid ? *common.rid : NewRid(ctx);
   ServingPlan plan;
   plan.stream = common.stream;
   plan.group = static_cast<size_t>(common.n);

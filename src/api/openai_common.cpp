@@ -147,7 +147,7 @@ OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, con
     }
   }
   out.n = ReadN(reader, ctx, body, "n");
-  out.rid = reader.String(body, "rid").value_or("");
+  out.rid = reader.String(body, "rid");
   out.priority = reader.Int(body, "priority");
   out.cache_namespace =
       reader.String(body, "cache_salt").value_or("") + reader.String(body, "extra_key").value_or("");

@@ -44,7 +44,7 @@ struct OpenAiCommon {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int64_t n = 1;
-  std::string rid;  // empty: the server makes one
+  std::optional<std::string> rid;  // absent: the server makes one (an empty one is refused)
   std::optional<int64_t> priority;
   std::string cache_namespace;  // cache_salt followed by extra_key (SGLang)
   // SGLang's sampling-params dict from the OpenAI fields (stop, penalties, top_k/min_p extras,

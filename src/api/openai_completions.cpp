@@ -222,7 +222,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
   json sampling = std::move(common.sampling);
   sampling["max_new_tokens"] = max_tokens;
   sampling["n"] = n;
-  const std::string base_rid = common.rid.empty() ? NewRid(ctx) : common.rid;
+  const std::string base_rid = common.rid ? *common.rid : NewRid(ctx);
   ServingPlan plan;
   plan.stream = common.stream;
   plan.group = static_cast<size_t>(n);

@@ -119,7 +119,9 @@ def test_page_and_assets_are_served(server):
     assert missing.status_code == 404 and missing.json()["code"] == 404
     head = requests.head(server.url + "/", timeout=10)
     assert head.status_code == 200 and head.content == b""
-    assert requests.post(server.url + "/", timeout=10).status_code == 405
+    assert requests.put(server.url + "/", timeout=10).status_code == 405
+    # POST / is LightLLM's and RTP-LLM's generation route (docs/api.md), not the page's.
+    assert requests.post(server.url + "/", timeout=10).status_code == 400
 
 
 def test_chat_streams_markdown_and_stops(server):
