@@ -6,21 +6,10 @@
 
 #include "common/check.h"
 #include "kernels/kernel_table.h"
+#include "model/for_rows.h"
 
 namespace radixserve::model {
 namespace {
-
-// Row-wise passes go to the pool only for batches big enough to pay for the hand-off.
-constexpr int64_t kParallelRows = 32;
-
-template <typename Fn>
-void ForRows(ThreadPool* pool, int64_t rows, Fn&& fn) {
-  if (pool == nullptr || rows < kParallelRows || pool->size() == 1) {
-    fn(int64_t{0}, rows);
-  } else {
-    pool->ParallelFor(rows, 8, fn);
-  }
-}
 
 // HF's "gelu" activation: the exact form with erf, not the tanh approximation.
 float GeluErf(float x) {

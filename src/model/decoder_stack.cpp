@@ -7,22 +7,11 @@
 #include "kernels/gelu_f16_table.h"
 #include "common/status.h"
 #include "model/forward_scratch.h"
+#include "model/for_rows.h"
 #include "model/paged_attention.h"
 
 namespace radixserve::model {
 namespace {
-
-// Row-wise passes go to the pool only for batches big enough to pay for the hand-off.
-constexpr int64_t kParallelRows = 32;
-
-template <typename Fn>
-void ForRows(ThreadPool* pool, int64_t rows, Fn&& fn) {
-  if (pool == nullptr || rows < kParallelRows || pool->size() == 1) {
-    fn(int64_t{0}, rows);
-  } else {
-    pool->ParallelFor(rows, 8, fn);
-  }
-}
 
 }  // namespace
 
