@@ -175,10 +175,16 @@ TEST(HttpServerTest, BodyBudgetIsSharedByAllConnections) {
   options.max_body_bytes = 400'000;
   options.max_buffered_body_bytes = 600'000;
   TestServer ts(options);
-  // One upload declares 400 kB and sends half: its whole declared length is held.
+  // One upload declares 400 kB and sends half: its whole declared length is held. The server
+  // answers 100 Continue only once the reservation is made, so the second connection below
+  // cannot overtake it however the I/O threads are scheduled.
   TestConnection slow(ts.port());
-  ASSERT_TRUE(slow.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 400000\r\n\r\n" +
-                        std::string(200'000, 'a')));
+  ASSERT_TRUE(slow.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 400000\r\n"
+                        "Expect: 100-continue\r\n\r\n"));
+  auto interim = slow.ReadHead();
+  ASSERT_TRUE(interim);
+  ASSERT_EQ(interim->status, 100);
+  ASSERT_TRUE(slow.Send(std::string(200'000, 'a')));
   // A second one that would bring the total past 600 kB is refused before its body is read.
   TestConnection second(ts.port());
   ASSERT_TRUE(second.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300000\r\n\r\n"));
