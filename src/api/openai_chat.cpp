@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "api/openai_api.h"
+#include "api/chat_output.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/openai_common.h"
@@ -62,91 +63,6 @@ ApiExpected<chat::Json> PrepareMessages(const chat::Json& messages, chat::Conten
   return out;
 }
 
-json ChatLogprobs(const ServerContext& ctx, const ChoiceState& choice, size_t from) {
-  json content = json::array();
-  for (size_t i = from; i < choice.output_logprobs.size(); ++i) {
-    const auto& info = choice.output_logprobs[i];
-    std::string token = TokenText(ctx, info.token_id);
-    json top = json::array();
-    for (const auto& [id, lp] : info.top) {
-      std::string alt = TokenText(ctx, id);
-      top.push_back({{"token", alt}, {"bytes", Bytes(alt)}, {"logprob", lp}});
-    }
-    content.push_back({{"token", token},
-                       {"bytes", Bytes(token)},
-                       {"logprob", info.logprob},
-                       {"top_logprobs", top}});
-  }
-  return {{"content", content}};
-}
-
-// What one call's choices need to turn model text into reasoning, content and tool calls.
-struct ChatOutput {
-  ChatOutput(std::shared_ptr<const ToolRequest> request,
-             std::shared_ptr<const chat::ToolCallParser> tool_parser,
-             std::shared_ptr<const chat::ReasoningParser> reasoning_parser, size_t choices)
-      : tools(std::move(request)),
-        parser(std::move(tool_parser)),
-        reasoning(std::move(reasoning_parser)) {
-    streamers.reserve(choices);
-    for (size_t i = 0; i < choices; ++i) {
-      streamers.emplace_back(*tools, parser.get());
-      if (reasoning) reasoning_streams.push_back(reasoning->NewStream());
-    }
-  }
-
-  // One streamed text delta (or the end of the output, `delta` null) of choice `index`, as
-  // chunks: reasoning first, then content, then tool-call deltas; `lp` (this step's logprobs)
-  // rides on the first chunk, or on an empty content chunk when there is none.
-  template <typename Send>
-  void Stream(size_t index, const std::string* delta, json lp, Send& send) {
-    std::string answer = delta != nullptr ? *delta : std::string();
-    if (reasoning) {
-      chat::ReasoningResult split = delta != nullptr ? reasoning_streams[index].Feed(*delta)
-                                                     : reasoning_streams[index].Finish();
-      if (!split.reasoning_text.empty()) {
-        send({{"reasoning_content", std::move(split.reasoning_text)}}, std::move(lp));
-        lp = nullptr;
-      }
-      answer = std::move(split.normal_text);
-    }
-    ToolCallStreamer::Out out = streamers[index].Feed(answer);
-    if (delta == nullptr) {
-      ToolCallStreamer::Out rest = streamers[index].Finish();
-      out.content += rest.content;
-      for (auto& call : rest.tool_calls) out.tool_calls.push_back(std::move(call));
-    }
-    if (!out.content.empty() || (out.tool_calls.empty() && !lp.is_null())) {
-      send({{"content", std::move(out.content)}}, std::move(lp));
-      lp = nullptr;
-    }
-    if (!out.tool_calls.empty()) send({{"tool_calls", std::move(out.tool_calls)}}, std::move(lp));
-  }
-
-  // The whole output of a finished choice: reasoning_content, content and tool_calls.
-  json Message(const std::string& text) const {
-    json reasoning_content = nullptr;
-    std::string answer = text;
-    if (reasoning) {
-      chat::ReasoningResult split = reasoning->Parse(text);
-      if (!split.reasoning_text.empty()) reasoning_content = std::move(split.reasoning_text);
-      answer = std::move(split.normal_text);
-    }
-    ToolCallAnswer calls = ParseToolCalls(*tools, parser.get(), answer);
-    return {{"role", "assistant"},
-            {"content", std::move(calls.content)},
-            {"reasoning_content", std::move(reasoning_content)},
-            {"tool_calls", std::move(calls.tool_calls)}};
-  }
-
-  std::shared_ptr<const ToolRequest> tools;
-  std::shared_ptr<const chat::ToolCallParser> parser;
-  std::shared_ptr<const chat::ReasoningParser> reasoning;  // null: no separation
-  // One per choice; used under the tracker's lock.
-  std::vector<ToolCallStreamer> streamers;
-  std::vector<chat::ReasoningStream> reasoning_streams;
-};
-
 bool IsStop(const ChoiceState& choice) {
   return choice.finish && choice.finish->kind == engine::FinishKind::kStop;
 }
@@ -190,7 +106,7 @@ class ChatFormatter final : public ResponseFormatter {
       cursor.text_sent = choice.text.size();
       json lp = nullptr;
       if (o_.logprobs) {
-        lp = ChatLogprobs(ctx, choice, cursor.logprobs_sent);
+        lp = {{"content", ChatLogprobEntries(ctx, choice, cursor.logprobs_sent)}};
         cursor.logprobs_sent = choice.output_logprobs.size();
       }
       output_->Stream(index, &delta, std::move(lp), send);
@@ -230,7 +146,8 @@ class ChatFormatter final : public ResponseFormatter {
       out_choices.push_back(
           {{"index", i},
            {"message", std::move(message)},
-           {"logprobs", o_.logprobs ? ChatLogprobs(ctx, choices[i], 0) : json(nullptr)},
+           {"logprobs",
+            o_.logprobs ? json{{"content", ChatLogprobEntries(ctx, choices[i], 0)}} : json(nullptr)},
            {"finish_reason", ToolAwareFinish(choices[i], called)},
            {"matched_stop",
             called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}});
@@ -311,10 +228,7 @@ ApiExpected<ReasoningSetup> SetUpReasoning(const ServerContext& ctx, FieldReader
 
 }  // namespace
 
-ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_view body_text) {
-  // Templates see the client's key order (tools | tojson), so the body is read order-preserving.
-  nlohmann::ordered_json ordered;
-  RADIX_ASSIGN_OR_RETURN(ordered, ParseOrderedJsonObjectBody(body_text));
+ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_json& ordered) {
   const json body = ordered;
   FieldReader reader;
   OpenAiCommon common = ReadOpenAiCommon(reader, ctx, body, ordered);
@@ -406,16 +320,31 @@ ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_vi
     }
     plan.requests.push_back(std::move(*built.request));
   }
+  const size_t choices = plan.requests.size();
+  ChatCall call{.plan = std::move(plan),
+                .output = std::make_unique<ChatOutput>(tools, tool_parser, reasoning.parser,
+                                                       choices),
+                .model = common.model,
+                .logprobs = logprobs,
+                .include_usage = common.include_usage};
+  return call;
+}
+
+ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_view body_text) {
+  // Templates see the client's key order (tools | tojson), so the body is read order-preserving.
+  nlohmann::ordered_json ordered;
+  RADIX_ASSIGN_OR_RETURN(ordered, ParseOrderedJsonObjectBody(body_text));
+  ChatCall call;
+  RADIX_ASSIGN_OR_RETURN(call, ParseChatCall(ctx, ordered));
+  ServingPlan plan = std::move(call.plan);
   ChatFormatter::Options format{.id = plan.requests[0].rid,
                                 .created = NowSeconds(),
-                                .model = common.model,
-                                .logprobs = logprobs,
-                                .include_usage = common.include_usage,
+                                .model = call.model,
+                                .logprobs = call.logprobs,
+                                .include_usage = call.include_usage,
                                 .group = plan.group};
-  plan.formatter = std::make_shared<ChatFormatter>(
-      std::move(format),
-      std::make_unique<ChatOutput>(tools, tool_parser, reasoning.parser, plan.requests.size()),
-      plan.requests.size());
+  plan.formatter =
+      std::make_shared<ChatFormatter>(std::move(format), std::move(call.output), plan.requests.size());
   return plan;
 }
 

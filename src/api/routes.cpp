@@ -6,6 +6,7 @@
 #include "api/generate_api.h"
 #include "api/lightllm_api.h"
 #include "api/openai_api.h"
+#include "api/openai_responses.h"
 #include "api/parse_api.h"
 #include "api/json_body.h"
 #include "api/rtp_llm_api.h"
@@ -90,6 +91,8 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/completions", false, Generating(Admitting(JsonOnly(HandleCompletions)))},
       {{"POST"}, "/v1/chat/completions", false,
        Generating(Admitting(JsonOnly(HandleChatCompletions)))},
+      {{"POST"}, "/v1/responses", false, Generating(Admitting(JsonOnly(HandleResponses)))},
+      {{"GET", "DELETE", "POST"}, "/v1/responses/", true, HandleResponseById, "response_id"},
       {{"POST"}, "/v1/embeddings", false, Admitting(JsonOnly(HandleEmbeddings))},
       {{"POST"}, "/encode", false, Admitting(BodyOnly(HandleEncode))},
       // SageMaker's contract, as SGLang serves it: /ping is the health check, /invocations the

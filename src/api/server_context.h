@@ -26,6 +26,7 @@ namespace radixserve::api {
 class CrashDump;
 class HealthProbe;
 class RequestLog;
+class ResponseStore;
 
 // Bounds on what one HTTP call may ask for, checked before any work is done (each value is a
 // server argument).
@@ -58,6 +59,9 @@ struct ServerContext {
   const RequestLog* request_log = nullptr;     // null unless --log-requests
   CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
   HealthProbe* health_probe = nullptr;        // /health_generate's shared probe
+  // /v1/responses' stored responses (previous_response_id, GET /v1/responses/{id}); null: none
+  // are kept and store: true answers as if each was dropped at once.
+  ResponseStore* response_store = nullptr;
   // Compiles (and caches) the json_schema / regex / ebnf / structural_tag constraints of requests.
   // Null when constrained decoding is off; such requests then get a 400 naming
   // grammar_disabled_reason.

@@ -13,6 +13,7 @@
 #include "api/crash_dump.h"
 #include "api/health_probe.h"
 #include "api/request_log.h"
+#include "api/response_store.h"
 #include "api/server_context.h"
 #include "chat/completion_template.h"
 #include "args/arg_parser.h"
@@ -232,6 +233,10 @@ int main(int argc, char** argv) {
                 .max_top_logprobs = args.GetInt("max-top-logprobs")};
   rs::api::HealthProbe health_probe(engine->get(), kHealthGenerateTimeout);
   ctx.health_probe = &health_probe;
+  // /v1/responses keeps its answers (store: true) for previous_response_id and GET; the oldest go
+  // first past these bounds.
+  rs::api::ResponseStore response_store(/*max_entries=*/4096, /*max_bytes=*/std::size_t{256} << 20);
+  ctx.response_store = &response_store;
   std::optional<rs::chat::CompletionTemplate> completion_template;
   if (auto name = args.GetOptionalString("completion-template")) {
     auto loaded = rs::chat::CompletionTemplate::Load(*name);
