@@ -1,7 +1,8 @@
 // LlamaModel: LlamaForCausalLM (Llama 2/3, SmolLM2, TinyLlama, Mistral-style dense) and its
-// close relatives that differ only in switches: Qwen2 (bias on Q/K/V) and Qwen3 (RMSNorm on each
-// Q and K head before RoPE). Pre-norm decoder: RMSNorm -> attention (GQA, RoPE) -> residual ->
-// RMSNorm -> SiLU-gated MLP -> residual; final RMSNorm; LM head (tied to the embedding or not).
+// close relatives that differ only in switches: Qwen2 (bias on Q/K/V), Qwen3 (RMSNorm on each
+// Q and K head before RoPE) and Qwen3-MoE (Qwen3 with a mixture-of-experts MLP, moe_ffn.h).
+// Pre-norm decoder: RMSNorm -> attention (GQA, RoPE) -> residual -> RMSNorm -> SiLU-gated MLP
+// -> residual; final RMSNorm; LM head (tied to the embedding or not).
 #pragma once
 
 #include <memory>
@@ -16,6 +17,7 @@ namespace radixserve::model {
 struct LlamaVariant {
   bool qkv_bias = false;  // Qwen2
   bool qk_norm = false;   // Qwen3
+  bool moe = false;       // Qwen3-MoE: mixture-of-experts MLP in every layer
 };
 
 class LlamaModel final : public CausalLM {

@@ -54,6 +54,13 @@ struct ModelConfig {
   double final_logit_softcapping = 0.0;
   double attn_logit_softcapping = 0.0;
 
+  // Mixture-of-experts FFN (Qwen3-MoE): every layer routes each token to num_experts_per_tok of
+  // num_experts SiLU-gated experts of width moe_intermediate_size. 0 experts: a dense model.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;  // renormalize the chosen experts' softmax weights to sum 1
+
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json and generation_config.json, merged
   std::string torch_dtype;             // as written in config.json ("" for GGUF)

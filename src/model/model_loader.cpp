@@ -189,6 +189,10 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "Qwen3ForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{false, true});
   }
+  if (arch == "Qwen3MoeForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true});
+  }
   if (arch == "Gemma3ForCausalLM") {
     return Gemma3Model::Create(std::move(config), std::move(weights));
   }
@@ -198,7 +202,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM); "
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "
                      "radixserve does not run custom model code");
 }

@@ -67,6 +67,7 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"mlp.down_proj", "ffn_down"},
       {"pre_feedforward_layernorm", "ffn_norm"},
       {"post_feedforward_layernorm", "post_ffw_norm"},
+      {"mlp.gate", "ffn_gate_inp"},  // MoE router
   };
   for (const std::string suffix : {".weight", ".bias"}) {
     if (rest.size() <= suffix.size() ||
@@ -79,6 +80,21 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       if (module == from) mapped = to;
     }
     if (module == "post_attention_layernorm") mapped = gemma ? "post_attention_norm" : "ffn_norm";
+    // MoE experts: mlp.experts.E.gate_proj -> ffn_gate_exps.E (see RequireExperts).
+    const std::string experts = "mlp.experts.";
+    if (module.rfind(experts, 0) == 0) {
+      const size_t e_dot = module.find('.', experts.size());
+      if (e_dot == std::string::npos) return "";
+      const std::string e = module.substr(experts.size(), e_dot - experts.size());
+      if (e.empty() || e.find_first_not_of("0123456789") != std::string::npos) return "";
+      const std::string proj = module.substr(e_dot + 1);
+      const char* kind = proj == "gate_proj" ? "ffn_gate_exps"
+                         : proj == "up_proj" ? "ffn_up_exps"
+                         : proj == "down_proj" ? "ffn_down_exps"
+                                               : nullptr;
+      if (kind == nullptr) return "";
+      return "blk." + layer + "." + kind + "." + e + suffix;
+    }
     if (mapped.empty()) return "";
     return "blk." + layer + "." + mapped + suffix;
   }
@@ -197,6 +213,30 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
   const kernels::WeightMatrix converted{*matrix_storage_, rows, cols, bytes.data()};
   converted_.emplace(name, converted);
   return converted;
+}
+
+Expected<std::vector<kernels::WeightMatrix>> WeightStore::RequireExperts(const std::string& base,
+                                                                         int64_t count,
+                                                                         int64_t rows,
+                                                                         int64_t cols) {
+  std::vector<kernels::WeightMatrix> experts;
+  experts.reserve(static_cast<size_t>(count));
+  if (Find(base + ".weight") != nullptr) {
+    auto t = Require(base + ".weight", {count, rows, cols});
+    if (!t.ok()) return t.status();
+    for (int64_t e = 0; e < count; ++e) {
+      kernels::WeightMatrix m{t->format, rows, cols, nullptr};
+      m.data = static_cast<const uint8_t*>(t->data) + e * rows * m.row_bytes();
+      experts.push_back(m);
+    }
+    return experts;
+  }
+  for (int64_t e = 0; e < count; ++e) {
+    auto m = RequireMatrix(base + "." + std::to_string(e) + ".weight", rows, cols);
+    if (!m.ok()) return m.status();
+    experts.push_back(*m);
+  }
+  return experts;
 }
 
 Expected<std::vector<float>> WeightStore::RequireVector(const std::string& name, int64_t size) {

@@ -57,6 +57,13 @@ class WeightStore {
   Expected<WeightTensor> Require(const std::string& name, const std::vector<int64_t>& shape);
   Expected<kernels::WeightMatrix> RequireMatrix(const std::string& name, int64_t rows,
                                                 int64_t cols);
+  // The `count` [rows, cols] matrices of a mixture-of-experts projection: slices of GGUF's
+  // stacked 3-D tensor `<base>.weight` ([count, rows, cols], e.g. "blk.0.ffn_up_exps.weight"),
+  // or else one matrix per expert named `<base>.<e>.weight` (HF checkpoints; those follow
+  // set_matrix_storage like any matrix; a stacked tensor keeps its stored format).
+  Expected<std::vector<kernels::WeightMatrix>> RequireExperts(const std::string& base,
+                                                              int64_t count, int64_t rows,
+                                                              int64_t cols);
   // A 1-D tensor converted to float32 (norm weights, biases).
   Expected<std::vector<float>> RequireVector(const std::string& name, int64_t size);
 
