@@ -108,7 +108,9 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
       ReadNumber(cfg, "moe_intermediate_size", &c->moe_intermediate_size, source));
   if (c->moe_intermediate_size == 0) c->moe_intermediate_size = c->intermediate_size;
   if (c->intermediate_size == 0) c->intermediate_size = c->moe_intermediate_size;
-  c->norm_topk_prob = cfg.value("norm_topk_prob", false);
+  // Mixtral always renormalizes (its config has no switch); Qwen-MoE configs say.
+  c->norm_topk_prob =
+      cfg.value("norm_topk_prob", c->architecture == "MixtralForCausalLM");
   if (c->num_experts_per_tok <= 0 || c->num_experts_per_tok > c->num_experts) {
     return InvalidArgument(source + ": num_experts_per_tok must be in [1, num_experts]");
   }
@@ -295,6 +297,12 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   json c;
   c["architectures"] = json::array({known->hf_class});
   c["model_type"] = known->model_type;
+  // llama.cpp writes Mixtral as a llama file with experts.
+  if (arch == "llama" && gguf.Find("llama.expert_count") != nullptr) {
+    c["architectures"] = json::array({"MixtralForCausalLM"});
+    c["model_type"] = "mixtral";
+    c["norm_topk_prob"] = true;
+  }
   Status error;
   auto copy_int = [&](const std::string& key, const char* hf_key) {
     auto v = gguf.GetInt(arch + "." + key);

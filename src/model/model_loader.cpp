@@ -189,6 +189,9 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "Qwen3ForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{false, true});
   }
+  if (arch == "MixtralForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{.moe = true});
+  }
   if (arch == "Qwen3MoeForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true});
@@ -202,7 +205,8 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma3ForCausalLM); "
+                     "MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+                     "Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "
                      "radixserve does not run custom model code");
 }

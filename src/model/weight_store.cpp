@@ -68,6 +68,7 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"pre_feedforward_layernorm", "ffn_norm"},
       {"post_feedforward_layernorm", "post_ffw_norm"},
       {"mlp.gate", "ffn_gate_inp"},  // MoE router
+      {"block_sparse_moe.gate", "ffn_gate_inp"},  // Mixtral's router
   };
   for (const std::string suffix : {".weight", ".bias"}) {
     if (rest.size() <= suffix.size() ||
@@ -80,18 +81,21 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       if (module == from) mapped = to;
     }
     if (module == "post_attention_layernorm") mapped = gemma ? "post_attention_norm" : "ffn_norm";
-    // MoE experts: mlp.experts.E.gate_proj -> ffn_gate_exps.E (see RequireExperts).
-    const std::string experts = "mlp.experts.";
+    // MoE experts: mlp.experts.E.gate_proj -> ffn_gate_exps.E (see RequireExperts); Mixtral's
+    // block_sparse_moe.experts.E.w1 / w3 / w2 are gate / up / down.
+    std::string experts = "mlp.experts.";
+    if (module.rfind("block_sparse_moe.experts.", 0) == 0) experts = "block_sparse_moe.experts.";
     if (module.rfind(experts, 0) == 0) {
       const size_t e_dot = module.find('.', experts.size());
       if (e_dot == std::string::npos) return "";
       const std::string e = module.substr(experts.size(), e_dot - experts.size());
       if (e.empty() || e.find_first_not_of("0123456789") != std::string::npos) return "";
       const std::string proj = module.substr(e_dot + 1);
-      const char* kind = proj == "gate_proj" ? "ffn_gate_exps"
-                         : proj == "up_proj" ? "ffn_up_exps"
-                         : proj == "down_proj" ? "ffn_down_exps"
-                                               : nullptr;
+      const bool mixtral = experts[0] == 'b';
+      const char* kind = proj == (mixtral ? "w1" : "gate_proj")   ? "ffn_gate_exps"
+                         : proj == (mixtral ? "w3" : "up_proj")   ? "ffn_up_exps"
+                         : proj == (mixtral ? "w2" : "down_proj") ? "ffn_down_exps"
+                                                                  : nullptr;
       if (kind == nullptr) return "";
       return "blk." + layer + "." + kind + "." + e + suffix;
     }

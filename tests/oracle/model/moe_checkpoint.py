@@ -1,8 +1,9 @@
-"""Random-weight Qwen3-MoE checkpoints for the MoE oracle tests, written with the `gguf` and
+"""Random-weight MoE checkpoints for the MoE oracle tests, written with the `gguf` and
 `safetensors` packages (independent of radixserve): the tensor names and metadata of a real
-Qwen3-30B-A3B conversion (llama.cpp's convert_hf_to_gguf.py for GGUF, transformers' names for
-HF), with shrunk dimensions, and the tokenizer of stories260K's GGUF (a real 512-token
-SentencePiece vocabulary) so llama.cpp can load the file."""
+Qwen3-30B-A3B or Mixtral-8x7B conversion (llama.cpp's convert_hf_to_gguf.py for GGUF: arch
+qwen3moe, or arch llama with llama.expert_count; transformers' names for HF), with shrunk
+dimensions, and the tokenizer of stories260K's GGUF (a real 512-token SentencePiece vocabulary)
+so llama.cpp can load the file."""
 import json
 import os
 
@@ -14,9 +15,12 @@ from model_oracle_helpers import STORIES_GGUF, require
 # as in the real model (32 x 128 != 2048).
 SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, experts=8, top_k=2,
              expert_ffn=32, dense_ffn=96, context=512, rope_theta=1000000.0, eps=1e-6)
+# Mixtral: head_dim = hidden / heads, the expert width is feed_forward_length, no QK-norm.
+MIXTRAL_SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, experts=8, top_k=2,
+                     expert_ffn=32, dense_ffn=32, context=512, rope_theta=1000000.0, eps=1e-5)
 
 
-def random_weights(seed, vocab, s=SHAPE):
+def random_weights(seed, vocab, s=SHAPE, qk_norm=True):
     """Canonical (GGUF-named) float32 weights; numpy shapes are outermost-first."""
     rng = np.random.default_rng(seed)
     H, D, E, I = s["hidden"], s["head_dim"], s["experts"], s["expert_ffn"]
@@ -37,12 +41,13 @@ def random_weights(seed, vocab, s=SHAPE):
             p + "attn_norm.weight": norm(H), p + "ffn_norm.weight": norm(H),
             p + "attn_q.weight": mat(q, H), p + "attn_k.weight": mat(kv, H),
             p + "attn_v.weight": mat(kv, H), p + "attn_output.weight": mat(H, q),
-            p + "attn_q_norm.weight": norm(D), p + "attn_k_norm.weight": norm(D),
             # A router with weights large enough that tokens spread over the experts.
             p + "ffn_gate_inp.weight": mat(E, H, scale=0.5),
             p + "ffn_gate_exps.weight": mat(E, I, H), p + "ffn_up_exps.weight": mat(E, I, H),
             p + "ffn_down_exps.weight": mat(E, H, I),
         })
+        if qk_norm:
+            w.update({p + "attn_q_norm.weight": norm(D), p + "attn_k_norm.weight": norm(D)})
     return w
 
 
@@ -55,15 +60,17 @@ def _stories_tokenizer():
     return fields
 
 
-def write_gguf(path, quant="F32", seed=0, s=SHAPE):
-    """A qwen3moe GGUF; quant "Q8_0" quantizes every matrix but the router (as llama-quantize
-    leaves ffn_gate_inp in F32). Returns the float32 weights the file was made from."""
+def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
+    """A qwen3moe (or Mixtral: llama) GGUF; quant "Q8_0" quantizes every matrix but the router
+    (as llama-quantize leaves ffn_gate_inp in F32). Returns the float32 weights the file was made
+    from (for llama, Q/K rows as stored: llama.cpp's interleaved rotary order)."""
     import gguf
+    s = SHAPE if arch == "qwen3moe" else MIXTRAL_SHAPE
     tok = _stories_tokenizer()
     vocab = len(tok["tokenizer.ggml.tokens"])
-    w = random_weights(seed, vocab, s)
+    w = random_weights(seed, vocab, s, qk_norm=arch == "qwen3moe")
     qtype = getattr(gguf.GGMLQuantizationType, quant)
-    writer = gguf.GGUFWriter(str(path), arch="qwen3moe")
+    writer = gguf.GGUFWriter(str(path), arch=arch)
     writer.add_name("qwen3moe-random")
     writer.add_file_type(0 if quant == "F32" else 7)  # LLAMA_FTYPE_MOSTLY_Q8_0 = 7
     writer.add_context_length(s["context"])
@@ -72,13 +79,17 @@ def write_gguf(path, quant="F32", seed=0, s=SHAPE):
     writer.add_feed_forward_length(s["dense_ffn"])
     writer.add_head_count(s["heads"])
     writer.add_head_count_kv(s["kv_heads"])
-    writer.add_key_length(s["head_dim"])
-    writer.add_value_length(s["head_dim"])
+    if arch == "qwen3moe":
+        writer.add_key_length(s["head_dim"])
+        writer.add_value_length(s["head_dim"])
+    else:
+        writer.add_rope_dimension_count(s["head_dim"])
     writer.add_rope_freq_base(s["rope_theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
     writer.add_expert_count(s["experts"])
     writer.add_expert_used_count(s["top_k"])
-    writer.add_expert_feed_forward_length(s["expert_ffn"])
+    if arch == "qwen3moe":
+        writer.add_expert_feed_forward_length(s["expert_ffn"])
     writer.add_tokenizer_model("llama")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tok["tokenizer.ggml.tokens"])
@@ -116,12 +127,28 @@ def dequantized(w, quant):
     return out
 
 
-def write_hf(folder, w, s=SHAPE):
-    """The same weights as an HF Qwen3MoeForCausalLM folder (per-expert tensors, float32).
-    qwen3moe GGUF rows keep HF's rotate-half order, so no permutation is needed."""
+def to_rotate_half(w, n_head):
+    """Inverse of llama.cpp's HF->GGUF Q/K row permutation: rows (h, i, pair) -> (h, pair, i)."""
+    d = w.shape[0] // n_head
+    return w.reshape(n_head, d // 2, 2, -1).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_hf(folder, w, arch="qwen3moe"):
+    """The same weights as an HF Qwen3MoeForCausalLM (or MixtralForCausalLM) folder, per-expert
+    float32 tensors. qwen3moe GGUF rows keep HF's rotate-half order; llama (Mixtral) Q/K rows are
+    permuted back."""
     from safetensors.numpy import save_file
     os.makedirs(folder, exist_ok=True)
     vocab = w["token_embd.weight"].shape[0]
+    if arch == "llama":
+        s = MIXTRAL_SHAPE
+        w = dict(w)
+        for l in range(s["layers"]):
+            for name, heads in (("attn_q", s["heads"]), ("attn_k", s["kv_heads"])):
+                key = f"blk.{l}.{name}.weight"
+                w[key] = np.ascontiguousarray(to_rotate_half(w[key], heads))
+    else:
+        s = SHAPE
     config = {
         "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
         "hidden_size": s["hidden"], "intermediate_size": s["dense_ffn"],
@@ -134,6 +161,12 @@ def write_hf(folder, w, s=SHAPE):
         "tie_word_embeddings": False, "hidden_act": "silu", "torch_dtype": "float32",
         "bos_token_id": 1, "eos_token_id": 2,
     }
+    if arch == "llama":
+        for key in ("moe_intermediate_size", "num_experts", "norm_topk_prob",
+                    "decoder_sparse_step", "mlp_only_layers", "head_dim"):
+            del config[key]
+        config.update({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+                       "num_local_experts": s["experts"], "intermediate_size": s["expert_ffn"]})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     hf = {"model.embed_tokens.weight": w["token_embd.weight"],
@@ -144,10 +177,16 @@ def write_hf(folder, w, s=SHAPE):
              "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
              "ffn_gate_inp": "mlp.gate"}
     experts = {"ffn_gate_exps": "gate_proj", "ffn_up_exps": "up_proj", "ffn_down_exps": "down_proj"}
+    moe = "mlp"
+    if arch == "llama":
+        del names["attn_q_norm"], names["attn_k_norm"]
+        names["ffn_gate_inp"] = "block_sparse_moe.gate"
+        experts = {"ffn_gate_exps": "w1", "ffn_up_exps": "w3", "ffn_down_exps": "w2"}
+        moe = "block_sparse_moe"
     for l in range(s["layers"]):
         for g, h in names.items():
             hf[f"model.layers.{l}.{h}.weight"] = w[f"blk.{l}.{g}.weight"]
         for g, h in experts.items():
             for e, t in enumerate(w[f"blk.{l}.{g}.weight"]):
-                hf[f"model.layers.{l}.mlp.experts.{e}.{h}.weight"] = np.ascontiguousarray(t)
+                hf[f"model.layers.{l}.{moe}.experts.{e}.{h}.weight"] = np.ascontiguousarray(t)
     save_file(hf, os.path.join(folder, "model.safetensors"))

@@ -1,4 +1,4 @@
-"""Qwen3-MoE (GGUF arch qwen3moe) against llama.cpp (llama-cpp-python) on the same random-weight
+"""Qwen3-MoE (GGUF arch qwen3moe) and Mixtral (GGUF arch llama with experts) against llama.cpp (llama-cpp-python) on the same random-weight
 file (moe_checkpoint.py): teacher-forced logits at every position, and llama.cpp's own greedy
 continuation; then the HF safetensors form of the same weights against the GGUF form."""
 import numpy as np
@@ -93,4 +93,31 @@ def test_qwen3moe_hf_equals_gguf(tmp_path, quant):
     b = run_radix(str(hf), tokens, tmp_path)
     diff = np.abs(a - b).max()
     print(f"qwen3moe {quant} HF vs GGUF: max |dlogit| {diff:.2e}")
+    assert diff < 1e-3
+
+
+def test_mixtral_f32_matches_llama_cpp(tmp_path):
+    """Mixtral as llama.cpp writes it: arch llama with llama.expert_count, interleaved Q/K rows."""
+    model = str(tmp_path / "mixtral-f32.gguf")
+    write_gguf(model, "F32", seed=4, arch="llama")
+    tokens = tokenize(model, STORY)
+    ref = llama_cpp_logits(model, tokens, 512)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    max_diff = np.abs(ours - ref).max()
+    print(f"mixtral F32: {len(tokens)} tokens, top-1 {top1:.4f}, max |dlogit| {max_diff:.2e}")
+    assert top1 == 1.0
+    assert max_diff < 1e-3
+
+
+def test_mixtral_hf_equals_gguf(tmp_path):
+    model = str(tmp_path / "mixtral-f32.gguf")
+    w = write_gguf(model, "F32", seed=5, arch="llama")
+    hf = tmp_path / "hf"
+    write_hf(str(hf), w, arch="llama")
+    tokens = tokenize(model, STORY)[:128]
+    a = run_radix(model, tokens, tmp_path)
+    b = run_radix(str(hf), tokens, tmp_path)
+    diff = np.abs(a - b).max()
+    print(f"mixtral HF vs GGUF: max |dlogit| {diff:.2e}")
     assert diff < 1e-3

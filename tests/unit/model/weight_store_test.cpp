@@ -33,6 +33,12 @@ TEST(WeightStoreTest, CanonicalNames) {
             "blk.2.ffn_down_exps.0.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.x.up_proj.weight", "qwen3_moe"), "");
   EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.1.w1.weight", "qwen3_moe"), "");
+  EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.gate.weight", "mixtral"),
+            "blk.5.ffn_gate_inp.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.experts.3.w2.weight", "mixtral"),
+            "blk.5.ffn_down_exps.3.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.experts.3.w3.weight", "mixtral"),
+            "blk.5.ffn_up_exps.3.weight");
 }
 
 TEST(WeightStoreTest, ShapeMismatchNamesFileAndTensor) {
