@@ -1,6 +1,7 @@
 // LlamaModel: LlamaForCausalLM (Llama 2/3, SmolLM2, TinyLlama, Mistral-style dense) and its
 // close relatives that differ only in switches: Qwen2 (bias on Q/K/V), Qwen3 (RMSNorm on each
-// Q and K head before RoPE) and Qwen3-MoE (Qwen3 with a mixture-of-experts MLP, moe_ffn.h).
+// Q and K head before RoPE), and their mixture-of-experts forms (moe_ffn.h): Mixtral, Qwen2-MoE
+// (with a shared expert) and Qwen3-MoE.
 // Pre-norm decoder: RMSNorm -> attention (GQA, RoPE) -> residual -> RMSNorm -> SiLU-gated MLP
 // -> residual; final RMSNorm; LM head (tied to the embedding or not).
 #pragma once

@@ -115,6 +115,11 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
     return InvalidArgument(source + ": num_experts_per_tok must be in [1, num_experts]");
   }
   RADIX_RETURN_IF_ERROR(RequirePositive(c->moe_intermediate_size, "moe_intermediate_size", source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "shared_expert_intermediate_size",
+                                   &c->shared_expert_intermediate_size, source));
+  if (c->shared_expert_intermediate_size < 0) {
+    return InvalidArgument(source + ": shared_expert_intermediate_size must not be negative");
+  }
   int64_t sparse_step = 1;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "decoder_sparse_step", &sparse_step, source));
   const bool dense_layers = cfg.contains("mlp_only_layers") && cfg["mlp_only_layers"].is_array() &&
@@ -132,7 +137,8 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
 int64_t ModelConfig::ParameterCount() const {
   const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
   const int64_t ffn = num_experts > 0
-                          ? num_experts * (3 * hidden_size * moe_intermediate_size + hidden_size)
+                          ? num_experts * (3 * hidden_size * moe_intermediate_size + hidden_size) +
+                                3 * hidden_size * shared_expert_intermediate_size
                           : 3 * hidden_size * intermediate_size;
   const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size + ffn + 2 * hidden_size;
   return vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + num_layers * per_layer +
@@ -277,6 +283,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text"},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
 };
 
 }  // namespace
@@ -292,7 +299,8 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma3)");
+                       "' is not supported (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, "
+                       "gemma3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});
@@ -350,6 +358,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   copy_int("expert_count", "num_experts");
   copy_int("expert_used_count", "num_experts_per_tok");
   copy_int("expert_feed_forward_length", "moe_intermediate_size");
+  copy_int("expert_shared_feed_forward_length", "shared_expert_intermediate_size");
   copy_float("attention.layer_norm_rms_epsilon", "rms_norm_eps");
   copy_float("rope.freq_base", "rope_theta");
   copy_float("final_logit_softcapping", "final_logit_softcapping");
@@ -388,7 +397,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
     c["rope_scaling"] = rs;
   }
   c["tie_word_embeddings"] = gguf.FindTensor("output.weight") == nullptr;
-  if (known->model_type == std::string("qwen2")) c["attention_bias"] = true;
+  if (arch == "qwen2" || arch == "qwen2moe") c["attention_bias"] = true;
   // llama.cpp's qwen3moe graph always renormalizes the chosen experts' weights.
   if (arch == "qwen3moe") c["norm_topk_prob"] = true;
   if (arch == "gemma3") {

@@ -192,6 +192,10 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "MixtralForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{.moe = true});
   }
+  if (arch == "Qwen2MoeForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.qkv_bias = true, .qk_norm = false, .moe = true});
+  }
   if (arch == "Qwen3MoeForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true});
@@ -205,7 +209,8 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+                     "MixtralForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "Qwen3MoeForCausalLM, "
                      "Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "
                      "radixserve does not run custom model code");

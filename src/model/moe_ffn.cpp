@@ -1,6 +1,7 @@
 #include "model/moe_ffn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "model/for_rows.h"
@@ -33,6 +34,26 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
     up_.push_back(pack(up[static_cast<size_t>(e)]));
     down_.push_back(pack(down[static_cast<size_t>(e)]));
   }
+  shared_inter_ = c.shared_expert_intermediate_size;
+  if (shared_inter_ == 0) return Status::Ok();
+  const std::string gate_name = prefix + "ffn_gate_inp_shexp.weight";
+  const WeightTensor* g = w.Find(gate_name);
+  if (g != nullptr && g->shape.size() == 2) {  // HF: a [1, hidden] linear layer
+    kernels::WeightMatrix m;
+    RADIX_ASSIGN_OR_RETURN(m, w.RequireMatrix(gate_name, 1, hidden_));
+    shared_gate_.resize(static_cast<size_t>(hidden_));
+    kernels::DequantizeRow(m, 0, shared_gate_.data());
+  } else {
+    RADIX_ASSIGN_OR_RETURN(shared_gate_, w.RequireVector(gate_name, hidden_));
+  }
+  kernels::WeightMatrix sg, su, sd;
+  const int64_t S = shared_inter_;
+  RADIX_ASSIGN_OR_RETURN(sg, w.RequireMatrix(prefix + "ffn_gate_shexp.weight", S, hidden_));
+  RADIX_ASSIGN_OR_RETURN(su, w.RequireMatrix(prefix + "ffn_up_shexp.weight", S, hidden_));
+  RADIX_ASSIGN_OR_RETURN(sd, w.RequireMatrix(prefix + "ffn_down_shexp.weight", hidden_, S));
+  shared_gate_proj_ = pack(sg);
+  shared_up_ = pack(su);
+  shared_down_ = pack(sd);
   return Status::Ok();
 }
 
@@ -40,7 +61,9 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
                      int64_t T, kernels::ActivationMode mode, ForwardScratch& s,
                      float* out) const {
   const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
-  float* probs = ForwardScratch::Reserve(s.moe_router, T * E);
+  const int64_t S = shared_inter_;
+  // Router probabilities, then (with a shared expert) each token's shared-expert scale.
+  float* probs = ForwardScratch::Reserve(s.moe_router, T * E + (S > 0 ? T : 0));
   kernels::MatMul(kt, pool, h, T, router_, probs, mode);
 
   // Routing: choice[t * K + k] is token t's k-th expert, weight[t * K + k] its weight.
@@ -82,8 +105,8 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     for (int64_t i = 0; i < T * K; ++i) s.moe_row_of[i] = next[choice[i]]++;
   }
   float* xin = ForwardScratch::Reserve(s.moe_in, T * K * H);
-  float* gate = ForwardScratch::Reserve(s.moe_gate, T * K * I);
-  float* up = ForwardScratch::Reserve(s.moe_up, T * K * I);
+  float* gate = ForwardScratch::Reserve(s.moe_gate, T * std::max(K * I, S));
+  float* up = ForwardScratch::Reserve(s.moe_up, T * std::max(K * I, S));
   float* y = ForwardScratch::Reserve(s.moe_out, T * K * H);
   ForRows(pool, T * K, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
@@ -101,7 +124,26 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     });
     kernels::MatMul(kt, pool, gate + r0 * I, n, down_[ue], y + r0 * H, mode);
   }
-  // Each token's weighted sum, in its own top-k order.
+  // The shared expert over all tokens, into the (now free) grouped input buffer, with each
+  // token's sigmoid gate (computed before `out`, which may alias h, is written).
+  float* shared = nullptr;
+  float* shared_scale = nullptr;
+  if (S > 0) {
+    float* sg = gate;
+    float* su = up;
+    shared = xin;
+    shared_scale = probs + T * E;
+    kernels::MatMul(kt, pool, h, T, shared_gate_proj_, sg, mode);
+    kernels::MatMul(kt, pool, h, T, shared_up_, su, mode);
+    ForRows(pool, T, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        kt.silu_mul(sg + t * S, su + t * S, sg + t * S, S);
+        shared_scale[t] = 1.0f / (1.0f + std::exp(-kt.dot(h + t * H, shared_gate_.data(), H)));
+      }
+    });
+    kernels::MatMul(kt, pool, sg, T, shared_down_, shared, mode);
+  }
+  // Each token's weighted sum, in its own top-k order (then the shared expert).
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* ot = out + t * H;
@@ -110,6 +152,7 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
       for (int64_t j = 0; j < H; ++j) ot[j] = w0 * y0[j];
       for (int64_t k = 1; k < K; ++k)
         kt.axpy(weight[t * K + k], y + s.moe_row_of[t * K + k] * H, ot, H);
+      if (shared != nullptr) kt.axpy(shared_scale[t], shared + t * H, ot, H);
     }
   });
 }

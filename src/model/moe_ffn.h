@@ -2,7 +2,8 @@
 // llama.cpp's build_moe_ffn with softmax gating). For each token: router logits = h * Wr^T,
 // softmax over all experts, the top-k experts by probability (ties: lower index), their
 // probabilities as weights (renormalized to sum 1 when norm_topk_prob); the output is
-// sum_k w_k * down_k(silu(gate_k h) * up_k h), added in the token's top-k order.
+// sum_k w_k * down_k(silu(gate_k h) * up_k h), added in the token's top-k order, plus (Qwen2-MoE)
+// a shared expert every token runs, scaled by sigmoid(shared_gate . h).
 //
 // The expert GEMM groups the step's tokens by expert: each active expert multiplies all of its
 // tokens in one MatMul per projection, so its weights are read once per step however many tokens
@@ -34,7 +35,8 @@ class MoeFfn {
 
   // Reads `<prefix>ffn_gate_inp.weight` (router, [experts, hidden]) and the experts'
   // ffn_gate_exps / ffn_up_exps ([experts, moe_intermediate, hidden]) and ffn_down_exps
-  // ([experts, hidden, moe_intermediate]), stacked (GGUF) or per expert (HF).
+  // ([experts, hidden, moe_intermediate]), stacked (GGUF) or per expert (HF); with a shared
+  // expert also ffn_gate_inp_shexp ([hidden], HF [1, hidden]) and ffn_{gate,up,down}_shexp.
   Status Load(const ModelConfig& config, const std::string& prefix, WeightStore& weights,
               const PackFn& pack);
 
@@ -47,6 +49,9 @@ class MoeFfn {
   bool norm_topk_prob_ = false;
   kernels::PackedWeight router_;
   std::vector<kernels::PackedWeight> gate_, up_, down_;
+  int64_t shared_inter_ = 0;  // 0: no shared expert
+  std::vector<float> shared_gate_;
+  kernels::PackedWeight shared_gate_proj_, shared_up_, shared_down_;
 };
 
 }  // namespace radixserve::model

@@ -69,6 +69,10 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"post_feedforward_layernorm", "post_ffw_norm"},
       {"mlp.gate", "ffn_gate_inp"},  // MoE router
       {"block_sparse_moe.gate", "ffn_gate_inp"},  // Mixtral's router
+      {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},  // Qwen2-MoE's shared expert
+      {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+      {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+      {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
   };
   for (const std::string suffix : {".weight", ".bias"}) {
     if (rest.size() <= suffix.size() ||

@@ -1,7 +1,8 @@
 """Random-weight MoE checkpoints for the MoE oracle tests, written with the `gguf` and
 `safetensors` packages (independent of radixserve): the tensor names and metadata of a real
-Qwen3-30B-A3B or Mixtral-8x7B conversion (llama.cpp's convert_hf_to_gguf.py for GGUF: arch
-qwen3moe, or arch llama with llama.expert_count; transformers' names for HF), with shrunk
+Qwen3-30B-A3B, Qwen1.5-MoE-A2.7B or Mixtral-8x7B conversion (llama.cpp's convert_hf_to_gguf.py
+for GGUF: arch qwen3moe, qwen2moe, or llama with llama.expert_count; transformers' names for HF),
+with shrunk
 dimensions, and the tokenizer of stories260K's GGUF (a real 512-token SentencePiece vocabulary)
 so llama.cpp can load the file."""
 import json
@@ -18,9 +19,14 @@ SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, experts=8, t
 # Mixtral: head_dim = hidden / heads, the expert width is feed_forward_length, no QK-norm.
 MIXTRAL_SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, experts=8, top_k=2,
                      expert_ffn=32, dense_ffn=32, context=512, rope_theta=1000000.0, eps=1e-5)
+# Qwen2-MoE: Q/K/V biases, head_dim = hidden / heads, a shared expert with a sigmoid gate.
+QWEN2MOE_SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, experts=8, top_k=2,
+                      expert_ffn=32, shared_ffn=64, dense_ffn=96, context=512,
+                      rope_theta=1000000.0, eps=1e-6)
+SHAPES = {"qwen3moe": SHAPE, "llama": MIXTRAL_SHAPE, "qwen2moe": QWEN2MOE_SHAPE}
 
 
-def random_weights(seed, vocab, s=SHAPE, qk_norm=True):
+def random_weights(seed, vocab, s=SHAPE, arch="qwen3moe"):
     """Canonical (GGUF-named) float32 weights; numpy shapes are outermost-first."""
     rng = np.random.default_rng(seed)
     H, D, E, I = s["hidden"], s["head_dim"], s["experts"], s["expert_ffn"]
@@ -46,8 +52,17 @@ def random_weights(seed, vocab, s=SHAPE, qk_norm=True):
             p + "ffn_gate_exps.weight": mat(E, I, H), p + "ffn_up_exps.weight": mat(E, I, H),
             p + "ffn_down_exps.weight": mat(E, H, I),
         })
-        if qk_norm:
+        if arch == "qwen3moe":
             w.update({p + "attn_q_norm.weight": norm(D), p + "attn_k_norm.weight": norm(D)})
+        if arch == "qwen2moe":
+            S = s["shared_ffn"]
+            w.update({
+                p + "attn_q.bias": mat(q, scale=0.1), p + "attn_k.bias": mat(kv, scale=0.1),
+                p + "attn_v.bias": mat(kv, scale=0.1),
+                p + "ffn_gate_inp_shexp.weight": mat(H, scale=0.3),
+                p + "ffn_gate_shexp.weight": mat(S, H), p + "ffn_up_shexp.weight": mat(S, H),
+                p + "ffn_down_shexp.weight": mat(H, S),
+            })
     return w
 
 
@@ -65,10 +80,10 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     (as llama-quantize leaves ffn_gate_inp in F32). Returns the float32 weights the file was made
     from (for llama, Q/K rows as stored: llama.cpp's interleaved rotary order)."""
     import gguf
-    s = SHAPE if arch == "qwen3moe" else MIXTRAL_SHAPE
+    s = SHAPES[arch]
     tok = _stories_tokenizer()
     vocab = len(tok["tokenizer.ggml.tokens"])
-    w = random_weights(seed, vocab, s, qk_norm=arch == "qwen3moe")
+    w = random_weights(seed, vocab, s, arch)
     qtype = getattr(gguf.GGMLQuantizationType, quant)
     writer = gguf.GGUFWriter(str(path), arch=arch)
     writer.add_name("qwen3moe-random")
@@ -88,8 +103,10 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     writer.add_layer_norm_rms_eps(s["eps"])
     writer.add_expert_count(s["experts"])
     writer.add_expert_used_count(s["top_k"])
-    if arch == "qwen3moe":
+    if arch != "llama":
         writer.add_expert_feed_forward_length(s["expert_ffn"])
+    if arch == "qwen2moe":
+        writer.add_expert_shared_feed_forward_length(s["shared_ffn"])
     writer.add_tokenizer_model("llama")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tok["tokenizer.ggml.tokens"])
@@ -140,15 +157,13 @@ def write_hf(folder, w, arch="qwen3moe"):
     from safetensors.numpy import save_file
     os.makedirs(folder, exist_ok=True)
     vocab = w["token_embd.weight"].shape[0]
+    s = SHAPES[arch]
     if arch == "llama":
-        s = MIXTRAL_SHAPE
         w = dict(w)
         for l in range(s["layers"]):
             for name, heads in (("attn_q", s["heads"]), ("attn_k", s["kv_heads"])):
                 key = f"blk.{l}.{name}.weight"
                 w[key] = np.ascontiguousarray(to_rotate_half(w[key], heads))
-    else:
-        s = SHAPE
     config = {
         "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
         "hidden_size": s["hidden"], "intermediate_size": s["dense_ffn"],
@@ -167,6 +182,11 @@ def write_hf(folder, w, arch="qwen3moe"):
             del config[key]
         config.update({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
                        "num_local_experts": s["experts"], "intermediate_size": s["expert_ffn"]})
+    if arch == "qwen2moe":
+        del config["head_dim"]
+        config.update({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",
+                       "norm_topk_prob": False,
+                       "shared_expert_intermediate_size": s["shared_ffn"]})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     hf = {"model.embed_tokens.weight": w["token_embd.weight"],
@@ -183,9 +203,20 @@ def write_hf(folder, w, arch="qwen3moe"):
         names["ffn_gate_inp"] = "block_sparse_moe.gate"
         experts = {"ffn_gate_exps": "w1", "ffn_up_exps": "w3", "ffn_down_exps": "w2"}
         moe = "block_sparse_moe"
+    if arch == "qwen2moe":
+        del names["attn_q_norm"], names["attn_k_norm"]
+        names.update({"ffn_gate_shexp": "mlp.shared_expert.gate_proj",
+                      "ffn_up_shexp": "mlp.shared_expert.up_proj",
+                      "ffn_down_shexp": "mlp.shared_expert.down_proj"})
     for l in range(s["layers"]):
         for g, h in names.items():
             hf[f"model.layers.{l}.{h}.weight"] = w[f"blk.{l}.{g}.weight"]
+        if arch == "qwen2moe":
+            for g in ("q", "k", "v"):
+                hf[f"model.layers.{l}.self_attn.{g}_proj.bias"] = w[f"blk.{l}.attn_{g}.bias"]
+            # HF keeps the shared expert's gate as a Linear(hidden, 1): [1, hidden].
+            hf[f"model.layers.{l}.mlp.shared_expert_gate.weight"] = \
+                w[f"blk.{l}.ffn_gate_inp_shexp.weight"][None, :]
         for g, h in experts.items():
             for e, t in enumerate(w[f"blk.{l}.{g}.weight"]):
                 hf[f"model.layers.{l}.{moe}.experts.{e}.{h}.weight"] = np.ascontiguousarray(t)

@@ -1,4 +1,5 @@
-"""Qwen3-MoE (GGUF arch qwen3moe) and Mixtral (GGUF arch llama with experts) against llama.cpp (llama-cpp-python) on the same random-weight
+"""Qwen3-MoE (GGUF arch qwen3moe), Qwen2-MoE (qwen2moe: shared expert with a sigmoid gate) and
+Mixtral (GGUF arch llama with experts) against llama.cpp (llama-cpp-python) on the same random-weight
 file (moe_checkpoint.py): teacher-forced logits at every position, and llama.cpp's own greedy
 continuation; then the HF safetensors form of the same weights against the GGUF form."""
 import numpy as np
@@ -120,4 +121,30 @@ def test_mixtral_hf_equals_gguf(tmp_path):
     b = run_radix(str(hf), tokens, tmp_path)
     diff = np.abs(a - b).max()
     print(f"mixtral HF vs GGUF: max |dlogit| {diff:.2e}")
+    assert diff < 1e-3
+
+
+def test_qwen2moe_f32_matches_llama_cpp(tmp_path):
+    """Qwen2-MoE: softmax top-k without renormalization, plus the sigmoid-gated shared expert."""
+    model = str(tmp_path / "qwen2moe-f32.gguf")
+    w = write_gguf(model, "F32", seed=6, arch="qwen2moe")
+    tokens = tokenize(model, STORY)
+    ref = llama_cpp_logits(model, tokens, 512)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    max_diff = np.abs(ours - ref).max()
+    print(f"qwen2moe F32: {len(tokens)} tokens, top-1 {top1:.4f}, max |dlogit| {max_diff:.2e}")
+    assert top1 == 1.0
+    assert max_diff < 1e-3
+    # The shared expert matters: dropping it moves the logits far more than the tolerance.
+    no_shared = run_radix(model, tokens, tmp_path, "--threads", "2",
+                          "--json-model-override-args", '{"shared_expert_intermediate_size": 0}')
+    assert np.abs(no_shared - ref).max() > 100 * max_diff
+
+    hf = tmp_path / "hf"
+    write_hf(str(hf), w, arch="qwen2moe")
+    b = run_radix(str(hf), tokens[:128], tmp_path)
+    a = run_radix(model, tokens[:128], tmp_path)
+    diff = np.abs(a - b).max()
+    print(f"qwen2moe HF vs GGUF: max |dlogit| {diff:.2e}")
     assert diff < 1e-3

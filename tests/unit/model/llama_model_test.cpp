@@ -173,15 +173,21 @@ TEST(LlamaModelTest, BatchInvariance) {
   ExpectBatchInvariant(*lm);
 }
 
-// stories260K's shape as a Qwen3-MoE (8 experts, top-2) with seeded random weights.
-std::unique_ptr<CausalLM> LoadMoe(const std::string& dtype = "float32") {
+constexpr const char* kQwen3Moe =
+    R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_experts": 8,
+        "num_experts_per_tok": 2, "moe_intermediate_size": 32, "norm_topk_prob": true})";
+constexpr const char* kQwen2Moe =
+    R"({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "num_experts": 8,
+        "num_experts_per_tok": 3, "moe_intermediate_size": 16,
+        "shared_expert_intermediate_size": 48})";
+
+// stories260K's shape as a Qwen3-MoE (8 experts, top-2) or a Qwen2-MoE (top-3 and a shared
+// expert) with seeded random weights.
+std::unique_ptr<CausalLM> LoadMoe(const char* override_json = kQwen3Moe) {
   LoadOptions o = Options(kStories + "/hf");
   o.load_format = "dummy";
-  o.dtype = dtype;
   o.random_seed = 11;
-  o.json_override = R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
-      "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-      "norm_topk_prob": true})";
+  o.json_override = override_json;
   auto m = LoadModel(o);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return m.ok() ? std::move(m).value() : nullptr;
@@ -195,11 +201,10 @@ TEST(LlamaModelTest, MoeBatchInvariance) {
 }
 
 // Random batches: every round, sequences of random lengths run alone, then together in steps of
-// random chunk sizes (prefill pieces next to single-token decodes, in a shuffled order); each
+// random chunk sizes (prefill pieces next to single-token decodes, random subsets); each
 // token's logits must be the ones it got alone.
-TEST(LlamaModelTest, MoeRandomBatchesAreInvariant) {
-  auto lm = LoadMoe();
-  ASSERT_TRUE(lm);
+void ExpectRandomBatchesInvariant(const CausalLM& lm_ref) {
+  const CausalLM* lm = &lm_ref;
   std::mt19937 rng(7);
   constexpr int64_t kPool = 2048;
   for (int round = 0; round < 4; ++round) {
@@ -249,6 +254,14 @@ TEST(LlamaModelTest, MoeRandomBatchesAreInvariant) {
       EXPECT_LT(MaxDiff(together[static_cast<size_t>(i)], alone[static_cast<size_t>(i)]), 1e-5f)
           << "round " << round << " sequence " << i;
     }
+  }
+}
+
+TEST(LlamaModelTest, MoeRandomBatchesAreInvariant) {
+  for (const char* arch : {kQwen3Moe, kQwen2Moe}) {
+    auto lm = LoadMoe(arch);
+    ASSERT_TRUE(lm);
+    ExpectRandomBatchesInvariant(*lm);
   }
 }
 

@@ -33,6 +33,10 @@ TEST(WeightStoreTest, CanonicalNames) {
             "blk.2.ffn_down_exps.0.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.x.up_proj.weight", "qwen3_moe"), "");
   EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.1.w1.weight", "qwen3_moe"), "");
+  EXPECT_EQ(CanonicalWeightName("model.layers.1.mlp.shared_expert_gate.weight", "qwen2_moe"),
+            "blk.1.ffn_gate_inp_shexp.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.1.mlp.shared_expert.up_proj.weight", "qwen2_moe"),
+            "blk.1.ffn_up_shexp.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.gate.weight", "mixtral"),
             "blk.5.ffn_gate_inp.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.experts.3.w2.weight", "mixtral"),
