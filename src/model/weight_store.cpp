@@ -199,12 +199,18 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
                                                            int64_t cols) {
   auto t = Require(name, {rows, cols});
   if (!t.ok()) return t.status();
-  const kernels::WeightMatrix stored{t->format, rows, cols, t->data};
+  return StoredMatrix(name, *t, rows, cols);
+}
+
+Expected<kernels::WeightMatrix> WeightStore::StoredMatrix(const std::string& name,
+                                                          const WeightTensor& t,
+                                                          int64_t rows, int64_t cols) {
+  const kernels::WeightMatrix stored{t.format, rows, cols, t.data};
   if (!matrix_storage_ || dummy_) return stored;
   if (auto it = converted_.find(name); it != converted_.end()) return it->second;
-  const bool is_float = t->format == kernels::WeightFormat::kF32 ||
-                        t->format == kernels::WeightFormat::kF16 ||
-                        t->format == kernels::WeightFormat::kBF16;
+  const bool is_float = t.format == kernels::WeightFormat::kF32 ||
+                        t.format == kernels::WeightFormat::kF16 ||
+                        t.format == kernels::WeightFormat::kBF16;
   if (!is_float) {
     if (!counted_quantized_[name]) {
       counted_quantized_[name] = true;
@@ -212,14 +218,15 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
     }
     return stored;
   }
-  if (t->format == *matrix_storage_) return stored;
+  if (t.format == *matrix_storage_) return stored;
   const int64_t elements = rows * cols;
   std::vector<float> values(static_cast<size_t>(elements));
-  kernels::ref::Dequantize(t->format, t->data, values.data(), elements);
+  kernels::ref::Dequantize(t.format, t.data, values.data(), elements);
   auto& bytes = owned_.emplace_back(EncodeFloats(*matrix_storage_, values));
-  used_bytes_ += static_cast<int64_t>(bytes.size()) - t->bytes;
+  used_bytes_ += static_cast<int64_t>(bytes.size()) - t.bytes;
   const kernels::WeightMatrix converted{*matrix_storage_, rows, cols, bytes.data()};
   converted_.emplace(name, converted);
+  ++converted_count_;
   return converted;
 }
 
@@ -230,11 +237,19 @@ Expected<std::vector<kernels::WeightMatrix>> WeightStore::RequireExperts(const s
   std::vector<kernels::WeightMatrix> experts;
   experts.reserve(static_cast<size_t>(count));
   if (Find(base + ".weight") != nullptr) {
-    auto t = Require(base + ".weight", {count, rows, cols});
+    // The stacked tensor, through RequireMatrix as one [count * rows, cols] matrix (conversion
+    // under set_matrix_storage included), after checking its 3-D shape.
+    const std::string name = base + ".weight";
+    auto t = Require(name, {count, rows, cols});
     if (!t.ok()) return t.status();
+    const int64_t converted_before = converted_count_, kept_before = kept_quantized_;
+    auto all = StoredMatrix(name, *t, count * rows, cols);
+    if (!all.ok()) return all.status();
+    if (converted_count_ != converted_before) converted_count_ += count - 1;
+    if (kept_quantized_ != kept_before) kept_quantized_ += count - 1;
     for (int64_t e = 0; e < count; ++e) {
-      kernels::WeightMatrix m{t->format, rows, cols, nullptr};
-      m.data = static_cast<const uint8_t*>(t->data) + e * rows * m.row_bytes();
+      kernels::WeightMatrix m{all->format, rows, cols, nullptr};
+      m.data = static_cast<const uint8_t*>(all->data) + e * rows * m.row_bytes();
       experts.push_back(m);
     }
     return experts;

@@ -87,7 +87,7 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     qtype = getattr(gguf.GGMLQuantizationType, quant)
     writer = gguf.GGUFWriter(str(path), arch=arch)
     writer.add_name("qwen3moe-random")
-    writer.add_file_type(0 if quant == "F32" else 7)  # LLAMA_FTYPE_MOSTLY_Q8_0 = 7
+    writer.add_file_type({"F32": 0, "F16": 1, "Q8_0": 7}[quant])  # llama.cpp's llama_ftype
     writer.add_context_length(s["context"])
     writer.add_embedding_length(s["hidden"])
     writer.add_block_count(s["layers"])
@@ -118,7 +118,9 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
     for name, t in w.items():
-        if quant == "F32" or t.ndim == 1 or name.endswith("ffn_gate_inp.weight"):
+        if quant == "F16" and t.ndim > 1:
+            writer.add_tensor(name, t.astype(np.float16))
+        elif quant in ("F32", "F16") or t.ndim == 1 or name.endswith("ffn_gate_inp.weight"):
             writer.add_tensor(name, t)
         else:
             writer.add_tensor(name, gguf.quants.quantize(t, qtype), raw_dtype=qtype)

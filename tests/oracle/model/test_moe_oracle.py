@@ -2,10 +2,13 @@
 Mixtral (GGUF arch llama with experts) against llama.cpp (llama-cpp-python) on the same random-weight
 file (moe_checkpoint.py): teacher-forced logits at every position, and llama.cpp's own greedy
 continuation; then the HF safetensors form of the same weights against the GGUF form."""
+import json
+import subprocess
+
 import numpy as np
 import pytest
 
-from model_oracle_helpers import log_softmax, run_radix
+from model_oracle_helpers import log_softmax, radix_logits_binary, run_radix
 from moe_checkpoint import SHAPE, dequantized, write_gguf, write_hf
 from test_llama_oracle import STORY, llama_cpp_logits, tokenize
 
@@ -148,3 +151,27 @@ def test_qwen2moe_f32_matches_llama_cpp(tmp_path):
     diff = np.abs(a - b).max()
     print(f"qwen2moe HF vs GGUF: max |dlogit| {diff:.2e}")
     assert diff < 1e-3
+
+
+def test_dtype_converts_stacked_experts(tmp_path):
+    """--dtype float32 on an F16 file converts the stacked 3-D expert tensors too (the weight
+    footprint is then every tensor at 4 bytes per element), and the logits stay those of the F16
+    weights (with exact float32 activations: by default GGUF F16 weights meet f16-rounded
+    activations, as in llama.cpp)."""
+    model = str(tmp_path / "qwen3moe-f16.gguf")
+    w = write_gguf(model, "F16", seed=7)
+    tokens = tokenize(model, STORY)[:64]
+    f32_bytes = sum(t.size * 4 for t in w.values())
+    tokens_file = tmp_path / "tokens.txt"
+    tokens_file.write_text(",".join(str(t) for t in tokens))
+    proc = subprocess.run([radix_logits_binary(), "--model", model, "--tokens-file",
+                           str(tokens_file), "--dtype", "float32", "--exact-activations",
+                           "--logits-out",
+                           str(tmp_path / "converted.f32")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["weight_bytes"] == f32_bytes
+    converted = np.fromfile(tmp_path / "converted.f32", dtype=np.float32).reshape(len(tokens), -1)
+    stored = run_radix(model, tokens, tmp_path, "--exact-activations")
+    diff = np.abs(converted - stored).max()
+    print(f"qwen3moe F16 stored vs converted to F32: max |dlogit| {diff:.2e}")
+    assert diff < 1e-4
