@@ -66,8 +66,11 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       RADIX_ASSIGN_OR_RETURN(layer.post_ffn_norm, w.RequireVector(p + "post_ffw_norm.weight", H));
     }
     if (spec_.qk_norm) {
-      RADIX_ASSIGN_OR_RETURN(layer.q_norm, w.RequireVector(p + "attn_q_norm.weight", D));
-      RADIX_ASSIGN_OR_RETURN(layer.k_norm, w.RequireVector(p + "attn_k_norm.weight", D));
+      const bool full = spec_.qk_norm_full;
+      RADIX_ASSIGN_OR_RETURN(layer.q_norm,
+                             w.RequireVector(p + "attn_q_norm.weight", full ? q_dim : D));
+      RADIX_ASSIGN_OR_RETURN(layer.k_norm,
+                             w.RequireVector(p + "attn_k_norm.weight", full ? kv_dim : D));
     }
     kernels::WeightMatrix q, k, v, o, gate, up, down;
     RADIX_ASSIGN_OR_RETURN(q, w.RequireMatrix(p + "attn_q.weight", q_dim, H));
@@ -233,7 +236,10 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
         kt.axpy(1.0f, bias + q_dim, kt_row, kv_dim);
         kt.axpy(1.0f, bias + q_dim + kv_dim, vt, kv_dim);
       }
-      if (spec_.qk_norm) {
+      if (spec_.qk_norm && spec_.qk_norm_full) {
+        kt.rms_norm(qt, layer.q_norm.data(), off, eps, qt, q_dim);
+        kt.rms_norm(kt_row, layer.k_norm.data(), off, eps, kt_row, kv_dim);
+      } else if (spec_.qk_norm) {
         for (int64_t hd = 0; hd < c.num_heads; ++hd)
           kt.rms_norm(qt + hd * D, layer.q_norm.data(), off, eps, qt + hd * D, D);
         for (int64_t hd = 0; hd < c.num_kv_heads; ++hd)

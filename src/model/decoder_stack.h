@@ -39,6 +39,9 @@ struct DecoderSpec {
   float embed_scale = 1.0f;  // multiplies the token embeddings (Gemma: sqrt(hidden))
   bool qkv_bias = false;     // Qwen2
   bool qk_norm = false;      // RMSNorm on each Q and K head before RoPE (Qwen3, Gemma 3)
+  // With qk_norm: one RMSNorm over a token's whole Q (and whole K) projection instead, weights of
+  // q_dim (kv_dim) entries (OLMoE).
+  bool qk_norm_full = false;
   bool sandwich_norms = false;  // RMSNorm after attention and after the MLP too (Gemma 3)
   // Use token_embd as LM head when the checkpoint has no output.weight.
   bool tie_word_embeddings = false;

@@ -33,6 +33,7 @@ Status LlamaModel::Load() {
   spec.qkv_bias = variant_.qkv_bias;
   spec.qk_norm = variant_.qk_norm;
   spec.moe = variant_.moe;
+  spec.qk_norm_full = variant_.qk_norm_full;
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();

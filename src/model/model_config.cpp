@@ -124,6 +124,9 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "decoder_sparse_step", &sparse_step, source));
   const bool dense_layers = cfg.contains("mlp_only_layers") && cfg["mlp_only_layers"].is_array() &&
                             !cfg["mlp_only_layers"].empty();
+  if (cfg.contains("clip_qkv") && !cfg["clip_qkv"].is_null()) {
+    return Unsupported(source + ": clip_qkv (OLMoE) is not supported yet");
+  }
   if (sparse_step != 1 || dense_layers) {
     return Unsupported(source +
                        ": MoE models with dense layers (decoder_sparse_step != 1 or "
@@ -284,6 +287,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text"},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"olmoe", "OlmoeForCausalLM", "olmoe"},
 };
 
 }  // namespace
@@ -299,8 +303,8 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, "
-                       "gemma3)");
+                       "' is not supported (supported: llama, olmoe, qwen2, qwen2moe, qwen3, "
+                       "qwen3moe, gemma3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});

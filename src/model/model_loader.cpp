@@ -192,6 +192,11 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "MixtralForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{.moe = true});
   }
+  if (arch == "OlmoeForCausalLM") {
+    return LlamaModel::Create(
+        std::move(config), std::move(weights),
+        LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true, .qk_norm_full = true});
+  }
   if (arch == "Qwen2MoeForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.qkv_bias = true, .qk_norm = false, .moe = true});
@@ -209,7 +214,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "MixtralForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "MixtralForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, "
                      "Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "

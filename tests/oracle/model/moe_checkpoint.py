@@ -1,7 +1,8 @@
 """Random-weight MoE checkpoints for the MoE oracle tests, written with the `gguf` and
 `safetensors` packages (independent of radixserve): the tensor names and metadata of a real
-Qwen3-30B-A3B, Qwen1.5-MoE-A2.7B or Mixtral-8x7B conversion (llama.cpp's convert_hf_to_gguf.py
-for GGUF: arch qwen3moe, qwen2moe, or llama with llama.expert_count; transformers' names for HF),
+Qwen3-30B-A3B, Qwen1.5-MoE-A2.7B, OLMoE-1B-7B or Mixtral-8x7B conversion (llama.cpp's
+convert_hf_to_gguf.py for GGUF: arch qwen3moe, qwen2moe, olmoe, or llama with
+llama.expert_count; transformers' names for HF),
 with shrunk
 dimensions, and the tokenizer of stories260K's GGUF (a real 512-token SentencePiece vocabulary)
 so llama.cpp can load the file."""
@@ -23,7 +24,12 @@ MIXTRAL_SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, expe
 QWEN2MOE_SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, experts=8, top_k=2,
                       expert_ffn=32, shared_ffn=64, dense_ffn=96, context=512,
                       rope_theta=1000000.0, eps=1e-6)
-SHAPES = {"qwen3moe": SHAPE, "llama": MIXTRAL_SHAPE, "qwen2moe": QWEN2MOE_SHAPE}
+# OLMoE: QK-norm over the whole Q and K projections (llama.cpp sizes both by n_embd: MHA here),
+# the expert width is feed_forward_length.
+OLMOE_SHAPE = dict(hidden=64, layers=4, heads=4, kv_heads=4, head_dim=16, experts=16, top_k=4,
+                   expert_ffn=32, dense_ffn=32, context=512, rope_theta=10000.0, eps=1e-5)
+SHAPES = {"qwen3moe": SHAPE, "llama": MIXTRAL_SHAPE, "qwen2moe": QWEN2MOE_SHAPE,
+          "olmoe": OLMOE_SHAPE}
 
 
 def random_weights(seed, vocab, s=SHAPE, arch="qwen3moe"):
@@ -54,6 +60,8 @@ def random_weights(seed, vocab, s=SHAPE, arch="qwen3moe"):
         })
         if arch == "qwen3moe":
             w.update({p + "attn_q_norm.weight": norm(D), p + "attn_k_norm.weight": norm(D)})
+        if arch == "olmoe":
+            w.update({p + "attn_q_norm.weight": norm(q), p + "attn_k_norm.weight": norm(kv)})
         if arch == "qwen2moe":
             S = s["shared_ffn"]
             w.update({
@@ -103,7 +111,7 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     writer.add_layer_norm_rms_eps(s["eps"])
     writer.add_expert_count(s["experts"])
     writer.add_expert_used_count(s["top_k"])
-    if arch != "llama":
+    if arch in ("qwen3moe", "qwen2moe"):
         writer.add_expert_feed_forward_length(s["expert_ffn"])
     if arch == "qwen2moe":
         writer.add_expert_shared_feed_forward_length(s["shared_ffn"])
@@ -184,6 +192,12 @@ def write_hf(folder, w, arch="qwen3moe"):
             del config[key]
         config.update({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
                        "num_local_experts": s["experts"], "intermediate_size": s["expert_ffn"]})
+    if arch == "olmoe":
+        for key in ("moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers", "head_dim"):
+            del config[key]
+        config.update({"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe",
+                       "norm_topk_prob": False, "clip_qkv": None,
+                       "intermediate_size": s["expert_ffn"]})
     if arch == "qwen2moe":
         del config["head_dim"]
         config.update({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",

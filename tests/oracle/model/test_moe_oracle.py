@@ -1,5 +1,5 @@
-"""Qwen3-MoE (GGUF arch qwen3moe), Qwen2-MoE (qwen2moe: shared expert with a sigmoid gate) and
-Mixtral (GGUF arch llama with experts) against llama.cpp (llama-cpp-python) on the same random-weight
+"""Qwen3-MoE (GGUF arch qwen3moe), Qwen2-MoE (qwen2moe: shared expert with a sigmoid gate), OLMoE
+(olmoe) and Mixtral (GGUF arch llama with experts) against llama.cpp (llama-cpp-python) on the same random-weight
 file (moe_checkpoint.py): teacher-forced logits at every position, and llama.cpp's own greedy
 continuation; then the HF safetensors form of the same weights against the GGUF form."""
 import json
@@ -175,3 +175,28 @@ def test_dtype_converts_stacked_experts(tmp_path):
     diff = np.abs(converted - stored).max()
     print(f"qwen3moe F16 stored vs converted to F32: max |dlogit| {diff:.2e}")
     assert diff < 1e-4
+
+
+def test_olmoe_f32_matches_llama_cpp(tmp_path):
+    """OLMoE: RMSNorm over the whole Q and K projections, 16 experts top-4, no renormalization."""
+    model = str(tmp_path / "olmoe-f32.gguf")
+    w = write_gguf(model, "F32", seed=8, arch="olmoe")
+    tokens = tokenize(model, STORY)
+    ref = llama_cpp_logits(model, tokens, 512)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    max_diff = np.abs(ours - ref).max()
+    print(f"olmoe F32: {len(tokens)} tokens, top-1 {top1:.4f}, max |dlogit| {max_diff:.2e}")
+    assert top1 == 1.0
+    assert max_diff < 1e-3
+    renormed = run_radix(model, tokens, tmp_path, "--threads", "2",
+                         "--json-model-override-args", '{"norm_topk_prob": true}')
+    assert np.abs(renormed - ref).max() > 100 * max_diff
+
+    hf = tmp_path / "hf"
+    write_hf(str(hf), w, arch="olmoe")
+    b = run_radix(str(hf), tokens[:128], tmp_path)
+    a = run_radix(model, tokens[:128], tmp_path)
+    diff = np.abs(a - b).max()
+    print(f"olmoe HF vs GGUF: max |dlogit| {diff:.2e}")
+    assert diff < 1e-3

@@ -276,6 +276,11 @@ TEST(LlamaModelTest, MoeConfigErrors) {
   EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kUnsupported);
   o.json_override = R"({"architectures": ["Qwen3MoeForCausalLM"]})";
   EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kInvalidArgument);
+  o.json_override = R"({"architectures": ["OlmoeForCausalLM"], "num_experts": 8,
+      "num_experts_per_tok": 2, "clip_qkv": 8.0})";
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kUnsupported);
+  o.json_override = R"({"num_experts": 8, "num_experts_per_tok": 2})";  // LlamaForCausalLM
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(LlamaModelTest, DummyWeightsRun) {
