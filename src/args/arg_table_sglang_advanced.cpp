@@ -27,8 +27,9 @@ constexpr std::string_view kNoteNgramBreadth =
     "explicit value is refused at startup.";
 constexpr std::string_view kNoteExpertParallel =
     "Expert parallelism spreads experts over several devices or ranks; radixserve runs every "
-    "expert of an MoE model (Qwen3-MoE) in one process, reading only the experts a step's tokens "
-    "chose. Placing experts across ranks waits for multi-process tensor parallelism.";
+    "expert of an MoE model (Qwen2/3-MoE, OLMoE, Mixtral) in one process, reading only the "
+    "experts a step's tokens chose. Placing experts across ranks waits for multi-process "
+    "tensor parallelism.";
 constexpr std::string_view kNoteGpuMoe =
     "GPU MoE kernels and collectives (FlashInfer, DeepEP) do not exist on the cpu device.";
 constexpr std::string_view kNoteEplb =

@@ -10,12 +10,13 @@ import pytest
 
 from model_oracle_helpers import log_softmax, radix_logits_binary, run_radix
 from moe_checkpoint import SHAPE, dequantized, write_gguf, write_hf
-from test_llama_oracle import STORY, llama_cpp_logits, tokenize
+from test_llama_oracle import STORY, _without_extra_buffer_types, llama_cpp_logits, tokenize
 
 
 def llama_cpp_greedy(model_path, prompt, n):
     """n tokens of llama.cpp's own greedy decoding (one token per step: its decode path)."""
     llama_cpp = pytest.importorskip("llama_cpp")
+    _without_extra_buffer_types(llama_cpp)
     llm = llama_cpp.Llama(model_path=model_path, n_ctx=256, n_threads=2, verbose=False,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
     out = []
