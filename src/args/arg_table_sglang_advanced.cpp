@@ -26,12 +26,15 @@ constexpr std::string_view kNoteNgramBreadth =
     "NGRAM drafts one chain (breadth 1); tree drafts are not implemented, so with NGRAM an "
     "explicit value is refused at startup.";
 constexpr std::string_view kNoteExpertParallel =
-    "Expert parallelism spreads experts over several devices; radixserve runs every expert "
-    "in one process.";
+    "Expert parallelism spreads experts over several devices or ranks; radixserve runs every "
+    "expert of an MoE model (Qwen2/3-MoE, OLMoE, Mixtral) in one process, reading only the "
+    "experts a step's tokens chose. Placing experts across ranks waits for multi-process "
+    "tensor parallelism.";
 constexpr std::string_view kNoteGpuMoe =
     "GPU MoE kernels and collectives (FlashInfer, DeepEP) do not exist on the cpu device.";
 constexpr std::string_view kNoteEplb =
-    "Expert load balancing needs expert parallelism over several devices.";
+    "Expert load balancing and redundant expert replicas need expert parallelism over several "
+    "ranks; radixserve runs all experts in one process (no placement to balance).";
 constexpr std::string_view kNoteMamba =
     "Hybrid Mamba/SSM models are not supported by radixserve yet.";
 constexpr std::string_view kNoteHiCache =
@@ -238,7 +241,9 @@ std::vector<ArgSpec> ExpertParallelArgs() {
        .help = "Kernel family that computes the MoE expert layers; auto picks one for the "
                "device and model.",
        .cpu = Support::kPartial,
-       .cpu_note = "Only auto applies: radixserve computes experts with its own CPU kernels."},
+       .cpu_note = "radixserve computes every MoE layer with its own CPU expert GEMM (tokens "
+                   "grouped by expert, model/moe_ffn.h); any other value logs one line saying "
+                   "it maps to that."},
       {.name = "flashinfer-mxfp4-moe-precision",
        .type = ArgType::kString,
        .default_value = "\"default\"",

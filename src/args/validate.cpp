@@ -114,6 +114,16 @@ void WarnInapplicableValues(const ServerArgs& args, std::vector<std::string>& wa
   }
 }
 
+// Every --moe-runner-backend value runs on the one CPU expert GEMM: one line saying so.
+void WarnMoeRunnerBackend(const ServerArgs& args, std::vector<std::string>& warnings) {
+  const std::string backend = args.GetString("moe-runner-backend");
+  if (backend == "auto") return;
+  warnings.push_back(fmt::format(
+      "--moe-runner-backend {} maps to radixserve's CPU expert GEMM (model/moe_ffn.h: the step's "
+      "tokens grouped by expert, one matmul per active expert and projection), as auto does",
+      backend));
+}
+
 // SGLang sizes the activation reserve and the default chunk from device memory; on cpu the
 // device memory is the RAM this process may use.
 void DeriveMemoryDefaults(ServerArgs& args, const MachineInfo& machine) {
@@ -387,6 +397,7 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, "generation-tokens-buckets"));
   WarnInapplicable(args, warnings);
   WarnInapplicableValues(args, warnings);
+  WarnMoeRunnerBackend(args, warnings);
   return Status::Ok();
 }
 

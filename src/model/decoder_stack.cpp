@@ -66,17 +66,24 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       RADIX_ASSIGN_OR_RETURN(layer.post_ffn_norm, w.RequireVector(p + "post_ffw_norm.weight", H));
     }
     if (spec_.qk_norm) {
-      RADIX_ASSIGN_OR_RETURN(layer.q_norm, w.RequireVector(p + "attn_q_norm.weight", D));
-      RADIX_ASSIGN_OR_RETURN(layer.k_norm, w.RequireVector(p + "attn_k_norm.weight", D));
+      const bool full = spec_.qk_norm_full;
+      RADIX_ASSIGN_OR_RETURN(layer.q_norm,
+                             w.RequireVector(p + "attn_q_norm.weight", full ? q_dim : D));
+      RADIX_ASSIGN_OR_RETURN(layer.k_norm,
+                             w.RequireVector(p + "attn_k_norm.weight", full ? kv_dim : D));
     }
     kernels::WeightMatrix q, k, v, o, gate, up, down;
     RADIX_ASSIGN_OR_RETURN(q, w.RequireMatrix(p + "attn_q.weight", q_dim, H));
     RADIX_ASSIGN_OR_RETURN(k, w.RequireMatrix(p + "attn_k.weight", kv_dim, H));
     RADIX_ASSIGN_OR_RETURN(v, w.RequireMatrix(p + "attn_v.weight", kv_dim, H));
     RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
-    RADIX_ASSIGN_OR_RETURN(gate, w.RequireMatrix(p + "ffn_gate.weight", I, H));
-    RADIX_ASSIGN_OR_RETURN(up, w.RequireMatrix(p + "ffn_up.weight", I, H));
-    RADIX_ASSIGN_OR_RETURN(down, w.RequireMatrix(p + "ffn_down.weight", H, I));
+    if (spec_.moe) {
+      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, p, w, pack));
+    } else {
+      RADIX_ASSIGN_OR_RETURN(gate, w.RequireMatrix(p + "ffn_gate.weight", I, H));
+      RADIX_ASSIGN_OR_RETURN(up, w.RequireMatrix(p + "ffn_up.weight", I, H));
+      RADIX_ASSIGN_OR_RETURN(down, w.RequireMatrix(p + "ffn_down.weight", H, I));
+    }
     if (spec_.qkv_bias) {
       std::vector<float> qb, kb, vb;
       RADIX_ASSIGN_OR_RETURN(qb, w.RequireVector(p + "attn_q.bias", q_dim));
@@ -94,6 +101,8 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.k = pack(k);
       layer.v = pack(v);
     }
+    layer.o = pack(o);
+    if (spec_.moe) continue;
     if (auto gate_up = fused_.Stack({gate, up})) {
       layer.gate = pack(*gate_up);
       layer.gate_up_fused = true;
@@ -101,7 +110,6 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.gate = pack(gate);
       layer.up = pack(up);
     }
-    layer.o = pack(o);
     layer.down = pack(down);
   }
   return Status::Ok();
@@ -184,7 +192,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   const kernels::KernelTable& kt = *step.kt;
   ForwardScratch& s = *step.s;
   ThreadPool* pool = step.pool;
-  const int64_t T = step.tokens, H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t T = step.tokens, H = c.hidden_size, D = c.head_dim;
   const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
   const float eps = static_cast<float>(c.rms_norm_eps), off = spec_.norm_offset;
   const kernels::ActivationMode act = activation_mode_;
@@ -228,7 +236,10 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
         kt.axpy(1.0f, bias + q_dim, kt_row, kv_dim);
         kt.axpy(1.0f, bias + q_dim + kv_dim, vt, kv_dim);
       }
-      if (spec_.qk_norm) {
+      if (spec_.qk_norm && spec_.qk_norm_full) {
+        kt.rms_norm(qt, layer.q_norm.data(), off, eps, qt, q_dim);
+        kt.rms_norm(kt_row, layer.k_norm.data(), off, eps, kt_row, kv_dim);
+      } else if (spec_.qk_norm) {
         for (int64_t hd = 0; hd < c.num_heads; ++hd)
           kt.rms_norm(qt + hd * D, layer.q_norm.data(), off, eps, qt + hd * D, D);
         for (int64_t hd = 0; hd < c.num_kv_heads; ++hd)
@@ -275,6 +286,26 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     }
   });
 
+  if (layer.moe) {
+    layer.moe->Forward(kt, pool, h, T, act, s, h);
+  } else {
+    DenseMlp(step, layer, h);
+  }
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* ht = h + t * H;
+      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_ffn_norm.data(), off, eps, ht, H);
+      kt.axpy(1.0f, ht, x + t * H, H);
+    }
+  });
+}
+
+void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) const {
+  const kernels::KernelTable& kt = *step.kt;
+  ForwardScratch& s = *step.s;
+  ThreadPool* pool = step.pool;
+  const int64_t T = step.tokens, I = config_.intermediate_size;
+  const kernels::ActivationMode act = activation_mode_;
   float *gate, *up;
   int64_t gu_stride;
   if (layer.gate_up_fused) {
@@ -300,13 +331,6 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
       gating(gate + t * gu_stride, up + t * gu_stride, gated + t * I, I);
   });
   kernels::MatMul(kt, pool, gated, T, layer.down, h, act);
-  ForRows(pool, T, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* ht = h + t * H;
-      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_ffn_norm.data(), off, eps, ht, H);
-      kt.axpy(1.0f, ht, x + t * H, H);
-    }
-  });
 }
 
 }  // namespace radixserve::model

@@ -1,9 +1,9 @@
 // DecoderStack: the pre-norm transformer decoder every architecture here is a variant of, from
 // token embedding to logits. Per layer: RMSNorm -> fused Q/K/V projection (+ bias) -> per-head
 // Q/K RMSNorm -> RoPE -> paged attention -> output projection [-> RMSNorm] -> residual ->
-// RMSNorm -> fused gate/up projection -> SiLU or tanh-GELU gating -> down projection
-// [-> RMSNorm] -> residual; then the final RMSNorm and the LM head. Architectures (one file
-// each) only fill a DecoderSpec and check their own config.
+// RMSNorm -> fused gate/up projection -> SiLU or tanh-GELU gating -> down projection (or a
+// mixture of experts, moe_ffn.h) [-> RMSNorm] -> residual; then the final RMSNorm and the LM
+// head. Architectures (one file each) only fill a DecoderSpec and check their own config.
 //
 // Load fuses Q/K/V into one weight matrix and gate/up into another when their storage formats
 // match (FusedWeights), so a decode step runs one MatMul where it would run three (or two).
@@ -14,6 +14,7 @@
 // (apart from what the kernels and PagedAttention allocate).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
@@ -26,6 +27,7 @@
 #include "model/fused_weights.h"
 #include "model/kv_cache_view.h"
 #include "model/model_config.h"
+#include "model/moe_ffn.h"
 #include "model/weight_store.h"
 
 namespace radixserve::model {
@@ -37,6 +39,9 @@ struct DecoderSpec {
   float embed_scale = 1.0f;  // multiplies the token embeddings (Gemma: sqrt(hidden))
   bool qkv_bias = false;     // Qwen2
   bool qk_norm = false;      // RMSNorm on each Q and K head before RoPE (Qwen3, Gemma 3)
+  // With qk_norm: one RMSNorm over a token's whole Q (and whole K) projection instead, weights of
+  // q_dim (kv_dim) entries (OLMoE).
+  bool qk_norm_full = false;
   bool sandwich_norms = false;  // RMSNorm after attention and after the MLP too (Gemma 3)
   // Use token_embd as LM head when the checkpoint has no output.weight.
   bool tie_word_embeddings = false;
@@ -50,6 +55,8 @@ struct DecoderSpec {
   std::vector<float> inv_freq_local;
   kernels::AttentionShape attention;
   float final_logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
+  // Every layer's MLP is a mixture of experts (MoeFfn, shaped by the config's num_experts...).
+  bool moe = false;
 };
 
 class DecoderStack {
@@ -74,6 +81,7 @@ class DecoderStack {
     kernels::PackedWeight q, k, v, o;
     bool gate_up_fused = false;       // then gate holds the stacked [gate; up] rows
     kernels::PackedWeight gate, up, down;
+    std::optional<MoeFfn> moe;        // replaces gate/up/down when spec.moe
     bool sliding = false;             // local RoPE frequencies
     int64_t sliding_window = 0;       // 0: unlimited
   };
@@ -83,6 +91,8 @@ class DecoderStack {
 
   void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,
                 LayerCache v_cache) const;
+  // h[T, hidden] = down(act(gate h) * up h), in place.
+  void DenseMlp(const Step& step, const Layer& layer, float* h) const;
 
   ModelConfig config_;
   DecoderSpec spec_;

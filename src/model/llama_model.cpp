@@ -19,6 +19,11 @@ Status LlamaModel::Load() {
   if (c.hidden_act != "silu") {
     return Unsupported(c.architecture + ": hidden_act '" + c.hidden_act + "' is not supported");
   }
+  if (variant_.moe != (c.num_experts > 0)) {
+    return InvalidArgument(c.architecture + (variant_.moe ? ": config has no num_experts"
+                                                          : ": num_experts is set, but this "
+                                                            "architecture has no experts"));
+  }
   WeightStore& w = *weights_;
   std::vector<float> freq_factors;
   if (w.Find("rope_freqs.weight") != nullptr) {
@@ -27,6 +32,8 @@ Status LlamaModel::Load() {
   DecoderSpec spec;
   spec.qkv_bias = variant_.qkv_bias;
   spec.qk_norm = variant_.qk_norm;
+  spec.moe = variant_.moe;
+  spec.qk_norm_full = variant_.qk_norm_full;
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();

@@ -1,7 +1,9 @@
 // LlamaModel: LlamaForCausalLM (Llama 2/3, SmolLM2, TinyLlama, Mistral-style dense) and its
-// close relatives that differ only in switches: Qwen2 (bias on Q/K/V) and Qwen3 (RMSNorm on each
-// Q and K head before RoPE). Pre-norm decoder: RMSNorm -> attention (GQA, RoPE) -> residual ->
-// RMSNorm -> SiLU-gated MLP -> residual; final RMSNorm; LM head (tied to the embedding or not).
+// close relatives that differ only in switches: Qwen2 (bias on Q/K/V), Qwen3 (RMSNorm on each
+// Q and K head before RoPE), and their mixture-of-experts forms (moe_ffn.h): Mixtral, Qwen2-MoE
+// (with a shared expert), Qwen3-MoE and OLMoE (RMSNorm over the whole Q and K projections).
+// Pre-norm decoder: RMSNorm -> attention (GQA, RoPE) -> residual -> RMSNorm -> SiLU-gated MLP
+// -> residual; final RMSNorm; LM head (tied to the embedding or not).
 #pragma once
 
 #include <memory>
@@ -16,6 +18,8 @@ namespace radixserve::model {
 struct LlamaVariant {
   bool qkv_bias = false;  // Qwen2
   bool qk_norm = false;   // Qwen3
+  bool moe = false;       // mixture-of-experts MLP in every layer (moe_ffn.h)
+  bool qk_norm_full = false;  // OLMoE: QK-norm over the whole Q and K projections
 };
 
 class LlamaModel final : public CausalLM {

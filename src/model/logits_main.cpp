@@ -203,6 +203,7 @@ int main(int argc, char** argv) {
   report["architecture"] = c.architecture;
   report["n_tokens"] = n;
   report["n_vocab"] = c.vocab_size;
+  report["weight_bytes"] = lm.weight_bytes();
   std::vector<int64_t> top1;
   for (int64_t t = 0; t < n; ++t) {
     const float* row = logits.data() + t * c.vocab_size;

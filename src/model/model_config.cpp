@@ -93,12 +93,57 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
   return Status::Ok();
 }
 
+// num_experts (Qwen2/3-MoE, OLMoE) or num_local_experts (Mixtral), num_experts_per_tok,
+// moe_intermediate_size, norm_topk_prob. Layouts this build cannot run (dense layers between the
+// sparse ones) are refused rather than run as all-sparse.
+Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_local_experts", &c->num_experts, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_experts", &c->num_experts, source));
+  if (c->num_experts <= 0) {
+    c->num_experts = 0;
+    return Status::Ok();
+  }
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_experts_per_tok", &c->num_experts_per_tok, source));
+  RADIX_RETURN_IF_ERROR(
+      ReadNumber(cfg, "moe_intermediate_size", &c->moe_intermediate_size, source));
+  if (c->moe_intermediate_size == 0) c->moe_intermediate_size = c->intermediate_size;
+  if (c->intermediate_size == 0) c->intermediate_size = c->moe_intermediate_size;
+  // Mixtral always renormalizes (its config has no switch); Qwen-MoE configs say.
+  c->norm_topk_prob =
+      cfg.value("norm_topk_prob", c->architecture == "MixtralForCausalLM");
+  if (c->num_experts_per_tok <= 0 || c->num_experts_per_tok > c->num_experts) {
+    return InvalidArgument(source + ": num_experts_per_tok must be in [1, num_experts]");
+  }
+  RADIX_RETURN_IF_ERROR(RequirePositive(c->moe_intermediate_size, "moe_intermediate_size", source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "shared_expert_intermediate_size",
+                                   &c->shared_expert_intermediate_size, source));
+  if (c->shared_expert_intermediate_size < 0) {
+    return InvalidArgument(source + ": shared_expert_intermediate_size must not be negative");
+  }
+  int64_t sparse_step = 1;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "decoder_sparse_step", &sparse_step, source));
+  const bool dense_layers = cfg.contains("mlp_only_layers") && cfg["mlp_only_layers"].is_array() &&
+                            !cfg["mlp_only_layers"].empty();
+  if (cfg.contains("clip_qkv") && !cfg["clip_qkv"].is_null()) {
+    return Unsupported(source + ": clip_qkv (OLMoE) is not supported yet");
+  }
+  if (sparse_step != 1 || dense_layers) {
+    return Unsupported(source +
+                       ": MoE models with dense layers (decoder_sparse_step != 1 or "
+                       "mlp_only_layers) are not supported yet");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int64_t ModelConfig::ParameterCount() const {
   const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
-  const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size +
-                            3 * hidden_size * intermediate_size + 2 * hidden_size;
+  const int64_t ffn = num_experts > 0
+                          ? num_experts * (3 * hidden_size * moe_intermediate_size + hidden_size) +
+                                3 * hidden_size * shared_expert_intermediate_size
+                          : 3 * hidden_size * intermediate_size;
+  const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size + ffn + 2 * hidden_size;
   return vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + num_layers * per_layer +
          hidden_size;
 }
@@ -127,6 +172,7 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   c.num_kv_heads = c.num_heads;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_key_value_heads", &c.num_kv_heads, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "vocab_size", &c.vocab_size, source));
+  RADIX_RETURN_IF_ERROR(ParseMoe(cfg, &c, source));
   for (auto [value, key] : {std::pair{c.hidden_size, "hidden_size"},
                             {c.intermediate_size, "intermediate_size"},
                             {c.num_layers, "num_hidden_layers"},
@@ -239,6 +285,9 @@ constexpr GgufArch kGgufArchs[] = {
     {"qwen2", "Qwen2ForCausalLM", "qwen2"},
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text"},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"olmoe", "OlmoeForCausalLM", "olmoe"},
 };
 
 }  // namespace
@@ -254,11 +303,18 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: llama, qwen2, qwen3, gemma3)");
+                       "' is not supported (supported: llama, olmoe, qwen2, qwen2moe, qwen3, "
+                       "qwen3moe, gemma3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});
   c["model_type"] = known->model_type;
+  // llama.cpp writes Mixtral as a llama file with experts.
+  if (arch == "llama" && gguf.Find("llama.expert_count") != nullptr) {
+    c["architectures"] = json::array({"MixtralForCausalLM"});
+    c["model_type"] = "mixtral";
+    c["norm_topk_prob"] = true;
+  }
   Status error;
   auto copy_int = [&](const std::string& key, const char* hf_key) {
     auto v = gguf.GetInt(arch + "." + key);
@@ -303,6 +359,10 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   copy_int("context_length", "max_position_embeddings");
   copy_int("vocab_size", "vocab_size");
   copy_int("attention.sliding_window", "sliding_window");
+  copy_int("expert_count", "num_experts");
+  copy_int("expert_used_count", "num_experts_per_tok");
+  copy_int("expert_feed_forward_length", "moe_intermediate_size");
+  copy_int("expert_shared_feed_forward_length", "shared_expert_intermediate_size");
   copy_float("attention.layer_norm_rms_epsilon", "rms_norm_eps");
   copy_float("rope.freq_base", "rope_theta");
   copy_float("final_logit_softcapping", "final_logit_softcapping");
@@ -341,7 +401,9 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
     c["rope_scaling"] = rs;
   }
   c["tie_word_embeddings"] = gguf.FindTensor("output.weight") == nullptr;
-  if (known->model_type == std::string("qwen2")) c["attention_bias"] = true;
+  if (arch == "qwen2" || arch == "qwen2moe") c["attention_bias"] = true;
+  // llama.cpp's qwen3moe graph always renormalizes the chosen experts' weights.
+  if (arch == "qwen3moe") c["norm_topk_prob"] = true;
   if (arch == "gemma3") {
     c["hidden_activation"] = "gelu_pytorch_tanh";
     c["sliding_window_pattern"] = 6;

@@ -54,6 +54,15 @@ struct ModelConfig {
   double final_logit_softcapping = 0.0;
   double attn_logit_softcapping = 0.0;
 
+  // Mixture-of-experts FFN (Qwen3-MoE): every layer routes each token to num_experts_per_tok of
+  // num_experts SiLU-gated experts of width moe_intermediate_size. 0 experts: a dense model.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;  // renormalize the chosen experts' softmax weights to sum 1
+  // Qwen2-MoE: a shared expert every token runs, scaled by sigmoid(shared gate . h); 0: none.
+  int64_t shared_expert_intermediate_size = 0;
+
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json and generation_config.json, merged
   std::string torch_dtype;             // as written in config.json ("" for GGUF)
@@ -73,7 +82,8 @@ struct ModelConfig {
 Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
-// HF-style config JSON from GGUF metadata (architectures llama, qwen2, qwen3, gemma3).
+// HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
+// olmoe, qwen2, qwen2moe, qwen3, qwen3moe, gemma3).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

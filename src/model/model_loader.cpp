@@ -189,6 +189,22 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "Qwen3ForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{false, true});
   }
+  if (arch == "MixtralForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights), LlamaVariant{.moe = true});
+  }
+  if (arch == "OlmoeForCausalLM") {
+    return LlamaModel::Create(
+        std::move(config), std::move(weights),
+        LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true, .qk_norm_full = true});
+  }
+  if (arch == "Qwen2MoeForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.qkv_bias = true, .qk_norm = false, .moe = true});
+  }
+  if (arch == "Qwen3MoeForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true});
+  }
   if (arch == "Gemma3ForCausalLM") {
     return Gemma3Model::Create(std::move(config), std::move(weights));
   }
@@ -198,7 +214,9 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM); "
+                     "MixtralForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "Qwen3MoeForCausalLM, "
+                     "Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "
                      "radixserve does not run custom model code");
 }

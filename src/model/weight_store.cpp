@@ -67,6 +67,12 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"mlp.down_proj", "ffn_down"},
       {"pre_feedforward_layernorm", "ffn_norm"},
       {"post_feedforward_layernorm", "post_ffw_norm"},
+      {"mlp.gate", "ffn_gate_inp"},  // MoE router
+      {"block_sparse_moe.gate", "ffn_gate_inp"},  // Mixtral's router
+      {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},  // Qwen2-MoE's shared expert
+      {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+      {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+      {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
   };
   for (const std::string suffix : {".weight", ".bias"}) {
     if (rest.size() <= suffix.size() ||
@@ -79,6 +85,24 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       if (module == from) mapped = to;
     }
     if (module == "post_attention_layernorm") mapped = gemma ? "post_attention_norm" : "ffn_norm";
+    // MoE experts: mlp.experts.E.gate_proj -> ffn_gate_exps.E (see RequireExperts); Mixtral's
+    // block_sparse_moe.experts.E.w1 / w3 / w2 are gate / up / down.
+    std::string experts = "mlp.experts.";
+    if (module.rfind("block_sparse_moe.experts.", 0) == 0) experts = "block_sparse_moe.experts.";
+    if (module.rfind(experts, 0) == 0) {
+      const size_t e_dot = module.find('.', experts.size());
+      if (e_dot == std::string::npos) return "";
+      const std::string e = module.substr(experts.size(), e_dot - experts.size());
+      if (e.empty() || e.find_first_not_of("0123456789") != std::string::npos) return "";
+      const std::string proj = module.substr(e_dot + 1);
+      const bool mixtral = experts[0] == 'b';
+      const char* kind = proj == (mixtral ? "w1" : "gate_proj")   ? "ffn_gate_exps"
+                         : proj == (mixtral ? "w3" : "up_proj")   ? "ffn_up_exps"
+                         : proj == (mixtral ? "w2" : "down_proj") ? "ffn_down_exps"
+                                                                  : nullptr;
+      if (kind == nullptr) return "";
+      return "blk." + layer + "." + kind + "." + e + suffix;
+    }
     if (mapped.empty()) return "";
     return "blk." + layer + "." + mapped + suffix;
   }
@@ -175,12 +199,18 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
                                                            int64_t cols) {
   auto t = Require(name, {rows, cols});
   if (!t.ok()) return t.status();
-  const kernels::WeightMatrix stored{t->format, rows, cols, t->data};
+  return StoredMatrix(name, *t, rows, cols);
+}
+
+Expected<kernels::WeightMatrix> WeightStore::StoredMatrix(const std::string& name,
+                                                          const WeightTensor& t,
+                                                          int64_t rows, int64_t cols) {
+  const kernels::WeightMatrix stored{t.format, rows, cols, t.data};
   if (!matrix_storage_ || dummy_) return stored;
   if (auto it = converted_.find(name); it != converted_.end()) return it->second;
-  const bool is_float = t->format == kernels::WeightFormat::kF32 ||
-                        t->format == kernels::WeightFormat::kF16 ||
-                        t->format == kernels::WeightFormat::kBF16;
+  const bool is_float = t.format == kernels::WeightFormat::kF32 ||
+                        t.format == kernels::WeightFormat::kF16 ||
+                        t.format == kernels::WeightFormat::kBF16;
   if (!is_float) {
     if (!counted_quantized_[name]) {
       counted_quantized_[name] = true;
@@ -188,15 +218,48 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
     }
     return stored;
   }
-  if (t->format == *matrix_storage_) return stored;
+  if (t.format == *matrix_storage_) return stored;
   const int64_t elements = rows * cols;
   std::vector<float> values(static_cast<size_t>(elements));
-  kernels::ref::Dequantize(t->format, t->data, values.data(), elements);
+  kernels::ref::Dequantize(t.format, t.data, values.data(), elements);
   auto& bytes = owned_.emplace_back(EncodeFloats(*matrix_storage_, values));
-  used_bytes_ += static_cast<int64_t>(bytes.size()) - t->bytes;
+  used_bytes_ += static_cast<int64_t>(bytes.size()) - t.bytes;
   const kernels::WeightMatrix converted{*matrix_storage_, rows, cols, bytes.data()};
   converted_.emplace(name, converted);
+  ++converted_count_;
   return converted;
+}
+
+Expected<std::vector<kernels::WeightMatrix>> WeightStore::RequireExperts(const std::string& base,
+                                                                         int64_t count,
+                                                                         int64_t rows,
+                                                                         int64_t cols) {
+  std::vector<kernels::WeightMatrix> experts;
+  experts.reserve(static_cast<size_t>(count));
+  if (Find(base + ".weight") != nullptr) {
+    // The stacked tensor, through RequireMatrix as one [count * rows, cols] matrix (conversion
+    // under set_matrix_storage included), after checking its 3-D shape.
+    const std::string name = base + ".weight";
+    auto t = Require(name, {count, rows, cols});
+    if (!t.ok()) return t.status();
+    const int64_t converted_before = converted_count_, kept_before = kept_quantized_;
+    auto all = StoredMatrix(name, *t, count * rows, cols);
+    if (!all.ok()) return all.status();
+    if (converted_count_ != converted_before) converted_count_ += count - 1;
+    if (kept_quantized_ != kept_before) kept_quantized_ += count - 1;
+    for (int64_t e = 0; e < count; ++e) {
+      kernels::WeightMatrix m{all->format, rows, cols, nullptr};
+      m.data = static_cast<const uint8_t*>(all->data) + e * rows * m.row_bytes();
+      experts.push_back(m);
+    }
+    return experts;
+  }
+  for (int64_t e = 0; e < count; ++e) {
+    auto m = RequireMatrix(base + "." + std::to_string(e) + ".weight", rows, cols);
+    if (!m.ok()) return m.status();
+    experts.push_back(*m);
+  }
+  return experts;
 }
 
 Expected<std::vector<float>> WeightStore::RequireVector(const std::string& name, int64_t size) {

@@ -57,6 +57,14 @@ class WeightStore {
   Expected<WeightTensor> Require(const std::string& name, const std::vector<int64_t>& shape);
   Expected<kernels::WeightMatrix> RequireMatrix(const std::string& name, int64_t rows,
                                                 int64_t cols);
+  // The `count` [rows, cols] matrices of a mixture-of-experts projection: slices of GGUF's
+  // stacked 3-D tensor `<base>.weight` ([count, rows, cols], e.g. "blk.0.ffn_up_exps.weight"),
+  // or else one matrix per expert named `<base>.<e>.weight` (HF checkpoints). Both follow
+  // set_matrix_storage like any matrix (a stacked tensor is converted whole, and counts as
+  // `count` matrices in converted_matrices / kept_quantized_matrices).
+  Expected<std::vector<kernels::WeightMatrix>> RequireExperts(const std::string& base,
+                                                              int64_t count, int64_t rows,
+                                                              int64_t cols);
   // A 1-D tensor converted to float32 (norm weights, biases).
   Expected<std::vector<float>> RequireVector(const std::string& name, int64_t size);
 
@@ -75,12 +83,15 @@ class WeightStore {
   // RequireMatrix.
   void set_matrix_storage(std::optional<kernels::WeightFormat> format) { matrix_storage_ = format; }
   // Matrices converted, and block-quantized matrices left as they are, under set_matrix_storage.
-  int64_t converted_matrices() const { return static_cast<int64_t>(converted_.size()); }
+  int64_t converted_matrices() const { return converted_count_; }
   int64_t kept_quantized_matrices() const { return kept_quantized_; }
 
  private:
   WeightStore() = default;
   void Add(WeightTensor tensor);
+  // Tensor `t` (already Required) as a [rows, cols] matrix, converted under set_matrix_storage.
+  Expected<kernels::WeightMatrix> StoredMatrix(const std::string& name, const WeightTensor& t,
+                                               int64_t rows, int64_t cols);
 
   std::string description_;
   kernels::RopeLayout rope_layout_ = kernels::RopeLayout::kRotateHalf;
@@ -97,6 +108,7 @@ class WeightStore {
   std::map<std::string, kernels::WeightMatrix> converted_;
   std::map<std::string, bool> counted_quantized_;
   int64_t kept_quantized_ = 0;
+  int64_t converted_count_ = 0;
   int64_t used_bytes_ = 0;
   LoadProgress* progress_ = nullptr;
 };

@@ -89,6 +89,21 @@ TEST(Validate, AdjustmentsAndWarnings) {
   EXPECT_EQ(cuda_graph_warnings, 1);
 }
 
+TEST(Validate, MoeRunnerBackendLogsWhatItMapsTo) {
+  Resolved r = Resolve({"--moe-runner-backend", "flashinfer_cutlass"});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  int lines = 0;
+  for (const std::string& w : r.warnings) {
+    lines += w.find("--moe-runner-backend flashinfer_cutlass maps to radixserve's CPU expert "
+                    "GEMM") == 0;
+  }
+  EXPECT_EQ(lines, 1);
+  Resolved plain = Resolve({"--moe-runner-backend", "auto"});
+  for (const std::string& w : plain.warnings) {
+    EXPECT_EQ(w.find("--moe-runner-backend"), std::string::npos);
+  }
+}
+
 TEST(Validate, OnlyNgramSpeculationIsAccepted) {
   for (const char* algorithm : {"NEXTN", "EAGLE", "EAGLE3", "STANDALONE"}) {
     Resolved r = Resolve({"--speculative-algorithm", algorithm});

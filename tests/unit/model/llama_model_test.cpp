@@ -1,6 +1,7 @@
 // LlamaModel on stories260K: the GGUF and HF forms give the same logits; a sequence's logits do
 // not change when it runs alone, split into prefill chunks, or inside a batch of 16 mixed
-// prefill/decode sequences with scattered KV slots; dummy weights load and run.
+// prefill/decode sequences with scattered KV slots, for the dense model and a Qwen3-MoE with
+// random weights (also over random batches); dummy weights load and run.
 #include "model/llama_model.h"
 
 #include <gtest/gtest.h>
@@ -115,9 +116,9 @@ TEST(LlamaModelTest, KnownGreedyContinuation) {
   EXPECT_EQ(std::max_element(last.begin(), last.end()) - last.begin(), 432);  // ","
 }
 
-TEST(LlamaModelTest, BatchInvariance) {
-  auto lm = Load(kStories + "/gguf/stories260K.gguf");
-  ASSERT_TRUE(lm);
+// A sequence alone, chunked, and inside a batch of 16 mixed prefill/decode sequences.
+void ExpectBatchInvariant(const CausalLM& lm_ref) {
+  const CausalLM* lm = &lm_ref;
   constexpr int64_t kLen = 48, kPool = 1024;
   std::mt19937 rng(99);
   std::vector<int32_t> free_slots(kPool);
@@ -164,6 +165,122 @@ TEST(LlamaModelTest, BatchInvariance) {
   got.assign(rows1.begin() + 8, rows1.begin() + 28);
   got.insert(got.end(), rows2.begin() + 6, rows2.begin() + 34);
   EXPECT_LT(MaxDiff(got, expect), 1e-5f);
+}
+
+TEST(LlamaModelTest, BatchInvariance) {
+  auto lm = Load(kStories + "/gguf/stories260K.gguf");
+  ASSERT_TRUE(lm);
+  ExpectBatchInvariant(*lm);
+}
+
+constexpr const char* kQwen3Moe =
+    R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_experts": 8,
+        "num_experts_per_tok": 2, "moe_intermediate_size": 32, "norm_topk_prob": true})";
+constexpr const char* kQwen2Moe =
+    R"({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "num_experts": 8,
+        "num_experts_per_tok": 3, "moe_intermediate_size": 16,
+        "shared_expert_intermediate_size": 48})";
+
+// stories260K's shape as a Qwen3-MoE (8 experts, top-2) or a Qwen2-MoE (top-3 and a shared
+// expert) with seeded random weights.
+std::unique_ptr<CausalLM> LoadMoe(const char* override_json = kQwen3Moe) {
+  LoadOptions o = Options(kStories + "/hf");
+  o.load_format = "dummy";
+  o.random_seed = 11;
+  o.json_override = override_json;
+  auto m = LoadModel(o);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+TEST(LlamaModelTest, MoeBatchInvariance) {
+  auto lm = LoadMoe();
+  ASSERT_TRUE(lm);
+  EXPECT_EQ(lm->config().num_experts, 8);
+  ExpectBatchInvariant(*lm);
+}
+
+// Random batches: every round, sequences of random lengths run alone, then together in steps of
+// random chunk sizes (prefill pieces next to single-token decodes, random subsets); each
+// token's logits must be the ones it got alone.
+void ExpectRandomBatchesInvariant(const CausalLM& lm_ref) {
+  const CausalLM* lm = &lm_ref;
+  std::mt19937 rng(7);
+  constexpr int64_t kPool = 2048;
+  for (int round = 0; round < 4; ++round) {
+    Runner r(*lm, kPool);
+    std::vector<int32_t> free_slots(kPool);
+    std::iota(free_slots.begin(), free_slots.end(), 0);
+    std::shuffle(free_slots.begin(), free_slots.end(), rng);
+    auto take = [&](int64_t n) {
+      std::vector<int32_t> out(free_slots.end() - n, free_slots.end());
+      free_slots.resize(free_slots.size() - static_cast<size_t>(n));
+      return out;
+    };
+    const int n_seqs = 3 + static_cast<int>(rng() % 6);
+    std::vector<Seq> seqs;
+    std::vector<std::vector<std::vector<float>>> alone, together(static_cast<size_t>(n_seqs));
+    for (int i = 0; i < n_seqs; ++i) {
+      const int len = 2 + static_cast<int>(rng() % 30);
+      Seq solo{Tokens(len, 1000 * round + i), take(len), 0};
+      alone.push_back(r.Step({{&solo, len}}));
+      seqs.push_back({solo.tokens, take(len), 0});
+    }
+    for (;;) {
+      std::vector<std::pair<Seq*, int64_t>> step;
+      std::vector<int> who;
+      for (int i = 0; i < n_seqs; ++i) {
+        Seq& q = seqs[static_cast<size_t>(i)];
+        const int64_t left = static_cast<int64_t>(q.tokens.size()) - q.done;
+        if (left == 0 || rng() % 4 == 0) continue;
+        const int64_t len = rng() % 2 ? 1 : 1 + static_cast<int64_t>(rng() % left);
+        step.push_back({&q, std::min(len, left)});
+        who.push_back(i);
+      }
+      if (step.empty()) {
+        bool done = true;
+        for (const Seq& q : seqs) done = done && q.done == static_cast<int64_t>(q.tokens.size());
+        if (done) break;
+        continue;
+      }
+      auto rows = r.Step(step);
+      size_t row = 0;
+      for (size_t j = 0; j < step.size(); ++j) {
+        auto& out = together[static_cast<size_t>(who[j])];
+        for (int64_t t = 0; t < step[j].second; ++t) out.push_back(rows[row++]);
+      }
+    }
+    for (int i = 0; i < n_seqs; ++i) {
+      EXPECT_LT(MaxDiff(together[static_cast<size_t>(i)], alone[static_cast<size_t>(i)]), 1e-5f)
+          << "round " << round << " sequence " << i;
+    }
+  }
+}
+
+TEST(LlamaModelTest, MoeRandomBatchesAreInvariant) {
+  for (const char* arch : {kQwen3Moe, kQwen2Moe}) {
+    auto lm = LoadMoe(arch);
+    ASSERT_TRUE(lm);
+    ExpectRandomBatchesInvariant(*lm);
+  }
+}
+
+TEST(LlamaModelTest, MoeConfigErrors) {
+  LoadOptions o = Options(kStories + "/hf");
+  o.load_format = "dummy";
+  o.json_override = R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 8,
+      "num_experts_per_tok": 9, "moe_intermediate_size": 32})";
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kInvalidArgument);
+  o.json_override = R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 8,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32, "mlp_only_layers": [0]})";
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kUnsupported);
+  o.json_override = R"({"architectures": ["Qwen3MoeForCausalLM"]})";
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kInvalidArgument);
+  o.json_override = R"({"architectures": ["OlmoeForCausalLM"], "num_experts": 8,
+      "num_experts_per_tok": 2, "clip_qkv": 8.0})";
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kUnsupported);
+  o.json_override = R"({"num_experts": 8, "num_experts_per_tok": 2})";  // LlamaForCausalLM
+  EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(LlamaModelTest, DummyWeightsRun) {

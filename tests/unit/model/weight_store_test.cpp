@@ -24,6 +24,25 @@ TEST(WeightStoreTest, CanonicalNames) {
             "blk.3.ffn_norm.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.x.mlp.up_proj.weight", "llama"), "");
   EXPECT_EQ(CanonicalWeightName("model.rotary_emb.inv_freq", "llama"), "");
+  // Qwen3-MoE: the router and per-expert projections (RequireExperts reads them back).
+  EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.gate.weight", "qwen3_moe"),
+            "blk.2.ffn_gate_inp.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.17.gate_proj.weight", "qwen3_moe"),
+            "blk.2.ffn_gate_exps.17.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.0.down_proj.weight", "qwen3_moe"),
+            "blk.2.ffn_down_exps.0.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.x.up_proj.weight", "qwen3_moe"), "");
+  EXPECT_EQ(CanonicalWeightName("model.layers.2.mlp.experts.1.w1.weight", "qwen3_moe"), "");
+  EXPECT_EQ(CanonicalWeightName("model.layers.1.mlp.shared_expert_gate.weight", "qwen2_moe"),
+            "blk.1.ffn_gate_inp_shexp.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.1.mlp.shared_expert.up_proj.weight", "qwen2_moe"),
+            "blk.1.ffn_up_shexp.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.gate.weight", "mixtral"),
+            "blk.5.ffn_gate_inp.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.experts.3.w2.weight", "mixtral"),
+            "blk.5.ffn_down_exps.3.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.experts.3.w3.weight", "mixtral"),
+            "blk.5.ffn_up_exps.3.weight");
 }
 
 TEST(WeightStoreTest, ShapeMismatchNamesFileAndTensor) {

@@ -1,0 +1,160 @@
+#include "model/moe_ffn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/for_rows.h"
+#include "model/forward_scratch.h"
+
+namespace radixserve::model {
+
+Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore& w,
+                    const PackFn& pack) {
+  experts_ = c.num_experts;
+  top_k_ = c.num_experts_per_tok;
+  hidden_ = c.hidden_size;
+  inter_ = c.moe_intermediate_size;
+  norm_topk_prob_ = c.norm_topk_prob;
+  kernels::WeightMatrix router;
+  RADIX_ASSIGN_OR_RETURN(router,
+                         w.RequireMatrix(prefix + "ffn_gate_inp.weight", experts_, hidden_));
+  router_ = pack(router);
+  std::vector<kernels::WeightMatrix> gate, up, down;
+  RADIX_ASSIGN_OR_RETURN(gate,
+                         w.RequireExperts(prefix + "ffn_gate_exps", experts_, inter_, hidden_));
+  RADIX_ASSIGN_OR_RETURN(up, w.RequireExperts(prefix + "ffn_up_exps", experts_, inter_, hidden_));
+  RADIX_ASSIGN_OR_RETURN(down,
+                         w.RequireExperts(prefix + "ffn_down_exps", experts_, hidden_, inter_));
+  gate_.clear();
+  up_.clear();
+  down_.clear();
+  for (int64_t e = 0; e < experts_; ++e) {
+    gate_.push_back(pack(gate[static_cast<size_t>(e)]));
+    up_.push_back(pack(up[static_cast<size_t>(e)]));
+    down_.push_back(pack(down[static_cast<size_t>(e)]));
+  }
+  shared_inter_ = c.shared_expert_intermediate_size;
+  if (shared_inter_ == 0) return Status::Ok();
+  const std::string gate_name = prefix + "ffn_gate_inp_shexp.weight";
+  const WeightTensor* g = w.Find(gate_name);
+  if (g != nullptr && g->shape.size() == 2) {  // HF: a [1, hidden] linear layer
+    kernels::WeightMatrix m;
+    RADIX_ASSIGN_OR_RETURN(m, w.RequireMatrix(gate_name, 1, hidden_));
+    shared_gate_.resize(static_cast<size_t>(hidden_));
+    kernels::DequantizeRow(m, 0, shared_gate_.data());
+  } else {
+    RADIX_ASSIGN_OR_RETURN(shared_gate_, w.RequireVector(gate_name, hidden_));
+  }
+  kernels::WeightMatrix sg, su, sd;
+  const int64_t S = shared_inter_;
+  RADIX_ASSIGN_OR_RETURN(sg, w.RequireMatrix(prefix + "ffn_gate_shexp.weight", S, hidden_));
+  RADIX_ASSIGN_OR_RETURN(su, w.RequireMatrix(prefix + "ffn_up_shexp.weight", S, hidden_));
+  RADIX_ASSIGN_OR_RETURN(sd, w.RequireMatrix(prefix + "ffn_down_shexp.weight", hidden_, S));
+  shared_gate_proj_ = pack(sg);
+  shared_up_ = pack(su);
+  shared_down_ = pack(sd);
+  return Status::Ok();
+}
+
+void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h,
+                     int64_t T, kernels::ActivationMode mode, ForwardScratch& s,
+                     float* out) const {
+  const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
+  const int64_t S = shared_inter_;
+  // Router probabilities, then (with a shared expert) each token's shared-expert scale.
+  float* probs = ForwardScratch::Reserve(s.moe_router, T * E + (S > 0 ? T : 0));
+  kernels::MatMul(kt, pool, h, T, router_, probs, mode);
+
+  // Routing: choice[t * K + k] is token t's k-th expert, weight[t * K + k] its weight.
+  s.moe_choice.resize(static_cast<size_t>(T * K));
+  float* weight = ForwardScratch::Reserve(s.moe_weight, T * K);
+  int32_t* choice = s.moe_choice.data();
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* p = probs + t * E;
+      kt.softmax(p, E);
+      int32_t* ct = choice + t * K;
+      float* wt = weight + t * K;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        int32_t best = -1;
+        for (int64_t e = 0; e < E; ++e) {
+          if (std::find(ct, ct + k, static_cast<int32_t>(e)) != ct + k) continue;
+          if (best < 0 || p[e] > p[best]) best = static_cast<int32_t>(e);
+        }
+        ct[k] = best;
+        wt[k] = p[best];
+        sum += wt[k];
+      }
+      if (norm_topk_prob_) {
+        for (int64_t k = 0; k < K; ++k) wt[k] /= sum;
+      }
+    }
+  });
+
+  // Group the (token, k) pairs by expert, in token order within each expert: expert e's rows
+  // are [start[e], start[e + 1]) of the grouped buffers; row_of[t * K + k] is the pair's row.
+  s.moe_start.assign(static_cast<size_t>(E + 1), 0);
+  for (int64_t i = 0; i < T * K; ++i) ++s.moe_start[static_cast<size_t>(choice[i]) + 1];
+  for (int64_t e = 0; e < E; ++e) s.moe_start[e + 1] += s.moe_start[e];
+  s.moe_row_of.resize(static_cast<size_t>(T * K));
+  {
+    std::vector<int32_t>& next = s.moe_next;
+    next.assign(s.moe_start.begin(), s.moe_start.end() - 1);
+    for (int64_t i = 0; i < T * K; ++i) s.moe_row_of[i] = next[choice[i]]++;
+  }
+  float* xin = ForwardScratch::Reserve(s.moe_in, T * K * H);
+  float* gate = ForwardScratch::Reserve(s.moe_gate, T * std::max(K * I, S));
+  float* up = ForwardScratch::Reserve(s.moe_up, T * std::max(K * I, S));
+  float* y = ForwardScratch::Reserve(s.moe_out, T * K * H);
+  ForRows(pool, T * K, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      std::memcpy(xin + s.moe_row_of[i] * H, h + (i / K) * H, sizeof(float) * H);
+  });
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t r0 = s.moe_start[e], n = s.moe_start[e + 1] - r0;
+    if (n == 0) continue;
+    const auto ue = static_cast<size_t>(e);
+    kernels::MatMul(kt, pool, xin + r0 * H, n, gate_[ue], gate + r0 * I, mode);
+    kernels::MatMul(kt, pool, xin + r0 * H, n, up_[ue], up + r0 * I, mode);
+    ForRows(pool, n, [&](int64_t begin, int64_t end) {
+      for (int64_t r = r0 + begin; r < r0 + end; ++r)
+        kt.silu_mul(gate + r * I, up + r * I, gate + r * I, I);
+    });
+    kernels::MatMul(kt, pool, gate + r0 * I, n, down_[ue], y + r0 * H, mode);
+  }
+  // The shared expert over all tokens, into the (now free) grouped input buffer, with each
+  // token's sigmoid gate (computed before `out`, which may alias h, is written).
+  float* shared = nullptr;
+  float* shared_scale = nullptr;
+  if (S > 0) {
+    float* sg = gate;
+    float* su = up;
+    shared = xin;
+    shared_scale = probs + T * E;
+    kernels::MatMul(kt, pool, h, T, shared_gate_proj_, sg, mode);
+    kernels::MatMul(kt, pool, h, T, shared_up_, su, mode);
+    ForRows(pool, T, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        kt.silu_mul(sg + t * S, su + t * S, sg + t * S, S);
+        shared_scale[t] = 1.0f / (1.0f + std::exp(-kt.dot(h + t * H, shared_gate_.data(), H)));
+      }
+    });
+    kernels::MatMul(kt, pool, sg, T, shared_down_, shared, mode);
+  }
+  // Each token's weighted sum, in its own top-k order (then the shared expert).
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* ot = out + t * H;
+      const float* y0 = y + s.moe_row_of[t * K] * H;
+      const float w0 = weight[t * K];
+      for (int64_t j = 0; j < H; ++j) ot[j] = w0 * y0[j];
+      for (int64_t k = 1; k < K; ++k)
+        kt.axpy(weight[t * K + k], y + s.moe_row_of[t * K + k] * H, ot, H);
+      if (shared != nullptr) kt.axpy(shared_scale[t], shared + t * H, ot, H);
+    }
+  });
+}
+
+}  // namespace radixserve::model

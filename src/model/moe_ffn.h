@@ -1,0 +1,57 @@
+// MoeFfn: one layer's mixture-of-experts feed-forward block (Qwen3-MoE; the router semantics of
+// llama.cpp's build_moe_ffn with softmax gating). For each token: router logits = h * Wr^T,
+// softmax over all experts, the top-k experts by probability (ties: lower index), their
+// probabilities as weights (renormalized to sum 1 when norm_topk_prob); the output is
+// sum_k w_k * down_k(silu(gate_k h) * up_k h), added in the token's top-k order, plus (Qwen2-MoE)
+// a shared expert every token runs, scaled by sigmoid(shared_gate . h).
+//
+// The expert GEMM groups the step's tokens by expert: each active expert multiplies all of its
+// tokens in one MatMul per projection, so its weights are read once per step however many tokens
+// chose it, and experts no token chose are not read at all. Each token's sum runs over its own
+// k results in its own order and every matmul row is computed independently of the others, so
+// a token's output does not depend on which other tokens share its step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+#include "kernels/quant_matmul.h"
+#include "model/model_config.h"
+#include "model/weight_store.h"
+
+namespace radixserve::model {
+
+struct ForwardScratch;
+
+class MoeFfn {
+ public:
+  using PackFn = std::function<kernels::PackedWeight(const kernels::WeightMatrix&)>;
+
+  // Reads `<prefix>ffn_gate_inp.weight` (router, [experts, hidden]) and the experts'
+  // ffn_gate_exps / ffn_up_exps ([experts, moe_intermediate, hidden]) and ffn_down_exps
+  // ([experts, hidden, moe_intermediate]), stacked (GGUF) or per expert (HF); with a shared
+  // expert also ffn_gate_inp_shexp ([hidden], HF [1, hidden]) and ffn_{gate,up,down}_shexp.
+  Status Load(const ModelConfig& config, const std::string& prefix, WeightStore& weights,
+              const PackFn& pack);
+
+  // out[T, hidden] = MoE(h[T, hidden]); out may alias h. Buffers come from `s`.
+  void Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t tokens,
+               kernels::ActivationMode mode, ForwardScratch& s, float* out) const;
+
+ private:
+  int64_t experts_ = 0, top_k_ = 0, hidden_ = 0, inter_ = 0;
+  bool norm_topk_prob_ = false;
+  kernels::PackedWeight router_;
+  std::vector<kernels::PackedWeight> gate_, up_, down_;
+  int64_t shared_inter_ = 0;  // 0: no shared expert
+  std::vector<float> shared_gate_;
+  kernels::PackedWeight shared_gate_proj_, shared_up_, shared_down_;
+};
+
+}  // namespace radixserve::model

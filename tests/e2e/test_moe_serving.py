@@ -1,0 +1,44 @@
+"""A Qwen3-MoE model served end to end: the random-weight qwen3moe GGUF of the MoE oracle tests
+(tests/oracle/model/moe_checkpoint.py), 12 greedy requests sent at once so the scheduler batches
+them, each continuation equal to llama.cpp's own greedy decoding of that prompt on the same file
+(llama-cpp-python, one token per step)."""
+import concurrent.futures
+import pathlib
+import sys
+
+import pytest
+import requests
+
+from server_util import Server
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
+from moe_checkpoint import write_gguf  # noqa: E402
+from test_llama_oracle import STORY, tokenize  # noqa: E402
+from test_moe_oracle import llama_cpp_greedy  # noqa: E402
+
+MAX_NEW = 12
+
+
+def test_qwen3moe_batched_greedy_matches_llama_cpp(tmp_path):
+    model = str(tmp_path / "qwen3moe-f32.gguf")
+    write_gguf(model, "F32", seed=11)
+    story = tokenize(model, STORY)
+    prompts = [story[: 6 + 5 * i] for i in range(12)]
+    expected = [llama_cpp_greedy(model, p, MAX_NEW) for p in prompts]
+    srv = Server(model, "--skip-server-warmup", "--disable-radix-cache")
+    try:
+        def one(prompt):
+            r = requests.post(srv.url + "/generate", json={
+                "input_ids": prompt, "sampling_params": {
+                    "max_new_tokens": MAX_NEW, "temperature": 0, "ignore_eos": True}},
+                timeout=300)
+            assert r.status_code == 200, r.text
+            return r.json()["output_ids"]
+
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            got = list(pool.map(one, prompts))
+        srv.assert_no_leak()
+        assert "Qwen3MoeForCausalLM" in srv.logs()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    assert got == expected
