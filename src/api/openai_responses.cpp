@@ -602,7 +602,8 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
       "reasoning",  "top_logprobs", "include",             "truncation",
       "background", "service_tier", "user",                "safety_identifier",
       "prompt_cache_key", "prompt_cache_retention", "request_id", "chat_template_kwargs"};
-  for (const auto& [key, value] : body.items()) {
+  for (const auto& entry : body.items()) {
+    const std::string& key = entry.key();
     const auto known = [&key](const char* name) { return key == name; };
     if (std::none_of(kKnown.begin(), kKnown.end(), known) &&
         std::none_of(kChatExtras.begin(), kChatExtras.end(), known)) {
