@@ -296,7 +296,9 @@ def test_jump_forward_appends_forced_keys(stories):
     tokens = body["meta_info"]["completion_tokens"]
     # One event per forward step: far fewer than tokens, the keys' tokens came for free.
     assert len(chunks) * 2 < tokens, (len(chunks), tokens)
-    assert forced() - before >= tokens - len(chunks)
+    # Most of the output was forced (the keys are long). Not exactly tokens - len(chunks): a slow
+    # reader can get two steps' events in one chunk.
+    assert tokens // 2 <= forced() - before <= tokens, (forced() - before, tokens)
 
     before = forced()
     body = generate(stories, sampling, return_logprob=True)
