@@ -778,33 +778,33 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
   o.model = call.model;
   json tools_echo = json::array();
   if (!IsNullOr(body, "tools")) tools_echo = body["tools"];
+  // A request field as the Response object repeats it: null when the request left it out.
+  const auto echoed = [&body](const char* key) {
+    return IsNullOr(body, key) ? json(nullptr) : json(body[key]);
+  };
   o.echo = {
       {"background", false},
-      {"instructions", IsNullOr(body, "instructions") ? json(nullptr) : json(body["instructions"])},
-      {"max_output_tokens",
-       IsNullOr(body, "max_output_tokens") ? json(nullptr) : json(body["max_output_tokens"])},
+      {"instructions", echoed("instructions")},
+      {"max_output_tokens", echoed("max_output_tokens")},
       {"max_tool_calls", max_tool_calls ? json(*max_tool_calls) : json(nullptr)},
       {"metadata", IsNullOr(body, "metadata") ? json::object() : json(body["metadata"])},
       {"parallel_tool_calls", IsNullOr(body, "parallel_tool_calls") ||
                                   !body["parallel_tool_calls"].is_boolean() ||
                                   body["parallel_tool_calls"].get<bool>()},
-      {"previous_response_id",
-       IsNullOr(body, "previous_response_id") ? json(nullptr) : json(body["previous_response_id"])},
+      {"previous_response_id", echoed("previous_response_id")},
       {"reasoning", std::move(reasoning)},
       {"service_tier", "default"},
       {"store", store},
-      {"temperature", IsNullOr(body, "temperature") ? json(nullptr) : json(body["temperature"])},
+      {"temperature", echoed("temperature")},
       {"text", IsNullOr(body, "text") ? json{{"format", {{"type", "text"}}}} : json(body["text"])},
       {"tool_choice", IsNullOr(body, "tool_choice") ? json("auto") : json(body["tool_choice"])},
       {"tools", std::move(tools_echo)},
       {"top_logprobs", top_logprobs},
-      {"top_p", IsNullOr(body, "top_p") ? json(nullptr) : json(body["top_p"])},
+      {"top_p", echoed("top_p")},
       {"truncation", "disabled"},
-      {"user", IsNullOr(body, "user") ? json(nullptr) : json(body["user"])},
-      {"safety_identifier",
-       IsNullOr(body, "safety_identifier") ? json(nullptr) : json(body["safety_identifier"])},
-      {"prompt_cache_key",
-       IsNullOr(body, "prompt_cache_key") ? json(nullptr) : json(body["prompt_cache_key"])}};
+      {"user", echoed("user")},
+      {"safety_identifier", echoed("safety_identifier")},
+      {"prompt_cache_key", echoed("prompt_cache_key")}};
   if (!store) o.history = ordered_json::array();
 
   ServingPlan plan = std::move(call.plan);
