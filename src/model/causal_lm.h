@@ -13,6 +13,7 @@
 #include "common/thread_pool.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache_view.h"
+#include "model/lora_adapter.h"
 #include "model/model_config.h"
 
 namespace radixserve::model {
@@ -31,6 +32,16 @@ class CausalLM {
   // inconsistent is a caller bug (RADIX_CHECK).
   virtual Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                          float* logits) const = 0;
+
+  // Reads a LoRA adapter for this model (lora_adapter.h); sequences then name it in
+  // SequenceExtend::lora. The model fills the options' rotary layout and MoE switch.
+  // Architectures without LoRA support give Unsupported.
+  virtual Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
+                                                                LoraLoadOptions options) const {
+    (void)options;
+    return Unsupported("LoRA adapters are not supported for " + config().architecture + " ('" +
+                       path + "')");
+  }
 };
 
 }  // namespace radixserve::model

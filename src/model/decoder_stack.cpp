@@ -1,5 +1,6 @@
 #include "model/decoder_stack.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -25,6 +26,7 @@ struct DecoderStack::Step {
   int64_t tokens;
   const float* rope_cos[2];  // [0] global, [1] sliding-window layers
   const float* rope_sin[2];
+  bool lora = false;  // some sequence has an adapter (groups in s->lora_groups)
 };
 
 Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w) {
@@ -52,6 +54,7 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
   layers_.assign(static_cast<size_t>(c.num_layers), Layer{});
   for (int64_t l = 0; l < c.num_layers; ++l) {
     Layer& layer = layers_[static_cast<size_t>(l)];
+    layer.index = l;
     const std::string p = "blk." + std::to_string(l) + ".";
     if (spec_.sliding_window_layers) {
       RADIX_CHECK(static_cast<int64_t>(c.layer_is_sliding.size()) == c.num_layers);
@@ -151,7 +154,28 @@ Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, T
     for (int64_t i = 0; i < T * H; ++i) x[i] *= spec_.embed_scale;
   }
 
-  Step step{&kt, pool, &batch, &layout, &s, T, {}, {}};
+  Step step{&kt, pool, &batch, &layout, &s, T, {}, {}, false};
+  // Token rows grouped by adapter, in order of each adapter's first sequence.
+  s.lora_groups.clear();
+  s.lora_rows.clear();
+  {
+    int64_t row = 0;
+    std::vector<std::pair<const LoraAdapter*, std::vector<int32_t>>> groups;
+    for (const SequenceExtend& seq : batch.sequences) {
+      if (seq.lora != nullptr) {
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const auto& g) { return g.first == seq.lora; });
+        if (it == groups.end()) it = groups.insert(groups.end(), {seq.lora, {}});
+        for (int64_t i = 0; i < seq.extend_len; ++i) it->second.push_back(static_cast<int32_t>(row + i));
+      }
+      row += seq.extend_len;
+    }
+    for (auto& [adapter, rows] : groups) {
+      s.lora_rows.insert(s.lora_rows.end(), rows.begin(), rows.end());
+      s.lora_groups.emplace_back(adapter, static_cast<int64_t>(s.lora_rows.size()));
+    }
+    step.lora = !s.lora_groups.empty();
+  }
   const int64_t half = c.rotary_dim / 2;
   const bool local_rope = spec_.sliding_window_layers;
   for (int set = 0; set < (local_rope ? 2 : 1); ++set) {
@@ -223,6 +247,11 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     q_stride = q_dim;
     kv_stride = kv_dim;
   }
+  if (step.lora) {
+    ApplyLora(step, layer, LoraTarget::kQ, h, q, q_stride);
+    ApplyLora(step, layer, LoraTarget::kK, h, k, kv_stride);
+    ApplyLora(step, layer, LoraTarget::kV, h, v, kv_stride);
+  }
   const int rope_set = layer.sliding ? 1 : 0;
   const int64_t half = c.rotary_dim / 2;
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
@@ -275,6 +304,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   PagedAttention(kt, pool, *step.batch, *step.layout, spec_.attention, layer.sliding_window, q, k,
                  v, k_cache, v_cache, attn);
   kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
+  if (step.lora) ApplyLora(step, layer, LoraTarget::kO, attn, h, c.hidden_size);
 
   // Residual, then the MLP's input norm, in one pass over each row.
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
@@ -320,6 +350,10 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
     kernels::MatMul(kt, pool, h, T, layer.up, up, act);
     gu_stride = I;
   }
+  if (step.lora) {
+    ApplyLora(step, layer, LoraTarget::kGate, h, gate, gu_stride);
+    ApplyLora(step, layer, LoraTarget::kUp, h, up, gu_stride);
+  }
   float* gated = ForwardScratch::Reserve(s.gated, T * I);
   // llama.cpp numerics (GGUF) evaluate GELU through its f16 table; HF checkpoints use the formula.
   const auto gating = spec_.activation == GatedActivation::kSilu ? kt.silu_mul
@@ -331,6 +365,35 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
       gating(gate + t * gu_stride, up + t * gu_stride, gated + t * I, I);
   });
   kernels::MatMul(kt, pool, gated, T, layer.down, h, act);
+  if (step.lora) ApplyLora(step, layer, LoraTarget::kDown, gated, h, config_.hidden_size);
+}
+
+void DecoderStack::ApplyLora(const Step& step, const Layer& layer, LoraTarget target,
+                             const float* x, float* y, int64_t y_stride) const {
+  const kernels::KernelTable& kt = *step.kt;
+  ForwardScratch& s = *step.s;
+  int64_t begin = 0;
+  for (const auto& [adapter, end] : s.lora_groups) {
+    const int32_t* rows = s.lora_rows.data() + begin;
+    const int64_t n = end - begin;
+    begin = end;
+    const LoraWeights* w = adapter->Find(layer.index, target);
+    if (w == nullptr) continue;
+    float* in = ForwardScratch::Reserve(s.lora_in, n * w->in);
+    float* mid = ForwardScratch::Reserve(s.lora_mid, n * w->rank);
+    float* out = ForwardScratch::Reserve(s.lora_out, n * w->out);
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(in + i * w->in, x + rows[i] * w->in, sizeof(float) * static_cast<size_t>(w->in));
+    }
+    // Shrink then expand: [n, in] x A^T -> [n, rank] x B^T -> [n, out], float32 throughout.
+    const kernels::WeightMatrix a{kernels::WeightFormat::kF32, w->rank, w->in, w->a.data()};
+    const kernels::WeightMatrix b{kernels::WeightFormat::kF32, w->out, w->rank, w->b.data()};
+    kernels::MatMul(kt, step.pool, in, n, a, mid);
+    kernels::MatMul(kt, step.pool, mid, n, b, out);
+    ForRows(step.pool, n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) kt.axpy(w->scale, out + i * w->out, y + rows[i] * y_stride, w->out);
+    });
+  }
 }
 
 }  // namespace radixserve::model

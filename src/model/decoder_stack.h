@@ -8,6 +8,10 @@
 // Load fuses Q/K/V into one weight matrix and gate/up into another when their storage formats
 // match (FusedWeights), so a decode step runs one MatMul where it would run three (or two).
 //
+// LoRA: a sequence of the batch may name an adapter (SequenceExtend::lora). The base projections
+// run once for the whole batch; then, per adapter, the rows of its sequences go through the
+// low-rank update (shrink by A, expand by B) and are added to the projection's output.
+//
 // Forward: see CausalLM::Forward. Reentrant: all per-step buffers are the calling thread's
 // ForwardScratch, so engine replicas may run steps on one shared stack from their own threads
 // (each with its own pool and KV view). Allocates nothing once the largest batch was seen
@@ -26,6 +30,7 @@
 #include "model/forward_batch.h"
 #include "model/fused_weights.h"
 #include "model/kv_cache_view.h"
+#include "model/lora_adapter.h"
 #include "model/model_config.h"
 #include "model/moe_ffn.h"
 #include "model/weight_store.h"
@@ -67,12 +72,21 @@ class DecoderStack {
   Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                  float* logits) const;
 
+  // A LoRA adapter for this stack (its rotary row order and MoE switch filled in).
+  Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
+                                                        LoraLoadOptions options) const {
+    options.base_rope_layout = spec_.rope_layout;
+    options.moe = spec_.moe;
+    return LoraAdapter::Load(path, config_, options);
+  }
+
   // Layers whose Q/K/V (gate/up) projections run as one stacked matrix.
   int fused_qkv_layers() const;
   int fused_gate_up_layers() const;
 
  private:
   struct Layer {
+    int64_t index = 0;
     std::vector<float> attn_norm, ffn_norm, post_attn_norm, post_ffn_norm, q_norm, k_norm;
     std::vector<float> qkv_bias;      // [q | k | v] when spec.qkv_bias
     bool qkv_fused = false;           // then q holds the stacked [q; k; v] rows
@@ -93,6 +107,10 @@ class DecoderStack {
                 LayerCache v_cache) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;
+  // Adds each LoRA group's scale * B (A x_t) for `target` of this layer to y rows t (row t at
+  // y + t * y_stride); x is [T, in]. Rows of sequences without an adapter are not touched.
+  void ApplyLora(const Step& step, const Layer& layer, LoraTarget target, const float* x,
+                 float* y, int64_t y_stride) const;
 
   ModelConfig config_;
   DecoderSpec spec_;

@@ -13,12 +13,17 @@
 
 namespace radixserve::model {
 
+class LoraAdapter;
+
 struct SequenceExtend {
   int64_t prefix_len = 0;
   int64_t extend_len = 0;
   // Slot of each position 0 .. prefix_len + extend_len - 1; owned by the caller (typically a
   // row of the request-to-token table), valid for the duration of Forward.
   std::span<const int32_t> kv_slots;
+  // The LoRA adapter whose update this sequence's projections add (lora_adapter.h); null: the
+  // base model. Owned by the caller, valid for the duration of Forward.
+  const LoraAdapter* lora = nullptr;
 };
 
 struct ForwardBatch {

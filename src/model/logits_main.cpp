@@ -5,6 +5,7 @@
 //                (--tokens 1,2,3 | --tokens-file FILE) [--chunk N] [--logits-out FILE]
 //                [--exact-activations] [--disable-mmap]
 //                [--kv-cache-dtype f32|bf16|fp16|fp8_e4m3|fp8_e5m2] [--kv-scales K,V]
+//                [--lora PATH]
 //   radix_logits --model PATH --dump-tensor NAME --out FILE
 //   radix_logits --model PATH --rope-info [--json-model-override-args JSON]
 //
@@ -16,6 +17,7 @@
 // default; LoadOptions::exact_quantized_activations). --rope-info prints the model's RoPE inverse
 // frequencies and attention factor ({"inv_freq": [...], "attention_factor": f}) from its config
 // alone. --json-model-override-args merges JSON over the config (LoadOptions::json_override).
+// --lora applies a LoRA adapter (PEFT folder or GGUF LoRA file) to every token.
 // --kv-cache-dtype stores the KV cache in that element type (default f32); --kv-scales gives the
 // fp8 dequantization factors of every layer's K and V (default 1,1).
 // Exit status 1 on any error.
@@ -99,7 +101,7 @@ int RopeInfo(const model::LoadOptions& options) {
 int main(int argc, char** argv) {
   radixserve::InitLogging("warning");
   model::LoadOptions options;
-  std::string tokens_text, tokens_file, logits_out, dump_tensor, dump_out;
+  std::string tokens_text, tokens_file, logits_out, dump_tensor, dump_out, lora_path;
   int threads = 0;
   int64_t chunk = 0;
   bool rope_info = false;
@@ -134,6 +136,8 @@ int main(int argc, char** argv) {
       rope_info = true;
     else if (arg == "--json-model-override-args")
       options.json_override = next();
+    else if (arg == "--lora")
+      lora_path = next();
     else if (arg == "--exact-activations")
       options.exact_quantized_activations = true;
     else if (arg == "--kv-cache-dtype") {
@@ -175,6 +179,12 @@ int main(int argc, char** argv) {
   if (!loaded.ok()) return Fail(loaded.status().message());
   const model::CausalLM& lm = **loaded;
   const model::ModelConfig& c = lm.config();
+  std::shared_ptr<const model::LoraAdapter> lora;
+  if (!lora_path.empty()) {
+    auto adapter = lm.LoadLora(lora_path, {});
+    if (!adapter.ok()) return Fail(adapter.status().message());
+    lora = adapter.value();
+  }
   const int64_t n = static_cast<int64_t>(tokens.size());
   model::KvCacheBuffers kv_buffers(c.num_layers, n, c.num_kv_heads, c.head_dim, kv_type);
   model::KvCacheView kv = kv_buffers.view();
@@ -195,7 +205,8 @@ int main(int argc, char** argv) {
       batch.logit_indices.push_back(i);
     }
     batch.sequences.push_back(
-        {start, len, std::span<const int32_t>(slots.data(), static_cast<size_t>(start + len))});
+        {start, len, std::span<const int32_t>(slots.data(), static_cast<size_t>(start + len)),
+         lora.get()});
     Status status = lm.Forward(batch, kv, &pool, logits.data() + start * c.vocab_size);
     if (!status.ok()) return Fail(status.message());
   }

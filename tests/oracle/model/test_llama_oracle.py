@@ -56,10 +56,12 @@ def _without_extra_buffer_types(llama_cpp):
     llama_module.llama_cpp.llama_model_default_params = params
 
 
-def llama_cpp_logits(model_path, tokens, n_ctx, flash_attn=False):
+def llama_cpp_logits(model_path, tokens, n_ctx, flash_attn=False, lora_path=None):
+    """llama.cpp's teacher-forced logits; lora_path: a GGUF LoRA applied at scale 1."""
     llama_cpp = pytest.importorskip("llama_cpp")
     _without_extra_buffer_types(llama_cpp)
-    llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
+    llm = llama_cpp.Llama(model_path=model_path, lora_path=lora_path, lora_scale=1.0,
+                          n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
                           logits_all=True, n_threads=2, verbose=False, flash_attn=flash_attn,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
     llm.eval(tokens)
@@ -101,7 +103,7 @@ def test_stories260k_chunked_prefill_is_invariant(tmp_path):
     assert np.abs(a - b).max() < 1e-5
 
 
-def quantized_agreement(model, tmp_path, label):
+def quantized_agreement(model, tmp_path, label, lora_path=None):
     """Teacher-forced agreement with llama.cpp on ~440 tokens of text, next to llama.cpp's own
     agreement with itself when only its attention's float order changes (flash attention on).
 
@@ -110,12 +112,14 @@ def quantized_agreement(model, tmp_path, label):
     top two logits are closer than that are coin flips for any implementation that is not
     bit-identical to llama.cpp, including llama.cpp itself with flash attention. So the test
     asserts (1) agreement on every position where llama.cpp's top-1 leads by >= 0.5 logits, and
-    (2) overall top-1 agreement and mean |dlogprob| at least as good as llama.cpp's own."""
+    (2) overall top-1 agreement and mean |dlogprob| at least as good as llama.cpp's own.
+    With lora_path, both run the base model with that GGUF LoRA adapter."""
     tokens = tokenize(model, TECH + " " + STORY)[:512]
     assert len(tokens) >= 400
-    ref = llama_cpp_logits(model, tokens, 512)
-    ref_fa = llama_cpp_logits(model, tokens, 512, flash_attn=True)
-    ours = run_radix(model, tokens, tmp_path, "--threads", "2")
+    ref = llama_cpp_logits(model, tokens, 512, lora_path=lora_path)
+    ref_fa = llama_cpp_logits(model, tokens, 512, flash_attn=True, lora_path=lora_path)
+    ours = run_radix(model, tokens, tmp_path, "--threads", "2",
+                     *(["--lora", lora_path] if lora_path else []))
     nxt = np.array(tokens[1:])
     ref_lp = log_softmax(ref[:-1])[np.arange(len(nxt)), nxt]
 

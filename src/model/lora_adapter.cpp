@@ -1,0 +1,373 @@
+#include "model/lora_adapter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/matmul.h"
+#include "model/gguf_file.h"
+#include "model/safetensors_file.h"
+
+namespace radixserve::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array<const char*, kLoraTargetCount> kHfNames = {
+    "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+constexpr std::array<const char*, kLoraTargetCount> kGgufNames = {
+    "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+
+std::optional<LoraTarget> TargetFromGgufName(const std::string& name) {
+  for (int t = 0; t < kLoraTargetCount; ++t) {
+    if (name == kGgufNames[static_cast<size_t>(t)]) return static_cast<LoraTarget>(t);
+  }
+  return std::nullopt;
+}
+
+// A [rows, cols] matrix in any stored format, as float32.
+std::vector<float> ToFloat(kernels::WeightFormat format, int64_t rows, int64_t cols,
+                           const void* data) {
+  const kernels::WeightMatrix m{format, rows, cols, data};
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) kernels::DequantizeRow(m, r, out.data() + r * cols);
+  return out;
+}
+
+// Parses "<layer>" followed by ".<rest>"; nullopt when `s` does not start with a number.
+std::optional<std::pair<int64_t, std::string>> SplitLayer(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  if (i == 0 || i > 9 || i >= s.size() || s[i] != '.') return std::nullopt;
+  return std::make_pair(std::stoll(s.substr(0, i)), s.substr(i + 1));
+}
+
+// Rows of a Q or K projection's B reordered between HF's rotate-half order (each head's first
+// half, then its second half) and llama.cpp's interleaved order (pairs).
+std::vector<float> PermuteHeads(const std::vector<float>& b, int64_t heads, int64_t head_dim,
+                                int64_t rank, bool to_interleaved) {
+  std::vector<float> out(b.size());
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < half; ++i) {
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t interleaved = h * head_dim + 2 * i + j;
+        const int64_t rotate_half = h * head_dim + j * half + i;
+        const int64_t dst = to_interleaved ? interleaved : rotate_half;
+        const int64_t src = to_interleaved ? rotate_half : interleaved;
+        std::copy_n(b.begin() + src * rank, rank, out.begin() + dst * rank);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* LoraTargetName(LoraTarget target) { return kHfNames[static_cast<size_t>(target)]; }
+
+std::optional<LoraTarget> LoraTargetFromName(const std::string& name) {
+  for (int t = 0; t < kLoraTargetCount; ++t) {
+    if (name == kHfNames[static_cast<size_t>(t)]) return static_cast<LoraTarget>(t);
+  }
+  return std::nullopt;
+}
+
+Expected<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& path,
+                                                               const ModelConfig& config,
+                                                               const LoraLoadOptions& options) {
+  std::shared_ptr<LoraAdapter> adapter(new LoraAdapter());
+  adapter->layers_.resize(static_cast<size_t>(config.num_layers));
+  std::error_code ec;
+  fs::path p(path);
+  if (fs::is_regular_file(p, ec) && p.extension() == ".gguf") {
+    RADIX_RETURN_IF_ERROR(adapter->LoadGguf(path, config, options));
+  } else {
+    if (fs::is_regular_file(p, ec) && p.filename() == "adapter_config.json") p = p.parent_path();
+    if (!fs::is_directory(p, ec)) {
+      return NotFound("LoRA adapter '" + path +
+                      "' is neither a PEFT folder (adapter_config.json + "
+                      "adapter_model.safetensors) nor a .gguf LoRA file");
+    }
+    RADIX_RETURN_IF_ERROR(adapter->LoadPeft(p.string(), config, options));
+  }
+  if (adapter->targets_.empty()) {
+    return InvalidArgument("LoRA adapter '" + path + "' holds no LoRA matrices");
+  }
+  std::sort(adapter->targets_.begin(), adapter->targets_.end());
+  return std::shared_ptr<const LoraAdapter>(std::move(adapter));
+}
+
+Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
+                             const LoraLoadOptions& options) {
+  format_ = "peft";
+  const std::string config_path = (fs::path(dir) / "adapter_config.json").string();
+  std::ifstream in(config_path);
+  if (!in) return NotFound(config_path + ": no such file (a PEFT adapter folder needs it)");
+  nlohmann::json cfg = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!cfg.is_object()) return InvalidArgument(config_path + ": not a JSON object");
+  const auto refuse = [&](const std::string& why) {
+    return InvalidArgument(config_path + ": " + why);
+  };
+  const auto truthy = [&](const char* key) {
+    auto it = cfg.find(key);
+    return it != cfg.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>()) &&
+           !((it->is_array() || it->is_object()) && it->empty()) &&
+           !(it->is_string() && (it->get<std::string>() == "none" || it->get<std::string>().empty()));
+  };
+  if (cfg.contains("peft_type") && cfg["peft_type"] != "LORA") {
+    return refuse("peft_type " + cfg["peft_type"].dump() + " is not LORA");
+  }
+  if (truthy("modules_to_save")) {
+    return refuse("modules_to_save (fully trained extra modules) is not supported; only LoRA "
+                  "matrices on q/k/v/o/gate/up/down projections are");
+  }
+  if (truthy("use_dora")) return refuse("DoRA adapters (use_dora) are not supported");
+  if (truthy("bias")) return refuse("adapters that train biases (bias != \"none\") are not supported");
+  if (truthy("lora_bias")) return refuse("lora_bias is not supported");
+  if (truthy("fan_in_fan_out")) return refuse("fan_in_fan_out adapters are not supported");
+  if (truthy("rank_pattern") || truthy("alpha_pattern")) {
+    return refuse("per-module rank_pattern / alpha_pattern are not supported");
+  }
+  if (!cfg.contains("r") || !cfg["r"].is_number_integer() || cfg["r"].get<int64_t>() <= 0) {
+    return refuse("\"r\" must be a positive integer");
+  }
+  const int64_t r = cfg["r"].get<int64_t>();
+  double alpha = static_cast<double>(r);
+  if (cfg.contains("lora_alpha")) {
+    if (!cfg["lora_alpha"].is_number()) return refuse("\"lora_alpha\" must be a number");
+    alpha = cfg["lora_alpha"].get<double>();
+  }
+  const bool rslora = cfg.value("use_rslora", false);
+  const auto scale = static_cast<float>(rslora ? alpha / std::sqrt(static_cast<double>(r))
+                                               : alpha / static_cast<double>(r));
+
+  const fs::path weights_path = fs::path(dir) / "adapter_model.safetensors";
+  std::error_code ec;
+  if (!fs::exists(weights_path, ec)) {
+    if (fs::exists(fs::path(dir) / "adapter_model.bin", ec)) {
+      return InvalidArgument(dir + ": adapter_model.bin (a pickle) is not supported; save the "
+                             "adapter with safe_serialization=True (adapter_model.safetensors)");
+    }
+    return NotFound(weights_path.string() + ": no such file");
+  }
+  auto opened = SafetensorsFile::Open(weights_path.string(), /*use_mmap=*/true);
+  if (!opened.ok()) return opened.status();
+  const SafetensorsFile& file = opened.value();
+  const std::string& fname = file.path();
+  if (!file.other_dtypes().empty()) {
+    return InvalidArgument(fname + ": tensor '" + file.other_dtypes().begin()->first +
+                           "' has dtype " + file.other_dtypes().begin()->second +
+                           " (LoRA matrices must be F32, F16 or BF16)");
+  }
+  // (layer, target) -> {A, B}
+  std::map<std::pair<int64_t, int>, std::pair<const SafetensorsTensor*, const SafetensorsTensor*>>
+      pairs;
+  for (const SafetensorsTensor& t : file.tensors()) {
+    std::string name = t.name;
+    const auto unsupported = [&] {
+      return InvalidArgument(fname + ": tensor '" + t.name +
+                             "' is not a LoRA matrix of a decoder layer's q/k/v/o/gate/up/down "
+                             "projection (embedding, LM-head and other modules are not supported)");
+    };
+    for (const char* prefix : {"base_model.model.", "model."}) {
+      if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
+    }
+    if (name.rfind("layers.", 0) != 0) return unsupported();
+    auto split = SplitLayer(name.substr(7));
+    if (!split) return unsupported();
+    auto [layer, rest] = *split;
+    // rest: "<self_attn|mlp>.<proj>.lora_<A|B>[.default].weight"
+    bool is_a;
+    std::string module;
+    for (const char* suffix : {".lora_A.weight", ".lora_A.default.weight"}) {
+      if (rest.size() > std::string(suffix).size() && rest.ends_with(suffix)) {
+        module = rest.substr(0, rest.size() - std::string(suffix).size());
+      }
+    }
+    is_a = !module.empty();
+    if (!is_a) {
+      for (const char* suffix : {".lora_B.weight", ".lora_B.default.weight"}) {
+        if (rest.size() > std::string(suffix).size() && rest.ends_with(suffix)) {
+          module = rest.substr(0, rest.size() - std::string(suffix).size());
+        }
+      }
+    }
+    const size_t dot = module.find('.');
+    if (module.empty() || dot == std::string::npos) return unsupported();
+    const std::string block = module.substr(0, dot);
+    const std::optional<LoraTarget> target = LoraTargetFromName(module.substr(dot + 1));
+    if (!target || (block != "self_attn" && block != "mlp") ||
+        (block == "self_attn") != (*target <= LoraTarget::kO)) {
+      return unsupported();
+    }
+    if (layer >= config.num_layers) {
+      return InvalidArgument(fname + ": tensor '" + t.name + "' names layer " +
+                             std::to_string(layer) + " but the model has " +
+                             std::to_string(config.num_layers));
+    }
+    if (t.shape.size() != 2) {
+      return InvalidArgument(fname + ": tensor '" + t.name + "' is not a matrix");
+    }
+    auto& slot = pairs[{layer, static_cast<int>(*target)}];
+    (is_a ? slot.first : slot.second) = &t;
+  }
+  for (const auto& [key, ab] : pairs) {
+    const auto [layer, target] = key;
+    const std::string where = "layer " + std::to_string(layer) + " " +
+                              LoraTargetName(static_cast<LoraTarget>(target));
+    if (ab.first == nullptr || ab.second == nullptr) {
+      return InvalidArgument(fname + ": " + where + " has lora_" + (ab.first ? "A" : "B") +
+                             " but no lora_" + (ab.first ? "B" : "A"));
+    }
+    const SafetensorsTensor& a = *ab.first;
+    const SafetensorsTensor& b = *ab.second;
+    if (a.shape[0] != r || b.shape[1] != r) {
+      return InvalidArgument(fname + ": " + where + " has rank " + std::to_string(a.shape[0]) +
+                             "/" + std::to_string(b.shape[1]) + " but adapter_config.json says r=" +
+                             std::to_string(r));
+    }
+    LoraWeights w;
+    w.rank = r;
+    w.in = a.shape[1];
+    w.out = b.shape[0];
+    w.scale = scale;
+    w.a = ToFloat(a.format, w.rank, w.in, a.data);
+    w.b = ToFloat(b.format, w.out, w.rank, b.data);
+    RADIX_RETURN_IF_ERROR(Place(fname, layer, static_cast<LoraTarget>(target), std::move(w),
+                                config, options, kernels::RopeLayout::kRotateHalf));
+  }
+  return Status::Ok();
+}
+
+Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
+                             const LoraLoadOptions& options) {
+  format_ = "gguf";
+  auto opened = GgufFile::Open(path, /*use_mmap=*/true);
+  if (!opened.ok()) return opened.status();
+  const GgufFile& gguf = opened.value();
+  std::optional<std::string> type, adapter_type, arch;
+  std::optional<double> alpha;
+  RADIX_ASSIGN_OR_RETURN(type, gguf.GetString("general.type"));
+  RADIX_ASSIGN_OR_RETURN(adapter_type, gguf.GetString("adapter.type"));
+  if (type.value_or("") != "adapter" || adapter_type.value_or("") != "lora") {
+    return InvalidArgument(path + ": not a GGUF LoRA adapter (general.type must be \"adapter\" "
+                           "and adapter.type \"lora\", as llama.cpp's convert_lora_to_gguf.py "
+                           "writes them)");
+  }
+  RADIX_ASSIGN_OR_RETURN(alpha, gguf.GetFloat("adapter.lora.alpha"));
+  RADIX_ASSIGN_OR_RETURN(arch, gguf.GetString("general.architecture"));
+  // llama.cpp's converter writes llama Q/K rows (and so their LoRA B rows) interleaved.
+  const kernels::RopeLayout layout = arch.value_or("") == "llama"
+                                         ? kernels::RopeLayout::kInterleaved
+                                         : kernels::RopeLayout::kRotateHalf;
+  std::map<std::pair<int64_t, int>, std::pair<const GgufTensorInfo*, const GgufTensorInfo*>> pairs;
+  for (const GgufTensorInfo& t : gguf.tensors()) {
+    const auto unsupported = [&] {
+      return InvalidArgument(path + ": tensor '" + t.name +
+                             "' is not a LoRA matrix of a decoder layer's q/k/v/o/gate/up/down "
+                             "projection (embedding, LM-head and other tensors are not supported)");
+    };
+    const bool is_a = t.name.ends_with(".weight.lora_a");
+    if (!is_a && !t.name.ends_with(".weight.lora_b")) return unsupported();
+    if (t.name.rfind("blk.", 0) != 0) return unsupported();
+    auto split = SplitLayer(t.name.substr(4));
+    if (!split) return unsupported();
+    const auto& [layer, rest] = *split;
+    const std::optional<LoraTarget> target =
+        TargetFromGgufName(rest.substr(0, rest.size() - std::string(".weight.lora_a").size()));
+    if (!target) return unsupported();
+    if (layer >= config.num_layers) {
+      return InvalidArgument(path + ": tensor '" + t.name + "' names layer " +
+                             std::to_string(layer) + " but the model has " +
+                             std::to_string(config.num_layers));
+    }
+    if (t.shape.size() != 2) return InvalidArgument(path + ": tensor '" + t.name + "' is not a matrix");
+    auto& slot = pairs[{layer, static_cast<int>(*target)}];
+    (is_a ? slot.first : slot.second) = &t;
+  }
+  for (const auto& [key, ab] : pairs) {
+    const auto [layer, target] = key;
+    const std::string where = "layer " + std::to_string(layer) + " " +
+                              kGgufNames[static_cast<size_t>(target)];
+    if (ab.first == nullptr || ab.second == nullptr) {
+      return InvalidArgument(path + ": " + where + " has lora_" + (ab.first ? "a" : "b") +
+                             " but no lora_" + (ab.first ? "b" : "a"));
+    }
+    const GgufTensorInfo& a = *ab.first;
+    const GgufTensorInfo& b = *ab.second;
+    if (a.shape[0] != b.shape[1] || a.shape[0] <= 0) {
+      return InvalidArgument(path + ": " + where + ": lora_a rank " + std::to_string(a.shape[0]) +
+                             " differs from lora_b rank " + std::to_string(b.shape[1]));
+    }
+    LoraWeights w;
+    w.rank = a.shape[0];
+    w.in = a.shape[1];
+    w.out = b.shape[0];
+    const double al = alpha.value_or(0.0);
+    w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
+    w.a = ToFloat(a.format, w.rank, w.in, a.data);
+    w.b = ToFloat(b.format, w.out, w.rank, b.data);
+    RADIX_RETURN_IF_ERROR(
+        Place(path, layer, static_cast<LoraTarget>(target), std::move(w), config, options, layout));
+  }
+  return Status::Ok();
+}
+
+Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget target,
+                          LoraWeights w, const ModelConfig& c, const LoraLoadOptions& options,
+                          kernels::RopeLayout adapter_layout) {
+  const std::string where =
+      file + ": layer " + std::to_string(layer) + " " + LoraTargetName(target);
+  if (options.moe && target >= LoraTarget::kGate) {
+    return InvalidArgument(where + ": the base model's MLPs are mixtures of experts; LoRA on "
+                           "them is not supported (adapt q/k/v/o only)");
+  }
+  if (!options.allowed_targets.empty() &&
+      std::find(options.allowed_targets.begin(), options.allowed_targets.end(), target) ==
+          options.allowed_targets.end()) {
+    return InvalidArgument(where + ": " + LoraTargetName(target) +
+                           " is not in --lora-target-modules");
+  }
+  if (options.max_rank > 0 && w.rank > options.max_rank) {
+    return InvalidArgument(where + ": rank " + std::to_string(w.rank) +
+                           " exceeds --max-lora-rank " + std::to_string(options.max_rank));
+  }
+  const int64_t q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
+  int64_t in = c.hidden_size, out = c.hidden_size;
+  switch (target) {
+    case LoraTarget::kQ: out = q_dim; break;
+    case LoraTarget::kK:
+    case LoraTarget::kV: out = kv_dim; break;
+    case LoraTarget::kO: in = q_dim; break;
+    case LoraTarget::kGate:
+    case LoraTarget::kUp: out = c.intermediate_size; break;
+    case LoraTarget::kDown: in = c.intermediate_size; break;
+  }
+  if (w.in != in || w.out != out) {
+    return InvalidArgument(where + ": shape A [" + std::to_string(w.rank) + ", " +
+                           std::to_string(w.in) + "], B [" + std::to_string(w.out) + ", " +
+                           std::to_string(w.rank) + "] does not fit the base model's [" +
+                           std::to_string(out) + ", " + std::to_string(in) + "] projection");
+  }
+  if ((target == LoraTarget::kQ || target == LoraTarget::kK) &&
+      adapter_layout != options.base_rope_layout) {
+    const int64_t heads = target == LoraTarget::kQ ? c.num_heads : c.num_kv_heads;
+    w.b = PermuteHeads(w.b, heads, c.head_dim, w.rank,
+                       options.base_rope_layout == kernels::RopeLayout::kInterleaved);
+  }
+  rank_ = std::max(rank_, w.rank);
+  bytes_ += static_cast<int64_t>((w.a.size() + w.b.size()) * sizeof(float));
+  if (std::find(targets_.begin(), targets_.end(), target) == targets_.end()) {
+    targets_.push_back(target);
+  }
+  layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)] = std::move(w);
+  return Status::Ok();
+}
+
+}  // namespace radixserve::model

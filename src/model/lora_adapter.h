@@ -1,0 +1,94 @@
+// LoraAdapter: a low-rank update of a decoder's projections, y = W x + scale * B (A x), read from
+// a PEFT folder (adapter_config.json + adapter_model.safetensors) or a GGUF LoRA file as
+// llama.cpp's convert_lora_to_gguf.py writes it (general.type "adapter", adapter.type "lora",
+// tensors "blk.N.attn_q.weight.lora_a" / ".lora_b").
+//
+// Targets are the seven projections of a DecoderStack layer (q/k/v/o, gate/up/down). A is kept
+// [rank, in] and B [out, rank] in float32 whatever the file stored (any format GGUF or
+// safetensors weights load in). PEFT's scale is lora_alpha / r (lora_alpha / sqrt(r) with
+// use_rslora); GGUF's is adapter.lora.alpha / rank of each matrix pair (1 when the alpha is 0, as
+// llama.cpp does). Q/K rows of B are permuted when the adapter was written
+// for the other rotary layout than the base checkpoint (PEFT adapters follow HF's rotate-half rows;
+// a GGUF adapter of a "llama" architecture model follows llama.cpp's interleaved rows).
+//
+// What is not a plain LoRA on those targets is refused with an error naming the file and the
+// field: modules_to_save, DoRA, bias training, fan_in_fan_out, per-module rank/alpha patterns,
+// embedding or LM-head adapters, a rank above max_rank, shapes that do not fit the base model, and
+// MLP targets of a mixture-of-experts model. Immutable after Load; shared by requests in flight.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/rope.h"
+#include "model/model_config.h"
+
+namespace radixserve::model {
+
+enum class LoraTarget : int { kQ = 0, kK, kV, kO, kGate, kUp, kDown };
+inline constexpr int kLoraTargetCount = 7;
+
+// SGLang's module names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
+const char* LoraTargetName(LoraTarget target);
+// The target a module name (HF "q_proj", or SGLang's "qkv_proj" / "gate_up_proj" groups
+// expanded by the caller) stands for; nullopt for anything else.
+std::optional<LoraTarget> LoraTargetFromName(const std::string& name);
+
+struct LoraWeights {
+  int64_t rank = 0;
+  int64_t in = 0, out = 0;
+  float scale = 1.0f;    // multiplies B (A x)
+  std::vector<float> a;  // [rank, in]
+  std::vector<float> b;  // [out, rank]
+};
+
+struct LoraLoadOptions {
+  kernels::RopeLayout base_rope_layout = kernels::RopeLayout::kRotateHalf;
+  bool moe = false;        // the base model's MLPs are mixtures of experts (no MLP targets)
+  int64_t max_rank = 0;    // > 0: refuse adapters of a larger rank (--max-lora-rank)
+  // Non-empty: refuse adapters touching other targets (--lora-target-modules).
+  std::vector<LoraTarget> allowed_targets;
+};
+
+class LoraAdapter {
+ public:
+  // `path`: a PEFT folder, its adapter_config.json, or a .gguf LoRA file.
+  static Expected<std::shared_ptr<const LoraAdapter>> Load(const std::string& path,
+                                                           const ModelConfig& config,
+                                                           const LoraLoadOptions& options);
+
+  // Null when the adapter does not touch this layer's target.
+  const LoraWeights* Find(int64_t layer, LoraTarget target) const {
+    const auto& slot = layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)];
+    return slot ? &*slot : nullptr;
+  }
+  // The largest rank of its matrices.
+  int64_t rank() const { return rank_; }
+  const std::vector<LoraTarget>& targets() const { return targets_; }
+  int64_t bytes() const { return bytes_; }
+  const std::string& format() const { return format_; }  // "peft" or "gguf"
+
+ private:
+  LoraAdapter() = default;
+  Status LoadPeft(const std::string& dir, const ModelConfig& config,
+                  const LoraLoadOptions& options);
+  Status LoadGguf(const std::string& path, const ModelConfig& config,
+                  const LoraLoadOptions& options);
+  // Checks shapes against the base model, applies the rotary row order, records the target.
+  Status Place(const std::string& file, int64_t layer, LoraTarget target, LoraWeights weights,
+               const ModelConfig& config, const LoraLoadOptions& options,
+               kernels::RopeLayout adapter_layout);
+
+  std::vector<std::array<std::optional<LoraWeights>, kLoraTargetCount>> layers_;
+  std::vector<LoraTarget> targets_;
+  int64_t rank_ = 0;
+  int64_t bytes_ = 0;
+  std::string format_;
+};
+
+}  // namespace radixserve::model
