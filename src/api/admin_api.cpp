@@ -12,6 +12,7 @@
 #include "api/health_probe.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
+#include "api/lora_api.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
 #include "api/serving.h"
@@ -276,10 +277,15 @@ json ModelCard(const ServerContext& ctx) {
 }  // namespace
 
 void HandleListModels(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  SendJson(*writer, 200, {{"object", "list"}, {"data", json::array({ModelCard(ctx)})}});
+  json data = json::array({ModelCard(ctx)});
+  for (json& card : LoraModelCards(ctx)) data.push_back(std::move(card));
+  SendJson(*writer, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
 void HandleGetModel(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+  for (json& card : LoraModelCards(ctx)) {
+    if (card["id"] == request.path_param) return SendJson(*writer, 200, card);
+  }
   if (request.path_param != ctx.served_model_name) {
     SendJson(*writer, 404,
              {{"error",

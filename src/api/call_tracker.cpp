@@ -105,6 +105,7 @@ void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
     warm.sampling.max_new_tokens = 0;
     warm.priority = pending->requests[first].priority;
     warm.extra_key = pending->requests[first].extra_key;  // the samples must find it cached
+    warm.lora = pending->requests[first].lora;
     warm.detokenize = false;
     warmups.push_back(std::move(warm));
   }

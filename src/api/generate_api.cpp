@@ -50,7 +50,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"return_flat_raw_top_logprobs_b64", kDefaultOnly},
       {"return_hidden_states", kDefaultOnly}, {"return_routed_experts", kDefaultOnly},
       {"routed_experts_start_len", kDefaultOnly}, {"return_indexer_topk", kDefaultOnly},
-      {"modalities", kDefaultOnly}, {"session_params", kDefaultOnly}, {"lora_path", kDefaultOnly},
+      {"modalities", kDefaultOnly}, {"session_params", kDefaultOnly}, {"lora_path", kUsed},
       {"lora_id", kDefaultOnly}, {"custom_logit_processor", kDefaultOnly},
       {"positional_embed_overrides", kDefaultOnly}, {"bootstrap_host", kDefaultOnly},
       {"bootstrap_port", kDefaultOnly}, {"bootstrap_room", kDefaultOnly},
@@ -318,6 +318,20 @@ Expected<std::string> ItemExtraKey(const json& body, size_t i, size_t items) {
   return *salt + *extra;
 }
 
+// The LoRA adapter name of batch item i: `lora_path` is a string (every item), or a list of
+// strings or nulls, one per prompt; null or absent: the base model.
+Expected<std::optional<std::string>> ItemLoraName(const json& body, size_t i, size_t items) {
+  auto it = body.find("lora_path");
+  if (it == body.end() || it->is_null()) return std::optional<std::string>();
+  if (it->is_string()) return std::optional<std::string>(it->get<std::string>());
+  if (it->is_array() && it->size() == items && ((*it)[i].is_string() || (*it)[i].is_null())) {
+    if ((*it)[i].is_null()) return std::optional<std::string>();
+    return std::optional<std::string>((*it)[i].get<std::string>());
+  }
+  return InvalidArgument(
+      "lora_path must be a string, or a list of strings (or nulls), one per prompt.");
+}
+
 // The rid of batch item i: a string rid becomes "{rid}_{i}" in a batch; a list gives one each.
 Expected<std::string> ItemRid(ServerContext& ctx, const json& body, size_t i, size_t items,
                               bool batch) {
@@ -455,6 +469,10 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
     if (!base_rid.ok()) return invalid(base_rid.status());
     auto extra_key = ItemExtraKey(body, i, prompts->size());
     if (!extra_key.ok()) return invalid(extra_key.status());
+    auto lora_name = ItemLoraName(body, i, prompts->size());
+    if (!lora_name.ok()) return invalid(lora_name.status());
+    auto lora = ResolveLora(ctx, *lora_name);
+    if (!lora.ok()) return invalid(lora.status());
     const int64_t n = item_n[i];
     group_n = (!group_n || *group_n == n) ? n : 1;
     for (int64_t j = 0; j < n; ++j) {
@@ -462,6 +480,7 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
                            .stream = stream,
                            .priority = *priority,
                            .extra_key = *extra_key,
+                           .lora = *lora,
                            .return_logprob = item.return_logprob,
                            .logprob_start_len = item.logprob_start_len,
                            .top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num),

@@ -680,6 +680,7 @@ ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, boo
                          .stream = stream,
                          .priority = std::nullopt,
                          .extra_key = {},
+                         .lora = std::nullopt,
                          .return_logprob = logprobs,
                          .logprob_start_len = prompt_logprobs ? 0 : -1,
                          .top_logprobs_num = 0,

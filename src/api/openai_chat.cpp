@@ -304,6 +304,7 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
         .stream = common.stream,
         .priority = common.priority,
         .extra_key = common.cache_namespace,
+        .lora = common.lora,
         .return_logprob = logprobs,
         .logprob_start_len = -1,
         .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),

@@ -151,8 +151,27 @@ OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, con
   out.priority = reader.Int(body, "priority");
   out.cache_namespace =
       reader.String(body, "cache_salt").value_or("") + reader.String(body, "extra_key").value_or("");
+  std::optional<std::string> adapter = reader.String(body, "lora_path");
+  if (auto from_model = AdapterOfModel(ctx, out.model)) adapter = from_model;
+  if (auto lora = ResolveLora(ctx, adapter); lora.ok()) {
+    out.lora = *lora;
+  } else {
+    reader.Fail(InvalidRequest(lora.status().message()));
+  }
   out.sampling = SamplingFromOpenAi(reader, body, ordered);
   return out;
+}
+
+std::optional<std::string> AdapterOfModel(const ServerContext& ctx, const std::string& model) {
+  // Without LoRA a model name is only echoed back (clients send all kinds), as before.
+  if (ctx.lora_registry == nullptr || model == ctx.served_model_name) return std::nullopt;
+  const std::string prefix = ctx.served_model_name + ":";
+  if (model.rfind(prefix, 0) == 0) return model.substr(prefix.size());
+  if (ctx.lora_registry->Find(model)) return model;
+  if (const size_t colon = model.find(':'); colon != std::string::npos) {
+    return model.substr(colon + 1);
+  }
+  return std::nullopt;
 }
 
 void ApplyResponseFormat(FieldReader& reader, const nlohmann::ordered_json& body, json& sampling) {

@@ -47,6 +47,9 @@ struct OpenAiCommon {
   std::optional<std::string> rid;  // absent: the server makes one (an empty one is refused)
   std::optional<int64_t> priority;
   std::string cache_namespace;  // cache_salt followed by extra_key (SGLang)
+  // The LoRA adapter: "model": "<served name>:<adapter>" (or an adapter's own name) when LoRA is
+  // on, else the lora_path extension field; nullopt: the base model.
+  std::optional<engine::LoraRef> lora;
   // SGLang's sampling-params dict from the OpenAI fields (stop, penalties, top_k/min_p extras,
   // logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, stop_regex, the regex / ebnf /
   // json_schema constraints, response_format, ...): only the fields the request set, so server
@@ -58,6 +61,10 @@ struct OpenAiCommon {
 // property order, which is the order of the output's properties.
 OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, const json& body,
                               const nlohmann::ordered_json& ordered);
+
+// The adapter an OpenAI "model" names when LoRA is on (SGLang's "<base>:<adapter>" form, or a
+// loaded adapter's own name, as vLLM lists them); nullopt: the base model.
+std::optional<std::string> AdapterOfModel(const ServerContext& ctx, const std::string& model);
 
 // `n` / `best_of`: 1 when absent; an integer in [1, --max-n] otherwise.
 int64_t ReadN(FieldReader& reader, const ServerContext& ctx, const json& body, const char* key);

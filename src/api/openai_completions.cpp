@@ -242,6 +242,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
                            .stream = common.stream,
                            .priority = common.priority,
                            .extra_key = common.cache_namespace,
+                           .lora = common.lora,
                            .return_logprob = logprobs.has_value(),
                            .logprob_start_len = (echo && logprobs) ? 0 : -1,
                            .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),

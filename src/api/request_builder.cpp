@@ -61,6 +61,24 @@ Status CompileConstraint(const ServerContext& ctx, engine::GenerateRequest& requ
   return Status::Ok();
 }
 
+Expected<std::optional<engine::LoraRef>> ResolveLora(const ServerContext& ctx,
+                                                     const std::optional<std::string>& name) {
+  if (!name) return std::optional<engine::LoraRef>();
+  if (ctx.lora_registry == nullptr) {
+    return InvalidArgument("LoRA is not enabled. Please set `--enable-lora` to enable LoRA.");
+  }
+  std::optional<engine::LoraRef> ref = ctx.lora_registry->Find(*name);
+  if (!ref) {
+    std::string loaded;
+    for (const engine::LoraRef& r : ctx.lora_registry->List()) {
+      loaded += (loaded.empty() ? "" : ", ") + r.name;
+    }
+    return InvalidArgument("The following requested LoRA adapters are not loaded: " + *name +
+                           "\nLoaded adapters: " + (loaded.empty() ? "(none)" : loaded));
+  }
+  return ref;
+}
+
 Status AttachConstraints(const ServerContext& ctx, engine::GenerateRequest& request) {
   const sampling::SamplingParams& params = request.sampling;
   // SGLang's verify() lets structural_tag sit beside another constraint and then enforces only
@@ -187,6 +205,7 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   request.stream = options.stream;
   request.priority = options.priority;
   request.extra_key = options.extra_key;
+  request.lora = options.lora;
   request.return_logprob = options.return_logprob;
   request.logprob_start_len = options.logprob_start_len;
   request.top_logprobs_num = options.top_logprobs_num;

@@ -27,6 +27,7 @@ struct BuildOptions {
   bool stream = false;
   std::optional<int64_t> priority;
   std::string extra_key;  // prefix-cache namespace (cache_salt + extra_key)
+  std::optional<engine::LoraRef> lora;  // the adapter (ResolveLora); nullopt: the base model
   bool return_logprob = false;
   int64_t logprob_start_len = -1;
   int32_t top_logprobs_num = 0;
@@ -45,6 +46,12 @@ struct BuiltRequest {
 
 BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& prompt,
                                   const nlohmann::json& sampling_json, const BuildOptions& options);
+
+// The adapter `name` (a request's lora_path, or the adapter part of an OpenAI model name)
+// stands for: nullopt for no name; a 400 when LoRA is off (no --enable-lora / --lora-paths) or
+// no adapter of that name is loaded.
+Expected<std::optional<engine::LoraRef>> ResolveLora(const ServerContext& ctx,
+                                                     const std::optional<std::string>& name);
 
 // Attaches the request's constraint (json_schema, regex, ebnf or structural_tag) and compiles its
 // stop_regex patterns into `request`. The grammar comes from ctx.grammar_cache; when

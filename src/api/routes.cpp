@@ -5,6 +5,7 @@
 #include "api/embeddings_api.h"
 #include "api/generate_api.h"
 #include "api/lightllm_api.h"
+#include "api/lora_api.h"
 #include "api/openai_api.h"
 #include "api/openai_responses.h"
 #include "api/parse_api.h"
@@ -80,6 +81,8 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"GET"}, "/get_load", false, HandleGetLoad},
       {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache, "path", /*admin=*/true},
       {{"POST"}, "/abort_request", false, HandleAbortRequest, "path", /*admin=*/true},
+      {{"POST"}, "/load_lora_adapter", false, HandleLoadLoraAdapter, "path", /*admin=*/true},
+      {{"POST"}, "/unload_lora_adapter", false, HandleUnloadLoraAdapter, "path", /*admin=*/true},
       {{"POST", "PUT"}, "/generate", false, Generating(Admitting(BodyOnly(HandleGenerate)))},
       {{"POST"}, "/generate_stream", false,
        Generating(Admitting(BodyOnly(HandleLightLlmGenerateStream)))},

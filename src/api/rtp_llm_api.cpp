@@ -22,7 +22,7 @@ const std::set<std::string, std::less<>>& UsedFields() {
       "presence_penalty", "frequency_penalty", "min_new_tokens", "random_seed", "stop_words_str",
       "stop_words_list", "print_stop_words", "ignore_eos", "skip_special_tokens", "json_schema",
       "regex", "ebnf", "structural_tag", "num_return_sequences", "return_output_ids",
-      "return_input_ids", "aux_info", "return_incremental"};
+      "return_input_ids", "aux_info", "return_incremental", "adapter_name"};
   return used;
 }
 
@@ -53,7 +53,7 @@ const std::map<std::string, json, std::less<>>& DefaultOnlyFields() {
       {"return_cum_log_probs", false}, {"return_all_probs", 0}, {"return_softmax_probs", false},
       {"can_use_pd_separation", true}, {"gen_timeline", false}, {"profile_step", 3},
       {"profile_trace_name", ""}, {"out_prefix", ""}, {"role_addrs", json::array()},
-      {"trace_id", ""}, {"adapter_name", nullptr}, {"is_streaming", false},
+      {"trace_id", ""}, {"is_streaming", false},
       {"resized_shape", nullptr}, {"max_pixels", nullptr}, {"min_pixels", nullptr},
       {"fps", nullptr}, {"min_frames", nullptr}, {"max_frames", nullptr},
       {"crop_positions", nullptr}, {"mm_timeout_ms", nullptr}, {"add_vision_id", true},
@@ -190,6 +190,7 @@ struct RtpConfig {
   bool input_ids = false;
   bool aux_info = true;
   bool incremental = false;
+  std::optional<engine::LoraRef> lora;  // adapter_name
 };
 
 ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) {
@@ -301,6 +302,17 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
       if (!read->empty()) ids.push_back((*read)[0]);
     }
     if (!ids.empty()) s["stop_token_ids"] = std::move(ids);
+  }
+  if (auto it = config.find("adapter_name"); it != config.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return RtpLlmError(
+          "generate_config.adapter_name must be a string (per-prompt lists are not supported by "
+          "radixserve: send one request per adapter).",
+          "UNSUPPORTED_OPERATION");
+    }
+    auto lora = ResolveLora(ctx, it->get<std::string>());
+    if (!lora.ok()) return ConfigError(lora.status().message());
+    out.lora = *lora;
   }
   int constraints = 0;
   for (const char* key : {"json_schema", "regex", "ebnf", "structural_tag"}) {
@@ -538,6 +550,7 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
                          .stream = stream,
                          .priority = std::nullopt,
                          .extra_key = {},
+                         .lora = config.lora,
                          .return_logprob = false,
                          .logprob_start_len = -1,
                          .top_logprobs_num = 0,

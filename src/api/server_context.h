@@ -17,6 +17,7 @@
 #include "chat/completion_template.h"
 #include "common/work_queue.h"
 #include "engine/engine.h"
+#include "engine/lora_registry.h"
 #include "metrics/serving_metrics.h"
 #include "sampling/grammar_cache.h"
 #include "tokenizer/tokenizer.h"
@@ -71,6 +72,11 @@ struct ServerContext {
   // the engine thread waits on a compilation (SGLang's grammar queue; its length is
   // sglang:num_grammar_queue_reqs). Null (tests, fuzzers): they compile where they are built.
   WorkQueue* grammar_queue = nullptr;
+  // The LoRA adapters requests may name (lora_path, "model": "<base>:<adapter>"); null unless
+  // --enable-lora or --lora-paths.
+  engine::LoraRegistry* lora_registry = nullptr;
+  // Where POST /load_lora_adapter reads adapter files (off the I/O threads); null: inline.
+  WorkQueue* lora_queue = nullptr;
   RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;

@@ -343,9 +343,12 @@ std::vector<ArgSpec> RtpllmArgs() {
                         "A 3FS-backed KV store is not available in radixserve."),
 
       // Model adaptation.
-      Unsupported("max-lora-model-size", ArgType::kInt, "-1",
-                  "Largest LoRA adapter accepted; -1 sets no limit.",
-                  "LoRA adapters are not implemented in radixserve yet."),
+      {.name = "max-lora-model-size",
+       .type = ArgType::kInt,
+       .default_value = "-1",
+       .group = group::kRtpllm,
+       .help = "Largest LoRA adapter accepted, in bytes of its float32 matrices; -1 sets no limit.",
+       .system = System::kRtpllm},
   };
 }
 

@@ -51,6 +51,7 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   s.schedule_low_priority_values_first = BoolArg(args, "schedule_low_priority_values_first");
   s.priority_preemption_threshold =
       OptionalIntArg(args, "priority_scheduling_preemption_threshold").value_or(10);
+  s.max_loras_per_batch = OptionalIntArg(args, "max_loras_per_batch").value_or(8);
 
   config.stream_interval =
       std::max<int64_t>(1, OptionalIntArg(args, "stream_interval").value_or(1));

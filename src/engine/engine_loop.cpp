@@ -312,7 +312,16 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   auto seq = std::make_unique<sched::Sequence>();
   seq->id = next_seq_id_++;
   seq->rid = request.rid;
-  seq->extra_key = request.extra_key;
+  // The namespace starts with the adapter's load id ("B" for the base model), so no cache_salt
+  // or extra_key a client sends can reach another adapter's prefixes.
+  std::string ns = "B";
+  if (request.lora) {
+    ns = "L";
+    ns += std::to_string(request.lora->id);
+    ns += ':';
+  }
+  seq->extra_key = ns + request.extra_key;
+  seq->lora_id = request.lora ? request.lora->id : 0;
   seq->input_ids = request.input_ids;
   const int64_t limit = config_.max_req_len() - static_cast<int64_t>(request.input_ids.size()) - 1;
   seq->max_new_tokens = std::min(request.sampling.max_new_tokens.value_or(int64_t{1} << 30), limit);

@@ -18,6 +18,10 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   };
   model::ForwardBatch batch =
       BuildForwardBatch(plan, memory_->req_pool(), input_start, &logit_rows_);
+  for (size_t e = 0; e < plan.entries.size(); ++e) {
+    const std::optional<LoraRef>& lora = states_.at(plan.entries[e].seq)->request().lora;
+    if (lora) batch.sequences[e].lora = lora->adapter.get();
+  }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
   progress_.SetPhase("forward");
   if (config_.test_step_delay_ms > 0) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/lora_registry.h"
 #include "sampling/compiled_grammar.h"
 #include "sampling/sampling_params.h"
 #include "tokenizer/stop_regex_matcher.h"
@@ -40,6 +41,9 @@ struct GenerateRequest {
   // Prefix-cache namespace (SGLang: cache_salt + extra_key): requests with different keys never
   // share cached prefixes. Empty: the shared namespace.
   std::string extra_key;
+  // The LoRA adapter this request runs with (resolved by the API layer); nullopt: the base model.
+  // The engine keeps its prefixes apart from every other adapter's (and the base model's).
+  std::optional<LoraRef> lora;
 
   // Logprobs (native API names; OpenAI's are mapped onto these).
   bool return_logprob = false;

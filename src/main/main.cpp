@@ -31,6 +31,7 @@
 #include "http/http_server.h"
 #include "main/api_bridge.h"
 #include "main/grammar_setup.h"
+#include "main/lora_setup.h"
 #include "main/model_assets.h"
 #include "main/warmup.h"
 #include "metrics/serving_metrics.h"
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
   auto grammar = rs::CreateGrammarSetup(args, *assets);
   if (!grammar.ok()) return StartupError(grammar.status().message());
 
+  // LoRA adapters of --lora-paths load before the engine starts (a bad one is a usage error).
+  auto lora_registry = rs::CreateLoraRegistry(args, assets->model.get());
+  if (!lora_registry.ok()) return UsageError(lora_registry.status().message());
+
   rs::ThreadPool pool(static_cast<int>(args.GetInt("threads")));
   auto engine =
       assets->encoder != nullptr
@@ -225,6 +230,13 @@ int main(int argc, char** argv) {
   if (ctx.grammar_cache != nullptr) {
     grammar_queue.emplace(kGrammarCompileThreads, "radix-grammar");
     ctx.grammar_queue = &*grammar_queue;
+  }
+  ctx.lora_registry = lora_registry->get();
+  // /load_lora_adapter reads adapter files here, off the I/O threads.
+  std::optional<rs::WorkQueue> lora_queue;
+  if (ctx.lora_registry != nullptr) {
+    lora_queue.emplace(1, "radix-lora");
+    ctx.lora_queue = &*lora_queue;
   }
   ctx.served_model_name = args.GetString("served-model-name");
   ctx.weight_version = args.GetString("weight-version");

@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/log.h"
 
@@ -95,10 +96,20 @@ void Scheduler::PlanPrefill(StepPlan& plan) {
   Sequence* previous_chunked = chunked_;
   const bool chunk_planned = chunked_ != nullptr && adder.AddChunkedReq(chunked_);
 
+  // --max-loras-per-batch counts the adapters of the running batch and of this pass's admissions.
+  std::set<uint64_t> loras;
+  for (const Sequence* r : running_) {
+    if (r->lora_id != 0) loras.insert(r->lora_id);
+  }
+  if (chunked_ != nullptr && chunked_->lora_id != 0) loras.insert(chunked_->lora_id);
   const std::vector<Sequence*> order = waiting_;  // preemption appends to waiting_
   for (Sequence* seq : order) {
     const auto admitted = static_cast<int64_t>(adder.planned().size()) - (chunk_planned ? 1 : 0);
     const bool batch_full = admitted >= num_allocatable;
+    if (seq->lora_id != 0 && loras.count(seq->lora_id) == 0 &&
+        static_cast<int64_t>(loras.size()) >= config_.max_loras_per_batch) {
+      continue;  // waits for a batch with room for its adapter (SGLang skips it the same way)
+    }
     MatchSequencePrefix(seq, memory_->cache());
     if (batch_full) {
       if (!config_.enable_priority_scheduling) break;
@@ -106,6 +117,9 @@ void Scheduler::PlanPrefill(StepPlan& plan) {
       break;
     }
     const AddResult result = adder.AddOneReq(seq);
+    if (seq->lora_id != 0 && !adder.planned().empty() && adder.planned().back().seq == seq) {
+      loras.insert(seq->lora_id);
+    }
     if (result == AddResult::kNoToken && config_.enable_priority_scheduling &&
         (adder.planned().empty() || adder.planned().back().seq != seq)) {
       const double needed =

@@ -32,6 +32,9 @@ struct SchedulerConfig {
   bool schedule_low_priority_values_first = false;
   int64_t priority_preemption_threshold = 10;
   uint64_t random_seed = 0;  // the random policy's shuffle
+  // --max-loras-per-batch: distinct LoRA adapters among the running and newly admitted sequences
+  // (the base model does not count); a waiting request that would exceed it waits.
+  int64_t max_loras_per_batch = 8;
 
   double init_new_token_ratio() const {
     const double r = kInitNewTokenRatio * schedule_conservativeness;

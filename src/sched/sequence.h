@@ -40,6 +40,7 @@ struct Sequence {
   std::optional<size_t> logprob_start_len;
   bool return_logprob = false;
   std::string extra_key;  // prefix-cache namespace
+  uint64_t lora_id = 0;   // LoRA adapter (load id; 0: the base model), for --max-loras-per-batch
 
   // Generated so far (the engine appends).
   std::vector<int32_t> output_ids;
