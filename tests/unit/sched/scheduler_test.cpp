@@ -2,6 +2,8 @@
 // priority preemption and the queue limit.
 #include "sched/scheduler.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "sched_test_util.h"
@@ -280,6 +282,41 @@ TEST(SchedulerTest, DraftsGiveWayBeforeRetraction) {
     EXPECT_EQ(e.num_drafts, 0u);
     EXPECT_EQ(e.extend_len, 1u);
   }
+}
+
+TEST(SchedulerTest, MaxLorasPerBatchKeepsOtherAdaptersWaiting) {
+  auto memory = MakeMemory(4096);
+  SchedulerConfig config;
+  config.max_loras_per_batch = 2;
+  auto s = MakeScheduler(config, memory.get());
+  auto with_lora = [](std::unique_ptr<Sequence> seq, uint64_t lora) {
+    seq->lora_id = lora;
+    return seq;
+  };
+  Sequence* a = Add(*s, with_lora(MakeSeq(1, 8, 3, 1000), 11));
+  Sequence* b = Add(*s, with_lora(MakeSeq(2, 8, 3, 2000), 12));
+  Sequence* c = Add(*s, with_lora(MakeSeq(3, 8, 3, 3000), 13));  // a third adapter: waits
+  Sequence* base = Add(*s, MakeSeq(4, 8, 3, 4000));                // the base model never counts
+  Sequence* a2 = Add(*s, with_lora(MakeSeq(5, 8, 3, 5000), 11));  // an adapter already in
+  StepPlan p1 = s->PlanStep();
+  EXPECT_EQ(ExtendOf(p1, a), 8u);
+  EXPECT_EQ(ExtendOf(p1, b), 8u);
+  EXPECT_EQ(ExtendOf(p1, c), 0u);
+  EXPECT_EQ(ExtendOf(p1, base), 8u);
+  EXPECT_EQ(ExtendOf(p1, a2), 8u);
+  FakeRun(*s, p1);
+  // c is admitted once a batch has room for its adapter, i.e. after a's and b's requests finish.
+  bool c_admitted_alongside_b = false;
+  while (!s->idle()) {
+    StepPlan p = s->PlanStep();
+    if (ExtendOf(p, c) > 0) {
+      c_admitted_alongside_b = std::any_of(s->running().begin(), s->running().end(),
+                                           [&](const Sequence* r) { return r == b; });
+    }
+    FakeRun(*s, p);
+  }
+  EXPECT_FALSE(c_admitted_alongside_b);
+  EXPECT_TRUE(memory->CheckIdle().ok()) << memory->CheckIdle().message();
 }
 
 }  // namespace
