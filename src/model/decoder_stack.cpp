@@ -155,26 +155,31 @@ Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, T
   }
 
   Step step{&kt, pool, &batch, &layout, &s, T, {}, {}, false};
-  // Token rows grouped by adapter, in order of each adapter's first sequence.
-  s.lora_groups.clear();
+  // Token rows of sequences with an adapter, grouped by adapter (in order of each adapter's first
+  // sequence), so that a thread's share of rows mostly reads one adapter's matrices.
   s.lora_rows.clear();
+  s.lora_row_adapter.clear();
   {
-    int64_t row = 0;
-    std::vector<std::pair<const LoraAdapter*, std::vector<int32_t>>> groups;
+    std::vector<const LoraAdapter*> adapters;
     for (const SequenceExtend& seq : batch.sequences) {
-      if (seq.lora != nullptr) {
-        auto it = std::find_if(groups.begin(), groups.end(),
-                               [&](const auto& g) { return g.first == seq.lora; });
-        if (it == groups.end()) it = groups.insert(groups.end(), {seq.lora, {}});
-        for (int64_t i = 0; i < seq.extend_len; ++i) it->second.push_back(static_cast<int32_t>(row + i));
+      if (seq.lora != nullptr &&
+          std::find(adapters.begin(), adapters.end(), seq.lora) == adapters.end()) {
+        adapters.push_back(seq.lora);
       }
-      row += seq.extend_len;
     }
-    for (auto& [adapter, rows] : groups) {
-      s.lora_rows.insert(s.lora_rows.end(), rows.begin(), rows.end());
-      s.lora_groups.emplace_back(adapter, static_cast<int64_t>(s.lora_rows.size()));
+    for (const LoraAdapter* adapter : adapters) {
+      int64_t row = 0;
+      for (const SequenceExtend& seq : batch.sequences) {
+        if (seq.lora == adapter) {
+          for (int64_t i = 0; i < seq.extend_len; ++i) {
+            s.lora_rows.push_back(static_cast<int32_t>(row + i));
+            s.lora_row_adapter.push_back(adapter);
+          }
+        }
+        row += seq.extend_len;
+      }
     }
-    step.lora = !s.lora_groups.empty();
+    step.lora = !s.lora_rows.empty();
   }
   const int64_t half = c.rotary_dim / 2;
   const bool local_rope = spec_.sliding_window_layers;
@@ -371,29 +376,27 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
 void DecoderStack::ApplyLora(const Step& step, const Layer& layer, LoraTarget target,
                              const float* x, float* y, int64_t y_stride) const {
   const kernels::KernelTable& kt = *step.kt;
-  ForwardScratch& s = *step.s;
-  int64_t begin = 0;
-  for (const auto& [adapter, end] : s.lora_groups) {
-    const int32_t* rows = s.lora_rows.data() + begin;
-    const int64_t n = end - begin;
-    begin = end;
-    const LoraWeights* w = adapter->Find(layer.index, target);
-    if (w == nullptr) continue;
-    float* in = ForwardScratch::Reserve(s.lora_in, n * w->in);
-    float* mid = ForwardScratch::Reserve(s.lora_mid, n * w->rank);
-    float* out = ForwardScratch::Reserve(s.lora_out, n * w->out);
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(in + i * w->in, x + rows[i] * w->in, sizeof(float) * static_cast<size_t>(w->in));
+  const ForwardScratch& s = *step.s;
+  // One pass over the rows: mid = A x_t (rank dot products), then y_t += scale * B mid as rank
+  // axpys over B's transposed rows. Everything is float32; the matrices are small enough that a
+  // row's work stays in cache, so no gather into per-adapter blocks pays.
+  ForRows(step.pool, static_cast<int64_t>(s.lora_rows.size()), [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> mid;
+    for (int64_t i = begin; i < end; ++i) {
+      const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
+      if (w == nullptr) continue;
+      const int64_t row = s.lora_rows[static_cast<size_t>(i)];
+      const float* xt = x + row * w->in;
+      float* yt = y + row * y_stride;
+      mid.resize(static_cast<size_t>(w->rank));
+      for (int64_t k = 0; k < w->rank; ++k) {
+        mid[static_cast<size_t>(k)] = w->scale * kt.dot(w->a.data() + k * w->in, xt, w->in);
+      }
+      for (int64_t k = 0; k < w->rank; ++k) {
+        kt.axpy(mid[static_cast<size_t>(k)], w->b_t.data() + k * w->out, yt, w->out);
+      }
     }
-    // Shrink then expand: [n, in] x A^T -> [n, rank] x B^T -> [n, out], float32 throughout.
-    const kernels::WeightMatrix a{kernels::WeightFormat::kF32, w->rank, w->in, w->a.data()};
-    const kernels::WeightMatrix b{kernels::WeightFormat::kF32, w->out, w->rank, w->b.data()};
-    kernels::MatMul(kt, step.pool, in, n, a, mid);
-    kernels::MatMul(kt, step.pool, mid, n, b, out);
-    ForRows(step.pool, n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) kt.axpy(w->scale, out + i * w->out, y + rows[i] * y_stride, w->out);
-    });
-  }
+  });
 }
 
 }  // namespace radixserve::model

@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace radixserve::model {
@@ -38,12 +37,10 @@ struct ForwardScratch {
   std::vector<int32_t> moe_row_of;  // [T, top_k] row in the grouped buffers
   std::vector<int32_t> moe_start;   // [experts + 1] first grouped row of each expert
   std::vector<int32_t> moe_next;    // [experts] fill cursor
-  // LoRA (lora_adapter.h): token rows grouped by adapter, each group's end in lora_rows.
+  // LoRA (lora_adapter.h): the token rows of sequences with an adapter, grouped by adapter, and
+  // each one's adapter.
   std::vector<int32_t> lora_rows;
-  std::vector<std::pair<const LoraAdapter*, int64_t>> lora_groups;
-  std::vector<float> lora_in;   // [group rows, in] gathered input rows
-  std::vector<float> lora_mid;  // [group rows, rank]
-  std::vector<float> lora_out;  // [group rows, out]
+  std::vector<const LoraAdapter*> lora_row_adapter;
 
   // The calling thread's scratch.
   static ForwardScratch& ForThisThread();

@@ -238,9 +238,9 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     w.out = b.shape[0];
     w.scale = scale;
     w.a = ToFloat(a.format, w.rank, w.in, a.data);
-    w.b = ToFloat(b.format, w.out, w.rank, b.data);
     RADIX_RETURN_IF_ERROR(Place(fname, layer, static_cast<LoraTarget>(target), std::move(w),
-                                config, options, kernels::RopeLayout::kRotateHalf));
+                                ToFloat(b.format, w.out, w.rank, b.data), config, options,
+                                kernels::RopeLayout::kRotateHalf));
   }
   return Status::Ok();
 }
@@ -312,16 +312,16 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     const double al = alpha.value_or(0.0);
     w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
     w.a = ToFloat(a.format, w.rank, w.in, a.data);
-    w.b = ToFloat(b.format, w.out, w.rank, b.data);
-    RADIX_RETURN_IF_ERROR(
-        Place(path, layer, static_cast<LoraTarget>(target), std::move(w), config, options, layout));
+    RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
+                                ToFloat(b.format, w.out, w.rank, b.data), config, options,
+                                layout));
   }
   return Status::Ok();
 }
 
 Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget target,
-                          LoraWeights w, const ModelConfig& c, const LoraLoadOptions& options,
-                          kernels::RopeLayout adapter_layout) {
+                          LoraWeights w, std::vector<float> b, const ModelConfig& c,
+                          const LoraLoadOptions& options, kernels::RopeLayout adapter_layout) {
   const std::string where =
       file + ": layer " + std::to_string(layer) + " " + LoraTargetName(target);
   if (options.moe && target >= LoraTarget::kGate) {
@@ -358,11 +358,15 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
   if ((target == LoraTarget::kQ || target == LoraTarget::kK) &&
       adapter_layout != options.base_rope_layout) {
     const int64_t heads = target == LoraTarget::kQ ? c.num_heads : c.num_kv_heads;
-    w.b = PermuteHeads(w.b, heads, c.head_dim, w.rank,
-                       options.base_rope_layout == kernels::RopeLayout::kInterleaved);
+    b = PermuteHeads(b, heads, c.head_dim, w.rank,
+                     options.base_rope_layout == kernels::RopeLayout::kInterleaved);
+  }
+  w.b_t.resize(b.size());
+  for (int64_t o = 0; o < w.out; ++o) {
+    for (int64_t k = 0; k < w.rank; ++k) w.b_t[k * w.out + o] = b[o * w.rank + k];
   }
   rank_ = std::max(rank_, w.rank);
-  bytes_ += static_cast<int64_t>((w.a.size() + w.b.size()) * sizeof(float));
+  bytes_ += static_cast<int64_t>((w.a.size() + w.b_t.size()) * sizeof(float));
   if (std::find(targets_.begin(), targets_.end(), target) == targets_.end()) {
     targets_.push_back(target);
   }

@@ -4,7 +4,7 @@
 // tensors "blk.N.attn_q.weight.lora_a" / ".lora_b").
 //
 // Targets are the seven projections of a DecoderStack layer (q/k/v/o, gate/up/down). A is kept
-// [rank, in] and B [out, rank] in float32 whatever the file stored (any format GGUF or
+// [rank, in] and B transposed, [rank, out], in float32 whatever the file stored (any format GGUF or
 // safetensors weights load in). PEFT's scale is lora_alpha / r (lora_alpha / sqrt(r) with
 // use_rslora); GGUF's is adapter.lora.alpha / rank of each matrix pair (1 when the alpha is 0, as
 // llama.cpp does). Q/K rows of B are permuted when the adapter was written
@@ -43,8 +43,8 @@ struct LoraWeights {
   int64_t rank = 0;
   int64_t in = 0, out = 0;
   float scale = 1.0f;    // multiplies B (A x)
-  std::vector<float> a;  // [rank, in]
-  std::vector<float> b;  // [out, rank]
+  std::vector<float> a;    // [rank, in]
+  std::vector<float> b_t;  // B transposed: [rank, out] (each rank's output column, contiguous)
 };
 
 struct LoraLoadOptions {
@@ -79,9 +79,10 @@ class LoraAdapter {
                   const LoraLoadOptions& options);
   Status LoadGguf(const std::string& path, const ModelConfig& config,
                   const LoraLoadOptions& options);
-  // Checks shapes against the base model, applies the rotary row order, records the target.
+  // Checks shapes against the base model, applies the rotary row order to `b` ([out, rank], as
+  // files hold it), stores it transposed and records the target.
   Status Place(const std::string& file, int64_t layer, LoraTarget target, LoraWeights weights,
-               const ModelConfig& config, const LoraLoadOptions& options,
+               std::vector<float> b, const ModelConfig& config, const LoraLoadOptions& options,
                kernels::RopeLayout adapter_layout);
 
   std::vector<std::array<std::optional<LoraWeights>, kLoraTargetCount>> layers_;
