@@ -258,3 +258,23 @@ def test_bad_lora_arguments_exit_with_status_2(radixserve_bin, tmp_path):
     proc = run_radixserve(radixserve_bin, "--model-path", str(STORIES), "--enable-lora",
                           "--max-loaded-loras", "2", "--max-loras-per-batch", "4")
     assert proc.returncode == 2 and "--max-loaded-loras" in proc.stderr
+
+
+def test_rtp_llm_adapter_name(server, expected):
+    """RTP-LLM's generate_config.adapter_name selects the adapter (the prompt is text here, so the
+    reference is the native route with the same text and adapter)."""
+    for name in ("b", None):
+        config = {"max_new_tokens": 8, "temperature": 0, "return_output_ids": True}
+        if name:
+            config["adapter_name"] = name
+        r = requests.post(server.url + "/", json={"prompt": "Once upon a time",
+                                                  "generate_config": config}, timeout=60)
+        assert r.status_code == 200, r.text
+        native = requests.post(server.url + "/generate", json={
+            "text": "Once upon a time", "lora_path": name,
+            "sampling_params": {"max_new_tokens": 8, "temperature": 0}}, timeout=60).json()
+        assert r.json()["output_ids"] == [native["output_ids"]]
+    assert expected[("b", 0)] != expected[(None, 0)]
+    r = requests.post(server.url + "/", json={"prompt": "Once", "generate_config": {
+        "adapter_name": "nope"}}, timeout=60)
+    assert r.status_code != 200 and "not loaded" in r.text
