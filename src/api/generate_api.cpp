@@ -40,6 +40,8 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"http_worker_ipc", kMetadata}, {"external_trace_header", kMetadata},
       {"received_time", kMetadata}, {"routing_key", kMetadata}, {"conversation_id", kMetadata},
       {"session_id", kMetadata}, {"log_metrics", kMetadata},
+      // SGLang's router (sglang-router) names the model it routed for; one server serves one.
+      {"model", kMetadata},
       // Multimodal inputs, LoRA, disaggregation, sessions, hidden states and the rest.
       {"image_data", kDefaultOnly}, {"video_data", kDefaultOnly}, {"audio_data", kDefaultOnly},
       {"mm_hashes", kDefaultOnly}, {"mm_content_hashes", kDefaultOnly},

@@ -376,27 +376,53 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
 void DecoderStack::ApplyLora(const Step& step, const Layer& layer, LoraTarget target,
                              const float* x, float* y, int64_t y_stride) const {
   const kernels::KernelTable& kt = *step.kt;
-  const ForwardScratch& s = *step.s;
-  // One pass over the rows: mid = A x_t (rank dot products), then y_t += scale * B mid as rank
-  // axpys over B's transposed rows. Everything is float32; the matrices are small enough that a
-  // row's work stays in cache, so no gather into per-adapter blocks pays.
-  ForRows(step.pool, static_cast<int64_t>(s.lora_rows.size()), [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> mid;
-    for (int64_t i = begin; i < end; ++i) {
-      const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
-      if (w == nullptr) continue;
-      const int64_t row = s.lora_rows[static_cast<size_t>(i)];
-      const float* xt = x + row * w->in;
-      float* yt = y + row * y_stride;
-      mid.resize(static_cast<size_t>(w->rank));
-      for (int64_t k = 0; k < w->rank; ++k) {
-        mid[static_cast<size_t>(k)] = w->scale * kt.dot(w->a.data() + k * w->in, xt, w->in);
+  ForwardScratch& s = *step.s;
+  const auto rows = static_cast<int64_t>(s.lora_rows.size());
+  // Row t's update over ranks [k0, k1): mid_k = scale * A_k x_t (dot products), then
+  // out += mid_k * (B^T)_k (axpys over B's transposed rows). Float32 throughout; a row's matrices
+  // are small enough to stay in cache, so no gather into per-adapter blocks pays.
+  const auto update = [&](int64_t i, int64_t part, int64_t parts, float* out) {
+    const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
+    if (w == nullptr) return;
+    const float* xt = x + s.lora_rows[static_cast<size_t>(i)] * w->in;
+    for (int64_t k = w->rank * part / parts; k < w->rank * (part + 1) / parts; ++k) {
+      const float mid = w->scale * kt.dot(w->a.data() + k * w->in, xt, w->in);
+      kt.axpy(mid, w->b_t.data() + k * w->out, out, w->out);
+    }
+  };
+  if (rows >= kParallelRows || step.pool == nullptr || step.pool->size() == 1) {
+    ForRows(step.pool, rows, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        update(i, 0, 1, y + s.lora_rows[static_cast<size_t>(i)] * y_stride);
       }
-      for (int64_t k = 0; k < w->rank; ++k) {
-        kt.axpy(mid[static_cast<size_t>(k)], w->b_t.data() + k * w->out, yt, w->out);
-      }
+    });
+    return;
+  }
+  // A few rows (decode of a few sequences): every thread takes a share of each row's ranks, so
+  // all cores stream the adapter's matrices. Part 0 adds into y; the others into their own rows
+  // of lora_acc, added to y afterwards.
+  int64_t out_dim = 0;
+  for (int64_t i = 0; i < rows && out_dim == 0; ++i) {
+    const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
+    if (w != nullptr) out_dim = w->out;
+  }
+  if (out_dim == 0) return;
+  const int parts = step.pool->size();
+  float* acc = ForwardScratch::Reserve(s.lora_acc, (parts - 1) * rows * out_dim);
+  std::fill(acc, acc + (parts - 1) * rows * out_dim, 0.0f);
+  step.pool->RunOnAll([&](int part, int count) {
+    for (int64_t i = 0; i < rows; ++i) {
+      float* out = part == 0 ? y + s.lora_rows[static_cast<size_t>(i)] * y_stride
+                             : acc + ((part - 1) * rows + i) * out_dim;
+      update(i, part, count, out);
     }
   });
+  for (int p = 1; p < parts; ++p) {
+    for (int64_t i = 0; i < rows; ++i) {
+      kt.axpy(1.0f, acc + ((p - 1) * rows + i) * out_dim,
+              y + s.lora_rows[static_cast<size_t>(i)] * y_stride, out_dim);
+    }
+  }
 }
 
 }  // namespace radixserve::model
