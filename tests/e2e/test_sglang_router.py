@@ -1,0 +1,185 @@
+"""radixserve as a worker of SGLang's own router (PyPI sglang-router, its Rust gateway started with
+`python -m sglang_router.launch_router`), on loopback: three stories260K workers behind it.
+Requests through the router (native and OpenAI, streamed and not) give what a worker gives
+directly; the cache-aware policy keeps prompts that share a long prefix on one worker (their
+cached_tokens show it); killing a worker in the middle of a run loses no request (the router
+retries); a worker added through the router's API gets traffic; a --dp-size 2 worker composes
+with the router's --dp-aware mode."""
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import openai
+import pytest
+import requests
+
+from server_util import STORIES, Server, free_port
+
+GREEDY = {"max_new_tokens": 8, "temperature": 0}
+
+
+class Router:
+    def __init__(self, workers, *args, expect=None):
+        """expect: how many workers the router lists once up (default: one per worker)."""
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = f"{os.environ.get('TMPDIR', '/tmp')}/sglang-router-{self.port}.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
+             "--port", str(self.port), "--worker-urls", *[w.url for w in workers],
+             "--log-level", "warn", "--prometheus-host", "127.0.0.1",
+             "--prometheus-port", str(free_port()), *args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            assert self.proc.poll() is None, open(self.log_path).read()[-3000:]
+            try:
+                if requests.get(self.url + "/health", timeout=1).status_code == 200 and \
+                        len(self.workers()) == (expect or len(workers)):
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("router did not come up:\n" + open(self.log_path).read()[-3000:])
+
+    def workers(self):
+        return requests.get(self.url + "/workers", timeout=5).json()["workers"]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def test_the_router_is_installed():
+    """The router is a test dependency (scripts/requirements-test.txt): missing it fails."""
+    import sglang_router  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    workers = [Server(STORIES, "--skip-server-warmup", "--enable-metrics") for _ in range(3)]
+    router = Router(workers, "--policy", "cache_aware")
+    yield router, workers
+    router.stop()
+    for w in workers:
+        assert w.stop() == 0, w.logs()
+
+
+def generate(url, text, **extra):
+    r = requests.post(url + "/generate", json={"text": text, "sampling_params": GREEDY, **extra},
+                      timeout=60)
+    assert r.status_code == 200, r.text
+    return r
+
+
+def test_native_and_openai_routes_through_the_router(cluster):
+    router, workers = cluster
+    direct = generate(workers[0].url, "Once upon a time").json()
+    routed = generate(router.url, "Once upon a time").json()
+    assert routed["text"] == direct["text"] and routed["output_ids"] == direct["output_ids"]
+
+    stream = requests.post(router.url + "/generate", json={
+        "text": "Once upon a time", "sampling_params": GREEDY, "stream": True}, timeout=60)
+    events = [json.loads(line[6:]) for line in stream.iter_lines()
+              if line.startswith(b"data: ") and line != b"data: [DONE]"]
+    assert events[-1]["text"] == direct["text"]
+
+    client = openai.OpenAI(base_url=router.url + "/v1", api_key="none")
+    out = client.completions.create(model="stories", prompt="Once upon a time", max_tokens=8,
+                                    temperature=0)
+    assert out.choices[0].text == direct["text"]
+    chunks = client.completions.create(model="stories", prompt="Once upon a time", max_tokens=8,
+                                       temperature=0, stream=True)
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == direct["text"]
+    models = requests.get(router.url + "/v1/models", timeout=10)
+    assert models.status_code == 200 and models.json()["data"]
+
+
+def test_cache_aware_policy_keeps_a_shared_prefix_on_one_worker(cluster):
+    router, _ = cluster
+    prefix = ("The little red train climbed the hill every morning with a big box of apples for "
+              "the town, and the children waved at it from the green fields. ") * 3
+    cached = []
+    for i in range(6):
+        meta = generate(router.url, prefix + f"On day {i} she went to the park.").json()
+        cached.append(meta["meta_info"]["cached_tokens"])
+    # The first request computes the prefix; every later one finds it cached on its worker.
+    assert cached[0] < 10  # at most the start of the text, shared with other tests' prompts
+    assert all(c >= 60 for c in cached[1:]), cached
+
+
+def test_killed_worker_loses_no_request(tmp_path):
+    workers = [Server(STORIES, "--skip-server-warmup") for _ in range(3)]
+    router = Router(workers, "--policy", "round_robin", "--retry-max-retries", "5",
+                    "--retry-initial-backoff-ms", "20")
+    try:
+        def one(i):
+            body = {"text": f"Story {i}: once upon a time", "sampling_params": {
+                "max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}
+            r = requests.post(router.url + "/generate", json=body, timeout=120)
+            return r.status_code, r.json() if r.status_code == 200 else r.text
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(one, i) for i in range(48)]
+            time.sleep(0.3)
+            workers[1].proc.send_signal(signal.SIGKILL)
+            results = [f.result() for f in futures]
+        failed = [r for r in results if r[0] != 200]
+        assert not failed, failed[:3]
+        assert all(r[1]["meta_info"]["completion_tokens"] == 16 for r in results)
+        # Later requests still succeed on the two live workers.
+        for i in range(6):
+            generate(router.url, f"After the crash {i}")
+    finally:
+        router.stop()
+        for w in workers:
+            w.stop()
+
+
+def test_worker_added_at_run_time_gets_traffic():
+    workers = [Server(STORIES, "--skip-server-warmup")]
+    router = Router(workers, "--policy", "round_robin")
+    extra = Server(STORIES, "--skip-server-warmup", "--enable-metrics")
+    try:
+        r = requests.post(router.url + "/workers", json={"url": extra.url}, timeout=30)
+        assert r.status_code in (200, 202), r.text
+        deadline = time.time() + 30
+        while time.time() < deadline and len(router.workers()) < 2:
+            time.sleep(0.2)
+        assert {w["url"] for w in router.workers()} == {workers[0].url, extra.url}
+        for i in range(8):
+            generate(router.url, f"Request {i} once upon a time")
+        metrics = requests.get(extra.url + "/metrics", timeout=10).text
+        served = [line for line in metrics.splitlines()
+                  if line.startswith("sglang:prompt_tokens_total")]
+        assert served and float(served[0].split()[-1]) > 0, metrics[:2000]
+    finally:
+        router.stop()
+        extra.stop()
+        for w in workers:
+            w.stop()
+
+
+def test_dp_size_worker_composes_with_a_dp_aware_router():
+    worker = Server(STORIES, "--skip-server-warmup", "--dp-size", "2")
+    # The router reads dp_size from /server_info and lists one worker per DP rank.
+    router = Router([worker], "--policy", "round_robin", "--dp-aware", expect=2)
+    try:
+        direct = generate(worker.url, "Once upon a time").json()
+        for _ in range(4):
+            assert generate(router.url, "Once upon a time").json()["text"] == direct["text"]
+        loads = requests.get(worker.url + "/get_load", timeout=10).json()
+        assert len(loads) == 2
+    finally:
+        router.stop()
+        worker.stop()
