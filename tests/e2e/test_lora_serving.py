@@ -6,6 +6,7 @@ that mix the base model and several adapters must give each request what it gets
 import concurrent.futures
 import json
 import pathlib
+import re
 import sys
 import threading
 
@@ -278,3 +279,22 @@ def test_rtp_llm_adapter_name(server, expected):
     r = requests.post(server.url + "/", json={"prompt": "Once", "generate_config": {
         "adapter_name": "nope"}}, timeout=60)
     assert r.status_code != 200 and "not loaded" in r.text
+
+
+def test_retraction_keeps_each_request_on_its_adapter(adapters, prompts, expected):
+    """A KV pool too small for the load forces retractions; retracted requests come back with
+    their adapter (and its prefix-cache namespace) and still give llama.cpp's tokens."""
+    srv = Server(STORIES, "--skip-server-warmup", "--max-total-tokens", "160",
+                 "--chunked-prefill-size", "32", "--schedule-conservativeness", "0.05",
+                 "--lora-paths", *[f"{n}={adapters[n]['served']}" for n in NAMES])
+    try:
+        jobs = [(name, i) for i in range(6) for name in (None,) + NAMES]
+        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+            got = list(pool.map(lambda j: generate(srv, prompts[j[1]], j[0])["output_ids"], jobs))
+        for job, ids in zip(jobs, got):
+            assert ids == expected[job], job
+        logs = srv.log_path.read_text(errors="replace")
+        assert re.search(r"Retract requests. #retracted_reqs: [1-9]", logs), srv.logs()
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
