@@ -20,7 +20,6 @@ llama-server.
 One server runs at a time; the machine may be shared, so compare ratios within one run.
 """
 import argparse
-import concurrent.futures
 import json
 import pathlib
 import statistics
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO / "tests/e2e"))
 sys.path.insert(0, str(REPO / "tests/fixtures"))
 from lora_files import Adapter, Shape  # noqa: E402
 from server_util import SMOLLM2, Server, free_port  # noqa: E402
+from structured_output import post_all  # noqa: E402
 
 SMOLLM2_SHAPE = Shape(hidden=576, intermediate=1536, layers=30, heads=9, kv_heads=3, head_dim=64)
 TOPICS = ["the sea", "a red kite", "old maps", "winter bread", "a lost key", "the moon", "trains",
@@ -45,30 +45,18 @@ TOPICS = ["the sea", "a red kite", "old maps", "winter bread", "a lost key", "th
           "the forest", "a bicycle"]
 
 
-def post_all(url, bodies):
-    def one(body):
-        r = requests.post(url + "/generate", json=body, timeout=1200)
-        assert r.status_code == 200, r.text
-        return r.json()
-
-    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
-        start = time.perf_counter()
-        out = list(pool.map(one, bodies))
-        return time.perf_counter() - start, out
-
-
 def throughput(srv, args, names):
     prompts = [f"Write a short story about {TOPICS[i % len(TOPICS)]}." for i in range(args.clients)]
     sampling = {"max_new_tokens": args.max_new, "temperature": 0, "ignore_eos": True}
     kinds = {"base": [{"text": p, "sampling_params": sampling} for p in prompts],
              "lora": [{"text": p, "sampling_params": sampling, "lora_path": names[i % len(names)]}
                       for i, p in enumerate(prompts)]}
-    post_all(srv.url, kinds["base"][:2] + kinds["lora"][:2])  # warm-up
+    post_all(srv, kinds["base"][:2] + kinds["lora"][:2])  # warm-up
     rounds = []
     for _ in range(args.rounds):
         row = {}
         for kind, bodies in kinds.items():
-            wall, out = post_all(srv.url, bodies)
+            wall, out = post_all(srv, bodies)
             tokens = sum(o["meta_info"]["completion_tokens"] for o in out)
             assert tokens == args.clients * args.max_new
             row[kind] = tokens / wall

@@ -19,26 +19,12 @@ from server_util import STORIES, Server
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
 from lora_files import Adapter, Shape  # noqa: E402
-from test_llama_oracle import STORY, _without_extra_buffer_types, tokenize  # noqa: E402
+from test_llama_oracle import STORY, tokenize  # noqa: E402
+from test_moe_oracle import llama_cpp_greedy  # noqa: E402
 
 MAX_NEW = 16
 SHAPE = Shape(hidden=64, intermediate=172, layers=5, heads=8, kv_heads=4, head_dim=8)
 NAMES = ("a", "b", "c", "d")
-
-
-def llama_cpp_greedy(prompt_ids, n, lora_path=None):
-    """llama.cpp's own greedy continuation (one token per step), with a GGUF LoRA at scale 1."""
-    import llama_cpp
-    _without_extra_buffer_types(llama_cpp)
-    llm = llama_cpp.Llama(model_path=str(STORIES), lora_path=lora_path, n_ctx=256, n_threads=2,
-                          verbose=False, type_k=llama_cpp.GGML_TYPE_F32,
-                          type_v=llama_cpp.GGML_TYPE_F32)
-    out = []
-    for tok in llm.generate(prompt_ids, top_k=1, top_p=1.0, temp=0.0, repeat_penalty=1.0):
-        out.append(tok)
-        if len(out) == n:
-            break
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +54,7 @@ def expected(adapters, prompts):
     for name in (None,) + NAMES + ("e",):
         lora = adapters[name]["gguf"] if name else None
         for i, p in enumerate(prompts[:6]):
-            out[(name, i)] = llama_cpp_greedy(p, MAX_NEW, lora)
+            out[(name, i)] = llama_cpp_greedy(str(STORIES), p, MAX_NEW, lora)
     return out
 
 

@@ -13,11 +13,13 @@ from moe_checkpoint import SHAPE, dequantized, write_gguf, write_hf
 from test_llama_oracle import STORY, _without_extra_buffer_types, llama_cpp_logits, tokenize
 
 
-def llama_cpp_greedy(model_path, prompt, n):
-    """n tokens of llama.cpp's own greedy decoding (one token per step: its decode path)."""
+def llama_cpp_greedy(model_path, prompt, n, lora_path=None):
+    """n tokens of llama.cpp's own greedy decoding (one token per step: its decode path), with a
+    GGUF LoRA adapter at scale 1 when lora_path is given."""
     llama_cpp = pytest.importorskip("llama_cpp")
     _without_extra_buffer_types(llama_cpp)
-    llm = llama_cpp.Llama(model_path=model_path, n_ctx=256, n_threads=2, verbose=False,
+    llm = llama_cpp.Llama(model_path=model_path, lora_path=lora_path, n_ctx=256, n_threads=2,
+                          verbose=False,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
     out = []
     for tok in llm.generate(prompt, top_k=1, top_p=1.0, temp=0.0, repeat_penalty=1.0):
