@@ -1,7 +1,7 @@
 // AVX2 variant of the quantized MatMul for CPUs without VNNI: panels of 8 weight rows, one dword
 // lane per row; vpmaddubsw + vpmaddwd stand in for vpdpbusd. Q8_0 codes stay signed and use the
 // sign trick (|w| times sign(w) * q), because unsigned codes up to 255 would saturate vpmaddubsw.
-// Panels are packed with the scalar packer.
+// Panels are packed with the scalar packer, once at load (Pack) or per call (Run).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -108,10 +108,44 @@ void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t pane
   }
 }
 
+// Load-time packing: the same code panels Run makes per call (about 1.25 bytes per weight),
+// made once, so a decode step only streams them.
+int64_t PackedPanelBytes(const WeightMatrix& w) {
+  const int64_t sub = FormatInfo(w.format, true).sub;
+  return (w.cols / sub) * PanelSubBytes(sub, kRows);
+}
+
+int64_t PackedBytes(const WeightMatrix& w) {
+  return (w.rows + kRows - 1) / kRows * PackedPanelBytes(w);
+}
+
+void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
+  const int64_t panel_bytes = PackedPanelBytes(w);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    PackPanelScalar(w, p * kRows, kRows, true, out + p * panel_bytes);
+  }
+}
+
+void RunPacked(const WeightMatrix& w, const uint8_t* packed, const ref::QuantizedActivations& a,
+               int64_t panel_begin, int64_t panel_end, float* y) {
+  const QuantFormatInfo info = FormatInfo(w.format, true);
+  const int64_t panel_bytes = PackedPanelBytes(w);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int64_t row0 = p * kRows;
+    const int valid = static_cast<int>(std::min(kRows, w.rows - row0));
+    const uint8_t* panel = packed + p * panel_bytes;
+    for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
+      const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
+      ChooseTile(w.format, info, tokens)(panel, a, t0, y + row0, w.rows, valid);
+    }
+  }
+}
+
 }  // namespace
 
 const QuantVariant* Avx2QuantVariant() {
-  static const QuantVariant variant{"avx2", kRows, true, Run, ref::QuantizeActivationRows};
+  static const QuantVariant variant{"avx2", kRows, true, Run, ref::QuantizeActivationRows,
+                                    PackedBytes, Pack, RunPacked};
   __builtin_cpu_init();
   const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return ok ? &variant : nullptr;
