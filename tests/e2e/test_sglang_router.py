@@ -3,8 +3,9 @@
 Requests through the router (native and OpenAI, streamed and not) give what a worker gives
 directly; the cache-aware policy keeps prompts that share a long prefix on one worker (their
 cached_tokens show it); killing a worker in the middle of a run loses no request (the router
-retries); a worker added through the router's API gets traffic; a --dp-size 2 worker composes
-with the router's --dp-aware mode."""
+retries); a worker added through the router's API gets traffic, and none once removed; a
+--dp-size 2 worker composes with the router's --dp-aware mode. The router's own fan-out routes
+(/get_loads, /flush_cache, /get_model_info, ...) read the workers' SGLang routes."""
 import concurrent.futures
 import json
 import os
@@ -236,6 +237,19 @@ def test_worker_added_at_run_time_gets_traffic():
         served = [line for line in metrics.splitlines()
                   if line.startswith("sglang:prompt_tokens_total")]
         assert served and float(served[0].split()[-1]) > 0, metrics[:2000]
+        # Removed again (by the id the router gave it), it gets no more traffic.
+        [added] = [w for w in router.workers() if w["url"] == extra.url]
+        r = requests.delete(f"{router.url}/workers/{added['id']}", timeout=30)
+        assert r.status_code in (200, 202), r.text
+        deadline = time.time() + 30
+        while time.time() < deadline and len(router.workers()) > 1:
+            time.sleep(0.2)
+        assert [w["url"] for w in router.workers()] == [workers[0].url]
+        for i in range(4):
+            generate(router.url, f"After removal {i}")
+        after = requests.get(extra.url + "/metrics", timeout=10).text
+        assert [line for line in after.splitlines()
+                if line.startswith("sglang:prompt_tokens_total")] == served
     finally:
         router.stop()
         extra.stop()
