@@ -7,6 +7,7 @@ retries); a worker added through the router's API gets traffic, and none once re
 --dp-size 2 worker composes with the router's --dp-aware mode. The router's own fan-out routes
 (/get_loads, /flush_cache, /get_model_info, ...) read the workers' SGLang routes."""
 import concurrent.futures
+import contextlib
 import json
 import os
 import signal
@@ -38,7 +39,8 @@ class Router:
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
-            assert self.proc.poll() is None, open(self.log_path).read()[-3000:]
+            if self.proc.poll() is not None:
+                break
             try:
                 if requests.get(self.url + "/health", timeout=1).status_code == 200 and \
                         len(self.workers()) == (expect or len(workers)):
@@ -46,6 +48,7 @@ class Router:
             except requests.RequestException:
                 pass
             time.sleep(0.2)
+        self.stop()
         raise AssertionError("router did not come up:\n" + open(self.log_path).read()[-3000:])
 
     def workers(self):
@@ -61,6 +64,12 @@ class Router:
         self.log.close()
 
 
+def stopped_after(stack, process):
+    """Registers process.stop() on the exit stack (a failed start later still stops it)."""
+    stack.callback(process.stop)
+    return process
+
+
 def test_the_router_is_installed():
     """The router is a test dependency (scripts/requirements-test.txt): missing it fails."""
     import sglang_router  # noqa: F401
@@ -68,13 +77,14 @@ def test_the_router_is_installed():
 
 @pytest.fixture(scope="module")
 def cluster():
-    workers = [Server(STORIES, "--skip-server-warmup", "--enable-metrics", "--enable-cache-report",
-                      "--chat-template", "chatml", "--context-length", "2048") for _ in range(3)]
-    router = Router(workers, "--policy", "cache_aware")
-    yield router, workers
-    router.stop()
+    with contextlib.ExitStack() as stack:
+        workers = [stopped_after(stack, Server(
+            STORIES, "--skip-server-warmup", "--enable-metrics", "--enable-cache-report",
+            "--chat-template", "chatml", "--context-length", "2048")) for _ in range(3)]
+        router = stopped_after(stack, Router(workers, "--policy", "cache_aware"))
+        yield router, workers
     for w in workers:
-        assert w.stop() == 0, w.logs()
+        assert w.proc.returncode == 0, w.logs()
 
 
 def generate(url, text, **extra):
@@ -192,11 +202,13 @@ def test_cache_aware_policy_keeps_a_shared_prefix_on_one_worker(cluster):
     assert out.usage.prompt_tokens_details.cached_tokens >= 60, out.usage
 
 
-def test_killed_worker_loses_no_request(tmp_path):
-    workers = [Server(STORIES, "--skip-server-warmup") for _ in range(3)]
-    router = Router(workers, "--policy", "round_robin", "--retry-max-retries", "5",
-                    "--retry-initial-backoff-ms", "20")
-    try:
+def test_killed_worker_loses_no_request():
+    with contextlib.ExitStack() as stack:
+        workers = [stopped_after(stack, Server(STORIES, "--skip-server-warmup")) for _ in range(3)]
+        router = stopped_after(stack, Router(workers, "--policy", "round_robin",
+                                             "--retry-max-retries", "5",
+                                             "--retry-initial-backoff-ms", "20"))
+
         def one(i):
             body = {"text": f"Story {i}: once upon a time", "sampling_params": {
                 "max_new_tokens": 16, "temperature": 0, "ignore_eos": True}}
@@ -214,17 +226,13 @@ def test_killed_worker_loses_no_request(tmp_path):
         # Later requests still succeed on the two live workers.
         for i in range(6):
             generate(router.url, f"After the crash {i}")
-    finally:
-        router.stop()
-        for w in workers:
-            w.stop()
 
 
 def test_worker_added_at_run_time_gets_traffic():
-    workers = [Server(STORIES, "--skip-server-warmup")]
-    router = Router(workers, "--policy", "round_robin")
-    extra = Server(STORIES, "--skip-server-warmup", "--enable-metrics")
-    try:
+    with contextlib.ExitStack() as stack:
+        workers = [stopped_after(stack, Server(STORIES, "--skip-server-warmup"))]
+        router = stopped_after(stack, Router(workers, "--policy", "round_robin"))
+        extra = stopped_after(stack, Server(STORIES, "--skip-server-warmup", "--enable-metrics"))
         r = requests.post(router.url + "/workers", json={"url": extra.url}, timeout=30)
         assert r.status_code in (200, 202), r.text
         deadline = time.time() + 30
@@ -250,23 +258,16 @@ def test_worker_added_at_run_time_gets_traffic():
         after = requests.get(extra.url + "/metrics", timeout=10).text
         assert [line for line in after.splitlines()
                 if line.startswith("sglang:prompt_tokens_total")] == served
-    finally:
-        router.stop()
-        extra.stop()
-        for w in workers:
-            w.stop()
 
 
 def test_dp_size_worker_composes_with_a_dp_aware_router():
-    worker = Server(STORIES, "--skip-server-warmup", "--dp-size", "2")
-    # The router reads dp_size from /server_info and lists one worker per DP rank.
-    router = Router([worker], "--policy", "round_robin", "--dp-aware", expect=2)
-    try:
+    with contextlib.ExitStack() as stack:
+        worker = stopped_after(stack, Server(STORIES, "--skip-server-warmup", "--dp-size", "2"))
+        # The router reads dp_size from /server_info and lists one worker per DP rank.
+        router = stopped_after(stack, Router([worker], "--policy", "round_robin", "--dp-aware",
+                                             expect=2))
         direct = generate(worker.url, "Once upon a time").json()
         for _ in range(4):
             assert generate(router.url, "Once upon a time").json()["text"] == direct["text"]
         loads = requests.get(worker.url + "/get_load", timeout=10).json()
         assert len(loads) == 2
-    finally:
-        router.stop()
-        worker.stop()
