@@ -106,6 +106,17 @@ PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix
   return out;
 }
 
+int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w) {
+  if (w.rows <= 0) return 0;
+  if (w.format == WeightFormat::kBF16 && table.name == "avx512" && Bf16PanelsSupported()) {
+    return Bf16PanelBytes(w);
+  }
+  const x86::QuantVariant* variant = VariantFor(table);
+  if (variant == nullptr || variant->packed_bytes == nullptr) return 0;
+  if (BlockElements(w.format) == 1) return 0;
+  return variant->packed_bytes(w);
+}
+
 void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
             const PackedWeight& w, float* y, ActivationMode mode) {
   if (w.variant == kBf16PanelsVariant && w.packed() && mode == ActivationMode::kGgmlRounded &&

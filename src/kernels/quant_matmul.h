@@ -31,10 +31,10 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
                  const WeightMatrix& w, float* y);
 
 // A weight matrix repacked once at load time into the integer variant's panel layout, which
-// saves the per-call transposition of rows into panels (most of the cost at decode). Only the
-// avx512_vnni variant packs. Q4_0, Q4_1, Q5_0 and Q8_0 keep their size (plus up to 15 padding
-// rows); Q5_1 and the K-quants are stored as unpacked byte codes with float scales, about 1.25
-// bytes per weight (2.2x a Q4_K matrix), trading memory for no per-call decoding. When nothing
+// saves the per-call transposition of rows into panels (most of the cost at decode). On
+// avx512_vnni, Q4_0, Q4_1, Q5_0 and Q8_0 keep their size (plus up to 15 padding rows); Q5_1 and
+// the K-quants, and every format on avx2, are stored as unpacked byte codes with float scales,
+// about 1.25 bytes per weight (2.2x a Q4_K matrix), trading memory for no per-call decoding. When nothing
 // is packed, `panels` stays empty and the overload below runs the source matrix. The memory
 // behind `source` must outlive the PackedWeight.
 struct PackedWeight {
@@ -49,6 +49,9 @@ struct PackedWeight {
 // BF16 matrices are packed into kernels/bf16_panels.h panels on AVX512-BF16 CPUs (avx512 table);
 // the other float formats (and tables without a packing variant) come back unpacked.
 PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w);
+
+// The bytes of panels Pack(table, pool, w) would allocate (0: it would not pack w).
+int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w);
 
 // MatMul on a PackedWeight: the packed integer path when mode is kGgmlRounded and the panels
 // were packed for this table's variant, else exactly MatMul(table, pool, x, n, w.source, y, mode).

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "common/check.h"
+#include "common/log.h"
+#include "common/machine.h"
 #include "kernels/gelu_f16_table.h"
 #include "common/status.h"
 #include "model/forward_scratch.h"
@@ -37,12 +40,30 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
   const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
   RADIX_ASSIGN_OR_RETURN(embedding_, w.RequireMatrix("token_embd.weight", c.vocab_size, H));
   RADIX_ASSIGN_OR_RETURN(output_norm_, w.RequireVector("output_norm.weight", H));
-  // Repacking pays only on the integer path (kGgmlRounded); it keeps the source matrices.
+  // Repacking pays only on the integer path (kGgmlRounded); it keeps the source matrices. Panels
+  // can take twice the bytes of a 4-bit matrix, so they stop at half of the memory available
+  // when loading starts: the matrices past that run from their source (slower, not wrong).
+  const uint64_t available = ProbeMachine().available_memory_bytes;
+  const int64_t pack_budget =
+      available == 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(available / 2);
+  int64_t packed_total = 0;
+  bool over_budget = false;
   auto pack = [&](const kernels::WeightMatrix& m) {
-    if (activation_mode_ != kernels::ActivationMode::kGgmlRounded) {
-      return kernels::PackedWeight{.source = m, .variant = "", .panels = {}};
+    const kernels::PackedWeight unpacked{.source = m, .variant = "", .panels = {}};
+    if (activation_mode_ != kernels::ActivationMode::kGgmlRounded) return unpacked;
+    const kernels::KernelTable& table = kernels::ActiveKernels();
+    const int64_t bytes = kernels::PackedBytes(table, m);
+    if (bytes > 0 && packed_total + bytes > pack_budget) {
+      if (!over_budget) {
+        RADIX_LOG_WARN("Weight panels reached half of the available memory ({:.1f} GB); the "
+                       "remaining matrices stay unpacked (slower matrix multiplications)",
+                       static_cast<double>(packed_total) / 1e9);
+      }
+      over_budget = true;
+      return unpacked;
     }
-    return kernels::Pack(kernels::ActiveKernels(), nullptr, m);
+    packed_total += bytes;
+    return kernels::Pack(table, nullptr, m);
   };
   if (spec_.tie_word_embeddings && w.Find("output.weight") == nullptr) {
     lm_head_ = pack(embedding_);

@@ -241,5 +241,20 @@ TEST(QuantMatMulDeathTest, ForcedRefEnvironmentKeepsReferencePath) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(QuantMatMulTest, PackedBytesIsWhatPackAllocates) {
+  std::mt19937 rng(7);
+  for (const KernelTable* table : AvailableKernels()) {
+    for (WeightFormat format : kQuantFormats) {
+      const int64_t cols = BlockElements(format) * 2;
+      const auto bytes = RandomBlocks(format, 21, cols, rng);
+      const WeightMatrix w{format, 21, cols, bytes.data()};
+      const auto packed = static_cast<int64_t>(Pack(*table, nullptr, w).panels.size());
+      EXPECT_EQ(PackedBytes(*table, w), packed) << table->name << " " << FormatName(format);
+    }
+    std::vector<float> floats(64, 1.0f);
+    EXPECT_EQ(PackedBytes(*table, {WeightFormat::kF32, 2, 32, floats.data()}), 0);
+  }
+}
+
 }  // namespace
 }  // namespace radixserve::kernels
