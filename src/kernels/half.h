@@ -9,10 +9,15 @@
 namespace radixserve::kernels {
 
 // Whether the CPU has F16C (hardware half <-> float conversion). Read with CPUID because clang
-// (14) does not know the "f16c" name of __builtin_cpu_supports.
+// (14) does not know the "f16c" name of __builtin_cpu_supports. CPUID runs once: it serializes
+// the core and traps to the hypervisor in a VM (tens of microseconds), and kernel tables are
+// looked up on every step.
 inline bool CpuHasF16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
+  return has;
 }
 
 // Element `i` of an array of T that may be misaligned (weights at arbitrary safetensors offsets):
