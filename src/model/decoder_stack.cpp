@@ -274,9 +274,9 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     kv_stride = kv_dim;
   }
   if (step.lora) {
-    ApplyLora(step, layer, LoraTarget::kQ, h, q, q_stride);
-    ApplyLora(step, layer, LoraTarget::kK, h, k, kv_stride);
-    ApplyLora(step, layer, LoraTarget::kV, h, v, kv_stride);
+    ApplyLora(step, layer, h,
+              {{LoraTarget::kQ, q, q_stride}, {LoraTarget::kK, k, kv_stride},
+               {LoraTarget::kV, v, kv_stride}});
   }
   const int rope_set = layer.sliding ? 1 : 0;
   const int64_t half = c.rotary_dim / 2;
@@ -330,7 +330,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   PagedAttention(kt, pool, *step.batch, *step.layout, spec_.attention, layer.sliding_window, q, k,
                  v, k_cache, v_cache, attn);
   kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
-  if (step.lora) ApplyLora(step, layer, LoraTarget::kO, attn, h, c.hidden_size);
+  if (step.lora) ApplyLora(step, layer, attn, {{LoraTarget::kO, h, c.hidden_size}});
 
   // Residual, then the MLP's input norm, in one pass over each row.
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
@@ -377,8 +377,8 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
     gu_stride = I;
   }
   if (step.lora) {
-    ApplyLora(step, layer, LoraTarget::kGate, h, gate, gu_stride);
-    ApplyLora(step, layer, LoraTarget::kUp, h, up, gu_stride);
+    ApplyLora(step, layer, h,
+              {{LoraTarget::kGate, gate, gu_stride}, {LoraTarget::kUp, up, gu_stride}});
   }
   float* gated = ForwardScratch::Reserve(s.gated, T * I);
   // llama.cpp numerics (GGUF) evaluate GELU through its f16 table; HF checkpoints use the formula.
@@ -391,18 +391,19 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
       gating(gate + t * gu_stride, up + t * gu_stride, gated + t * I, I);
   });
   kernels::MatMul(kt, pool, gated, T, layer.down, h, act);
-  if (step.lora) ApplyLora(step, layer, LoraTarget::kDown, gated, h, config_.hidden_size);
+  if (step.lora) ApplyLora(step, layer, gated, {{LoraTarget::kDown, h, config_.hidden_size}});
 }
 
-void DecoderStack::ApplyLora(const Step& step, const Layer& layer, LoraTarget target,
-                             const float* x, float* y, int64_t y_stride) const {
+void DecoderStack::ApplyLora(const Step& step, const Layer& layer, const float* x,
+                             std::initializer_list<LoraOut> outs) const {
   const kernels::KernelTable& kt = *step.kt;
   ForwardScratch& s = *step.s;
+  const ModelConfig& c = config_;
   const auto rows = static_cast<int64_t>(s.lora_rows.size());
   // Row t's update over ranks [k0, k1): mid_k = scale * A_k x_t (dot products), then
   // out += mid_k * (B^T)_k (axpys over B's transposed rows). Float32 throughout; a row's matrices
   // are small enough to stay in cache, so no gather into per-adapter blocks pays.
-  const auto update = [&](int64_t i, int64_t part, int64_t parts, float* out) {
+  const auto update = [&](int64_t i, LoraTarget target, int64_t part, int64_t parts, float* out) {
     const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
     if (w == nullptr) return;
     const float* xt = x + s.lora_rows[static_cast<size_t>(i)] * w->in;
@@ -411,37 +412,58 @@ void DecoderStack::ApplyLora(const Step& step, const Layer& layer, LoraTarget ta
       kt.axpy(mid, w->b_t.data() + k * w->out, out, w->out);
     }
   };
+  const auto row_out = [&](const LoraOut& o, int64_t i) {
+    return o.y + s.lora_rows[static_cast<size_t>(i)] * o.stride;
+  };
   if (rows >= kParallelRows || step.pool == nullptr || step.pool->size() == 1) {
     ForRows(step.pool, rows, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        update(i, 0, 1, y + s.lora_rows[static_cast<size_t>(i)] * y_stride);
+        for (const LoraOut& o : outs) update(i, o.target, 0, 1, row_out(o, i));
       }
     });
     return;
   }
   // A few rows (decode of a few sequences): every thread takes a share of each row's ranks, so
-  // all cores stream the adapter's matrices. Part 0 adds into y; the others into their own rows
-  // of lora_acc, added to y afterwards.
-  int64_t out_dim = 0;
-  for (int64_t i = 0; i < rows && out_dim == 0; ++i) {
-    const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
-    if (w != nullptr) out_dim = w->out;
-  }
-  if (out_dim == 0) return;
+  // all cores stream the adapters' matrices. Part 0 adds into the outputs; the others into their
+  // own rows of lora_acc, added to the outputs afterwards. One hand-off for all of `outs`.
+  const auto out_dim = [&](LoraTarget t) {
+    switch (t) {
+      case LoraTarget::kQ: return c.num_heads * c.head_dim;
+      case LoraTarget::kK:
+      case LoraTarget::kV: return c.num_kv_heads * c.head_dim;
+      case LoraTarget::kGate:
+      case LoraTarget::kUp: return c.intermediate_size;
+      case LoraTarget::kO:
+      case LoraTarget::kDown: break;
+    }
+    return c.hidden_size;
+  };
+  int64_t per_part = 0;
+  for (const LoraOut& o : outs) per_part += rows * out_dim(o.target);
   const int parts = step.pool->size();
-  float* acc = ForwardScratch::Reserve(s.lora_acc, (parts - 1) * rows * out_dim);
-  std::fill(acc, acc + (parts - 1) * rows * out_dim, 0.0f);
+  float* acc = ForwardScratch::Reserve(s.lora_acc, (parts - 1) * per_part);
+  std::fill(acc, acc + (parts - 1) * per_part, 0.0f);
+  const auto acc_row = [&](int part, int64_t offset, int64_t dim, int64_t i) {
+    return acc + (part - 1) * per_part + offset + i * dim;
+  };
   step.pool->RunOnAll([&](int part, int count) {
-    for (int64_t i = 0; i < rows; ++i) {
-      float* out = part == 0 ? y + s.lora_rows[static_cast<size_t>(i)] * y_stride
-                             : acc + ((part - 1) * rows + i) * out_dim;
-      update(i, part, count, out);
+    int64_t offset = 0;
+    for (const LoraOut& o : outs) {
+      const int64_t dim = out_dim(o.target);
+      for (int64_t i = 0; i < rows; ++i) {
+        update(i, o.target, part, count, part == 0 ? row_out(o, i) : acc_row(part, offset, dim, i));
+      }
+      offset += rows * dim;
     }
   });
   for (int p = 1; p < parts; ++p) {
-    for (int64_t i = 0; i < rows; ++i) {
-      kt.axpy(1.0f, acc + ((p - 1) * rows + i) * out_dim,
-              y + s.lora_rows[static_cast<size_t>(i)] * y_stride, out_dim);
+    int64_t offset = 0;
+    for (const LoraOut& o : outs) {
+      const int64_t dim = out_dim(o.target);
+      for (int64_t i = 0; i < rows; ++i) {
+        kt.axpy(1.0f, acc_row(p, offset, dim, i), row_out(o, i), dim);
+      }
+      offset += rows * dim;
     }
   }
 }

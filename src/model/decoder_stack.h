@@ -18,6 +18,7 @@
 // (apart from what the kernels and PagedAttention allocate).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -107,10 +108,16 @@ class DecoderStack {
                 LayerCache v_cache) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;
-  // Adds each LoRA group's scale * B (A x_t) for `target` of this layer to y rows t (row t at
-  // y + t * y_stride); x is [T, in]. Rows of sequences without an adapter are not touched.
-  void ApplyLora(const Step& step, const Layer& layer, LoraTarget target, const float* x,
-                 float* y, int64_t y_stride) const;
+  // One LoRA output: rows t of `target`'s projection at y + t * stride.
+  struct LoraOut {
+    LoraTarget target;
+    float* y;
+    int64_t stride;
+  };
+  // Adds each adapted row's scale * B (A x_t) for every target in `outs` (projections of the same
+  // input x [T, in]) to its output. Rows of sequences without an adapter are not touched.
+  void ApplyLora(const Step& step, const Layer& layer, const float* x,
+                 std::initializer_list<LoraOut> outs) const;
 
   ModelConfig config_;
   DecoderSpec spec_;
