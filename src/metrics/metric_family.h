@@ -6,7 +6,9 @@
 // update it lock-free. Labels() and WriteText() take the family's mutex and may be called from any
 // thread. Children are exposed in creation order, each sample's labels in name order. A family
 // without label names has its single child from the start (exposed as 0 before any update), as
-// the official client does.
+// the official client does. A labelled family without children writes nothing, not even HELP and
+// TYPE: what SGLang's multiprocess registry serves (sglang-router's /engine_metrics parser
+// refuses some of SGLang's declared-but-never-set families, e.g. an upper-case name).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +32,7 @@ class MetricFamilyBase {
   virtual ~MetricFamilyBase() = default;
   virtual const std::string& name() const = 0;
   // Appends `# HELP`, `# TYPE` and every child's samples.
+  virtual std::string_view type_name() const = 0;
   virtual void WriteText(std::string& out) const = 0;
 };
 
@@ -74,10 +77,13 @@ class MetricFamily final : public MetricFamilyBase {
   const std::string& help() const { return help_; }
   const std::vector<std::string>& label_names() const { return label_names_; }
 
+  std::string_view type_name() const override { return T::kTypeName; }
+
   void WriteText(std::string& out) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (children_.empty()) return;
     out += "# HELP " + name_ + " " + EscapeHelp(help_) + "\n";
     out += "# TYPE " + name_ + " " + T::kTypeName + "\n";
-    std::lock_guard<std::mutex> lock(mutex_);
     for (const Child& child : children_) WriteSamples(out, name_, child.labels, *child.metric);
   }
 

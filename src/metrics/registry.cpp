@@ -54,4 +54,13 @@ std::string Registry::Expose() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> Registry::Families() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& family : families_) {
+    out.emplace_back(family->name(), std::string(family->type_name()));
+  }
+  return out;
+}
+
 }  // namespace radixserve::metrics

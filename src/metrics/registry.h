@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metrics/counter.h"
@@ -38,8 +39,10 @@ class Registry {
                                         std::vector<std::string> label_names,
                                         std::vector<double> bounds);
 
-  // The whole exposition text; every line ends with '\n'.
+  // The whole exposition text; every line ends with '\n'. Families without samples are left out.
   std::string Expose() const;
+  // Every registered family as (name, type), in registration order, samples or not.
+  std::vector<std::pair<std::string, std::string>> Families() const;
 
  private:
   void Reserve(const std::vector<std::string>& sample_names);

@@ -68,12 +68,14 @@ TEST(RegistryTest, ExposesHelpTypeAndSamplesInRegistrationOrder) {
   EXPECT_DOUBLE_EQ(h[5].value, 0.05 + 0.1 + 0.5 + 20.0);
 }
 
-TEST(RegistryTest, LabelledFamilyWithoutChildrenHasOnlyHeader) {
+TEST(RegistryTest, LabelledFamilyWithoutChildrenIsLeftOut) {
   Registry registry;
   registry.AddCounter("x_total", "x", {"a"});
   registry.AddGauge("y", "y");
-  EXPECT_EQ(registry.Expose(), "# HELP x_total x\n# TYPE x_total counter\n# HELP y y\n"
-                               "# TYPE y gauge\ny 0.0\n");
+  EXPECT_EQ(registry.Expose(), "# HELP y y\n# TYPE y gauge\ny 0.0\n");
+  EXPECT_EQ(registry.Families(),
+            (std::vector<std::pair<std::string, std::string>>{{"x_total", "counter"},
+                                                              {"y", "gauge"}}));
 }
 
 TEST(RegistryTest, NegativeBucketsOmitSum) {
