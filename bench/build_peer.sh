@@ -37,17 +37,7 @@ if built; then
   exit 0
 fi
 
-mkdir -p "$PEER_DIR"
-SDIST="$PEER_DIR/llama_cpp_python-$VERSION.tar.gz"
-if [ ! -f "$SDIST" ]; then
-  radix_log "downloading the llama-cpp-python $VERSION sdist from PyPI"
-  "$RADIX_VENV/bin/pip" download -q --no-binary :all: --no-deps \
-    "llama-cpp-python==$VERSION" -d "$PEER_DIR" >&2
-fi
-if [ ! -f "$SRC/CMakeLists.txt" ]; then
-  radix_log "extracting vendor/llama.cpp"
-  tar xzf "$SDIST" -C "$PEER_DIR" "llama_cpp_python-$VERSION/vendor/llama.cpp"
-fi
+SRC="$(PEER_VERSION="$VERSION" PEER_DIR="$PEER_DIR" radix_llama_cpp_source)"
 
 radix_log "building ${TARGETS[*]} (Release, native, $FLAGS) in $BUILD"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
