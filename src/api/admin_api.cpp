@@ -29,8 +29,7 @@ void SendJson(ResponseWriter& writer, int status, const json& body) {
 
 // The body as a JSON object ({} when empty), or a 400 already sent.
 std::optional<json> ParseBodyObject(const ApiRequest& request, ResponseWriter& writer) {
-  if (request.body.empty()) return json::object();
-  ApiExpected<json> body = ParseJsonObjectBody(request.body);
+  ApiExpected<json> body = ParseOptionalJsonObjectBody(request.body);
   if (!body.ok()) {
     SendResult(writer, body);
     return std::nullopt;
@@ -72,7 +71,7 @@ void HandleModelInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr wr
             {"tokenizer_path", args.Get("tokenizer-path")},
             {"is_generation", ctx.model.is_generation},
             {"preferred_sampling_params", args.Get("preferred-sampling-params")},
-            {"weight_version", ctx.weight_version},
+            {"weight_version", ctx.weight_version.Get()},
             {"has_image_understanding", false},
             {"has_audio_understanding", false},
             {"model_type", ctx.model.model_type},
@@ -98,6 +97,9 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   state["kv_leak_check"] = stats.kv_leak_check;
   // Constrained decoding: output tokens appended by jump-forward (no sampling step), since start.
   state["jump_forward_tokens"] = stats.jump_forward_tokens;
+  // Between /pause_generation and /continue_generation.
+  state["paused"] = stats.paused;
+  state["num_retracted_reqs"] = stats.num_retractions;
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;

@@ -239,19 +239,23 @@ void CallTracker::RecordMetrics(ChoiceState& choice, const engine::RequestEvent&
 // SGLang logs a request when the tokenizer manager receives it and when it finishes, and keeps
 // it for the crash dump.
 void CallTracker::RecordReceived(const engine::GenerateRequest& request, ChoiceState& choice) {
-  if (ctx_.request_log == nullptr && ctx_.crash_dump == nullptr) return;
+  const std::shared_ptr<const RequestLog> log = ctx_.request_log.load();
+  if (log == nullptr && ctx_.crash_dump == nullptr) return;
   choice.log_obj = RequestObjJson(ctx_, request);
   choice.created_time = CrashDump::NowEpochSeconds();
-  if (ctx_.request_log != nullptr) ctx_.request_log->LogReceive(choice.log_obj);
+  if (log != nullptr) log->LogReceive(choice.log_obj);
   if (ctx_.crash_dump != nullptr) {
     choice.dump_ticket = ctx_.crash_dump->RecordReceived(choice.log_obj, choice.created_time);
   }
 }
 
 void CallTracker::RecordFinished(ChoiceState& choice) {
-  if (ctx_.request_log == nullptr && ctx_.crash_dump == nullptr) return;
+  // A request received before /configure_logging turned the log on was not recorded then.
+  if (choice.log_obj.is_null()) return;
   const nlohmann::ordered_json out = RequestOutJson(choice);
-  if (ctx_.request_log != nullptr) ctx_.request_log->LogFinish(choice.log_obj, out);
+  if (const std::shared_ptr<const RequestLog> log = ctx_.request_log.load()) {
+    log->LogFinish(choice.log_obj, out);
+  }
   if (ctx_.crash_dump != nullptr) {
     ctx_.crash_dump->RecordFinished(choice.dump_ticket, choice.log_obj, out, choice.created_time,
                                     CrashDump::NowEpochSeconds());

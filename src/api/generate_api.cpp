@@ -13,6 +13,7 @@
 #include "api/lightllm_api.h"
 #include "api/request_builder.h"
 #include "api/serving.h"
+#include "api/session_store.h"
 
 namespace radixserve::api {
 namespace {
@@ -52,7 +53,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"return_flat_raw_top_logprobs_b64", kDefaultOnly},
       {"return_hidden_states", kDefaultOnly}, {"return_routed_experts", kDefaultOnly},
       {"routed_experts_start_len", kDefaultOnly}, {"return_indexer_topk", kDefaultOnly},
-      {"modalities", kDefaultOnly}, {"session_params", kDefaultOnly}, {"lora_path", kUsed},
+      {"modalities", kDefaultOnly}, {"session_params", kUsed}, {"lora_path", kUsed},
       {"lora_id", kDefaultOnly}, {"custom_logit_processor", kDefaultOnly},
       {"positional_embed_overrides", kDefaultOnly}, {"bootstrap_host", kDefaultOnly},
       {"bootstrap_port", kDefaultOnly}, {"bootstrap_room", kDefaultOnly},
@@ -163,7 +164,7 @@ json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInf
                {"prompt_tokens", choice.prompt_tokens},
                {"completion_tokens", choice.completion_tokens},
                {"cached_tokens", choice.cached_tokens},
-               {"weight_version", ctx.weight_version},
+               {"weight_version", ctx.weight_version.Get()},
                {"total_retractions", 0}};
   if (choice.finished) meta["e2e_latency"] = choice.e2e_latency_s;
   if (choice.spec_verify_ct) meta["spec_verify_ct"] = *choice.spec_verify_ct;
@@ -358,6 +359,70 @@ Expected<std::string> ItemRid(ServerContext& ctx, const json& body, size_t i, si
   return InvalidArgument("rid must be a non-empty string or a list of them.");
 }
 
+// SGLang's session_params ({id, rid, offset, replace, drop_previous_output}); none when absent,
+// null, or without an id (SGLang then serves the request outside any session).
+Expected<std::optional<SessionParams>> ReadSessionParams(const json& body) {
+  auto it = body.find("session_params");
+  if (it == body.end() || it->is_null()) return std::optional<SessionParams>();
+  if (!it->is_object()) {
+    return InvalidArgument("session_params must be an object (a batch cannot use sessions).");
+  }
+  SessionParams params;
+  auto id = ReadOptionalString(*it, "id");
+  if (!id.ok()) return id.status();
+  if (!id->has_value()) return std::optional<SessionParams>();
+  params.id = **id;
+  auto rid = ReadOptionalString(*it, "rid");
+  if (!rid.ok()) return rid.status();
+  params.rid = *rid;
+  auto offset = ReadOptionalInt(*it, "offset");
+  if (!offset.ok()) return offset.status();
+  params.offset = offset->value_or(0);
+  auto replace = ReadOptionalBool(*it, "replace");
+  if (!replace.ok()) return replace.status();
+  params.replace = replace->value_or(false);
+  auto drop = ReadOptionalBool(*it, "drop_previous_output");
+  if (!drop.ok()) return drop.status();
+  params.drop_previous_output = drop->value_or(false);
+  for (const auto& [key, value] : it->items()) {
+    if (key != "id" && key != "rid" && key != "offset" && key != "replace" &&
+        key != "drop_previous_output") {
+      return InvalidArgument(fmt::format("session_params got an unexpected field '{}'",
+                                         key.size() > 64 ? key.substr(0, 64) + "..." : key));
+    }
+  }
+  return std::optional<SessionParams>(std::move(params));
+}
+
+// Continues a session with the plan's one request: its prompt becomes the session's history plus
+// its own tokens, and its output is recorded when it ends.
+ApiExpected<bool> JoinSession(ServerContext& ctx, const SessionParams& params, ServingPlan& plan) {
+  if (plan.requests.size() != 1) {
+    return InvalidRequest("session_params applies to a single request: not to a batch or n > 1.");
+  }
+  if (ctx.sessions == nullptr) return BadRequest("Sessions are not available on this server.");
+  engine::GenerateRequest& request = plan.requests[0];
+  std::optional<int32_t> bos;
+  if (ctx.tokenizer != nullptr && ctx.tokenizer->bos_id()) {
+    bos = static_cast<int32_t>(*ctx.tokenizer->bos_id());
+  }
+  Expected<SessionTurn> turn =
+      ctx.sessions->Begin(params, request.rid, std::move(request.input_ids), bos);
+  if (!turn.ok()) return BadRequest(turn.status().message());
+  request.input_ids = std::move(turn->input_ids);
+  for (const std::string& rid : turn->aborted) {
+    ctx.engine->Abort(rid, engine::AbortMatch::kExactRid);
+  }
+  plan.on_end = [sessions = ctx.sessions, id = params.id,
+                 rid = request.rid](const std::vector<ChoiceState>* choices) {
+    if (choices == nullptr || choices->empty()) return sessions->Finish(id, rid, {}, false);
+    const ChoiceState& choice = choices->front();
+    const bool completed = choice.finish && choice.finish->kind != engine::FinishKind::kAbort;
+    sessions->Finish(id, rid, choice.output_ids, completed);
+  };
+  return true;
+}
+
 // /generate's answers: one item per request (a list for a batch or n > 1); streamed items carry
 // the cumulative text, and with --stream-output only the new output ids.
 class GenerateFormatter final : public ResponseFormatter {
@@ -435,6 +500,8 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   auto routed_alias = ReadOptionalInt(body, "data_parallel_rank", 0, dp_size - 1);
   if (!routed_alias.ok()) return invalid(routed_alias.status());
   const std::optional<int64_t> dp_rank = routed->has_value() ? *routed : *routed_alias;
+  auto session = ReadSessionParams(body);
+  if (!session.ok()) return invalid(session.status());
 
   // Everything is read and bounded before any prompt is tokenized or copied n times.
   std::vector<ItemOptions> items;
@@ -504,6 +571,11 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   plan.group = static_cast<size_t>(group_n.value_or(1));
   plan.formatter = std::make_shared<GenerateFormatter>(std::move(infos), batch,
                                                        ctx.args->GetBool("stream-output"));
+  // Last: a session records the request from here on.
+  if (*session) {
+    ApiExpected<bool> joined = JoinSession(ctx, **session, plan);
+    if (!joined.ok()) return joined.status();
+  }
   return plan;
 }
 

@@ -93,4 +93,9 @@ ApiExpected<nlohmann::ordered_json> ParseOrderedJsonObjectBody(std::string_view 
   return ParseObject<nlohmann::ordered_json>(text);
 }
 
+ApiExpected<nlohmann::json> ParseOptionalJsonObjectBody(std::string_view text) {
+  if (text.empty()) return nlohmann::json::object();
+  return ParseObject<nlohmann::json>(text);
+}
+
 }  // namespace radixserve::api

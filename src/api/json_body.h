@@ -38,5 +38,7 @@ Expected<nlohmann::ordered_json> ParseOrderedJsonBody(std::string_view text);
 // InvalidRequest): the reasons above, or "The request body must be a JSON object.".
 ApiExpected<nlohmann::json> ParseJsonObjectBody(std::string_view text);
 ApiExpected<nlohmann::ordered_json> ParseOrderedJsonObjectBody(std::string_view text);
+// ParseJsonObjectBody for routes whose fields all have defaults: an empty body is {}.
+ApiExpected<nlohmann::json> ParseOptionalJsonObjectBody(std::string_view text);
 
 }  // namespace radixserve::api

@@ -274,7 +274,7 @@ json Envelope(const ServerContext& ctx, const std::string& id, const char* objec
           {"model", model},
           {"choices", std::move(choices)},
           {"usage", std::move(usage)},
-          {"metadata", {{"weight_version", ctx.weight_version}}}};
+          {"metadata", {{"weight_version", ctx.weight_version.Get()}}}};
 }
 
 json UsageChunk(const std::string& id, const char* object, int64_t created,

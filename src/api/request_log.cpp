@@ -61,7 +61,7 @@ Json FinishReason(const ChoiceState& choice) {
 
 }  // namespace
 
-RequestLog::RequestLog(int level) {
+RequestLog::RequestLog(int level) : level_(level) {
   if (level <= 1) {
     max_length_ = std::size_t{1} << 30;
     obj_skip_ = kMetadataOnlySkip;

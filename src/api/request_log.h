@@ -29,12 +29,15 @@ class RequestLog {
   // `level`: 0..3 (--log-requests-level; validated by the argument table).
   explicit RequestLog(int level);
 
+  int level() const { return level_; }
+
   std::string ReceiveLine(const nlohmann::ordered_json& obj) const;
   std::string FinishLine(const nlohmann::ordered_json& obj, const nlohmann::ordered_json& out) const;
   void LogReceive(const nlohmann::ordered_json& obj) const;
   void LogFinish(const nlohmann::ordered_json& obj, const nlohmann::ordered_json& out) const;
 
  private:
+  int level_;
   std::size_t max_length_;
   std::set<std::string> obj_skip_;
   std::set<std::string> out_skip_;

@@ -2,6 +2,7 @@
 
 #include "api/admin_api.h"
 #include "api/api_error.h"
+#include "api/control_api.h"
 #include "api/embeddings_api.h"
 #include "api/generate_api.h"
 #include "api/lightllm_api.h"
@@ -83,6 +84,16 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/abort_request", false, HandleAbortRequest, "path", /*admin=*/true},
       {{"POST"}, "/load_lora_adapter", false, HandleLoadLoraAdapter, "path", /*admin=*/true},
       {{"POST"}, "/unload_lora_adapter", false, HandleUnloadLoraAdapter, "path", /*admin=*/true},
+      {{"POST"}, "/pause_generation", false, HandlePauseGeneration, "path", /*admin=*/true},
+      {{"POST"}, "/continue_generation", false, HandleContinueGeneration, "path", /*admin=*/true},
+      {{"POST"}, "/update_weight_version", false, HandleUpdateWeightVersion, "path",
+       /*admin=*/true},
+      {{"GET", "POST"}, "/configure_logging", false, HandleConfigureLogging, "path",
+       /*admin=*/true},
+      {{"GET", "POST"}, "/start_profile", false, HandleStartProfile, "path", /*admin=*/true},
+      {{"GET", "POST"}, "/stop_profile", false, HandleStopProfile, "path", /*admin=*/true},
+      {{"GET", "POST"}, "/open_session", false, HandleOpenSession},
+      {{"GET", "POST"}, "/close_session", false, HandleCloseSession},
       {{"POST", "PUT"}, "/generate", false, Generating(Admitting(BodyOnly(HandleGenerate)))},
       {{"POST"}, "/generate_stream", false,
        Generating(Admitting(BodyOnly(HandleLightLlmGenerateStream)))},

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ class CrashDump;
 class HealthProbe;
 class RequestLog;
 class ResponseStore;
+class SessionStore;
 
 // Bounds on what one HTTP call may ask for, checked before any work is done (each value is a
 // server argument).
@@ -49,6 +51,25 @@ struct ModelFacts {
   nlohmann::json generation_defaults = nlohmann::json::object();
 };
 
+// The version of the served weights (--weight-version; /update_weight_version and
+// /update_weights_from_disk change it), reported in responses' meta_info and /model_info.
+// Thread-safe.
+class WeightVersion {
+ public:
+  std::string Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return value_;
+  }
+  void Set(std::string value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    value_ = std::move(value);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string value_ = "default";
+};
+
 struct ServerContext {
   const args::ServerArgs* args = nullptr;
   engine::Engine* engine = nullptr;
@@ -57,12 +78,15 @@ struct ServerContext {
   // --completion-template (fill-in-the-middle with `suffix`); null when not given.
   const chat::CompletionTemplate* completion_template = nullptr;
   metrics::ServingMetrics* metrics = nullptr;  // null unless --enable-metrics
-  const RequestLog* request_log = nullptr;     // null unless --log-requests
+  // Null unless --log-requests; /configure_logging replaces it (log_requests, log_requests_level).
+  std::atomic<std::shared_ptr<const RequestLog>> request_log;
   CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
   HealthProbe* health_probe = nullptr;        // /health_generate's shared probe
   // /v1/responses' stored responses (previous_response_id, GET /v1/responses/{id}); null: none
   // are kept and store: true answers as if each was dropped at once.
   ResponseStore* response_store = nullptr;
+  // SGLang's sessions (/open_session, session_params); null in tests that do not need them.
+  SessionStore* sessions = nullptr;
   // Compiles (and caches) the json_schema / regex / ebnf / structural_tag constraints of requests.
   // Null when constrained decoding is off; such requests then get a 400 naming
   // grammar_disabled_reason.
@@ -75,12 +99,14 @@ struct ServerContext {
   // The LoRA adapters requests may name (lora_path, "model": "<base>:<adapter>"); null unless
   // --enable-lora or --lora-paths.
   engine::LoraRegistry* lora_registry = nullptr;
+  // Slow administrative work off the I/O and engine threads (profile traces); null: inline.
+  WorkQueue* admin_queue = nullptr;
   // Where POST /load_lora_adapter reads adapter files (off the I/O threads); null: inline.
   WorkQueue* lora_queue = nullptr;
   RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;
-  std::string weight_version = "default";
+  WeightVersion weight_version;
   // True until the startup warmup is over (main clears it before the "ready" line): the health
   // routes answer 503 meanwhile, as SGLang's do while its server is starting.
   std::atomic<bool> starting{true};

@@ -13,6 +13,8 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
   }
   std::shared_ptr<ResponseFormatter> formatter = plan->formatter;
   const bool stream = plan->stream;
+  auto on_end = std::make_shared<std::function<void(const std::vector<ChoiceState>*)>>(
+      std::move(plan->on_end));
   // SGLang's and OpenAI's streams end with "data: [DONE]", RTP-LLM's with "data:[done]" (not
   // after an error); LightLLM's and TGI's just end.
   const bool done_marker = errors == ErrorStyle::kOpenAi || errors == ErrorStyle::kNative;
@@ -30,7 +32,8 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
                              writer.SendEvent(ToJsonText(data));
                            });
   };
-  auto on_done = [formatter, stream, end_marker](CallTracker& call) {
+  auto on_done = [formatter, stream, end_marker, on_end](CallTracker& call) {
+    if (*on_end) (*on_end)(&call.choices());
     ResponseWriter& writer = call.writer();
     if (stream) {
       formatter->StreamEnd(call.context(), call.choices(), [&writer](const nlohmann::json& data) {
@@ -43,7 +46,9 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
     FormattedResponse response = formatter->Complete(call.context(), call.choices());
     writer.Send(response.status, "application/json", ToJsonText(response.body));
   };
-  auto on_rejected = [writer, errors, done_marker](const ApiError& error, bool stream_started) {
+  auto on_rejected = [writer, errors, done_marker, on_end](const ApiError& error,
+                                                           bool stream_started) {
+    if (*on_end) (*on_end)(nullptr);
     if (stream_started) {
       writer->SendEvent(ToJsonText(StreamErrorBody(errors, error)));
       if (done_marker) writer->SendEvent("[DONE]");

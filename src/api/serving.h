@@ -66,6 +66,9 @@ struct ServingPlan {
   // asked with "stream": true.
   bool end_marker = true;
   std::shared_ptr<ResponseFormatter> formatter;
+  // Runs once when the call ends, before its last answer is written: with the choices when every
+  // one has finished, with nullptr when the call was refused. Optional (sessions record outputs).
+  std::function<void(const std::vector<ChoiceState>*)> on_end;
 };
 
 // Runs a parsed request: answers a parse error at once, else submits the plan and lets its

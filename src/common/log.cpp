@@ -1,30 +1,39 @@
 #include "common/log.h"
 
 #include <memory>
+#include <optional>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 namespace radixserve {
 
+namespace {
+
+std::optional<spdlog::level::level_enum> ParseLevel(std::string_view level) {
+  if (level == "debug") return spdlog::level::debug;
+  if (level == "info") return spdlog::level::info;
+  if (level == "warning" || level == "warn") return spdlog::level::warn;
+  if (level == "error") return spdlog::level::err;
+  if (level == "critical") return spdlog::level::critical;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool SetLogLevel(std::string_view level) {
+  std::optional<spdlog::level::level_enum> parsed = ParseLevel(level);
+  if (!parsed) return false;
+  spdlog::set_level(*parsed);
+  return true;
+}
+
 bool InitLogging(std::string_view level) {
-  spdlog::level::level_enum parsed;
-  if (level == "debug") {
-    parsed = spdlog::level::debug;
-  } else if (level == "info") {
-    parsed = spdlog::level::info;
-  } else if (level == "warning" || level == "warn") {
-    parsed = spdlog::level::warn;
-  } else if (level == "error") {
-    parsed = spdlog::level::err;
-  } else if (level == "critical") {
-    parsed = spdlog::level::critical;
-  } else {
-    return false;
-  }
+  std::optional<spdlog::level::level_enum> parsed = ParseLevel(level);
+  if (!parsed) return false;
   auto logger = spdlog::stderr_color_mt("radixserve");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] %^%v%$");
-  spdlog::set_level(parsed);
+  spdlog::set_level(*parsed);
   return true;
 }
 

@@ -12,6 +12,10 @@ namespace radixserve {
 // Returns false if the level name is unknown.
 bool InitLogging(std::string_view level);
 
+// Changes the level of the logger InitLogging made (/configure_logging's log_level); same names.
+// Returns false if the level name is unknown.
+bool SetLogLevel(std::string_view level);
+
 }  // namespace radixserve
 
 #define RADIX_LOG_DEBUG(...) ::spdlog::debug(__VA_ARGS__)

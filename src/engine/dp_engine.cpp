@@ -53,8 +53,10 @@ void DpEngine::Abort(std::string_view rid, AbortMatch match) {
   for (auto& replica : replicas_) replica->Abort(rid, match);
 }
 
-void DpEngine::FlushCacheAsync(std::function<void(Status)> done) {
-  // Every replica flushes; the first failure (if any) is the answer, given once all are done.
+namespace {
+
+// Calls `done` with the first failure of `count` answers (Ok if none), once all have arrived.
+std::function<void(Status)> JoinStatuses(size_t count, std::function<void(Status)> done) {
   struct Join {
     std::mutex mu;
     size_t remaining;
@@ -62,20 +64,48 @@ void DpEngine::FlushCacheAsync(std::function<void(Status)> done) {
     std::function<void(Status)> done;
   };
   auto join = std::make_shared<Join>();
-  join->remaining = replicas_.size();
+  join->remaining = count;
   join->done = std::move(done);
+  return [join](Status status) {
+    Status answer;
+    {
+      std::lock_guard<std::mutex> lock(join->mu);
+      if (!status.ok() && join->first.ok()) join->first = std::move(status);
+      if (--join->remaining != 0) return;
+      answer = join->first;
+    }
+    join->done(std::move(answer));
+  };
+}
+
+}  // namespace
+
+void DpEngine::FlushCacheAsync(std::function<void(Status)> done) {
+  // Every replica flushes; the first failure (if any) is the answer, given once all are done.
+  auto joined = JoinStatuses(replicas_.size(), std::move(done));
+  for (auto& replica : replicas_) replica->FlushCacheAsync(joined);
+}
+
+void DpEngine::PauseAsync(PauseMode mode, std::function<void()> done) {
+  auto joined = JoinStatuses(replicas_.size(), [done = std::move(done)](Status) { done(); });
   for (auto& replica : replicas_) {
-    replica->FlushCacheAsync([join](Status status) {
-      Status answer;
-      {
-        std::lock_guard<std::mutex> lock(join->mu);
-        if (!status.ok() && join->first.ok()) join->first = std::move(status);
-        if (--join->remaining != 0) return;
-        answer = join->first;
-      }
-      join->done(std::move(answer));
-    });
+    replica->PauseAsync(mode, [joined] { joined(Status::Ok()); });
   }
+}
+
+void DpEngine::Continue() {
+  for (auto& replica : replicas_) replica->Continue();
+}
+
+void DpEngine::StartProfileAsync(ProfileOptions options, TraceSink sink,
+                                 std::function<void(Status)> started) {
+  auto joined = JoinStatuses(replicas_.size(), std::move(started));
+  for (auto& replica : replicas_) replica->StartProfileAsync(options, sink, joined);
+}
+
+void DpEngine::StopProfileAsync(std::function<void(Status)> stopped) {
+  auto joined = JoinStatuses(replicas_.size(), std::move(stopped));
+  for (auto& replica : replicas_) replica->StopProfileAsync(joined);
 }
 
 EngineStats DpEngine::Stats() const {
@@ -92,6 +122,7 @@ EngineStats DpEngine::Stats() const {
     used_weighted += s.token_usage * static_cast<double>(s.max_total_num_tokens);
     total.gen_throughput += s.gen_throughput;
     total.num_retractions += s.num_retractions;
+    total.paused = total.paused || s.paused;
     total.jump_forward_tokens += s.jump_forward_tokens;
     // Replicas decode separately: the gauges show the best-accepting one.
     total.spec_accept_length = std::max(total.spec_accept_length, s.spec_accept_length);

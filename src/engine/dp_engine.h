@@ -6,6 +6,8 @@
 //   * Abort: broadcast (a rid prefix may match requests on every replica).
 //   * FlushCache: every replica flushes; an error if any of them had pending requests (SGLang
 //     broadcasts the flush and reports success only if every rank succeeded).
+//   * PauseAsync / Continue: every replica; the pause is done when all of them are paused.
+//   * Start/StopProfileAsync: every replica (one trace each); the first failure is the answer.
 //   * Stats: the sum over replicas; ReplicaStats: one per replica, dp_rank in order.
 //   * CheckLeaks: every replica's check; the messages of failing ones, prefixed with their rank.
 //
@@ -31,6 +33,11 @@ class DpEngine final : public Engine {
   Status Submit(GenerateRequest request, EventSink sink) override;
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
+  void PauseAsync(PauseMode mode, std::function<void()> done) override;
+  void Continue() override;
+  void StartProfileAsync(ProfileOptions options, TraceSink sink,
+                         std::function<void(Status)> started) override;
+  void StopProfileAsync(std::function<void(Status)> stopped) override;
   EngineStats Stats() const override;
   std::vector<EngineStats> ReplicaStats() const override;
   Status CheckLeaks() const override;

@@ -69,6 +69,25 @@ void EmbeddingEngine::FlushCacheAsync(std::function<void(Status)> done) {
   done(Status::Ok());
 }
 
+void EmbeddingEngine::PauseAsync(PauseMode mode, std::function<void()> done) {
+  if (mode == PauseMode::kAbort) Abort("", AbortMatch::kRidPrefix);
+  {
+    std::lock_guard lock(mu_);
+    paused_ = true;
+    if (running_ > 0 && !stopping_) {
+      pause_waiters_.push_back(std::move(done));
+      return;
+    }
+  }
+  done();
+}
+
+void EmbeddingEngine::Continue() {
+  std::lock_guard lock(mu_);
+  paused_ = false;
+  wake_.notify_all();
+}
+
 EngineStats EmbeddingEngine::Stats() const {
   std::lock_guard lock(mu_);
   EngineStats s;
@@ -78,6 +97,7 @@ EngineStats EmbeddingEngine::Stats() const {
   s.max_total_num_tokens = config_.max_batch_tokens;
   s.context_len = model_->config().context_length;
   s.prompt_tokens_total = prompt_tokens_total_;
+  s.paused = paused_;
   return s;
 }
 
@@ -91,6 +111,12 @@ void EmbeddingEngine::Shutdown() {
     wake_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  std::vector<std::function<void()>> paused;
+  {
+    std::lock_guard lock(mu_);
+    paused.swap(pause_waiters_);
+  }
+  for (auto& done : paused) done();
   for (Pending& p : left) p.sink({Status(StatusCode::kResourceExhausted, "The server is shutting down."), {}, 0});
 }
 
@@ -100,7 +126,7 @@ void EmbeddingEngine::Loop() {
     std::vector<Pending> batch;
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || (!paused_ && !queue_.empty()); });
       if (stopping_) return;
       int64_t tokens = 0;
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < config_.max_batch_requests) {
@@ -132,8 +158,13 @@ void EmbeddingEngine::Loop() {
       }
       batch[i].sink(std::move(result));
     }
-    std::lock_guard lock(mu_);
-    running_ = 0;
+    std::vector<std::function<void()>> paused;
+    {
+      std::lock_guard lock(mu_);
+      running_ = 0;
+      paused.swap(pause_waiters_);
+    }
+    for (auto& done : paused) done();
   }
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/thread_pool.h"
 #include "engine/engine.h"
@@ -42,6 +43,10 @@ class EmbeddingEngine final : public Engine {
   Status SubmitEmbed(EmbedRequest request, EmbedSink sink) override;
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
+  // Every mode holds the queue until Continue (nothing is kept between steps, so retract and
+  // in_place mean the same); kAbort also aborts what is queued. Done once the running batch ends.
+  void PauseAsync(PauseMode mode, std::function<void()> done) override;
+  void Continue() override;
   EngineStats Stats() const override;
   Status CheckLeaks() const override { return Status::Ok(); }
   void Shutdown() override;
@@ -62,6 +67,8 @@ class EmbeddingEngine final : public Engine {
   int64_t running_ = 0;
   int64_t prompt_tokens_total_ = 0;
   bool stopping_ = false;
+  bool paused_ = false;
+  std::vector<std::function<void()>> pause_waiters_;  // paused while a batch ran
   std::thread thread_;
 };
 

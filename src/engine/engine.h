@@ -18,6 +18,7 @@
 #include "engine/embed_request.h"
 #include "engine/request.h"
 #include "engine/request_event.h"
+#include "engine/step_profiler.h"
 
 namespace radixserve::engine {
 
@@ -27,6 +28,14 @@ using EventSink = std::function<void(RequestEvent)>;
 // How Engine::Abort matches request ids. A client's own requests are aborted by their exact rids;
 // prefix matching (SGLang's /abort_request semantics, empty = all) is an administrator's tool.
 enum class AbortMatch { kExactRid, kRidPrefix };
+
+// How /pause_generation stops the engine (SGLang's PauseGenerationReqInput.mode).
+enum class PauseMode {
+  kAbort,    // every request in flight ends with an abort
+  kRetract,  // running requests go back to the waiting queue, their KV to the prefix cache
+             // (recomputed, or found in the cache, after Continue)
+  kInPlace,  // requests keep their KV and go on where they stopped after Continue
+};
 
 // Load and cache figures for /get_load, /server_info, /metrics and the leak check.
 struct EngineStats {
@@ -53,6 +62,7 @@ struct EngineStats {
   // share of the proposed draft tokens.
   double spec_accept_length = 0.0;
   double spec_accept_rate = 0.0;
+  bool paused = false;  // between /pause_generation and /continue_generation
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
 };
@@ -86,6 +96,25 @@ class Engine {
   // from an HTTP I/O thread.
   Status FlushCache();
 
+  // /pause_generation: no step runs until Continue; requests submitted meanwhile wait in the
+  // queue (as SGLang holds them). `done` runs once the engine has paused (the current step
+  // ended, kAbort's aborts sent, kRetract's sequences requeued), on an engine thread (or the
+  // caller's, after shutdown); it must not block. Never blocks the caller.
+  virtual void PauseAsync(PauseMode mode, std::function<void()> done) = 0;
+
+  // /continue_generation: scheduling resumes. A no-op when not paused.
+  virtual void Continue() = 0;
+
+  // /start_profile: records the engine's steps (step_profiler.h). `started` runs once with Ok or
+  // why not (a recording is in progress; an engine without a step loop); `sink` then receives
+  // each replica's trace when its recording ends (num_steps reached, or StopProfileAsync). Both
+  // run on an engine thread and must not block. Never blocks the caller.
+  virtual void StartProfileAsync(ProfileOptions options, TraceSink sink,
+                                 std::function<void(Status)> started);
+  // /stop_profile: ends the recording, each replica's trace going to the sink first; `stopped`
+  // gets Ok, or an error when none was in progress.
+  virtual void StopProfileAsync(std::function<void(Status)> stopped);
+
   // Load figures; with several data-parallel replicas, their aggregate (sums; token_usage and
   // cache_hit_rate over the sums).
   virtual EngineStats Stats() const = 0;
@@ -108,6 +137,16 @@ inline Status Engine::SubmitEmbed(EmbedRequest, EmbedSink) {
   return InvalidArgument(
       "This server serves a generation model; embedding routes need an embedding model served "
       "with --is-embedding.");
+}
+
+inline void Engine::StartProfileAsync(ProfileOptions, TraceSink,
+                                      std::function<void(Status)> started) {
+  started(Unsupported("This engine has no step loop to profile (embedding models run each batch "
+                      "as one forward pass)."));
+}
+
+inline void Engine::StopProfileAsync(std::function<void(Status)> stopped) {
+  stopped(InvalidArgument("Profiling is not in progress. Call /start_profile first."));
 }
 
 inline Status Engine::FlushCache() {

@@ -48,7 +48,8 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
       vocab_size_(model_->config().vocab_size),
       logits_processor_(static_cast<int32_t>(vocab_size_)),
       sampler_(static_cast<int32_t>(vocab_size_)),
-      seeds_(config_.random_seed, config_.deterministic_inference) {
+      seeds_(config_.random_seed, config_.deterministic_inference),
+      profiler_(config_.dp_rank) {
   const model::ModelConfig& mc = model_->config();
   kv::KvStorage& storage = memory_->pool().storage();
   for (int32_t l = 0; l < static_cast<int32_t>(mc.num_layers); ++l) {
@@ -201,6 +202,68 @@ void EngineLoop::FlushCacheAsync(std::function<void(Status)> done) {
   });
 }
 
+void EngineLoop::PauseAsync(PauseMode mode, std::function<void()> done) {
+  // Aborts drain before commands, so every request submitted before this call ends first.
+  if (mode == PauseMode::kAbort) Abort("", AbortMatch::kRidPrefix);
+  PostCommand([this, mode, done = std::move(done)] {
+    AbortFlagged();
+    if (mode == PauseMode::kRetract) {
+      const size_t moved = scheduler_->RetractAll();
+      if (moved > 0) leak_check_stale_ = true;
+      RADIX_LOG_INFO("{}Generation paused; {} running request(s) retracted to the queue.",
+                     log_prefix_, moved);
+    } else {
+      RADIX_LOG_INFO("{}Generation paused ({}).", log_prefix_,
+                     mode == PauseMode::kAbort ? "abort" : "in_place");
+    }
+    paused_ = true;
+    PublishStats();
+    done();
+  });
+}
+
+void EngineLoop::Continue() {
+  PostCommand([this] {
+    if (!paused_) return;
+    paused_ = false;
+    RADIX_LOG_INFO("{}Generation continued.", log_prefix_);
+    PublishStats();
+  });
+}
+
+void EngineLoop::StartProfileAsync(ProfileOptions options, TraceSink sink,
+                                   std::function<void(Status)> started) {
+  PostCommand([this, options = std::move(options), sink = std::move(sink),
+               started = std::move(started)]() mutable {
+    Status status = profiler_.Start(std::move(options), forward_ct_, std::move(sink));
+    if (status.ok()) RADIX_LOG_INFO("{}Profiling starts.", log_prefix_);
+    started(std::move(status));
+  });
+}
+
+void EngineLoop::ProfileStep(const sched::StepPlan& plan, const char* stage,
+                             StepProfiler::Clock::time_point start) {
+  StepRecord record;
+  record.forward_ct = forward_ct_;
+  record.stage = stage;
+  record.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           StepProfiler::Clock::now() - start)
+                           .count();
+  record.num_seqs = static_cast<int64_t>(plan.entries.size());
+  record.num_tokens = static_cast<int64_t>(plan.num_tokens());
+  record.cached_tokens = static_cast<int64_t>(plan.cached_tokens);
+  if (profiler_.detailed()) {
+    record.queued_reqs = static_cast<int64_t>(scheduler_->waiting().size());
+    record.running_reqs = static_cast<int64_t>(scheduler_->num_sequences()) - *record.queued_reqs;
+    record.token_usage = memory_->token_usage();
+  }
+  profiler_.Record(std::move(record), start);
+}
+
+void EngineLoop::StopProfileAsync(std::function<void(Status)> stopped) {
+  PostCommand([this, stopped = std::move(stopped)] { stopped(profiler_.Stop()); });
+}
+
 Status EngineLoop::CheckLeaks() const {
   return RunOnEngineThread([this]() -> Status {
     if (!scheduler_->idle()) return Status::Ok();
@@ -234,8 +297,8 @@ void EngineLoop::Run() {
       if (DrainInbox()) break;
     }
     AbortFlagged();
-    if (ngram_) ProposeDrafts();
-    sched::StepPlan plan = scheduler_->PlanStep();
+    if (ngram_ && !paused_) ProposeDrafts();
+    sched::StepPlan plan = paused_ ? sched::StepPlan{} : scheduler_->PlanStep();
     for (const sched::DroppedSeq& dropped : plan.dropped) {
       if (dropped.reason == sched::DropReason::kOutOfMemory) {
         FinishSequence(dropped.seq, AbortFinish("Out of KV cache memory for this request.", 500),
@@ -250,7 +313,7 @@ void EngineLoop::Run() {
       const auto has_work = [this] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || !commands_.empty();
       };
-      if (config_.sleep_on_idle && scheduler_->idle()) {
+      if (paused_ || (config_.sleep_on_idle && scheduler_->idle())) {
         wake_.wait(lock, has_work);
       } else {
         wake_.wait_for(lock, std::chrono::milliseconds(1), has_work);
@@ -259,7 +322,14 @@ void EngineLoop::Run() {
     }
     progress_.SetBatch(DescribePlan(plan));
     PublishStats();  // what was just admitted and planned, visible while the step runs
+    const char* stage = plan.kind == sched::StepKind::kDecode  ? "decode"
+                        : plan.kind == sched::StepKind::kMixed ? "mixed"
+                                                               : "prefill";
+    const bool profiled = profiler_.Wants(forward_ct_, stage);
+    const StepProfiler::Clock::time_point step_start = StepProfiler::Clock::now();
     RunStep(plan);
+    if (profiled) ProfileStep(plan, stage, step_start);
+    ++forward_ct_;
     continuous_decodes = plan.kind == sched::StepKind::kDecode ? continuous_decodes + 1 : 0;
     PublishStats();
     progress_.End();

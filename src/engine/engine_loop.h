@@ -25,6 +25,7 @@
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/request_state.h"
+#include "engine/step_profiler.h"
 #include "engine/step_progress.h"
 #include "engine/watchdog.h"
 #include "kv/kv_memory.h"
@@ -52,6 +53,11 @@ class EngineLoop final : public Engine {
   Status Submit(GenerateRequest request, EventSink sink) override;
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
+  void PauseAsync(PauseMode mode, std::function<void()> done) override;
+  void Continue() override;
+  void StartProfileAsync(ProfileOptions options, TraceSink sink,
+                         std::function<void(Status)> started) override;
+  void StopProfileAsync(std::function<void(Status)> stopped) override;
   EngineStats Stats() const override;
   Status CheckLeaks() const override;
   void Shutdown() override;
@@ -93,6 +99,9 @@ class EngineLoop final : public Engine {
   void ScoreInput(const sched::StepEntry& entry, size_t position, std::span<const float> logits);
   std::string DescribePlan(const sched::StepPlan& plan) const;
   std::string DescribeState() const;
+  // Records a step that ran for the profiler.
+  void ProfileStep(const sched::StepPlan& plan, const char* stage,
+                   StepProfiler::Clock::time_point start);
   void LogPrefill(const sched::StepPlan& plan);
   void LogDecode();
   void PublishStats();
@@ -142,6 +151,9 @@ class EngineLoop final : public Engine {
   // The published leak check is recomputed the next time the engine is idle after this is set
   // (a step ran, or the cache changed).
   bool leak_check_stale_ = true;
+  bool paused_ = false;  // /pause_generation: no step is planned until Continue
+  int64_t forward_ct_ = 0;  // steps run since start (SGLang's forward count)
+  StepProfiler profiler_;
   std::string leak_check_ = "ok";
 
   // Shared with other threads.

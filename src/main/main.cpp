@@ -14,6 +14,7 @@
 #include "api/health_probe.h"
 #include "api/request_log.h"
 #include "api/response_store.h"
+#include "api/session_store.h"
 #include "api/server_context.h"
 #include "chat/completion_template.h"
 #include "args/arg_parser.h"
@@ -233,13 +234,15 @@ int main(int argc, char** argv) {
   }
   ctx.lora_registry = lora_registry->get();
   // /load_lora_adapter reads adapter files here, off the I/O threads.
+  rs::WorkQueue admin_queue(1, "radix-admin");
+  ctx.admin_queue = &admin_queue;
   std::optional<rs::WorkQueue> lora_queue;
   if (ctx.lora_registry != nullptr) {
     lora_queue.emplace(1, "radix-lora");
     ctx.lora_queue = &*lora_queue;
   }
   ctx.served_model_name = args.GetString("served-model-name");
-  ctx.weight_version = args.GetString("weight-version");
+  ctx.weight_version.Set(args.GetString("weight-version"));
   ctx.limits = {.max_n = args.GetInt("max-n"),
                 .max_requests_per_call = args.GetInt("max-requests-per-call"),
                 .max_top_logprobs = args.GetInt("max-top-logprobs")};
@@ -249,6 +252,8 @@ int main(int argc, char** argv) {
   // first past these bounds.
   rs::api::ResponseStore response_store(/*max_entries=*/4096, /*max_bytes=*/std::size_t{256} << 20);
   ctx.response_store = &response_store;
+  rs::api::SessionStore sessions;
+  ctx.sessions = &sessions;
   std::optional<rs::chat::CompletionTemplate> completion_template;
   if (auto name = args.GetOptionalString("completion-template")) {
     auto loaded = rs::chat::CompletionTemplate::Load(*name);
@@ -266,10 +271,9 @@ int main(int argc, char** argv) {
     ctx.metrics = metrics.get();
   }
 
-  std::optional<rs::api::RequestLog> request_log;
   if (args.GetBool("log-requests")) {
-    request_log.emplace(static_cast<int>(args.GetInt("log-requests-level")));
-    ctx.request_log = &*request_log;
+    ctx.request_log = std::make_shared<const rs::api::RequestLog>(
+        static_cast<int>(args.GetInt("log-requests-level")));
   }
   std::unique_ptr<rs::api::CrashDump> crash_dump;
   if (auto folder = args.GetOptionalString("crash-dump-folder")) {

@@ -53,6 +53,16 @@ void Scheduler::RetractDecode(StepPlan& plan) {
       retracted.size(), plan.ratio_before, plan.ratio_after);
 }
 
+size_t Scheduler::RetractAll() {
+  const std::vector<Sequence*> moved = running_;
+  for (Sequence* seq : moved) {
+    ReleaseKv(seq, /*cache_kv=*/true);
+    Requeue(seq);
+  }
+  num_retractions_ += static_cast<int64_t>(moved.size());
+  return moved.size();
+}
+
 bool Scheduler::PreemptFor(const Sequence& seq, double tokens_needed, bool need_slot,
                            StepPlan& plan) {
   // Least important first; among equals the most recently queued first.

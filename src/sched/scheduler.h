@@ -59,6 +59,12 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> TakeWaiting(
       const std::function<bool(const Sequence&)>& pred);
 
+  // /pause_generation's retract mode (retraction.cpp): every running (decoding) sequence gives its
+  // KV to the prefix cache and goes back to the waiting queue, to be prefilled again (from the
+  // cache where it survives). A sequence in the middle of a chunked prefill keeps its KV, as
+  // SGLang's retraction takes the running batch only. Returns how many moved.
+  size_t RetractAll();
+
   // Every sequence the scheduler holds (waiting, running, chunked).
   std::vector<Sequence*> AllSequences() const;
 

@@ -117,6 +117,8 @@ class FakeEngine final : public engine::Engine {
   }
 
   void FlushCacheAsync(std::function<void(Status)> done) override { done(Status::Ok()); }
+  void PauseAsync(engine::PauseMode, std::function<void()> done) override { done(); }
+  void Continue() override {}
   engine::EngineStats Stats() const override { return {}; }
   Status CheckLeaks() const override { return Status::Ok(); }
   void Shutdown() override {}

@@ -50,6 +50,8 @@ class ScriptedEngine final : public engine::Engine {
   }
   void Abort(std::string_view rid, engine::AbortMatch) override { aborted.emplace_back(rid); }
   void FlushCacheAsync(std::function<void(Status)> done) override { done(Status::Ok()); }
+  void PauseAsync(engine::PauseMode, std::function<void()> done) override { done(); }
+  void Continue() override {}
   engine::EngineStats Stats() const override { return {}; }
   Status CheckLeaks() const override { return Status::Ok(); }
   void Shutdown() override {}

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
+#include <mutex>
 #include <tuple>
 
 #include "engine/engine_loop.h"
@@ -296,6 +298,131 @@ TEST(EngineLoopTest, ShutdownAbortsInFlightRequestsAndFlushWaitsForIdle) {
             StatusCode::kResourceExhausted);
   const Status leaks = engine->CheckLeaks();
   EXPECT_TRUE(leaks.ok()) << leaks.message();
+}
+
+// Waits for PauseAsync: when it returns, the engine runs no step until Continue.
+void PauseSync(Engine& engine, PauseMode mode) {
+  std::promise<void> paused;
+  engine.PauseAsync(mode, [&paused] { paused.set_value(); });
+  paused.get_future().wait();
+}
+
+std::vector<size_t> TokenCounts(const Collector& collector, size_t n) {
+  std::vector<size_t> counts;
+  for (size_t i = 0; i < n; ++i) counts.push_back(collector[i].tokens.size());
+  return counts;
+}
+
+class PauseTest : public ::testing::TestWithParam<PauseMode> {};
+
+TEST_P(PauseTest, NoStepRunsWhilePausedAndContinuingKeepsTheGreedyOutputs) {
+  const auto prompts = SharedPrefixPrompts();
+  auto engine = testing::MakeEngine(testing::BaseArgs());
+  constexpr size_t kRequests = 4;
+  constexpr int64_t kMaxNew = 24;
+  Collector collector(kRequests + 1);
+  for (size_t i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(engine
+                    ->Submit(testing::GreedyRequest("p" + std::to_string(i), prompts[i], kMaxNew),
+                             collector.Sink(i))
+                    .ok());
+  }
+  PauseSync(*engine, GetParam());
+  EXPECT_TRUE(engine->Stats().paused);
+  // A request submitted while paused waits; a second pause is a command that runs after the
+  // inbox (and so that submission) was taken in, with no step in between.
+  const std::vector<size_t> held = TokenCounts(collector, kRequests);
+  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("late", prompts[5], 6), collector.Sink(kRequests))
+                  .ok());
+  PauseSync(*engine, GetParam());
+  EXPECT_EQ(TokenCounts(collector, kRequests), held);
+  EXPECT_TRUE(collector[kRequests].tokens.empty());
+  const EngineStats stats = engine->Stats();
+  EXPECT_GE(stats.num_queued_reqs, 1);
+  if (GetParam() == PauseMode::kRetract) EXPECT_EQ(stats.used_tokens, 0);
+  engine->Continue();
+  collector.Wait(kRequests + 1);
+  for (size_t i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(collector[i].tokens, testing::ReferenceGreedy(prompts[i], kMaxNew)) << i;
+  }
+  EXPECT_EQ(collector[kRequests].tokens, testing::ReferenceGreedy(prompts[5], 6));
+  EXPECT_FALSE(engine->Stats().paused);
+  Status leaks = engine->CheckLeaks();
+  EXPECT_TRUE(leaks.ok()) << leaks.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PauseTest,
+                         ::testing::Values(PauseMode::kRetract, PauseMode::kInPlace));
+
+TEST(EngineLoopTest, PauseAbortEndsEveryRequestInFlight) {
+  const auto prompts = SharedPrefixPrompts();
+  auto engine = testing::MakeEngine(testing::BaseArgs());
+  Collector collector(3);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(
+        engine->Submit(testing::GreedyRequest("a" + std::to_string(i), prompts[i], 400),
+                       collector.Sink(i))
+            .ok());
+  }
+  PauseSync(*engine, PauseMode::kAbort);
+  collector.Wait(3);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(collector[i].finish->kind, FinishKind::kAbort);
+  engine->Continue();
+  Collector after(1);
+  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("b", prompts[0], 4), after.Sink(0)).ok());
+  after.Wait(1);
+  EXPECT_EQ(after[0].tokens, testing::ReferenceGreedy(prompts[0], 4));
+}
+
+TEST(EngineLoopTest, ProfilerRecordsTheStepsThatRan) {
+  const auto prompts = SharedPrefixPrompts();
+  auto engine = testing::MakeEngine(testing::BaseArgs());
+  std::mutex mu;
+  std::vector<StepTrace> traces;
+  auto sink = [&](StepTrace trace) {
+    std::lock_guard lock(mu);
+    traces.push_back(std::move(trace));
+  };
+  auto sync = [&](auto call) {
+    std::promise<Status> done;
+    call([&done](Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  };
+  ASSERT_TRUE(sync([&](auto cb) { engine->StartProfileAsync({}, sink, cb); }).ok());
+  EXPECT_FALSE(sync([&](auto cb) { engine->StartProfileAsync({}, sink, cb); }).ok());
+  Collector collector(1);
+  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("x", prompts[0], 6), collector.Sink(0)).ok());
+  collector.Wait(1);
+  ASSERT_TRUE(sync([&](auto cb) { engine->StopProfileAsync(cb); }).ok());
+  EXPECT_FALSE(sync([&](auto cb) { engine->StopProfileAsync(cb); }).ok());
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(traces.size(), 1u);
+    const std::vector<StepRecord>& steps = traces[0].steps;
+    ASSERT_EQ(steps.size(), 6u);  // one prefill, then one decode step per further token
+    EXPECT_EQ(steps[0].stage, "prefill");
+    EXPECT_EQ(steps[0].num_tokens, static_cast<int64_t>(prompts[0].size()));
+    for (size_t i = 1; i < steps.size(); ++i) {
+      EXPECT_EQ(steps[i].stage, "decode");
+      EXPECT_EQ(steps[i].num_tokens, 1);
+      EXPECT_EQ(steps[i].forward_ct, steps[i - 1].forward_ct + 1);
+      EXPECT_GE(steps[i].start_us, steps[i - 1].start_us + steps[i - 1].duration_us);
+    }
+    traces.clear();
+  }
+  // num_steps ends the recording by itself; profile_stages keeps only decode steps.
+  ProfileOptions options;
+  options.num_steps = 3;
+  options.stages = {"decode"};
+  ASSERT_TRUE(sync([&](auto cb) { engine->StartProfileAsync(options, sink, cb); }).ok());
+  Collector second(1);
+  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("y", prompts[1], 10), second.Sink(0)).ok());
+  second.Wait(1);
+  EXPECT_FALSE(sync([&](auto cb) { engine->StopProfileAsync(cb); }).ok());
+  std::lock_guard lock(mu);
+  ASSERT_EQ(traces.size(), 1u);
+  ASSERT_EQ(traces[0].steps.size(), 3u);
+  for (const StepRecord& step : traces[0].steps) EXPECT_EQ(step.stage, "decode");
 }
 
 }  // namespace

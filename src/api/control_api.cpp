@@ -1,0 +1,379 @@
+#include "api/control_api.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "api/json_body.h"
+#include "api/json_fields.h"
+#include "api/request_log.h"
+#include "api/serving.h"
+#include "api/session_store.h"
+#include "common/log.h"
+#include "common/work_queue.h"
+
+namespace radixserve::api {
+namespace {
+
+using nlohmann::json;
+
+// The body's fields, each read by one of `read`'s calls: an error names the field. Every field of
+// these routes has a default, so an empty body is {}.
+ApiExpected<json> ReadBody(const ApiRequest& request) {
+  return ParseOptionalJsonObjectBody(request.body);
+}
+
+template <typename T>
+ApiExpected<T> Field(Expected<T> value) {
+  if (!value.ok()) return InvalidRequest(value.status().message());
+  return std::move(value).value();
+}
+
+ApiExpected<engine::PauseMode> ReadPauseMode(const json& body) {
+  ApiExpected<std::optional<std::string>> mode = Field(ReadOptionalString(body, "mode"));
+  if (!mode.ok()) return mode.status();
+  const std::string name = mode->value_or("abort");
+  if (name == "abort") return engine::PauseMode::kAbort;
+  if (name == "retract") return engine::PauseMode::kRetract;
+  if (name == "in_place") return engine::PauseMode::kInPlace;
+  return InvalidRequest("Input should be 'abort', 'retract' or 'in_place': mode = '" + name + "'.");
+}
+
+// /start_profile's request (SGLang's ProfileReq) as this server applies it.
+struct ProfileRequest {
+  engine::ProfileOptions options;
+  std::filesystem::path output_dir;
+  std::string profile_id;
+  std::string prefix;
+  bool merge = false;
+};
+
+ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
+  ProfileRequest out;
+  for (const auto& [key, value] : body.items()) {
+    static const std::set<std::string> kFields = {
+        "output_dir",  "start_step",     "num_steps",      "activities",     "profile_by_stage",
+        "with_stack",  "record_shapes",  "profile_id",     "merge_profiles", "profile_prefix",
+        "profile_stages", "detailed_annotations", "req_type"};
+    if (kFields.count(key) == 0) return InvalidRequest("ProfileReq got an unexpected field '" + key + "'");
+    (void)value;
+  }
+  ApiExpected<std::optional<std::string>> dir = Field(ReadOptionalString(body, "output_dir"));
+  if (!dir.ok()) return dir.status();
+  const char* env_dir = std::getenv("SGLANG_TORCH_PROFILER_DIR");
+  out.output_dir = dir->value_or(env_dir != nullptr ? env_dir : "/tmp");
+  ApiExpected<std::optional<int64_t>> start = Field(ReadOptionalInt(body, "start_step", 0));
+  if (!start.ok()) return start.status();
+  if (start->value_or(0) > 0) out.options.start_step = *start;
+  ApiExpected<std::optional<int64_t>> steps = Field(ReadOptionalInt(body, "num_steps", 0));
+  if (!steps.ok()) return steps.status();
+  if (steps->value_or(0) > 0) out.options.num_steps = *steps;
+  ApiExpected<std::optional<bool>> by_stage = Field(ReadOptionalBool(body, "profile_by_stage"));
+  if (!by_stage.ok()) return by_stage.status();
+  out.options.by_stage = by_stage->value_or(false);
+  ApiExpected<std::optional<bool>> detailed = Field(ReadOptionalBool(body, "detailed_annotations"));
+  if (!detailed.ok()) return detailed.status();
+  out.options.detailed = detailed->value_or(false);
+  ApiExpected<std::optional<bool>> merge = Field(ReadOptionalBool(body, "merge_profiles"));
+  if (!merge.ok()) return merge.status();
+  out.merge = merge->value_or(false);
+  ApiExpected<std::optional<std::string>> id = Field(ReadOptionalString(body, "profile_id"));
+  if (!id.ok()) return id.status();
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  out.profile_id = id->value_or(fmt::format("{:.6f}", now));
+  ApiExpected<std::optional<std::string>> prefix = Field(ReadOptionalString(body, "profile_prefix"));
+  if (!prefix.ok()) return prefix.status();
+  out.prefix = prefix->value_or("");
+  for (const char* list : {"activities", "profile_stages"}) {
+    auto it = body.find(list);
+    if (it == body.end() || it->is_null()) continue;
+    if (!it->is_array()) return InvalidRequest(std::string(list) + " must be a list of strings.");
+    for (const json& item : *it) {
+      if (!item.is_string()) return InvalidRequest(std::string(list) + " must be a list of strings.");
+      const std::string name = item.get<std::string>();
+      if (std::string_view(list) == "profile_stages") {
+        if (name != "prefill" && name != "decode" && name != "mixed") {
+          return InvalidRequest("profile_stages: '" + name +
+                                "' is not a stage (prefill, decode, mixed).");
+        }
+        out.options.stages.push_back(name);
+      } else if (name != "CPU" && name != "GPU" && name != "MEM" && name != "RPD") {
+        return InvalidRequest("activities: '" + name + "' is not one of CPU, GPU, MEM, RPD.");
+      }
+    }
+  }
+  // The device-side activities and torch's operator details have nothing to record on CPU.
+  static std::once_flag warned;
+  const bool device_asked =
+      body.contains("activities") && body["activities"].is_array() &&
+      std::any_of(body["activities"].begin(), body["activities"].end(),
+                  [](const json& a) { return a != "CPU"; });
+  const bool torch_asked = (body.contains("with_stack") && body["with_stack"] == true) ||
+                           (body.contains("record_shapes") && body["record_shapes"] == true);
+  if (device_asked || torch_asked) {
+    std::call_once(warned, [] {
+      RADIX_LOG_WARN("start_profile: radixserve records CPU step timings only; GPU/MEM/RPD "
+                     "activities, with_stack and record_shapes have nothing to record on cpu.");
+    });
+  }
+  return out;
+}
+
+// Chrome's Trace Event Format (one complete event per step; a metadata event names each
+// replica), as chrome://tracing and Perfetto read it.
+json TraceJson(const std::vector<engine::StepTrace>& traces) {
+  json events = json::array();
+  for (const engine::StepTrace& trace : traces) {
+    const int64_t origin_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  trace.started.time_since_epoch())
+                                  .count();
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", trace.dp_rank},
+                      {"args", {{"name", fmt::format("radixserve DP{}", trace.dp_rank)}}}});
+    for (const engine::StepRecord& step : trace.steps) {
+      json args = {{"forward_ct", step.forward_ct},
+                   {"num_seqs", step.num_seqs},
+                   {"num_tokens", step.num_tokens},
+                   {"cached_tokens", step.cached_tokens}};
+      if (step.running_reqs) args["num_running_reqs"] = *step.running_reqs;
+      if (step.queued_reqs) args["num_queued_reqs"] = *step.queued_reqs;
+      if (step.token_usage) args["token_usage"] = *step.token_usage;
+      events.push_back({{"name", step.stage},
+                        {"cat", "step"},
+                        {"ph", "X"},
+                        {"ts", origin_us + step.start_us},
+                        {"dur", step.duration_us},
+                        {"pid", trace.dp_rank},
+                        {"tid", 0},
+                        {"args", std::move(args)}});
+    }
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+void WriteTrace(const std::filesystem::path& path, const std::vector<engine::StepTrace>& traces) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream file(path);
+  file << TraceJson(traces).dump();
+  if (!file) {
+    RADIX_LOG_ERROR("Could not write the profile trace {}.", path.string());
+    return;
+  }
+  RADIX_LOG_INFO("Profile trace written: {}", path.string());
+}
+
+// Gathers the replicas' traces of one recording, writes each (and the merged one) off the engine
+// thread, and answers a /start_profile that waits for the recording (num_steps).
+struct ProfileRun : std::enable_shared_from_this<ProfileRun> {
+  ProfileRequest request;
+  size_t replicas = 1;
+  WorkQueue* queue = nullptr;
+  std::mutex mu;
+  std::vector<engine::StepTrace> traces;
+  ResponseWriterPtr waiting;  // set when /start_profile answers at the end
+
+  void Add(engine::StepTrace trace) {
+    std::vector<engine::StepTrace> all;
+    {
+      std::lock_guard lock(mu);
+      traces.push_back(std::move(trace));
+      if (traces.size() < replicas) return;
+      all = std::move(traces);
+    }
+    auto write = [self = shared_from_this(), all = std::move(all)] {
+      const ProfileRequest& request = self->request;
+      for (const engine::StepTrace& trace : all) {
+        WriteTrace(request.output_dir / fmt::format("{}{}-DP-{}.trace.json", request.prefix,
+                                                    request.profile_id, trace.dp_rank),
+                   {trace});
+      }
+      if (request.merge) {
+        WriteTrace(request.output_dir / fmt::format("merged-{}.trace.json", request.profile_id),
+                   all);
+      }
+      if (self->waiting) self->waiting->Send(200, "text/plain", "Start profiling.\n");
+    };
+    if (queue != nullptr) {
+      queue->Post(std::move(write));
+    } else {
+      write();
+    }
+  }
+};
+
+}  // namespace
+
+void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  ApiExpected<ProfileRequest> parsed = ReadProfileRequest(*body);
+  if (!parsed.ok()) return SendResult(*writer, parsed.status());
+  auto run = std::make_shared<ProfileRun>();
+  run->request = std::move(*parsed);
+  run->replicas = static_cast<size_t>(ctx.engine->ReplicaStats().size());
+  run->queue = ctx.admin_queue;
+  const bool wait = run->request.options.num_steps.has_value();
+  if (wait) run->waiting = writer;
+  engine::ProfileOptions options = run->request.options;
+  ctx.engine->StartProfileAsync(
+      std::move(options), [run](engine::StepTrace trace) { run->Add(std::move(trace)); },
+      [writer, wait](Status started) {
+        if (!started.ok()) return SendResult(*writer, FromStatus(started));
+        if (!wait) writer->Send(200, "text/plain", "Start profiling.\n");
+      });
+}
+
+void HandleStopProfile(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  ctx.engine->StopProfileAsync([writer](Status stopped) {
+    if (!stopped.ok()) return SendResult(*writer, FromStatus(stopped));
+    writer->Send(200, "text/plain", "Stop profiling. This will take some time.\n");
+  });
+}
+
+void HandlePauseGeneration(ServerContext& ctx, const ApiRequest& request,
+                           ResponseWriterPtr writer) {
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  ApiExpected<engine::PauseMode> mode = ReadPauseMode(*body);
+  if (!mode.ok()) return SendResult(*writer, mode.status());
+  // Answered from the engine thread once every replica has paused; this I/O thread moves on.
+  ctx.engine->PauseAsync(*mode, [writer] {
+    SendResult(*writer, json{{"message", "Generation paused successfully."}, {"status", "ok"}});
+  });
+}
+
+void HandleContinueGeneration(ServerContext& ctx, const ApiRequest& request,
+                              ResponseWriterPtr writer) {
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  // torch_empty_cache returns CUDA allocator blocks to the driver: there are none on CPU, so the
+  // field is read for its type only.
+  ApiExpected<std::optional<bool>> empty_cache = Field(ReadOptionalBool(*body, "torch_empty_cache"));
+  if (!empty_cache.ok()) return SendResult(*writer, empty_cache.status());
+  ctx.engine->Continue();
+  SendResult(*writer, json{{"message", "Generation continued successfully."}, {"status", "ok"}});
+}
+
+void HandleUpdateWeightVersion(ServerContext& ctx, const ApiRequest& request,
+                               ResponseWriterPtr writer) {
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  ApiExpected<std::optional<std::string>> version = Field(ReadOptionalString(*body, "new_version"));
+  if (!version.ok()) return SendResult(*writer, version.status());
+  if (!version->has_value()) return SendResult(*writer, InvalidRequest("Field 'new_version' is required."));
+  ApiExpected<std::optional<bool>> abort_all = Field(ReadOptionalBool(*body, "abort_all_requests"));
+  if (!abort_all.ok()) return SendResult(*writer, abort_all.status());
+  if (abort_all->value_or(true)) ctx.engine->Abort("", engine::AbortMatch::kRidPrefix);
+  ctx.weight_version.Set(**version);
+  SendResult(*writer, json{{"success", true},
+                           {"message", "Weight version updated to " + **version},
+                           {"new_version", **version}});
+}
+
+void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer) {
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  // SGLang's request dumps and log formats other than its text lines are not implemented here:
+  // asking for them is an error rather than a silent no-op.
+  for (const char* unsupported : {"log_requests_format", "dump_requests_folder",
+                                  "dump_requests_threshold", "crash_dump_folder",
+                                  "dump_requests_exclude_meta_keys"}) {
+    if (body->contains(unsupported) && !(*body)[unsupported].is_null()) {
+      return SendResult(*writer, BadRequest(std::string("configure_logging: '") + unsupported +
+                                            "' is not supported by radixserve (request logs are "
+                                            "text lines; the crash dump folder is set at startup "
+                                            "with --crash-dump-folder)."));
+    }
+  }
+  ApiExpected<std::optional<bool>> log_requests = Field(ReadOptionalBool(*body, "log_requests"));
+  if (!log_requests.ok()) return SendResult(*writer, log_requests.status());
+  ApiExpected<std::optional<int64_t>> level = Field(ReadOptionalInt(*body, "log_requests_level", 0, 3));
+  if (!level.ok()) return SendResult(*writer, level.status());
+  ApiExpected<std::optional<std::string>> log_level = Field(ReadOptionalString(*body, "log_level"));
+  if (!log_level.ok()) return SendResult(*writer, log_level.status());
+  if (log_level->has_value() && !SetLogLevel(**log_level)) {
+    return SendResult(*writer, InvalidRequest("log_level must be one of debug, info, warning, "
+                                              "error, critical; got '" + **log_level + "'."));
+  }
+  // The request log in force: on/off from log_requests, its level from log_requests_level (or
+  // the current log's, else --log-requests-level).
+  std::shared_ptr<const RequestLog> current = ctx.request_log.load();
+  const bool enabled = log_requests->value_or(current != nullptr);
+  if (!enabled) {
+    ctx.request_log.store(nullptr);
+  } else if (current == nullptr || level->has_value()) {
+    const int64_t new_level = level->value_or(
+        current != nullptr ? current->level() : ctx.args->GetInt("log_requests_level"));
+    ctx.request_log.store(std::make_shared<const RequestLog>(static_cast<int>(new_level)));
+  }
+  RADIX_LOG_INFO("configure_logging: request log {}{}", enabled ? "on" : "off",
+                 log_level->has_value() ? ", log level " + **log_level : std::string());
+  writer->Send(200, "text/plain", "");
+}
+
+// SGLang answers these two with {"error": {"message": ...}} (its _create_error_response).
+void HandleOpenSession(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+  ApiExpected<json> body = ParseJsonObjectBody(request.body);
+  if (!body.ok()) return SendResult(*writer, body);
+  if (ctx.sessions == nullptr) {
+    return SendResult(*writer, BadRequest("Sessions are not available on this server."),
+                      ErrorStyle::kNative);
+  }
+  SessionOpenOptions options;
+  ApiExpected<std::optional<int64_t>> capacity =
+      Field(ReadOptionalInt(*body, "capacity_of_str_len", 0));
+  if (!capacity.ok()) return SendResult(*writer, capacity.status());
+  if (!capacity->has_value()) {
+    return SendResult(*writer, InvalidRequest("Field 'capacity_of_str_len' is required."));
+  }
+  options.capacity_of_str_len = **capacity;
+  ApiExpected<std::optional<std::string>> id = Field(ReadOptionalString(*body, "session_id"));
+  if (!id.ok()) return SendResult(*writer, id.status());
+  options.id = *id;
+  ApiExpected<std::optional<bool>> streaming = Field(ReadOptionalBool(*body, "streaming"));
+  if (!streaming.ok()) return SendResult(*writer, streaming.status());
+  options.streaming = streaming->value_or(false);
+  auto timeout = body->find("timeout");
+  if (timeout != body->end() && !timeout->is_null()) {
+    if (!timeout->is_number() || timeout->get<double>() < 0) {
+      return SendResult(*writer, InvalidRequest("timeout must be a non-negative number."));
+    }
+    options.timeout_s = timeout->get<double>();
+  }
+  Expected<std::string> opened = ctx.sessions->Open(options);
+  if (!opened.ok()) {
+    return SendResult(*writer, BadRequest(opened.status().message()), ErrorStyle::kNative);
+  }
+  SendResult(*writer, json(*opened));
+}
+
+void HandleCloseSession(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+  ApiExpected<json> body = ParseJsonObjectBody(request.body);
+  if (!body.ok()) return SendResult(*writer, body);
+  ApiExpected<std::optional<std::string>> id = Field(ReadOptionalString(*body, "session_id"));
+  if (!id.ok()) return SendResult(*writer, id.status());
+  if (!id->has_value()) return SendResult(*writer, InvalidRequest("Field 'session_id' is required."));
+  if (ctx.sessions != nullptr) {
+    for (const std::string& rid : ctx.sessions->Close(**id)) {
+      ctx.engine->Abort(rid, engine::AbortMatch::kExactRid);
+    }
+  }
+  writer->Send(200, "text/plain", "");
+}
+
+}  // namespace radixserve::api
