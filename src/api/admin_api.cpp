@@ -67,10 +67,10 @@ void HandleHealthGenerate(ServerContext& ctx, const ApiRequest&, ResponseWriterP
 void HandleModelInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
   const auto& args = *ctx.args;
   SendJson(*writer, 200,
-           {{"model_path", args.Get("model-path")},
-            {"tokenizer_path", args.Get("tokenizer-path")},
+           {{"model_path", args.Get(args::key::kModelPath)},
+            {"tokenizer_path", args.Get(args::key::kTokenizerPath)},
             {"is_generation", ctx.model.is_generation},
-            {"preferred_sampling_params", args.Get("preferred-sampling-params")},
+            {"preferred_sampling_params", args.Get(args::key::kPreferredSamplingParams)},
             {"weight_version", ctx.weight_version.Get()},
             {"has_image_understanding", false},
             {"has_audio_understanding", false},

@@ -19,6 +19,7 @@
 #include "api/request_log.h"
 #include "api/serving.h"
 #include "api/session_store.h"
+#include "args/arg_keys.h"
 #include "common/log.h"
 #include "common/work_queue.h"
 
@@ -318,7 +319,7 @@ void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
     ctx.request_log.store(nullptr);
   } else if (current == nullptr || level->has_value()) {
     const int64_t new_level = level->value_or(
-        current != nullptr ? current->level() : ctx.args->GetInt("log_requests_level"));
+        current != nullptr ? current->level() : ctx.args->GetInt(args::key::kLogRequestsLevel));
     ctx.request_log.store(std::make_shared<const RequestLog>(static_cast<int>(new_level)));
   }
   RADIX_LOG_INFO("configure_logging: request log {}{}", enabled ? "on" : "off",

@@ -101,7 +101,7 @@ Expected<std::vector<EmbedInput>> ReadInputs(const ServerContext& ctx, const jso
 // Over-long inputs: 400, or cut to the context length with --allow-auto-truncate.
 Status FitContext(const ServerContext& ctx, std::vector<EmbedInput>& inputs) {
   const auto limit = static_cast<size_t>(ctx.model.context_len);
-  const bool truncate = ctx.args != nullptr && ctx.args->GetBool("allow-auto-truncate");
+  const bool truncate = ctx.args != nullptr && ctx.args->GetBool(args::key::kAllowAutoTruncate);
   for (EmbedInput& in : inputs) {
     if (in.ids.empty()) return InvalidArgument("An input has no tokens.");
     if (in.ids.size() <= limit) continue;

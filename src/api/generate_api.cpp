@@ -494,7 +494,7 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   auto priority = ReadOptionalInt(body, "priority");
   if (!priority.ok()) return invalid(priority.status());
   // The replica a router chose (data_parallel_rank: SGLang's deprecated spelling).
-  const int64_t dp_size = ctx.args->GetInt("dp_size");
+  const int64_t dp_size = ctx.args->GetInt(args::key::kDpSize);
   auto routed = ReadOptionalInt(body, "routed_dp_rank", 0, dp_size - 1);
   if (!routed.ok()) return invalid(routed.status());
   auto routed_alias = ReadOptionalInt(body, "data_parallel_rank", 0, dp_size - 1);
@@ -570,7 +570,7 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   }
   plan.group = static_cast<size_t>(group_n.value_or(1));
   plan.formatter = std::make_shared<GenerateFormatter>(std::move(infos), batch,
-                                                       ctx.args->GetBool("stream-output"));
+                                                       ctx.args->GetBool(args::key::kStreamOutput));
   // Last: a session records the request from here on.
   if (*session) {
     ApiExpected<bool> joined = JoinSession(ctx, **session, plan);

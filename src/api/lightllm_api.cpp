@@ -699,7 +699,7 @@ ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, boo
 
 void ServeLightLlm(ServerContext& ctx, const json& body, bool stream, bool list_answer,
                    ResponseWriterPtr writer) {
-  const bool tgi = ctx.args->GetBool("use-tgi-api");
+  const bool tgi = ctx.args->GetBool(args::key::kUseTgiApi);
   Serve(ctx, std::move(writer), tgi ? ErrorStyle::kTgi : ErrorStyle::kLightLlm,
         ParseLightLlm(ctx, body, stream, tgi, list_answer));
 }
@@ -711,7 +711,7 @@ namespace {
 void ServeLightLlmText(ServerContext& ctx, const std::string& body_text, bool forced_stream,
                        ResponseWriterPtr writer) {
   const ErrorStyle errors =
-      ctx.args->GetBool("use-tgi-api") ? ErrorStyle::kTgi : ErrorStyle::kLightLlm;
+      ctx.args->GetBool(args::key::kUseTgiApi) ? ErrorStyle::kTgi : ErrorStyle::kLightLlm;
   ApiExpected<json> body = ParseJsonObjectBody(body_text);
   if (!body.ok()) return SendResult(*writer, body, errors);
   auto field = ReadOptionalBool(*body, "stream");

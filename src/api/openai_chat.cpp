@@ -203,7 +203,7 @@ ApiExpected<ReasoningSetup> SetUpReasoning(const ServerContext& ctx, FieldReader
   const bool separate = reader.Bool(body, "separate_reasoning").value_or(true);
   const bool stream_reasoning = reader.Bool(body, "stream_reasoning").value_or(true);
   if (!reader.ok()) return reader.error();
-  auto name = ctx.args->GetOptionalString("reasoning-parser");
+  auto name = ctx.args->GetOptionalString(args::key::kReasoningParser);
   if (!name) return out;
   chat::ReasoningParserOptions options;
   options.stream_reasoning = stream_reasoning;
@@ -256,7 +256,7 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
   RADIX_ASSIGN_OR_RETURN(*tools, ReadToolRequest(ordered));
   std::shared_ptr<const chat::ToolCallParser> tool_parser;
   if (tools->mode != ToolChoiceMode::kNone) {
-    if (auto parser_name = ctx.args->GetOptionalString("tool-call-parser")) {
+    if (auto parser_name = ctx.args->GetOptionalString(args::key::kToolCallParser)) {
       auto created = chat::ToolCallParser::Create(*parser_name, tools->tools);
       if (!created.ok()) return BadRequest(created.status().message());
       tool_parser = std::move(created).value();
@@ -311,7 +311,7 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
         .token_ids_logprob = {},
         .return_text_in_logprobs = false,
         .add_special_tokens = false,
-        .apply_model_defaults = ctx.args->GetString("sampling-defaults") == "model",
+        .apply_model_defaults = ctx.args->GetString(args::key::kSamplingDefaults) == "model",
         .float_fields_are_floats = true};
     BuiltRequest built = BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
     if (built.error) return *built.error;

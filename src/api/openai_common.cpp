@@ -256,7 +256,7 @@ json Usage(const ServerContext& ctx, const std::vector<ChoiceState>& choices, si
     completion += choices[i].completion_tokens;
   }
   json details = nullptr;
-  if (ctx.args->GetBool("enable-cache-report") && cached > 0) {
+  if (ctx.args->GetBool(args::key::kEnableCacheReport) && cached > 0) {
     details = {{"cached_tokens", cached}};
   }
   return {{"prompt_tokens", prompt},

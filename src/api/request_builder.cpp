@@ -149,7 +149,7 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   if (options.apply_model_defaults) {
     merged = sampling::MergeSamplingDefaults(ctx.model.generation_defaults, merged);
   }
-  const nlohmann::json& preferred = ctx.args->Get("preferred-sampling-params");
+  const nlohmann::json& preferred = ctx.args->Get(args::key::kPreferredSamplingParams);
   if (preferred.is_object()) merged = sampling::MergeSamplingDefaults(preferred, merged);
 
   auto params = sampling::SamplingParams::FromJson(
@@ -183,7 +183,7 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   // --allow-auto-truncate).
   const auto input_len = static_cast<int64_t>(request.input_ids.size());
   const int64_t context_len = ctx.model.context_len;
-  if (!ctx.args->GetBool("allow-auto-truncate") && context_len > 0) {
+  if (!ctx.args->GetBool(args::key::kAllowAutoTruncate) && context_len > 0) {
     if (input_len >= context_len) {
       out.error = BadRequest(fmt::format(
           "The input ({} tokens) is longer than the model's context length ({} tokens).", input_len,

@@ -528,7 +528,7 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
   json sampling = config.sampling;
   sampling["n"] = 1;
   const std::string base_rid = NewRid(ctx);
-  const bool truncates = ctx.args->GetBool("allow-auto-truncate");
+  const bool truncates = ctx.args->GetBool(args::key::kAllowAutoTruncate);
   for (size_t p = 0; p < request.prompts.size(); ++p) {
     auto encoded = ctx.tokenizer->Encode(request.prompts[p],
                                          {.add_special_tokens = true, .parse_special = true});

@@ -72,26 +72,26 @@ bool LooksLikeOption(std::string_view word) {
 // Values that LightLLM and RTP-LLM spell differently from SGLang, read as SGLang's value so their
 // launch commands work unchanged. Matched case-insensitively.
 struct ValueSynonym {
-  std::string_view arg;
+  ArgKey arg;
   std::string_view from;
   std::string_view to;
 };
 constexpr ValueSynonym kValueSynonyms[] = {
-    {"tokenizer-mode", "fast", "auto"},            // LightLLM: its default tokenizer mode
-    {"sampling-backend", "triton", "pytorch"},      // LightLLM: all map to the cpu sampler
-    {"sampling-backend", "sglang_kernel", "pytorch"},
-    {"log-level", "warn", "warning"},              // RTP-LLM: Python logging level names
-    {"log-level", "debug", "debug"},
-    {"log-level", "info", "info"},
-    {"log-level", "warning", "warning"},
-    {"log-level", "error", "error"},
-    {"log-level", "critical", "critical"},
+    {key::kTokenizerMode, "fast", "auto"},               // LightLLM: its default tokenizer mode
+    {key::kSamplingBackend, "triton", "pytorch"},        // LightLLM: all map to the cpu sampler
+    {key::kSamplingBackend, "sglang_kernel", "pytorch"},
+    {key::kLogLevel, "warn", "warning"},                 // RTP-LLM: Python logging level names
+    {key::kLogLevel, "debug", "debug"},
+    {key::kLogLevel, "info", "info"},
+    {key::kLogLevel, "warning", "warning"},
+    {key::kLogLevel, "error", "error"},
+    {key::kLogLevel, "critical", "critical"},
 };
 
 std::string ApplyValueSynonym(const ArgSpec& spec, const std::string& word) {
   const std::string lower = Lower(word);
   for (const ValueSynonym& synonym : kValueSynonyms) {
-    if (synonym.arg == spec.name && synonym.from == lower) return std::string(synonym.to);
+    if (synonym.arg == KeyOf(spec) && synonym.from == lower) return std::string(synonym.to);
   }
   return word;
 }
@@ -254,7 +254,7 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
       if (!converted.ok()) return converted.status();
       value = std::move(converted).value();
     }
-    if (spec->name == "config") {
+    if (KeyOf(*spec) == key::kConfig) {
       config_path = value.get<std::string>();
     }
     given.push_back({spec, display, std::move(value)});
@@ -265,10 +265,10 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
     RADIX_RETURN_IF_ERROR(ApplyConfigFile(config_path, parsed.args, parsed.notices));
   }
   for (Given& item : given) {
-    parsed.args.Set(item.spec->name, std::move(item.value), /*explicitly=*/true);
+    parsed.args.Set(KeyOf(*item.spec), std::move(item.value), /*explicitly=*/true);
   }
   for (const ArgSpec& spec : AllArgs()) {
-    if (spec.required && parsed.args.IsNull(spec.name)) {
+    if (spec.required && parsed.args.IsNull(KeyOf(spec))) {
       return InvalidArgument(
           fmt::format("argument --{}: the following arguments are required: --{}", spec.name,
                       spec.name));

@@ -1,5 +1,6 @@
-// The declarative description of one server argument. The table of all of them (arg_table.h) is
-// the single source of truth for the parser, the YAML loader, --help and docs/server_args.md.
+// The declarative description of one server argument. The table of all of them (arg_table.h),
+// generated from src/args/server_args.json, is the single source of truth for the parser, the
+// YAML loader, validation, --help and docs/server_args.md.
 #pragma once
 
 #include <string_view>

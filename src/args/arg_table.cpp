@@ -1,12 +1,13 @@
 #include "args/arg_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
-#include "args/arg_groups.h"
+#include "args/arg_names.h"
 #include "common/check.h"
 
 namespace radixserve::args {
@@ -21,45 +22,19 @@ std::string NormalizeSpelling(std::string_view spelling) {
   return key;
 }
 
-size_t GroupRank(std::string_view group) {
-  const auto* begin = std::begin(group::kOrder);
-  const auto* end = std::end(group::kOrder);
-  const auto* it = std::find(begin, end, group);
-  RADIX_CHECK_MSG(it != end, "argument group missing from group::kOrder");
-  return static_cast<size_t>(it - begin);
-}
-
 struct Table {
   std::vector<ArgSpec> args;
   std::unordered_map<std::string, size_t> by_spelling;
 };
 
-void Append(std::vector<ArgSpec>& into, std::vector<ArgSpec> part) {
-  for (auto& spec : part) into.push_back(std::move(spec));
-}
-
 Table BuildTable() {
   Table table;
-  Append(table.args, SglangCoreArgs());
-  Append(table.args, SglangAdvancedArgs());
-  Append(table.args, RadixserveArgs());
-  Append(table.args, LightllmArgs());
-  Append(table.args, RtpllmArgs());
-  std::stable_sort(table.args.begin(), table.args.end(), [](const ArgSpec& a, const ArgSpec& b) {
-    return GroupRank(a.group) < GroupRank(b.group);
-  });
-
-  std::vector<ExtraAlias> extra = LightllmAliases();
-  for (auto& alias : RtpllmAliases()) extra.push_back(alias);
-  for (const ExtraAlias& alias : extra) {
-    auto it = std::find_if(table.args.begin(), table.args.end(),
-                           [&](const ArgSpec& spec) { return spec.name == alias.canonical; });
-    RADIX_CHECK_MSG(it != table.args.end(), std::string(alias.canonical).c_str());
-    it->aliases.push_back(alias.alias);
-  }
-
+  table.args = GeneratedArgs();
+  RADIX_CHECK(table.args.size() == std::size(kArgNames));
   for (size_t i = 0; i < table.args.size(); ++i) {
     const ArgSpec& spec = table.args[i];
+    // ArgKey indexes both; they come from one run of the generator.
+    RADIX_CHECK_MSG(spec.name == kArgNames[i], std::string(spec.name).c_str());
     RADIX_CHECK_MSG(nlohmann::json::accept(spec.default_value), std::string(spec.name).c_str());
     RADIX_CHECK_MSG(!spec.help.empty(), std::string(spec.name).c_str());
     auto add = [&](std::string_view spelling) {
@@ -87,6 +62,13 @@ const ArgSpec* FindArg(std::string_view spelling) {
   const Table& table = GetTable();
   auto it = table.by_spelling.find(NormalizeSpelling(spelling));
   return it == table.by_spelling.end() ? nullptr : &table.args[it->second];
+}
+
+ArgKey KeyOf(const ArgSpec& spec) {
+  const std::vector<ArgSpec>& args = AllArgs();
+  const ArgSpec* begin = args.data();
+  RADIX_CHECK(!std::less<>{}(&spec, begin) && std::less<>{}(&spec, begin + args.size()));
+  return ArgKey(static_cast<size_t>(&spec - args.data()));
 }
 
 std::string ConfigKey(std::string_view name) {

@@ -61,7 +61,7 @@ Status ApplyConfigFile(const std::string& path, ServerArgs& args,
       return InvalidArgument(
           fmt::format("argument --config: unknown key '{}' in '{}'", key, path));
     }
-    if (spec->name == "config") {
+    if (KeyOf(*spec) == key::kConfig) {
       return InvalidArgument(
           fmt::format("argument --config: '{}' may not name another config file", path));
     }
@@ -94,7 +94,7 @@ Status ApplyConfigFile(const std::string& path, ServerArgs& args,
       if (!converted.ok()) return converted.status();
       value = std::move(converted).value();
     }
-    args.Set(spec->name, std::move(value), /*explicitly=*/true);
+    args.Set(KeyOf(*spec), std::move(value), /*explicitly=*/true);
   }
   return Status::Ok();
 }

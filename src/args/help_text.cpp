@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "args/arg_groups.h"
+#include "args/arg_names.h"
 #include "args/arg_table.h"
 
 namespace radixserve::args {
@@ -92,7 +92,7 @@ std::string RenderHelp() {
       "  --version             print the version and exit\n";
   std::map<std::string_view, std::vector<const ArgSpec*>> by_group;
   for (const ArgSpec& spec : AllArgs()) by_group[spec.group].push_back(&spec);
-  for (std::string_view group_name : group::kOrder) {
+  for (std::string_view group_name : kGroupOrder) {
     auto it = by_group.find(group_name);
     if (it == by_group.end()) continue;
     out += fmt::format("\n{}:\n", group_name);
@@ -121,7 +121,7 @@ std::string RenderServerArgsMarkdown() {
   }
   std::string out = fmt::format(
       "# Server arguments\n\n"
-      "<!-- Generated from src/args/arg_table_*.cpp by `radix_args_doc`; do not edit by hand. "
+      "<!-- Generated from src/args/server_args.json by `radix_args_doc`; do not edit by hand. "
       "Regenerate with `cmake --build <build> --target server_args_doc`. -->\n\n"
       "radixserve accepts every server argument of SGLang (the canonical names), and the arguments "
       "of LightLLM and RTP-LLM: as aliases where they mean the same as an SGLang argument, as "
@@ -136,7 +136,7 @@ std::string RenderServerArgsMarkdown() {
       AllArgs().size(), counts[0], counts[1], counts[2], alias_count);
   std::map<std::string_view, std::vector<const ArgSpec*>> by_group;
   for (const ArgSpec& spec : AllArgs()) by_group[spec.group].push_back(&spec);
-  for (std::string_view group_name : group::kOrder) {
+  for (std::string_view group_name : kGroupOrder) {
     auto it = by_group.find(group_name);
     if (it == by_group.end()) continue;
     out += fmt::format("## {}\n\n", group_name);

@@ -1,6 +1,10 @@
 // ServerArgs: the resolved value of every argument in the table, keyed by config key
 // ("model_path"). Built by ParseServerArgs (arg_parser.h) and completed by ResolveServerArgs
 // (validate.h). After resolution it is read-only and may be shared across threads.
+//
+// Values are read and set by ArgKey (arg_key.h): a generated constant (key::kModelPath, from
+// args/arg_keys.h, included here) or a string literal holding a canonical name. Both are checked
+// against the table when the program is compiled, so every key names an argument.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +15,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "args/arg_key.h"
+#include "args/arg_keys.h"
 
 namespace radixserve::args {
 
@@ -26,21 +33,22 @@ class ServerArgs {
   // what logs, --print-config and /server_info show.
   nlohmann::json PublicValues() const;
 
-  // Value by config key or canonical name ("max_running_requests" or "max-running-requests").
-  // The key must name an argument in the table (checked).
-  const nlohmann::json& Get(std::string_view key) const;
-  bool IsNull(std::string_view key) const { return Get(key).is_null(); }
-  int64_t GetInt(std::string_view key) const { return Get(key).get<int64_t>(); }
-  double GetFloat(std::string_view key) const { return Get(key).get<double>(); }
-  bool GetBool(std::string_view key) const { return Get(key).get<bool>(); }
-  std::string GetString(std::string_view key) const { return Get(key).get<std::string>(); }
-  std::optional<int64_t> GetOptionalInt(std::string_view key) const;
-  std::optional<std::string> GetOptionalString(std::string_view key) const;
+  // The value of one argument. The typed getters require a value of that type (checked by
+  // nlohmann::json, which throws on a mismatch); the Optional ones return nullopt when unset.
+  const nlohmann::json& Get(ArgKey key) const;
+  bool IsNull(ArgKey key) const { return Get(key).is_null(); }
+  int64_t GetInt(ArgKey key) const { return Get(key).get<int64_t>(); }
+  double GetFloat(ArgKey key) const { return Get(key).get<double>(); }
+  bool GetBool(ArgKey key) const { return Get(key).get<bool>(); }
+  std::string GetString(ArgKey key) const { return Get(key).get<std::string>(); }
+  std::optional<int64_t> GetOptionalInt(ArgKey key) const;
+  std::optional<double> GetOptionalFloat(ArgKey key) const;
+  std::optional<std::string> GetOptionalString(ArgKey key) const;
 
   // Sets a value. `explicitly` records that the user gave it (command line or config file), which
   // validation uses to tell a chosen value from a default.
-  void Set(std::string_view key, nlohmann::json value, bool explicitly = false);
-  bool IsExplicit(std::string_view key) const;
+  void Set(ArgKey key, nlohmann::json value, bool explicitly = false);
+  bool IsExplicit(ArgKey key) const;
 
  private:
   nlohmann::json values_;

@@ -14,23 +14,23 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-Status Invalid(std::string_view arg, const std::string& message) {
-  return InvalidArgument(fmt::format("argument --{}: {}", arg, message));
+Status Invalid(ArgKey arg, const std::string& message) {
+  return InvalidArgument(fmt::format("argument --{}: {}", arg.name(), message));
 }
 
 // SGLang's deprecated MoE switches and the value each one stands for.
 struct DeprecatedSwitch {
-  std::string_view flag;
-  std::string_view target;
+  ArgKey flag;
+  ArgKey target;
   std::string_view value;
 };
 constexpr DeprecatedSwitch kDeprecatedSwitches[] = {
-    {"enable-deepep-moe", "moe-a2a-backend", "deepep"},
-    {"enable-triton-kernel-moe", "moe-runner-backend", "triton_kernel"},
-    {"enable-flashinfer-cutlass-moe", "moe-runner-backend", "flashinfer_cutlass"},
-    {"enable-flashinfer-trtllm-moe", "moe-runner-backend", "flashinfer_trtllm"},
-    {"enable-flashinfer-mxfp4-moe", "moe-runner-backend", "flashinfer_mxfp4"},
-    {"enable-flashinfer-cutedsl-moe", "moe-runner-backend", "flashinfer_cutedsl"},
+    {key::kEnableDeepepMoe, key::kMoeA2aBackend, "deepep"},
+    {key::kEnableTritonKernelMoe, key::kMoeRunnerBackend, "triton_kernel"},
+    {key::kEnableFlashinferCutlassMoe, key::kMoeRunnerBackend, "flashinfer_cutlass"},
+    {key::kEnableFlashinferTrtllmMoe, key::kMoeRunnerBackend, "flashinfer_trtllm"},
+    {key::kEnableFlashinferMxfp4Moe, key::kMoeRunnerBackend, "flashinfer_mxfp4"},
+    {key::kEnableFlashinferCutedslMoe, key::kMoeRunnerBackend, "flashinfer_cutedsl"},
 };
 
 bool IsGgufFile(const std::string& path) {
@@ -41,50 +41,50 @@ bool IsGgufFile(const std::string& path) {
 }
 
 void MapDeprecated(ServerArgs& args, std::vector<std::string>& warnings) {
-  if (FindArg("enable-ep-moe") && args.GetBool("enable-ep-moe")) {
-    args.Set("ep-size", args.Get("tp-size"));
+  if (args.GetBool(key::kEnableEpMoe)) {
+    args.Set(key::kEpSize, args.Get(key::kTpSize));
     warnings.push_back("--enable-ep-moe is deprecated; --ep-size is set to --tp-size instead");
   }
   for (const DeprecatedSwitch& item : kDeprecatedSwitches) {
-    if (!FindArg(item.flag) || !args.GetBool(item.flag)) continue;
+    if (!args.GetBool(item.flag)) continue;
     args.Set(item.target, std::string(item.value));
-    warnings.push_back(fmt::format("--{} is deprecated; use --{} {} instead", item.flag,
-                                   item.target, item.value));
+    warnings.push_back(fmt::format("--{} is deprecated; use --{} {} instead", item.flag.name(),
+                                   item.target.name(), item.value));
   }
 }
 
 // Speculative decoding: only NGRAM is implemented, with chain drafts.
 Status CheckNgramArgs(const ServerArgs& args) {
-  const std::string algorithm = args.GetString("speculative-algorithm");
+  const std::string algorithm = args.GetString(key::kSpeculativeAlgorithm);
   if (algorithm != "NGRAM") {
-    return Invalid("speculative-algorithm",
+    return Invalid(key::kSpeculativeAlgorithm,
                    fmt::format("{} is not implemented (it needs a draft model or trained draft "
                                "heads); only NGRAM is available",
                                algorithm));
   }
-  for (const char* breadth :
-       {"speculative-ngram-min-bfs-breadth", "speculative-ngram-max-bfs-breadth"}) {
+  for (ArgKey breadth :
+       {key::kSpeculativeNgramMinBfsBreadth, key::kSpeculativeNgramMaxBfsBreadth}) {
     if (args.IsExplicit(breadth)) {
       return Invalid(breadth, "NGRAM drafts a single chain; tree drafts (BFS breadth) are not "
                               "implemented");
     }
   }
-  if (!args.IsNull("speculative-num-draft-tokens") &&
-      args.GetInt("speculative-num-draft-tokens") < 2) {
-    return Invalid("speculative-num-draft-tokens",
+  if (!args.IsNull(key::kSpeculativeNumDraftTokens) &&
+      args.GetInt(key::kSpeculativeNumDraftTokens) < 2) {
+    return Invalid(key::kSpeculativeNumDraftTokens,
                    "must be at least 2 (the last sampled token and one draft)");
   }
-  const int64_t min_window = args.GetInt("speculative-ngram-min-match-window-size");
-  if (min_window < 1) return Invalid("speculative-ngram-min-match-window-size", "must be >= 1");
-  if (args.GetInt("speculative-ngram-max-match-window-size") < min_window) {
-    return Invalid("speculative-ngram-max-match-window-size",
+  const int64_t min_window = args.GetInt(key::kSpeculativeNgramMinMatchWindowSize);
+  if (min_window < 1) return Invalid(key::kSpeculativeNgramMinMatchWindowSize, "must be >= 1");
+  if (args.GetInt(key::kSpeculativeNgramMaxMatchWindowSize) < min_window) {
+    return Invalid(key::kSpeculativeNgramMaxMatchWindowSize,
                    "must be >= --speculative-ngram-min-match-window-size");
   }
-  if (args.GetInt("speculative-ngram-branch-length") < 2) {
-    return Invalid("speculative-ngram-branch-length", "must be at least 2");
+  if (args.GetInt(key::kSpeculativeNgramBranchLength) < 2) {
+    return Invalid(key::kSpeculativeNgramBranchLength, "must be at least 2");
   }
-  if (args.GetInt("speculative-ngram-capacity") < 1) {
-    return Invalid("speculative-ngram-capacity", "must be at least 1");
+  if (args.GetInt(key::kSpeculativeNgramCapacity) < 1) {
+    return Invalid(key::kSpeculativeNgramCapacity, "must be at least 1");
   }
   return Status::Ok();
 }
@@ -92,8 +92,8 @@ Status CheckNgramArgs(const ServerArgs& args) {
 // Device-only arguments: accepted, with one warning each when set to a non-default value.
 void WarnInapplicable(const ServerArgs& args, std::vector<std::string>& warnings) {
   for (const ArgSpec& spec : AllArgs()) {
-    if (spec.cpu != Support::kNo || !args.IsExplicit(spec.name)) continue;
-    if (args.Get(spec.name) == nlohmann::json::parse(spec.default_value)) continue;
+    if (spec.cpu != Support::kNo || !args.IsExplicit(KeyOf(spec))) continue;
+    if (args.Get(KeyOf(spec)) == nlohmann::json::parse(spec.default_value)) continue;
     warnings.push_back(fmt::format("--{} has no effect on device cpu: {}", spec.name,
                                    spec.cpu_note.empty() ? "not applicable" : spec.cpu_note));
   }
@@ -103,8 +103,8 @@ void WarnInapplicable(const ServerArgs& args, std::vector<std::string>& warnings
 void WarnInapplicableValues(const ServerArgs& args, std::vector<std::string>& warnings) {
   for (const ArgSpec& spec : AllArgs()) {
     if (spec.cpu != Support::kPartial || spec.cpu_values.empty()) continue;
-    if (!args.IsExplicit(spec.name) || args.IsNull(spec.name)) continue;
-    const nlohmann::json& value = args.Get(spec.name);
+    if (!args.IsExplicit(KeyOf(spec)) || args.IsNull(KeyOf(spec))) continue;
+    const nlohmann::json& value = args.Get(KeyOf(spec));
     const std::string spelled = value.is_string() ? value.get<std::string>() : value.dump();
     bool applies = false;
     for (std::string_view allowed : spec.cpu_values) applies = applies || allowed == spelled;
@@ -116,7 +116,7 @@ void WarnInapplicableValues(const ServerArgs& args, std::vector<std::string>& wa
 
 // Every --moe-runner-backend value runs on the one CPU expert GEMM: one line saying so.
 void WarnMoeRunnerBackend(const ServerArgs& args, std::vector<std::string>& warnings) {
-  const std::string backend = args.GetString("moe-runner-backend");
+  const std::string backend = args.GetString(key::kMoeRunnerBackend);
   if (backend == "auto") return;
   warnings.push_back(fmt::format(
       "--moe-runner-backend {} maps to radixserve's CPU expert GEMM (model/moe_ffn.h: the step's "
@@ -132,14 +132,14 @@ void DeriveMemoryDefaults(ServerArgs& args, const MachineInfo& machine) {
   // mem_fraction_static stays unset unless given: SGLang derives it from GPU memory minus an
   // activation reserve, but on cpu the KV pool shares RAM with every other process, so the
   // engine applies the cpu rule of kv/memory_sizing.h (a quarter of the available memory).
-  if (args.IsNull("chunked-prefill-size")) {
+  if (args.IsNull(key::kChunkedPrefillSize)) {
     int64_t chunk = 4096;
     if (known) chunk = mem_mb < 35 * 1024 ? 2048 : mem_mb < 160 * 1024 ? 8192 : 16384;
-    args.Set("chunked-prefill-size", chunk);
+    args.Set(key::kChunkedPrefillSize, chunk);
   }
 }
 
-Status CheckBuckets(const ServerArgs& args, std::string_view name) {
+Status CheckBuckets(const ServerArgs& args, ArgKey name) {
   const nlohmann::json& rule = args.Get(name);
   if (rule.is_null() || rule.empty()) return Status::Ok();
   std::vector<std::string> words;
@@ -182,139 +182,136 @@ Status CheckBuckets(const ServerArgs& args, std::string_view name) {
 
 Status CheckRanges(const ServerArgs& args) {
   struct MinRule {
-    std::string_view name;
+    ArgKey key;
     int64_t min;
   };
   // Integer arguments that must be at least `min` when set.
   constexpr MinRule kMinimums[] = {
-      {"port", 1},          {"tp-size", 1},          {"pp-size", 1},
-      {"dp-size", 1},       {"nnodes", 1},           {"page-size", 1},
-      {"stream-interval", 1}, {"max-queued-requests", 1}, {"max-running-requests", 1},
-      {"max-total-tokens", 1}, {"max-prefill-tokens", 1}, {"tokenizer-worker-num", 1},
-      {"context-length", 1}, {"base-gpu-id", 0},     {"gpu-id-step", 1},
-      {"decode-log-interval", 1}, {"num-continuous-decode-steps", 1},
-      {"max-loras-per-batch", 1}, {"threads", 1}, {"max-n", 1},
-      {"max-requests-per-call", 1}, {"max-top-logprobs", 0},
-      {"max-request-body-mb", 1}, {"max-buffered-body-mb", 1},
+      {key::kPort, 1},          {key::kTpSize, 1},          {key::kPpSize, 1},
+      {key::kDpSize, 1},       {key::kNnodes, 1},           {key::kPageSize, 1},
+      {key::kStreamInterval, 1}, {key::kMaxQueuedRequests, 1}, {key::kMaxRunningRequests, 1},
+      {key::kMaxTotalTokens, 1}, {key::kMaxPrefillTokens, 1}, {key::kTokenizerWorkerNum, 1},
+      {key::kContextLength, 1}, {key::kBaseGpuId, 0},     {key::kGpuIdStep, 1},
+      {key::kDecodeLogInterval, 1}, {key::kNumContinuousDecodeSteps, 1},
+      {key::kMaxLorasPerBatch, 1}, {key::kThreads, 1}, {key::kMaxN, 1},
+      {key::kMaxRequestsPerCall, 1}, {key::kMaxTopLogprobs, 0},
+      {key::kMaxRequestBodyMb, 1}, {key::kMaxBufferedBodyMb, 1},
   };
   for (const MinRule& rule : kMinimums) {
-    if (!FindArg(rule.name)) continue;
-    auto value = args.GetOptionalInt(rule.name);
+    auto value = args.GetOptionalInt(rule.key);
     if (value && *value < rule.min) {
-      return Invalid(rule.name, fmt::format("must be >= {}, got {}", rule.min, *value));
+      return Invalid(rule.key, fmt::format("must be >= {}, got {}", rule.min, *value));
     }
   }
-  if (args.GetInt("port") > 65535) return Invalid("port", "must be <= 65535");
-  if (args.GetInt("max-request-body-mb") > args.GetInt("max-buffered-body-mb")) {
-    return Invalid("max-request-body-mb",
+  if (args.GetInt(key::kPort) > 65535) return Invalid(key::kPort, "must be <= 65535");
+  if (args.GetInt(key::kMaxRequestBodyMb) > args.GetInt(key::kMaxBufferedBodyMb)) {
+    return Invalid(key::kMaxRequestBodyMb,
                    fmt::format("must be <= --max-buffered-body-mb ({})",
-                               args.GetInt("max-buffered-body-mb")));
+                               args.GetInt(key::kMaxBufferedBodyMb)));
   }
-  if (args.GetInt("max-buffered-body-mb") > (int64_t{1} << 30)) {
-    return Invalid("max-buffered-body-mb", "must be <= 1073741824");
+  if (args.GetInt(key::kMaxBufferedBodyMb) > (int64_t{1} << 30)) {
+    return Invalid(key::kMaxBufferedBodyMb, "must be <= 1073741824");
   }
-  if (args.GetFloat("shutdown-grace-period") < 0) {
-    return Invalid("shutdown-grace-period", "must be >= 0");
+  if (args.GetFloat(key::kShutdownGracePeriod) < 0) {
+    return Invalid(key::kShutdownGracePeriod, "must be >= 0");
   }
-  if (!args.IsNull("mem-fraction-static")) {
-    double fraction = args.GetFloat("mem-fraction-static");
+  if (!args.IsNull(key::kMemFractionStatic)) {
+    double fraction = args.GetFloat(key::kMemFractionStatic);
     if (!(fraction > 0.0 && fraction < 1.0)) {
-      return Invalid("mem-fraction-static", fmt::format("must be in (0, 1), got {}", fraction));
+      return Invalid(key::kMemFractionStatic, fmt::format("must be in (0, 1), got {}", fraction));
     }
   }
-  if (args.GetFloat("schedule-conservativeness") < 0) {
-    return Invalid("schedule-conservativeness", "must be >= 0");
+  if (args.GetFloat(key::kScheduleConservativeness) < 0) {
+    return Invalid(key::kScheduleConservativeness, "must be >= 0");
   }
-  if (args.GetFloat("watchdog-timeout") <= 0) return Invalid("watchdog-timeout", "must be > 0");
-  if (args.GetString("served-model-name").find(':') != std::string::npos &&
-      args.IsExplicit("served-model-name")) {
-    return Invalid("served-model-name", "must not contain ':'");
+  if (args.GetFloat(key::kWatchdogTimeout) <= 0) {
+    return Invalid(key::kWatchdogTimeout, "must be > 0");
+  }
+  if (args.GetString(key::kServedModelName).find(':') != std::string::npos &&
+      args.IsExplicit(key::kServedModelName)) {
+    return Invalid(key::kServedModelName, "must not contain ':'");
   }
   return Status::Ok();
 }
 
 Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
-  if (args.GetBool("enable-hierarchical-cache") && args.GetBool("disable-radix-cache")) {
-    return Invalid("enable-hierarchical-cache",
+  if (args.GetBool(key::kEnableHierarchicalCache) && args.GetBool(key::kDisableRadixCache)) {
+    return Invalid(key::kEnableHierarchicalCache,
                    "cannot be combined with --disable-radix-cache (the hierarchical cache "
                    "extends the radix cache)");
   }
-  if (FindArg("enable-dynamic-batch-tokenizer") && args.GetBool("enable-tokenizer-batch-encode") &&
-      args.GetBool("enable-dynamic-batch-tokenizer")) {
-    return Invalid("enable-tokenizer-batch-encode",
+  if (args.GetBool(key::kEnableTokenizerBatchEncode) &&
+      args.GetBool(key::kEnableDynamicBatchTokenizer)) {
+    return Invalid(key::kEnableTokenizerBatchEncode,
                    "cannot be combined with --enable-dynamic-batch-tokenizer");
   }
-  if (args.GetBool("skip-tokenizer-init")) {
-    args.Set("tokenizer-worker-num", 1);
-    if (args.GetBool("enable-tokenizer-batch-encode")) {
-      args.Set("enable-tokenizer-batch-encode", false);
+  if (args.GetBool(key::kSkipTokenizerInit)) {
+    args.Set(key::kTokenizerWorkerNum, 1);
+    if (args.GetBool(key::kEnableTokenizerBatchEncode)) {
+      args.Set(key::kEnableTokenizerBatchEncode, false);
       warnings.push_back("--enable-tokenizer-batch-encode is turned off by --skip-tokenizer-init");
     }
   }
-  if (FindArg("export-metrics-to-file") && args.GetBool("export-metrics-to-file") &&
-      args.IsNull("export-metrics-to-file-dir")) {
-    return Invalid("export-metrics-to-file", "requires --export-metrics-to-file-dir");
-  }
-  if (FindArg("enable-priority-scheduling") && args.GetBool("enable-priority-scheduling")) {
-    std::string policy = args.GetString("schedule-policy");
+  if (args.GetBool(key::kEnablePriorityScheduling)) {
+    std::string policy = args.GetString(key::kSchedulePolicy);
     if (policy != "fcfs" && policy != "lof") {
-      return Invalid("enable-priority-scheduling",
+      return Invalid(key::kEnablePriorityScheduling,
                      fmt::format("requires --schedule-policy fcfs or lof, got '{}'", policy));
     }
   }
-  if (FindArg("multi-item-scoring-delimiter") && !args.IsNull("multi-item-scoring-delimiter") &&
-      (!args.GetBool("disable-radix-cache") || args.GetInt("chunked-prefill-size") != -1)) {
-    return Invalid("multi-item-scoring-delimiter",
+  if (!args.IsNull(key::kMultiItemScoringDelimiter) &&
+      (!args.GetBool(key::kDisableRadixCache) || args.GetInt(key::kChunkedPrefillSize) != -1)) {
+    return Invalid(key::kMultiItemScoringDelimiter,
                    "requires --disable-radix-cache and --chunked-prefill-size -1");
   }
-  if (!args.IsNull("quantization-param-path")) {
-    if (args.GetString("kv-cache-dtype") != "fp8_e4m3") {
-      return Invalid("quantization-param-path",
+  if (!args.IsNull(key::kQuantizationParamPath)) {
+    if (args.GetString(key::kKvCacheDtype) != "fp8_e4m3") {
+      return Invalid(key::kQuantizationParamPath,
                      "holds FP8 E4M3 KV-cache scaling factors; it requires --kv-cache-dtype "
                      "fp8_e4m3");
     }
-    if (args.GetInt("tp-size") > 1) {
-      return Invalid("quantization-param-path", "is supported with --tp-size 1 only");
+    if (args.GetInt(key::kTpSize) > 1) {
+      return Invalid(key::kQuantizationParamPath, "is supported with --tp-size 1 only");
     }
   }
-  const int64_t page_size = args.GetInt("page-size");
-  const int64_t chunk = args.GetInt("chunked-prefill-size");
+  const int64_t page_size = args.GetInt(key::kPageSize);
+  const int64_t chunk = args.GetInt(key::kChunkedPrefillSize);
   if (chunk > 0 && chunk % page_size != 0) {
-    return Invalid("chunked-prefill-size",
+    return Invalid(key::kChunkedPrefillSize,
                    fmt::format("{} is not divisible by --page-size {}", chunk, page_size));
   }
-  if ((args.GetInt("tp-size") * args.GetInt("pp-size")) % args.GetInt("nnodes") != 0) {
-    return Invalid("nnodes", "tp-size x pp-size must be divisible by the number of nodes");
+  if ((args.GetInt(key::kTpSize) * args.GetInt(key::kPpSize)) % args.GetInt(key::kNnodes) != 0) {
+    return Invalid(key::kNnodes, "tp-size x pp-size must be divisible by the number of nodes");
   }
-  if (args.GetInt("pp-size") > 1) {
-    args.Set("disable-overlap-schedule", true);
-    if (args.GetBool("enable-mixed-chunk") || !args.IsNull("speculative-algorithm")) {
-      return Invalid("pp-size",
+  if (args.GetInt(key::kPpSize) > 1) {
+    args.Set(key::kDisableOverlapSchedule, true);
+    if (args.GetBool(key::kEnableMixedChunk) || !args.IsNull(key::kSpeculativeAlgorithm)) {
+      return Invalid(key::kPpSize,
                      "pipeline parallelism cannot be combined with --enable-mixed-chunk or "
                      "speculative decoding");
     }
   }
-  if (!args.IsNull("speculative-algorithm")) {
-    if (args.GetString("speculative-algorithm") == "NEXTN") {
-      args.Set("speculative-algorithm", "EAGLE");
+  if (!args.IsNull(key::kSpeculativeAlgorithm)) {
+    if (args.GetString(key::kSpeculativeAlgorithm) == "NEXTN") {
+      args.Set(key::kSpeculativeAlgorithm, "EAGLE");
     }
     if (Status ngram = CheckNgramArgs(args); !ngram.ok()) return ngram;
-    if (args.GetBool("enable-mixed-chunk")) {
-      args.Set("enable-mixed-chunk", false);
+    if (args.GetBool(key::kEnableMixedChunk)) {
+      args.Set(key::kEnableMixedChunk, false);
       warnings.push_back("--enable-mixed-chunk is turned off: speculative decoding needs whole "
                          "prefill batches");
     }
   }
-  if (args.GetInt("dp-size") == 1 && args.GetBool("enable-dp-attention")) {
-    args.Set("enable-dp-attention", false);
+  if (args.GetInt(key::kDpSize) == 1 && args.GetBool(key::kEnableDpAttention)) {
+    args.Set(key::kEnableDpAttention, false);
   }
-  if (args.GetBool("enable-dp-attention")) {
-    const int64_t dp = args.GetInt("dp-size");
-    if (args.GetInt("tp-size") % dp != 0) {
-      return Invalid("enable-dp-attention", "--tp-size must be divisible by --dp-size");
+  if (args.GetBool(key::kEnableDpAttention)) {
+    const int64_t dp = args.GetInt(key::kDpSize);
+    if (args.GetInt(key::kTpSize) % dp != 0) {
+      return Invalid(key::kEnableDpAttention, "--tp-size must be divisible by --dp-size");
     }
-    args.Set("schedule-conservativeness", args.GetFloat("schedule-conservativeness") * 0.3);
-    args.Set("chunked-prefill-size", args.GetInt("chunked-prefill-size") / dp);
+    args.Set(key::kScheduleConservativeness, args.GetFloat(key::kScheduleConservativeness) * 0.3);
+    args.Set(key::kChunkedPrefillSize, args.GetInt(key::kChunkedPrefillSize) / dp);
   }
   return Status::Ok();
 }
@@ -325,30 +322,30 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
                          std::vector<std::string>& warnings) {
   MapDeprecated(args, warnings);
 
-  const std::string model_path = args.GetString("model-path");
-  if (args.IsNull("tokenizer-path")) args.Set("tokenizer-path", model_path);
-  if (args.IsNull("served-model-name")) args.Set("served-model-name", model_path);
-  if (!args.IsNull("revision")) {
-    return Invalid("revision",
+  const std::string model_path = args.GetString(key::kModelPath);
+  if (args.IsNull(key::kTokenizerPath)) args.Set(key::kTokenizerPath, model_path);
+  if (args.IsNull(key::kServedModelName)) args.Set(key::kServedModelName, model_path);
+  if (!args.IsNull(key::kRevision)) {
+    return Invalid(key::kRevision,
                    "radixserve loads local files only and cannot fetch a revision from a model "
                    "hub; point --model-path at the checkout you want");
   }
 
-  std::string device = args.IsNull("device") ? "auto" : args.GetString("device");
+  std::string device = args.IsNull(key::kDevice) ? "auto" : args.GetString(key::kDevice);
   if (device != "cpu" && device != "auto") {
-    return Invalid("device", fmt::format("'{}' is not available: this build supports device "
+    return Invalid(key::kDevice, fmt::format("'{}' is not available: this build supports device "
                                          "'cpu' only", device));
   }
-  args.Set("device", "cpu");
+  args.Set(key::kDevice, "cpu");
 
-  if (args.IsNull("random-seed")) {
+  if (args.IsNull(key::kRandomSeed)) {
     std::random_device entropy;
-    args.Set("random-seed", static_cast<int64_t>(entropy() % ((1u << 30) + 1)));
+    args.Set(key::kRandomSeed, static_cast<int64_t>(entropy() % ((1u << 30) + 1)));
   }
-  if (args.IsNull("page-size")) args.Set("page-size", 1);
+  if (args.IsNull(key::kPageSize)) args.Set(key::kPageSize, 1);
   // One grammar engine serves every backend name SGLang and LightLLM accept (except none).
-  if (!args.IsNull("grammar-backend")) {
-    const std::string backend = args.GetString("grammar-backend");
+  if (!args.IsNull(key::kGrammarBackend)) {
+    const std::string backend = args.GetString(key::kGrammarBackend);
     if (backend == "xgrammar" || backend == "outlines") {
       warnings.push_back(fmt::format(
           "--grammar-backend {}: radixserve's grammar engine is llguidance, which enforces the "
@@ -356,45 +353,45 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
           backend));
     }
   }
-  if (args.IsNull("grammar-backend") || args.GetString("grammar-backend") != "none") {
-    args.Set("grammar-backend", "llguidance");
+  if (args.IsNull(key::kGrammarBackend) || args.GetString(key::kGrammarBackend) != "none") {
+    args.Set(key::kGrammarBackend, "llguidance");
   }
-  if (FindArg("threads") && args.IsNull("threads")) {
-    args.Set("threads", static_cast<int64_t>(machine.usable_cpus));
+  if (args.IsNull(key::kThreads)) {
+    args.Set(key::kThreads, static_cast<int64_t>(machine.usable_cpus));
   }
 
   // Kernel backends: on cpu SGLang picks intel_amx attention (torch_native without AMX) and the
   // pytorch sampler; radixserve runs its own kernels for every choice and says so once.
-  if (args.IsNull("attention-backend")) args.Set("attention-backend", "torch_native");
-  if (args.IsExplicit("sampling-backend") && !args.IsNull("sampling-backend") &&
-      args.GetString("sampling-backend") != "pytorch") {
+  if (args.IsNull(key::kAttentionBackend)) args.Set(key::kAttentionBackend, "torch_native");
+  if (args.IsExplicit(key::kSamplingBackend) && !args.IsNull(key::kSamplingBackend) &&
+      args.GetString(key::kSamplingBackend) != "pytorch") {
     warnings.push_back(fmt::format(
         "--sampling-backend {}: on device cpu every sampling backend is radixserve's own sampler",
-        args.GetString("sampling-backend")));
+        args.GetString(key::kSamplingBackend)));
   }
-  args.Set("sampling-backend", "pytorch");
+  args.Set(key::kSamplingBackend, "pytorch");
 
-  if (!args.IsNull("tool-call-parser")) {
-    std::string parser = args.GetString("tool-call-parser");
+  if (!args.IsNull(key::kToolCallParser)) {
+    std::string parser = args.GetString(key::kToolCallParser);
     std::string renamed = parser == "qwen25" ? "qwen" : parser == "glm45" ? "glm" : "";
     if (!renamed.empty()) {
-      args.Set("tool-call-parser", renamed);
+      args.Set(key::kToolCallParser, renamed);
       warnings.push_back(fmt::format("--tool-call-parser {} is deprecated; using '{}'", parser,
                                      renamed));
     }
   }
 
-  const std::string load_format = args.GetString("load-format");
+  const std::string load_format = args.GetString(key::kLoadFormat);
   if ((load_format == "auto" || load_format == "gguf") && IsGgufFile(model_path)) {
-    args.Set("load-format", "gguf");
-    args.Set("quantization", "gguf");
+    args.Set(key::kLoadFormat, "gguf");
+    args.Set(key::kQuantization, "gguf");
   }
 
   DeriveMemoryDefaults(args, machine);
   RADIX_RETURN_IF_ERROR(CheckRanges(args));
   RADIX_RETURN_IF_ERROR(CheckCombinations(args, warnings));
-  RADIX_RETURN_IF_ERROR(CheckBuckets(args, "prompt-tokens-buckets"));
-  RADIX_RETURN_IF_ERROR(CheckBuckets(args, "generation-tokens-buckets"));
+  RADIX_RETURN_IF_ERROR(CheckBuckets(args, key::kPromptTokensBuckets));
+  RADIX_RETURN_IF_ERROR(CheckBuckets(args, key::kGenerationTokensBuckets));
   WarnInapplicable(args, warnings);
   WarnInapplicableValues(args, warnings);
   WarnMoeRunnerBackend(args, warnings);

@@ -58,7 +58,4 @@ struct EngineConfig {
 Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t context_len,
                                         int64_t max_total_tokens, int64_t max_running_requests);
 
-// An optional integer argument (null or absent from the table: nullopt).
-std::optional<int64_t> OptionalIntArg(const args::ServerArgs& args, const char* key);
-
 }  // namespace radixserve::engine

@@ -17,6 +17,8 @@
 namespace radixserve::engine {
 namespace {
 
+namespace key = args::key;
+
 // Where a replica stands among --dp-size replicas, and the host memory they all size against
 // (read once, so that the first replica's pool does not shrink the next one's budget).
 struct ReplicaPlace {
@@ -30,7 +32,7 @@ struct ReplicaPlace {
 // files). Block-quantized GGUF files have none and get fp16, llama.cpp's default KV type.
 kv::KvDtype AutoKvDtype(const args::ServerArgs& args, const model::ModelConfig& mc) {
   std::string dtype = "auto";
-  if (args.values().contains("dtype") && !args.IsNull("dtype")) dtype = args.GetString("dtype");
+  if (!args.IsNull(key::kDtype)) dtype = args.GetString(key::kDtype);
   const auto format = model::DtypeFormat(dtype == "auto" ? mc.torch_dtype : dtype);
   if (format == kernels::WeightFormat::kBF16) return kv::KvDtype::kBF16;
   if (format == kernels::WeightFormat::kF32) return kv::KvDtype::kF32;
@@ -43,14 +45,14 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
     const ReplicaPlace& place) {
   const model::ModelConfig& mc = model->config();
   const std::string dtype_flag =
-      args.values().contains("kv_cache_dtype") && !args.IsNull("kv_cache_dtype")
-          ? args.GetString("kv_cache_dtype")
+      !args.IsNull(key::kKvCacheDtype)
+          ? args.GetString(key::kKvCacheDtype)
           : "auto";
   Expected<kv::KvDtype> dtype = kv::ParseKvCacheDtype(dtype_flag, AutoKvDtype(args, mc));
   if (!dtype.ok()) return dtype.status();
   std::string eviction = "lru";
-  if (args.values().contains("radix_eviction_policy") && !args.IsNull("radix_eviction_policy")) {
-    eviction = args.GetString("radix_eviction_policy");
+  if (!args.IsNull(key::kRadixEvictionPolicy)) {
+    eviction = args.GetString(key::kRadixEvictionPolicy);
   }
   Expected<kv::EvictionPolicy> eviction_policy = kv::ParseEvictionPolicy(eviction);
   if (!eviction_policy.ok()) return eviction_policy.status();
@@ -60,29 +62,27 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   options.kv_heads = static_cast<int32_t>(mc.num_kv_heads);
   options.head_dim = static_cast<int32_t>(mc.head_dim);
   options.dtype = *dtype;
-  if (args.values().contains("quantization_param_path") &&
-      !args.IsNull("quantization_param_path")) {
+  if (!args.IsNull(key::kQuantizationParamPath)) {
     // ResolveServerArgs already required fp8_e4m3 and --tp-size 1.
     Expected<kv::KvScales> scales =
-        kv::LoadKvScalesFile(args.GetString("quantization_param_path"),
+        kv::LoadKvScalesFile(args.GetString(key::kQuantizationParamPath),
                              static_cast<int32_t>(mc.num_layers), mc.model_type);
     if (!scales.ok()) return scales.status();
     options.scales = std::move(scales).value();
   }
   options.context_len = mc.context_length;
-  options.page_size = static_cast<int32_t>(OptionalIntArg(args, "page_size").value_or(1));
-  options.max_total_tokens = OptionalIntArg(args, "max_total_tokens");
+  options.page_size = static_cast<int32_t>(args.GetOptionalInt(key::kPageSize).value_or(1));
+  options.max_total_tokens = args.GetOptionalInt(key::kMaxTotalTokens);
   if (options.max_total_tokens) {
     *options.max_total_tokens = std::max<int64_t>(1, *options.max_total_tokens / place.size);
   }
   options.replicas = place.size;
   options.memory = place.memory;
-  if (args.values().contains("mem_fraction_static") && !args.IsNull("mem_fraction_static")) {
-    options.mem_fraction_static = args.GetFloat("mem_fraction_static");
+  if (!args.IsNull(key::kMemFractionStatic)) {
+    options.mem_fraction_static = args.GetFloat(key::kMemFractionStatic);
   }
-  options.max_running_requests = OptionalIntArg(args, "max_running_requests");
-  options.disable_radix_cache =
-      args.values().contains("disable_radix_cache") && args.GetBool("disable_radix_cache");
+  options.max_running_requests = args.GetOptionalInt(key::kMaxRunningRequests);
+  options.disable_radix_cache = args.GetBool(key::kDisableRadixCache);
   options.eviction_policy = *eviction_policy;
   options.weights_bytes = static_cast<uint64_t>(model->weight_bytes());
   Expected<std::unique_ptr<kv::KvMemory>> memory = kv::KvMemory::Create(options);
@@ -119,7 +119,7 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
     const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool) {
   RADIX_CHECK(model != nullptr && pool != nullptr);
-  const auto dp_size = static_cast<int32_t>(OptionalIntArg(args, "dp_size").value_or(1));
+  const auto dp_size = static_cast<int32_t>(args.GetOptionalInt(key::kDpSize).value_or(1));
   if (dp_size < 1) return InvalidArgument("--dp-size must be at least 1");
   if (dp_size == 1) {
     auto replica = CreateReplica(args, std::move(model), std::move(tokenizer), pool, {});
@@ -127,8 +127,8 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
     return std::unique_ptr<Engine>(std::move(replica).value());
   }
   std::string method_name = "round_robin";
-  if (args.values().contains("load_balance_method") && !args.IsNull("load_balance_method")) {
-    method_name = args.GetString("load_balance_method");
+  if (!args.IsNull(key::kLoadBalanceMethod)) {
+    method_name = args.GetString(key::kLoadBalanceMethod);
   }
   Expected<LoadBalanceMethod> method = ParseLoadBalanceMethod(method_name);
   if (!method.ok()) return method.status();

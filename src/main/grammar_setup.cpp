@@ -10,8 +10,8 @@ namespace radixserve {
 
 sampling::GrammarCompilerOptions GrammarOptionsFromArgs(const args::ServerArgs& args) {
   sampling::GrammarCompilerOptions options;
-  options.json_any_whitespace = !args.GetBool("constrained-json-disable-any-whitespace");
-  if (auto pattern = args.GetOptionalString("constrained-json-whitespace-pattern")) {
+  options.json_any_whitespace = !args.GetBool(args::key::kConstrainedJsonDisableAnyWhitespace);
+  if (auto pattern = args.GetOptionalString(args::key::kConstrainedJsonWhitespacePattern)) {
     options.json_whitespace_pattern = *pattern;
   } else if (options.json_any_whitespace) {
     options.json_whitespace_pattern = sampling::kDefaultJsonWhitespacePattern;
@@ -21,7 +21,7 @@ sampling::GrammarCompilerOptions GrammarOptionsFromArgs(const args::ServerArgs& 
 
 Expected<GrammarSetup> CreateGrammarSetup(const args::ServerArgs& args, const ModelAssets& assets) {
   GrammarSetup setup;
-  if (args.GetString("grammar-backend") == "none") {
+  if (args.GetString(args::key::kGrammarBackend) == "none") {
     setup.disabled_reason =
         "constrained decoding is disabled on this server (--grammar-backend none)";
     return setup;

@@ -6,9 +6,9 @@
 namespace radixserve {
 namespace {
 
-std::vector<std::string> StringList(const args::ServerArgs& args, std::string_view key) {
+std::vector<std::string> StringList(const args::ServerArgs& args, args::ArgKey name) {
   std::vector<std::string> out;
-  const nlohmann::json& value = args.Get(key);
+  const nlohmann::json& value = args.Get(name);
   if (value.is_array()) {
     for (const nlohmann::json& item : value) out.push_back(item.get<std::string>());
   }
@@ -19,8 +19,8 @@ std::vector<std::string> StringList(const args::ServerArgs& args, std::string_vi
 
 Expected<std::unique_ptr<engine::LoraRegistry>> CreateLoraRegistry(
     const args::ServerArgs& args, const model::CausalLM* model) {
-  const std::vector<std::string> paths = StringList(args, "lora_paths");
-  const nlohmann::json& enable = args.Get("enable_lora");
+  const std::vector<std::string> paths = StringList(args, args::key::kLoraPaths);
+  const nlohmann::json& enable = args.Get(args::key::kEnableLora);
   if (!(enable.is_boolean() && enable.get<bool>()) && paths.empty()) {
     return std::unique_ptr<engine::LoraRegistry>();
   }
@@ -29,21 +29,21 @@ Expected<std::unique_ptr<engine::LoraRegistry>> CreateLoraRegistry(
                            "embedding server");
   }
   engine::LoraRegistryOptions options;
-  const int64_t per_batch = args.GetInt("max_loras_per_batch");
-  if (auto max_loaded = args.GetOptionalInt("max_loaded_loras")) {
+  const int64_t per_batch = args.GetInt(args::key::kMaxLorasPerBatch);
+  if (auto max_loaded = args.GetOptionalInt(args::key::kMaxLoadedLoras)) {
     if (*max_loaded < per_batch) {
       return InvalidArgument("argument --max-loaded-loras: must be at least --max-loras-per-batch (" +
                              std::to_string(per_batch) + "), got " + std::to_string(*max_loaded));
     }
     options.max_loaded = *max_loaded;
   }
-  options.evict_fifo = args.GetString("lora_eviction_policy") == "fifo";
-  options.max_bytes = args.GetOptionalInt("max_lora_model_size").value_or(-1);
-  if (auto rank = args.GetOptionalInt("max_lora_rank")) {
+  options.evict_fifo = args.GetString(args::key::kLoraEvictionPolicy) == "fifo";
+  options.max_bytes = args.GetOptionalInt(args::key::kMaxLoraModelSize).value_or(-1);
+  if (auto rank = args.GetOptionalInt(args::key::kMaxLoraRank)) {
     if (*rank < 1) return InvalidArgument("argument --max-lora-rank: must be at least 1");
     options.load.max_rank = *rank;
   }
-  auto targets = engine::ParseLoraTargets(StringList(args, "lora_target_modules"));
+  auto targets = engine::ParseLoraTargets(StringList(args, args::key::kLoraTargetModules));
   if (!targets.ok()) return InvalidArgument("argument --lora-target-modules: " + targets.status().message());
   options.load.allowed_targets = *targets;
   auto registry = std::make_unique<engine::LoraRegistry>(model, std::move(options));

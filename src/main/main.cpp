@@ -40,6 +40,8 @@
 
 namespace {
 
+namespace key = radixserve::args::key;
+
 constexpr int kUsageError = 2;
 constexpr int kStartupError = 1;
 // /health_generate answers 503 when the engine produces nothing within this.
@@ -87,14 +89,14 @@ class ShutdownSignal {
 radixserve::Expected<std::unique_ptr<radixserve::engine::Engine>> MakeEmbeddingEngine(
     const radixserve::args::ServerArgs& args,
     std::shared_ptr<const radixserve::model::EncoderModel> encoder, radixserve::ThreadPool* pool) {
-  if (args.GetInt("dp-size") > 1) {
+  if (args.GetInt(key::kDpSize) > 1) {
     return radixserve::InvalidArgument(
         "argument --dp-size: data parallelism is not supported for embedding models yet");
   }
   radixserve::engine::EmbeddingEngineConfig config;
-  config.max_batch_tokens = args.GetInt("max-prefill-tokens");
-  if (auto n = args.GetOptionalInt("max-running-requests")) config.max_batch_requests = *n;
-  config.max_queued_requests = args.GetInt("max-queued-requests");
+  config.max_batch_tokens = args.GetInt(key::kMaxPrefillTokens);
+  if (auto n = args.GetOptionalInt(key::kMaxRunningRequests)) config.max_batch_requests = *n;
+  config.max_queued_requests = args.GetInt(key::kMaxQueuedRequests);
   return std::unique_ptr<radixserve::engine::Engine>(
       new radixserve::engine::EmbeddingEngine(std::move(encoder), pool, config));
 }
@@ -116,14 +118,15 @@ int StartupError(const std::string& message) {
 }
 
 std::optional<std::vector<double>> OptionalBuckets(const radixserve::args::ServerArgs& args,
-                                                   const char* key) {
-  const nlohmann::json& value = args.Get(key);
+                                                   radixserve::args::ArgKey name) {
+  const nlohmann::json& value = args.Get(name);
   if (value.is_null()) return std::nullopt;
   return value.get<std::vector<double>>();
 }
 
-std::vector<std::string> Words(const radixserve::args::ServerArgs& args, const char* key) {
-  const nlohmann::json& value = args.Get(key);
+std::vector<std::string> Words(const radixserve::args::ServerArgs& args,
+                               radixserve::args::ArgKey name) {
+  const nlohmann::json& value = args.Get(name);
   std::vector<std::string> out;
   if (!value.is_array()) return out;
   for (const auto& item : value) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
@@ -134,12 +137,12 @@ radixserve::Expected<std::unique_ptr<radixserve::metrics::ServingMetrics>> MakeM
     const radixserve::args::ServerArgs& args, const std::string& model_name) {
   radixserve::metrics::ServingMetricsOptions options;
   options.model_name = model_name;
-  options.bucket_time_to_first_token = OptionalBuckets(args, "bucket-time-to-first-token");
-  options.bucket_inter_token_latency = OptionalBuckets(args, "bucket-inter-token-latency");
-  options.bucket_e2e_request_latency = OptionalBuckets(args, "bucket-e2e-request-latency");
-  options.collect_tokens_histogram = args.GetBool("collect-tokens-histogram");
-  options.prompt_tokens_buckets = Words(args, "prompt-tokens-buckets");
-  options.generation_tokens_buckets = Words(args, "generation-tokens-buckets");
+  options.bucket_time_to_first_token = OptionalBuckets(args, key::kBucketTimeToFirstToken);
+  options.bucket_inter_token_latency = OptionalBuckets(args, key::kBucketInterTokenLatency);
+  options.bucket_e2e_request_latency = OptionalBuckets(args, key::kBucketE2eRequestLatency);
+  options.collect_tokens_histogram = args.GetBool(key::kCollectTokensHistogram);
+  options.prompt_tokens_buckets = Words(args, key::kPromptTokensBuckets);
+  options.generation_tokens_buckets = Words(args, key::kGenerationTokensBuckets);
   return radixserve::metrics::ServingMetrics::Create(options);
 }
 
@@ -160,8 +163,8 @@ int main(int argc, char** argv) {
   }
 
   rs::args::ServerArgs& args = parsed->args;
-  if (!rs::InitLogging(args.GetString("log-level"))) {
-    return UsageError("argument --log-level: invalid choice: '" + args.GetString("log-level") +
+  if (!rs::InitLogging(args.GetString(key::kLogLevel))) {
+    return UsageError("argument --log-level: invalid choice: '" + args.GetString(key::kLogLevel) +
                       "' (choose from 'debug', 'info', 'warning', 'error', 'critical')");
   }
   std::vector<std::string> warnings = std::move(parsed->notices);
@@ -169,19 +172,19 @@ int main(int argc, char** argv) {
   if (!resolved.ok()) return UsageError(resolved.message());
   for (const std::string& warning : warnings) RADIX_LOG_WARN("{}", warning);
 
-  if (args.GetBool("print-config")) {
+  if (args.GetBool(key::kPrintConfig)) {
     std::cout << args.PublicValues().dump(2) << "\n";
     return 0;
   }
   RADIX_LOG_INFO("server_args={}", args.PublicValues().dump());
 
   // Parser names are checked before the model loads (exit status 2 naming the argument).
-  if (auto name = args.GetOptionalString("tool-call-parser")) {
+  if (auto name = args.GetOptionalString(key::kToolCallParser)) {
     if (auto parser = rs::chat::ToolCallParser::Create(*name, {}); !parser.ok()) {
       return UsageError("argument --tool-call-parser: " + parser.status().message());
     }
   }
-  if (auto name = args.GetOptionalString("reasoning-parser")) {
+  if (auto name = args.GetOptionalString(key::kReasoningParser)) {
     if (auto parser = rs::chat::ReasoningParser::Create(*name); !parser.ok()) {
       return UsageError("argument --reasoning-parser: " + parser.status().message());
     }
@@ -203,7 +206,7 @@ int main(int argc, char** argv) {
   auto lora_registry = rs::CreateLoraRegistry(args, assets->model.get());
   if (!lora_registry.ok()) return UsageError(lora_registry.status().message());
 
-  rs::ThreadPool pool(static_cast<int>(args.GetInt("threads")));
+  rs::ThreadPool pool(static_cast<int>(args.GetInt(key::kThreads)));
   auto engine =
       assets->encoder != nullptr
           ? MakeEmbeddingEngine(args, assets->encoder, &pool)
@@ -241,11 +244,11 @@ int main(int argc, char** argv) {
     lora_queue.emplace(1, "radix-lora");
     ctx.lora_queue = &*lora_queue;
   }
-  ctx.served_model_name = args.GetString("served-model-name");
-  ctx.weight_version.Set(args.GetString("weight-version"));
-  ctx.limits = {.max_n = args.GetInt("max-n"),
-                .max_requests_per_call = args.GetInt("max-requests-per-call"),
-                .max_top_logprobs = args.GetInt("max-top-logprobs")};
+  ctx.served_model_name = args.GetString(key::kServedModelName);
+  ctx.weight_version.Set(args.GetString(key::kWeightVersion));
+  ctx.limits = {.max_n = args.GetInt(key::kMaxN),
+                .max_requests_per_call = args.GetInt(key::kMaxRequestsPerCall),
+                .max_top_logprobs = args.GetInt(key::kMaxTopLogprobs)};
   rs::api::HealthProbe health_probe(engine->get(), kHealthGenerateTimeout);
   ctx.health_probe = &health_probe;
   // /v1/responses keeps its answers (store: true) for previous_response_id and GET; the oldest go
@@ -255,7 +258,7 @@ int main(int argc, char** argv) {
   rs::api::SessionStore sessions;
   ctx.sessions = &sessions;
   std::optional<rs::chat::CompletionTemplate> completion_template;
-  if (auto name = args.GetOptionalString("completion-template")) {
+  if (auto name = args.GetOptionalString(key::kCompletionTemplate)) {
     auto loaded = rs::chat::CompletionTemplate::Load(*name);
     if (!loaded.ok()) {
       return UsageError("argument --completion-template: " + loaded.status().message());
@@ -264,34 +267,34 @@ int main(int argc, char** argv) {
     ctx.completion_template = &*completion_template;
   }
   std::unique_ptr<rs::metrics::ServingMetrics> metrics;
-  if (args.GetBool("enable-metrics")) {
+  if (args.GetBool(key::kEnableMetrics)) {
     auto made = MakeMetrics(args, ctx.served_model_name);
     if (!made.ok()) return UsageError(made.status().message());
     metrics = std::move(made).value();
     ctx.metrics = metrics.get();
   }
 
-  if (args.GetBool("log-requests")) {
+  if (args.GetBool(key::kLogRequests)) {
     ctx.request_log = std::make_shared<const rs::api::RequestLog>(
-        static_cast<int>(args.GetInt("log-requests-level")));
+        static_cast<int>(args.GetInt(key::kLogRequestsLevel)));
   }
   std::unique_ptr<rs::api::CrashDump> crash_dump;
-  if (auto folder = args.GetOptionalString("crash-dump-folder")) {
+  if (auto folder = args.GetOptionalString(key::kCrashDumpFolder)) {
     crash_dump = std::make_unique<rs::api::CrashDump>(*folder, args.PublicValues());
     crash_dump->InstallSignalHandlers();
     ctx.crash_dump = crash_dump.get();
   }
 
   rs::http::ServerOptions http_options;
-  http_options.host = args.GetString("host");
-  http_options.port = static_cast<uint16_t>(args.GetInt("port"));
-  http_options.api_key = args.GetOptionalString("api-key").value_or("");
-  http_options.admin_api_key = args.GetOptionalString("admin-api-key").value_or("");
-  http_options.allowed_origins = Words(args, "allowed-origins");
-  http_options.allowed_hosts = Words(args, "allowed-hosts");
-  http_options.max_body_bytes = static_cast<std::size_t>(args.GetInt("max-request-body-mb")) << 20;
+  http_options.host = args.GetString(key::kHost);
+  http_options.port = static_cast<uint16_t>(args.GetInt(key::kPort));
+  http_options.api_key = args.GetOptionalString(key::kApiKey).value_or("");
+  http_options.admin_api_key = args.GetOptionalString(key::kAdminApiKey).value_or("");
+  http_options.allowed_origins = Words(args, key::kAllowedOrigins);
+  http_options.allowed_hosts = Words(args, key::kAllowedHosts);
+  http_options.max_body_bytes = static_cast<std::size_t>(args.GetInt(key::kMaxRequestBodyMb)) << 20;
   http_options.max_buffered_body_bytes =
-      static_cast<std::size_t>(args.GetInt("max-buffered-body-mb")) << 20;
+      static_cast<std::size_t>(args.GetInt(key::kMaxBufferedBodyMb)) << 20;
   // After the engine's drain, responses only need to reach the clients.
   http_options.shutdown_grace = kResponseFlushGrace;
   if (metrics) {
@@ -301,7 +304,7 @@ int main(int argc, char** argv) {
     };
   }
   http_options.log_level_http =
-      args.GetOptionalString("log-level-http").value_or(args.GetString("log-level"));
+      args.GetOptionalString(key::kLogLevelHttp).value_or(args.GetString(key::kLogLevel));
   rs::http::Router router = rs::BuildRouter(ctx);
   rs::web::AddWebRoutes(router);  // the chat page at /
   rs::http::HttpServer server(http_options, std::move(router));
@@ -312,7 +315,7 @@ int main(int argc, char** argv) {
   ShutdownSignal shutdown_signal;
   server.HandleSignals([&shutdown_signal](int signal_number) { shutdown_signal.Notify(signal_number); });
 
-  if (!args.GetBool("skip-server-warmup")) {
+  if (!args.GetBool(key::kSkipServerWarmup)) {
     if (rs::Status warmed = rs::RunWarmup(ctx);
         !warmed.ok()) {
       RADIX_LOG_ERROR("warmup failed: {}", warmed.message());
@@ -326,7 +329,7 @@ int main(int argc, char** argv) {
   // with an abort event (complete responses), then close the connections.
   const int signal_number = shutdown_signal.Wait();
   ctx.shutting_down = true;
-  const double grace_s = args.GetFloat("shutdown-grace-period");
+  const double grace_s = args.GetFloat(key::kShutdownGracePeriod);
   RADIX_LOG_INFO("Received signal {}; refusing new requests, {} s for the {} in flight",
                  signal_number, grace_s, InFlight(**engine));
   const auto deadline = std::chrono::steady_clock::now() +

@@ -34,7 +34,7 @@ std::string ResolveGgufPath(const std::string& path) {
 
 Expected<std::unique_ptr<chat::ChatTemplate>> LoadTemplate(const args::ServerArgs& args,
                                                            const std::string& tokenizer_path) {
-  std::string chat_arg = args.GetOptionalString("chat-template").value_or("");
+  std::string chat_arg = args.GetOptionalString(args::key::kChatTemplate).value_or("");
   std::string config_path;
   std::optional<std::string> gguf_template;
   if (IsGguf(tokenizer_path)) {
@@ -62,7 +62,7 @@ nlohmann::json GenerationDefaults(const model::ModelConfig& config,
   if (config.top_p) generation["top_p"] = *config.top_p;
   if (config.top_k) generation["top_k"] = *config.top_k;
   if (config.repetition_penalty) generation["repetition_penalty"] = *config.repetition_penalty;
-  auto source = sampling::ParseSamplingDefaultsSource(args.GetString("sampling-defaults"));
+  auto source = sampling::ParseSamplingDefaultsSource(args.GetString(args::key::kSamplingDefaults));
   if (!source.ok()) return nlohmann::json::object();
   auto defaults = sampling::ModelSamplingDefaults(generation, *source);
   return defaults.ok() && defaults->is_object() ? *defaults : nlohmann::json::object();
@@ -73,19 +73,19 @@ nlohmann::json GenerationDefaults(const model::ModelConfig& config,
 Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   ModelAssets assets;
   model::LoadOptions options;
-  options.model_path = ResolveGgufPath(args.GetString("model-path"));
-  options.load_format = args.GetString("load-format");
-  options.dtype = args.GetString("dtype");
-  options.context_length = args.GetOptionalInt("context-length").value_or(0);
-  const nlohmann::json& overrides = args.Get("json-model-override-args");
+  options.model_path = ResolveGgufPath(args.GetString(args::key::kModelPath));
+  options.load_format = args.GetString(args::key::kLoadFormat);
+  options.dtype = args.GetString(args::key::kDtype);
+  options.context_length = args.GetOptionalInt(args::key::kContextLength).value_or(0);
+  const nlohmann::json& overrides = args.Get(args::key::kJsonModelOverrideArgs);
   if (overrides.is_object() && !overrides.empty()) options.json_override = overrides.dump();
-  options.random_seed = static_cast<uint64_t>(args.GetInt("random-seed"));
-  options.disable_mmap = args.GetBool("weight-loader-disable-mmap");
+  options.random_seed = static_cast<uint64_t>(args.GetInt(args::key::kRandomSeed));
+  options.disable_mmap = args.GetBool(args::key::kWeightLoaderDisableMmap);
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
   const bool encoder = model::IsEncoderArchitecture(config.architecture);
-  if (args.GetBool("is-embedding") && !encoder) {
+  if (args.GetBool(args::key::kIsEmbedding) && !encoder) {
     return InvalidArgument("argument --is-embedding: architecture " + config.architecture +
                            " cannot be served as an embedding model yet (supported: BertModel)");
   }
@@ -101,9 +101,11 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
     config = assets.model->config();
   }
 
-  if (!args.GetBool("skip-tokenizer-init")) {
-    std::string tokenizer_path = args.GetString("tokenizer-path");
-    if (tokenizer_path == args.GetString("model-path")) tokenizer_path = options.model_path;
+  if (!args.GetBool(args::key::kSkipTokenizerInit)) {
+    std::string tokenizer_path = args.GetString(args::key::kTokenizerPath);
+    if (tokenizer_path == args.GetString(args::key::kModelPath)) {
+      tokenizer_path = options.model_path;
+    }
     auto tokenizer = tokenizer::LoadTokenizer(tokenizer_path);
     if (!tokenizer.ok()) return tokenizer.status();
     assets.tokenizer = std::shared_ptr<const tokenizer::Tokenizer>(std::move(tokenizer).value());

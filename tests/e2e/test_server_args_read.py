@@ -1,52 +1,14 @@
-"""No server argument marked as taking effect is silently ignored.
+"""LightLLM arguments this round made real, checked against the same server without them.
 
-The guard: every argument whose row in docs/server_args.md (generated from the argument table,
-kept fresh by the server_args_doc_fresh unit test) says "yes" or "partial" is read by name
-somewhere in src/ outside the table files. An argument nobody reads must say "no" (it then logs
-one warning when set). Plus the LightLLM arguments this round made real, checked against the
-same server without them."""
-import pathlib
+The guard that no argument marked as taking effect is silently ignored lives in
+tests/unit/args/arg_readers_test.cpp: every argument whose entry in src/args/server_args.json says
+cpu "yes" or "partial" is read outside src/args/ through its generated key:: constant, or says
+"read_in": "args" with the reason."""
 import re
 
 import requests
 
-from server_util import REPO, STORIES, Server
-
-
-def supported_arguments():
-    rows = [line for line in (REPO / "docs/server_args.md").read_text().splitlines()
-            if line.startswith("| `--")]
-    assert len(rows) > 400, len(rows)
-    out = []
-    for row in rows:
-        cells = [c.strip() for c in row.strip().strip("|").split("|")]
-        name = re.findall(r"`--([^`]+)`", cells[0])[0]
-        if cells[-1].split(":")[0].strip() in ("yes", "partial"):
-            out.append(name)
-    return out
-
-
-def value_checked_arguments():
-    """Partial arguments with cpu_values: the values that apply on cpu are their defaults, any
-    other value is warned about by name at startup (src/args/validate.cpp)."""
-    names = set()
-    for table in (REPO / "src/args").glob("arg_table*.cpp"):
-        for entry in re.split(r"\{\.name = ", table.read_text())[1:]:
-            body = entry.split("\n      {", 1)[0]
-            if ".cpu_values" in body:
-                names.add(re.match(r'"([^"]+)"', entry).group(1))
-    assert names, "no argument with cpu_values found: the table format changed"
-    return names
-
-
-def test_every_supported_argument_is_read_outside_the_table():
-    sources = [p for p in (REPO / "src").rglob("*") if p.suffix in (".cpp", ".h")
-               and not p.name.startswith("arg_table")]
-    text = "\n".join(p.read_text() for p in sources)
-    checked = value_checked_arguments()
-    unread = [name for name in supported_arguments() if name not in checked
-              and f'"{name}"' not in text and f'"{name.replace("-", "_")}"' not in text]
-    assert not unread, f"marked supported but never read: {unread}"
+from server_util import STORIES, Server
 
 
 def generate(srv, prompt, max_new_tokens):
