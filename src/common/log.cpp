@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/log_level.h"
+
 #include <memory>
 #include <optional>
 
@@ -7,9 +9,7 @@
 
 namespace radixserve {
 
-namespace {
-
-std::optional<spdlog::level::level_enum> ParseLevel(std::string_view level) {
+std::optional<spdlog::level::level_enum> ParseLogLevel(std::string_view level) {
   if (level == "debug") return spdlog::level::debug;
   if (level == "info") return spdlog::level::info;
   if (level == "warning" || level == "warn") return spdlog::level::warn;
@@ -18,17 +18,15 @@ std::optional<spdlog::level::level_enum> ParseLevel(std::string_view level) {
   return std::nullopt;
 }
 
-}  // namespace
-
 bool SetLogLevel(std::string_view level) {
-  std::optional<spdlog::level::level_enum> parsed = ParseLevel(level);
+  std::optional<spdlog::level::level_enum> parsed = ParseLogLevel(level);
   if (!parsed) return false;
   spdlog::set_level(*parsed);
   return true;
 }
 
 bool InitLogging(std::string_view level) {
-  std::optional<spdlog::level::level_enum> parsed = ParseLevel(level);
+  std::optional<spdlog::level::level_enum> parsed = ParseLogLevel(level);
   if (!parsed) return false;
   auto logger = spdlog::stderr_color_mt("radixserve");
   spdlog::set_default_logger(logger);

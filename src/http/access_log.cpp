@@ -4,25 +4,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/log_level.h"
+
 #include <optional>
 
 namespace radixserve::http {
 
-namespace {
-
-std::optional<spdlog::level::level_enum> ParseLevel(std::string_view level) {
-  if (level == "debug") return spdlog::level::debug;
-  if (level == "info") return spdlog::level::info;
-  if (level == "warning" || level == "warn") return spdlog::level::warn;
-  if (level == "error") return spdlog::level::err;
-  if (level == "critical") return spdlog::level::critical;
-  return std::nullopt;
-}
-
-}  // namespace
-
 Expected<AccessLog> AccessLog::Create(std::string_view level) {
-  auto parsed = ParseLevel(level);
+  auto parsed = ParseLogLevel(level);
   if (!parsed) {
     return InvalidArgument("argument --log-level-http: invalid choice: '" + std::string(level) +
                            "' (choose from 'debug', 'info', 'warning', 'error', 'critical')");

@@ -42,7 +42,7 @@ TEST(SessionStoreTest, ContinuesTheNamedRequestWithItsOutput) {
   EXPECT_EQ(cut->input_ids, (Ids{1, 2, 6}));
   auto negative = store.Begin({.id = "s", .rid = "r2", .offset = -3}, "r5", {6}, std::nullopt);
   ASSERT_TRUE(negative.ok());
-  EXPECT_EQ(negative->input_ids, (Ids{1, 2, 3, 7, 6}));  // [1,2,3,7,8,4,5,9][:-3] + [6]
+  EXPECT_EQ(negative->input_ids, (Ids{1, 2, 3, 7, 8, 6}));  // [1,2,3,7,8,4,5,9][:-3] + [6]
   auto none = store.Begin({.id = "s"}, "r6", {6}, std::nullopt);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->input_ids, (Ids{6}));

@@ -339,7 +339,9 @@ TEST_P(PauseTest, NoStepRunsWhilePausedAndContinuingKeepsTheGreedyOutputs) {
   EXPECT_TRUE(collector[kRequests].tokens.empty());
   const EngineStats stats = engine->Stats();
   EXPECT_GE(stats.num_queued_reqs, 1);
-  if (GetParam() == PauseMode::kRetract) EXPECT_EQ(stats.used_tokens, 0);
+  if (GetParam() == PauseMode::kRetract) {
+    EXPECT_EQ(stats.used_tokens, 0);
+  }
   engine->Continue();
   collector.Wait(kRequests + 1);
   for (size_t i = 0; i < kRequests; ++i) {
