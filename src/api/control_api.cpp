@@ -327,6 +327,31 @@ void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
   writer->Send(200, "text/plain", "");
 }
 
+void HandleSetInternalState(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer) {
+  ApiExpected<json> body = ParseJsonObjectBody(request.body);
+  if (!body.ok()) return SendResult(*writer, body);
+  auto knobs = body->find("server_args");
+  if (knobs == body->end() || !knobs->is_object()) {
+    return SendResult(*writer, InvalidRequest("Field 'server_args' is required (an object of "
+                                              "numeric scheduler knobs)."));
+  }
+  for (const auto& [key, value] : knobs->items()) {
+    if (!value.is_number() || value.is_boolean()) {
+      return SendResult(*writer, InvalidRequest("server_args." + key + " must be a number."));
+    }
+  }
+  // SGLang's settable knobs (pipeline micro-batch size, speculative accept thresholds, DSpark
+  // budgets) belong to features this server does not run: as SGLang does for a knob it has no
+  // handler for, the update is refused as a whole and each replica answers false.
+  for (auto it = knobs->begin(); it != knobs->end(); ++it) {
+    RADIX_LOG_WARN("Updating {} is not supported.", it.key());
+  }
+  const bool updated = knobs->empty();
+  const size_t replicas = ctx.engine->ReplicaStats().size();
+  SendResult(*writer, json(std::vector<bool>(replicas, updated)));
+}
+
 // SGLang answers these two with {"error": {"message": ...}} (its _create_error_response).
 void HandleOpenSession(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
   ApiExpected<json> body = ParseJsonObjectBody(request.body);

@@ -1,6 +1,7 @@
 // SGLang's control-plane routes that apply on CPU: /pause_generation, /continue_generation,
-// /update_weight_version, /configure_logging, /start_profile, /stop_profile (administrative: --admin-api-key when set, see
-// routes.cpp), and /open_session, /close_session (session_store.h).
+// /update_weight_version, /configure_logging, /start_profile, /stop_profile, /set_internal_state
+// (administrative: --admin-api-key when set, see routes.cpp), and /open_session, /close_session
+// (session_store.h).
 #pragma once
 
 #include "api/routes.h"
@@ -15,6 +16,8 @@ void HandleUpdateWeightVersion(ServerContext& ctx, const ApiRequest& request,
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStopProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+void HandleSetInternalState(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer);
 void HandleOpenSession(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleCloseSession(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 

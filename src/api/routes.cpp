@@ -92,6 +92,8 @@ std::vector<ApiRoute> ApiRoutes() {
        /*admin=*/true},
       {{"GET", "POST"}, "/start_profile", false, HandleStartProfile, "path", /*admin=*/true},
       {{"GET", "POST"}, "/stop_profile", false, HandleStopProfile, "path", /*admin=*/true},
+      {{"POST", "PUT"}, "/set_internal_state", false, HandleSetInternalState, "path",
+       /*admin=*/true},
       {{"GET", "POST"}, "/open_session", false, HandleOpenSession},
       {{"GET", "POST"}, "/close_session", false, HandleCloseSession},
       {{"POST", "PUT"}, "/generate", false, Generating(Admitting(BodyOnly(HandleGenerate)))},

@@ -272,3 +272,15 @@ def test_profile_num_steps_and_stages(server, tmp_path):
     bad = requests.post(server.url + "/start_profile", json={"profile_stages": ["warmup"]},
                         timeout=30)
     assert bad.status_code == 400
+
+
+def test_set_internal_state_refuses_knobs_this_server_does_not_have(server):
+    # SGLang answers one bool per replica; a knob without an update handler is refused.
+    r = requests.post(server.url + "/set_internal_state",
+                      json={"server_args": {"pp_max_micro_batch_size": 8}}, timeout=30)
+    assert r.status_code == 200 and r.json() == [False]
+    assert requests.post(server.url + "/set_internal_state", json={"server_args": {}},
+                         timeout=30).json() == [True]
+    assert requests.post(server.url + "/set_internal_state", json={}, timeout=30).status_code == 400
+    assert requests.post(server.url + "/set_internal_state",
+                         json={"server_args": {"x": "big"}}, timeout=30).status_code == 400
