@@ -372,7 +372,7 @@ void Init() {
                                       sampling::SamplingDefaultsSource::kModel),
       "the sampling defaults");
   ctx.served_model_name = f->args.GetString("served-model-name");
-  ctx.weight_version = f->args.GetString("weight-version");
+  ctx.weight_version.Set(f->args.GetString("weight-version"));
   ctx.starting = false;
 
   std::vector<api::ApiRoute> routes = api::ApiRoutes();
