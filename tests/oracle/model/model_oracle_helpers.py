@@ -52,3 +52,16 @@ def log_softmax(x):
     x = x.astype(np.float64)
     m = x.max(axis=-1, keepdims=True)
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def compare_adapter_logits(ours, ref, base, label, max_abs):
+    """A LoRA oracle's verdict: the same top-1 everywhere, logits within max_abs of the reference,
+    and the adapter really moved the logits (the reference differs from the base's)."""
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    diff = np.abs(ours - ref).max()
+    moved = np.abs(ref - base).max()
+    print(f"{label}: {len(ours)} tokens, top-1 {top1:.4f}, max |dlogit| {diff:.2e}, "
+          f"adapter moves logits by up to {moved:.2f}")
+    assert moved > 50 * max_abs, "the adapter must change the output noticeably"
+    assert top1 == 1.0
+    assert diff < max_abs

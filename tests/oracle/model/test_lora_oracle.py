@@ -10,7 +10,8 @@ import sys
 
 import numpy as np
 from model_oracle_helpers import (SMOLLM2_F32_GGUF, SMOLLM2_GGUF, SMOLLM2_HF, STORIES_GGUF,
-                                  STORIES_HF, radix_logits_binary, require, run_radix)
+                                  STORIES_HF, compare_adapter_logits, radix_logits_binary,
+                                  require, run_radix)
 from test_llama_oracle import STORY, TECH, llama_cpp_logits, quantized_agreement, tokenize
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
@@ -25,17 +26,6 @@ def stories_shape():
     return Shape.from_hf_config(os.path.join(require(STORIES_HF), "config.json"))
 
 
-def compare(ours, ref, base, label, max_abs):
-    """Same top-1 everywhere, logits within max_abs, and the adapter really moved the logits."""
-    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
-    diff = np.abs(ours - ref).max()
-    moved = np.abs(ref - base).max()
-    print(f"{label}: {len(ours)} tokens, top-1 {top1:.4f}, max |dlogit| {diff:.2e}, "
-          f"adapter moves logits by up to {moved:.2f}")
-    assert moved > 50 * max_abs, "the adapter must change the output noticeably"
-    assert top1 == 1.0
-    assert diff < max_abs
-
 
 def test_gguf_lora_matches_llama_cpp_lora(tmp_path):
     model = require(STORIES_GGUF)
@@ -45,7 +35,8 @@ def test_gguf_lora_matches_llama_cpp_lora(tmp_path):
     ref = llama_cpp_lora_logits(model, lora, tokens)
     base = llama_cpp_logits(model, tokens, 512)
     ours = run_radix(model, tokens, tmp_path, "--lora", lora)
-    compare(ours, ref, base, "stories260K + GGUF LoRA vs llama.cpp --lora", 5e-3)
+    compare_adapter_logits(ours, ref, base, "stories260K + GGUF LoRA vs llama.cpp --lora",
+                           5e-3)
 
 
 def test_peft_lora_matches_merged_weights_in_llama_cpp(tmp_path):
@@ -65,7 +56,8 @@ def test_peft_lora_matches_merged_weights_in_llama_cpp(tmp_path):
     ref = llama_cpp_logits(merged, tokens, 512)
     base = llama_cpp_logits(model, tokens, 512)
     ours = run_radix(model, tokens, tmp_path, "--lora", peft_dir)
-    compare(ours, ref, base, "stories260K GGUF + PEFT vs merged in llama.cpp", 5e-3)
+    compare_adapter_logits(ours, ref, base, "stories260K GGUF + PEFT vs merged in llama.cpp",
+                           5e-3)
 
 
 def test_both_forms_on_the_hf_base_match_merged_hf(tmp_path):
@@ -84,8 +76,10 @@ def test_both_forms_on_the_hf_base_match_merged_hf(tmp_path):
     merged_gguf = merge_into_gguf(STORIES_GGUF, str(tmp_path / "merged.gguf"),
                                   {k: adapter.delta(*k, gguf_llama_rows=True) for k in adapter.mats})
     assert np.abs(ref - llama_cpp_logits(merged_gguf, tokens, 512)).max() < 5e-3
-    compare(run_radix(hf, tokens, tmp_path, "--lora", peft_dir), ref, base, "HF + PEFT", 5e-3)
-    compare(run_radix(hf, tokens, tmp_path, "--lora", lora), ref, base, "HF + GGUF LoRA", 5e-3)
+    compare_adapter_logits(run_radix(hf, tokens, tmp_path, "--lora", peft_dir), ref, base,
+                           "HF + PEFT", 5e-3)
+    compare_adapter_logits(run_radix(hf, tokens, tmp_path, "--lora", lora), ref, base,
+                           "HF + GGUF LoRA", 5e-3)
 
 
 def test_smollm2_f32_peft_matches_merged_weights_in_llama_cpp(tmp_path):
@@ -99,7 +93,7 @@ def test_smollm2_f32_peft_matches_merged_weights_in_llama_cpp(tmp_path):
     ref = llama_cpp_logits(merged, tokens, 512)
     base = llama_cpp_logits(model, tokens, 512)
     ours = run_radix(model, tokens, tmp_path, "--lora", peft_dir, "--threads", "2")
-    compare(ours, ref, base, "SmolLM2 F32 + PEFT vs merged in llama.cpp", 2e-3)
+    compare_adapter_logits(ours, ref, base, "SmolLM2 F32 + PEFT vs merged in llama.cpp", 2e-3)
 
 
 def test_smollm2_q4_1_gguf_lora_matches_llama_cpp_lora(tmp_path):

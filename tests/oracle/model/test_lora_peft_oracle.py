@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 import requests
-from model_oracle_helpers import SMOLLM2_F32_GGUF, SMOLLM2_HF, require, run_radix
+from model_oracle_helpers import (SMOLLM2_F32_GGUF, SMOLLM2_HF, compare_adapter_logits, require,
+                                  run_radix)
 from test_llama_oracle import TECH, llama_cpp_logits, tokenize
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
@@ -57,16 +58,6 @@ def half(tmp_path_factory, tokens):
                           "--targets", "q_proj,v_proj,o_proj,down_proj")
 
 
-def compare(ours, ref, base, label):
-    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
-    diff = np.abs(ours - ref).max()
-    moved = np.abs(ref - base).max()
-    print(f"{label}: {len(ours)} tokens, top-1 {top1:.4f}, max |dlogit| {diff:.2e}, "
-          f"the adapter moves logits by up to {moved:.2f}")
-    assert moved > 50 * MAX_ABS, "the adapter must change the output noticeably"
-    assert top1 == 1.0
-    assert diff < MAX_ABS
-
 
 @pytest.mark.parametrize("base", ["hf", "gguf"])
 @pytest.mark.parametrize("form", ["peft", "converted"])
@@ -74,14 +65,14 @@ def test_peft_adapter_matches_peft_in_torch(full, tokens, tmp_path, base, form):
     model = require(SMOLLM2_HF if base == "hf" else SMOLLM2_F32_GGUF)
     lora = str(full / ("peft" if form == "peft" else "lora.gguf"))
     ours = run_radix(model, tokens, tmp_path, "--lora", lora)
-    compare(ours, np.load(full / "logits.npy"), np.load(full / "base_logits.npy"),
-            f"SmolLM2 {base} + {form} adapter vs PEFT in torch")
+    compare_adapter_logits(ours, np.load(full / "logits.npy"), np.load(full / "base_logits.npy"),
+                           f"SmolLM2 {base} + {form} adapter vs PEFT in torch", MAX_ABS)
 
 
 def test_rslora_f16_subset_matches_peft_in_torch(half, tokens, tmp_path):
     ours = run_radix(require(SMOLLM2_F32_GGUF), tokens, tmp_path, "--lora", str(half / "peft"))
-    compare(ours, np.load(half / "logits.npy"), np.load(half / "base_logits.npy"),
-            "SmolLM2 gguf + rsLoRA F16 PEFT subset vs PEFT in torch")
+    compare_adapter_logits(ours, np.load(half / "logits.npy"), np.load(half / "base_logits.npy"),
+                           "SmolLM2 gguf + rsLoRA F16 PEFT subset vs PEFT in torch", MAX_ABS)
 
 
 def test_llama_cpp_runs_the_converted_adapter_like_peft(full, tokens):
@@ -89,8 +80,8 @@ def test_llama_cpp_runs_the_converted_adapter_like_peft(full, tokens):
     converter wrote what both llama.cpp and we read."""
     ref = llama_cpp_logits(require(SMOLLM2_F32_GGUF), tokens, 512,
                            lora_path=str(full / "lora.gguf"))
-    compare(ref, np.load(full / "logits.npy"), np.load(full / "base_logits.npy"),
-            "llama.cpp + converted adapter vs PEFT in torch")
+    compare_adapter_logits(ref, np.load(full / "logits.npy"), np.load(full / "base_logits.npy"),
+                           "llama.cpp + converted adapter vs PEFT in torch", MAX_ABS)
 
 
 def test_served_adapters_continue_like_peft_generate(full, tokens):
