@@ -12,6 +12,7 @@
 #include "api/parse_api.h"
 #include "api/json_body.h"
 #include "api/rtp_llm_api.h"
+#include "api/score_api.h"
 
 namespace radixserve::api {
 namespace {
@@ -109,6 +110,7 @@ std::vector<ApiRoute> ApiRoutes() {
        Generating(Admitting(JsonOnly(HandleChatCompletions)))},
       {{"POST"}, "/v1/responses", false, Generating(Admitting(JsonOnly(HandleResponses)))},
       {{"GET", "DELETE", "POST"}, "/v1/responses/", true, HandleResponseById, "response_id"},
+      {{"POST"}, "/v1/score", false, Generating(Admitting(JsonOnly(HandleScore)))},
       {{"POST"}, "/v1/embeddings", false, Admitting(JsonOnly(HandleEmbeddings))},
       {{"POST"}, "/encode", false, Admitting(BodyOnly(HandleEncode))},
       // SageMaker's contract, as SGLang serves it: /ping is the health check, /invocations the

@@ -1,0 +1,342 @@
+#include "api/score_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "api/api_error.h"
+#include "api/json_body.h"
+#include "api/json_fields.h"
+#include "api/request_builder.h"
+#include "api/serving.h"
+#include "common/check.h"
+
+namespace radixserve::api {
+namespace {
+
+using nlohmann::json;
+
+// The request's scoring options, as parsed.
+struct ScoreOptions {
+  bool apply_softmax = false;
+  double temperature = 1.0;
+  bool return_token_logprobs = false;
+  std::string model;
+  // Label candidates of each item (one list per item after expanding a shared list).
+  std::vector<std::vector<int32_t>> labels;
+  // Multi-item scoring: the prompt tokens of the fused sequence SGLang would run (its usage).
+  std::optional<int64_t> fused_prompt_tokens;
+};
+
+template <typename T>
+ApiExpected<T> Field(Expected<T> value) {
+  if (!value.ok()) return InvalidRequest(value.status().message());
+  return std::move(value).value();
+}
+
+bool IsIdList(const json& v) {
+  return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) {
+           return e.is_number_integer();
+         });
+}
+
+// SGLang's label checks: a non-empty list, or one non-empty list per item, of distinct
+// non-negative in-vocabulary ids.
+ApiExpected<std::vector<std::vector<int32_t>>> ReadLabels(const ServerContext& ctx,
+                                                          const json& value, size_t num_items) {
+  if (!value.is_array() || value.empty()) {
+    return BadRequest("label_token_ids must be a nonempty list");
+  }
+  std::vector<json> lists;
+  if (value[0].is_array()) {
+    if (value.size() != num_items) return BadRequest("label_token_ids must have one list per item");
+    lists.assign(value.begin(), value.end());
+  } else {
+    lists.assign(num_items, value);
+  }
+  std::vector<std::vector<int32_t>> out;
+  for (const json& list : lists) {
+    if (!list.is_array() || list.empty()) {
+      return BadRequest("each item must have a nonempty candidate list");
+    }
+    std::vector<int32_t> ids;
+    std::set<int64_t> seen;
+    for (const json& token : list) {
+      if (!token.is_number_integer() || token.get<int64_t>() < 0) {
+        return BadRequest("label_token_ids must contain nonnegative integers");
+      }
+      const int64_t id = token.get<int64_t>();
+      if (!seen.insert(id).second) {
+        return BadRequest("label_token_ids must not contain duplicate tokens");
+      }
+      if (id >= ctx.model.vocab_size) {
+        return BadRequest(fmt::format("Token ID {} is out of vocabulary (vocab size: {})", id,
+                                      ctx.model.vocab_size));
+      }
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+ApiExpected<bool> ReadFlag(const json& body, std::string_view key) {
+  ApiExpected<std::optional<bool>> flag = Field(ReadOptionalBool(body, key));
+  if (!flag.ok()) return flag.status();
+  return flag->value_or(false);
+}
+
+// Scores of one item from its labels' logprobs (SGLang's _convert_logprobs_to_scores).
+std::vector<double> ToScores(const std::vector<float>& logprobs, const ScoreOptions& options) {
+  std::vector<double> scores(logprobs.begin(), logprobs.end());
+  if (options.apply_softmax) {
+    const double top = *std::max_element(scores.begin(), scores.end());
+    double sum = 0.0;
+    for (double& s : scores) sum += s = std::exp((s - top) / options.temperature);
+    for (double& s : scores) s /= sum;
+  } else {
+    for (double& s : scores) s = std::exp(s);
+  }
+  return scores;
+}
+
+class ScoreFormatter final : public ResponseFormatter {
+ public:
+  explicit ScoreFormatter(ScoreOptions options) : options_(std::move(options)) {}
+
+  // Scoring calls never stream.
+  void StreamEvent(const ServerContext&, const std::vector<ChoiceState>&, size_t,
+                   const engine::RequestEvent&, const Emit&) override {
+    RADIX_CHECK_MSG(false, "a score call does not stream");
+  }
+  void StreamEnd(const ServerContext&, const std::vector<ChoiceState>&, const Emit&) override {
+    RADIX_CHECK_MSG(false, "a score call does not stream");
+  }
+
+  FormattedResponse Complete(const ServerContext&,
+                             const std::vector<ChoiceState>& choices) override {
+    if (std::optional<ApiError> failed = FailedChoice(choices)) {
+      return {failed->status, failed->OpenAiBody()};
+    }
+    json scores = json::array();
+    json token_logprobs = json::array();
+    int64_t prompt_tokens = 0;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const ChoiceState& choice = choices[i];
+      prompt_tokens += choice.prompt_tokens;
+      if (choice.output_logprobs.empty()) {
+        // Only an abort without an error status ends a scoring request before its token.
+        ApiError error{500, "The scoring request " + choice.rid + " ended before its scores.", {},
+                       {}};
+        return {error.status, error.OpenAiBody()};
+      }
+      const std::vector<float>& logprobs = choice.output_logprobs[0].token_ids_logprobs;
+      RADIX_CHECK(logprobs.size() == options_.labels[i].size());
+      scores.push_back(ToScores(logprobs, options_));
+      token_logprobs.push_back(logprobs);
+    }
+    if (options_.fused_prompt_tokens) prompt_tokens = *options_.fused_prompt_tokens;
+    return {200, Response(std::move(scores), std::move(token_logprobs), prompt_tokens)};
+  }
+
+  // The answer to a call without items (no engine request).
+  json Empty() const { return Response(json::array(), json::array(), 0); }
+
+ private:
+  json Response(json scores, json token_logprobs, int64_t prompt_tokens) const {
+    return {{"scores", std::move(scores)},
+            {"pooled_hidden_states", nullptr},
+            {"token_logprobs", options_.return_token_logprobs ? std::move(token_logprobs)
+                                                              : json(nullptr)},
+            {"model", options_.model},
+            {"usage",
+             {{"prompt_tokens", prompt_tokens},
+              {"total_tokens", prompt_tokens},
+              {"completion_tokens", 0},
+              {"prompt_tokens_details", nullptr}}},
+            {"object", "scoring"}};
+  }
+
+  ScoreOptions options_;
+};
+
+constexpr std::string_view kFields[] = {
+    "query", "items", "label_token_ids", "apply_softmax", "temperature",
+    "return_token_logprobs", "item_first", "model", "return_pooled_hidden_states",
+    "score_extraction_token", "embed_override_token_id", "query_embed_overrides",
+    "item_embed_overrides"};
+
+// What a score call runs: the plan, or (no items) the answer itself.
+struct ScoreCall {
+  std::optional<ServingPlan> plan;
+  std::optional<json> answer;
+};
+
+ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_text) {
+  ApiExpected<json> parsed = ParseJsonObjectBody(body_text);
+  if (!parsed.ok()) return parsed.status();
+  const json& body = *parsed;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields)) {
+      return BadRequest("Unsupported field '" + it.key() + "' in a /v1/score request.");
+    }
+  }
+  for (const char* key : {"score_extraction_token", "embed_override_token_id",
+                          "query_embed_overrides", "item_embed_overrides"}) {
+    if (body.contains(key) && !body[key].is_null()) {
+      return BadRequest(std::string(key) + " is not supported by this server: it scores the "
+                        "sequences' last tokens from their token ids.");
+    }
+  }
+  ScoreOptions options;
+  ApiExpected<bool> softmax = ReadFlag(body, "apply_softmax");
+  ApiExpected<bool> token_logprobs = ReadFlag(body, "return_token_logprobs");
+  ApiExpected<bool> item_first = ReadFlag(body, "item_first");
+  ApiExpected<bool> pooled = ReadFlag(body, "return_pooled_hidden_states");
+  for (const auto* flag : {&softmax, &token_logprobs, &item_first, &pooled}) {
+    if (!flag->ok()) return flag->status();
+  }
+  options.apply_softmax = *softmax;
+  options.return_token_logprobs = *token_logprobs;
+  ApiExpected<std::optional<std::string>> model = Field(ReadOptionalString(body, "model"));
+  if (!model.ok()) return model.status();
+  options.model = model->value_or("default");
+  if (body.contains("temperature") && !body["temperature"].is_null()) {
+    const json& t = body["temperature"];
+    if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() <= 0) {
+      return InvalidRequest("temperature must be a finite number greater than 0.");
+    }
+    options.temperature = t.get<double>();
+  }
+  if (options.temperature != 1.0 && !options.apply_softmax) {
+    return BadRequest("temperature requires apply_softmax=True");
+  }
+  if (*pooled) {
+    return BadRequest(
+        "return_pooled_hidden_states is not supported for CausalLM models. It requires a model "
+        "with a task-specific head (e.g. SequenceClassification or RewardModel).");
+  }
+  if (!body.contains("label_token_ids") || body["label_token_ids"].is_null()) {
+    return BadRequest("label_token_ids is required for generation (CausalLM) models.");
+  }
+  if (!body.contains("items") || body["items"].is_null()) {
+    return BadRequest("items must be provided");
+  }
+  const json& items = body["items"];
+  const bool text_items = items.is_string() ||
+                          (items.is_array() && !items.empty() &&
+                           std::all_of(items.begin(), items.end(),
+                                       [](const json& e) { return e.is_string(); }));
+  const bool id_items = items.is_array() && !items.empty() &&
+                        std::all_of(items.begin(), items.end(), IsIdList);
+  if (items.is_array() && items.empty()) {
+    return ScoreCall{std::nullopt, ScoreFormatter(std::move(options)).Empty()};
+  }
+  const size_t num_items = items.is_string() ? 1 : items.size();
+  ApiExpected<std::vector<std::vector<int32_t>>> labels =
+      ReadLabels(ctx, body["label_token_ids"], num_items);
+  if (!labels.ok()) return labels.status();
+  options.labels = std::move(labels).value();
+
+  const json query = body.contains("query") && !body["query"].is_null()
+                         ? body["query"]
+                         : (id_items ? json::array() : json(""));
+  const bool text_query = query.is_string();
+  if (!((text_query && text_items) || (IsIdList(query) && id_items))) {
+    return BadRequest("Invalid combination of query/items types for score_request: query and "
+                      "items must both be text or both be token ids.");
+  }
+  if ((text_query || text_items) && ctx.tokenizer == nullptr) {
+    return BadRequest("The tokenizer is not initialized (--skip-tokenizer-init): send token ids.");
+  }
+  std::vector<json> item_values =
+      items.is_string() ? std::vector<json>{items} : std::vector<json>(items.begin(), items.end());
+
+  // Each item's prompt: text (tokenized whole) or ids.
+  std::vector<PromptInput> prompts;
+  const std::optional<int64_t> delimiter =
+      ctx.args->GetOptionalInt(args::key::kMultiItemScoringDelimiter);
+  if (delimiter) {
+    if (*item_first) {
+      return BadRequest("item_first is not supported with multi-item scoring "
+                        "(--multi-item-scoring-delimiter): items always follow the query.");
+    }
+    if (*delimiter < 0 || *delimiter >= ctx.model.vocab_size) {
+      return BadRequest(fmt::format("--multi-item-scoring-delimiter {} is outside the vocabulary "
+                                    "(size {}).",
+                                    *delimiter, ctx.model.vocab_size));
+    }
+    auto ids_of = [&](const json& v, bool special) -> Expected<std::vector<int32_t>> {
+      if (!v.is_string()) return ReadTokenIds(v, "items", ctx.model.vocab_size);
+      auto ids = ctx.tokenizer->Encode(v.get<std::string>(), {.add_special_tokens = special, .parse_special = true});
+      return std::vector<int32_t>(ids.begin(), ids.end());
+    };
+    ApiExpected<std::vector<int32_t>> query_ids = Field(ids_of(query, true));
+    if (!query_ids.ok()) return query_ids.status();
+    int64_t fused = static_cast<int64_t>(query_ids->size()) + 1;
+    for (const json& item : item_values) {
+      ApiExpected<std::vector<int32_t>> item_ids = Field(ids_of(item, false));
+      if (!item_ids.ok()) return item_ids.status();
+      std::vector<int32_t> ids = *query_ids;
+      ids.push_back(static_cast<int32_t>(*delimiter));
+      ids.insert(ids.end(), item_ids->begin(), item_ids->end());
+      fused += static_cast<int64_t>(item_ids->size()) + 1;
+      prompts.push_back({std::nullopt, std::move(ids)});
+    }
+    options.fused_prompt_tokens = fused;
+  } else if (text_query) {
+    const std::string q = query.get<std::string>();
+    for (const json& item : item_values) {
+      const std::string it = item.get<std::string>();
+      prompts.push_back({*item_first ? it + q : q + it, std::nullopt});
+    }
+  } else {
+    ApiExpected<std::vector<int32_t>> query_ids =
+        Field(ReadTokenIds(query, "query", ctx.model.vocab_size));
+    if (!query_ids.ok()) return query_ids.status();
+    for (const json& item : item_values) {
+      ApiExpected<std::vector<int32_t>> item_ids =
+          Field(ReadTokenIds(item, "items", ctx.model.vocab_size));
+      if (!item_ids.ok()) return item_ids.status();
+      std::vector<int32_t> ids = *item_first ? *item_ids : *query_ids;
+      const std::vector<int32_t>& tail = *item_first ? *query_ids : *item_ids;
+      ids.insert(ids.end(), tail.begin(), tail.end());
+      prompts.push_back({std::nullopt, std::move(ids)});
+    }
+  }
+
+  // One greedy token per item, its distribution read before any penalty could shape it.
+  const json sampling{{"max_new_tokens", 1},        {"temperature", 0.0},
+                      {"repetition_penalty", 1.0},  {"frequency_penalty", 0.0},
+                      {"presence_penalty", 0.0},    {"min_new_tokens", 0}};
+  const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
+  ServingPlan plan;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    BuildOptions build;
+    build.rid = base + "-" + std::to_string(i);
+    build.return_logprob = true;
+    build.token_ids_logprob = options.labels[i];
+    BuiltRequest built = BuildGenerateRequest(ctx, prompts[i], sampling, build);
+    if (built.error) return *built.error;
+    built.request->detokenize = false;
+    plan.requests.push_back(std::move(*built.request));
+  }
+  plan.formatter = std::make_shared<ScoreFormatter>(std::move(options));
+  return ScoreCall{std::move(plan), std::nullopt};
+}
+
+}  // namespace
+
+void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  ApiExpected<ScoreCall> call = ParseScore(ctx, body);
+  if (call.ok() && call->answer) return SendResult(*writer, *call->answer);
+  if (!call.ok()) return Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, call.status());
+  Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, std::move(*call->plan));
+}
+
+}  // namespace radixserve::api

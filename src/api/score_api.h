@@ -1,0 +1,33 @@
+// POST /v1/score on a generation server: SGLang's scoring API for causal language models.
+//
+// A query and items (both text, or both token ids) become one sequence per item, query + item
+// (item + query with item_first), and each item's scores are the probabilities of the
+// label_token_ids as the next token after that sequence: exp(logprob), or with apply_softmax a
+// softmax over the labels' logprobs divided by `temperature`. label_token_ids is one list shared
+// by every item or one list per item. Text items are concatenated with the query as text and the
+// whole prompt is tokenized once (special tokens added), as SGLang does.
+//
+// With --multi-item-scoring-delimiter D, SGLang's multi-item scoring: the query (special tokens
+// added) and the items (without) are tokenized separately and item i is scored after
+// query + [D] + item_i, attending to the query and itself only (never to the other items), which
+// is what SGLang's one fused sequence query D item_1 D item_2 ... D with its per-item attention
+// mask computes. Here each item is its own engine request; they batch in one prefill step.
+//
+// Each item is one engine request (prefill, one greedy token whose distribution is read, then
+// done), so items of one call and of concurrent calls batch together. The answer is SGLang's
+// ScoringResponse: {"scores": [[...] per item], "model", "usage", "object": "scoring"}, plus
+// "token_logprobs" with return_token_logprobs. SGLang's request fields this server cannot honour
+// (embedding overrides, score_extraction_token, return_pooled_hidden_states) answer 400 naming the
+// field; unknown fields too.
+#pragma once
+
+#include <string>
+
+#include "api/response_writer.h"
+#include "api/server_context.h"
+
+namespace radixserve::api {
+
+void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+
+}  // namespace radixserve::api
