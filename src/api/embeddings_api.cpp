@@ -1,10 +1,14 @@
 #include "api/embeddings_api.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <initializer_list>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "api/api_error.h"
@@ -170,6 +174,21 @@ void Run(ServerContext& ctx, const std::string& base, std::vector<EmbedInput> in
   }
 }
 
+// The body as a JSON object whose keys are all in `fields` (a 400 naming the first other key).
+ApiExpected<json> ReadBody(const std::string& body, std::initializer_list<std::string_view> fields) {
+  auto parsed = ParseJsonBody(body);
+  if (!parsed.ok()) return FromStatus(parsed.status());
+  if (!parsed->is_object()) return BadRequest("The body must be a JSON object.");
+  for (auto it = parsed->begin(); it != parsed->end(); ++it) {
+    if (std::find(fields.begin(), fields.end(), it.key()) == fields.end()) {
+      std::string names;
+      for (std::string_view f : fields) names += (names.empty() ? "" : ", ") + std::string(f);
+      return BadRequest("Unsupported field '" + it.key() + "' (supported: " + names + ").");
+    }
+  }
+  return std::move(parsed).value();
+}
+
 std::string Base64(const std::vector<float>& values) {
   static const char kTable[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -201,19 +220,9 @@ ApiError WrongServerKind(bool generation_route) {
 
 void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
   if (ctx.model.is_generation) return SendApiError(*writer, WrongServerKind(false), false);
-  auto parsed = ParseJsonBody(body);
-  if (!parsed.ok()) return SendApiError(*writer, FromStatus(parsed.status()), false);
+  auto parsed = ReadBody(body, {"input", "model", "encoding_format", "dimensions"});
+  if (!parsed.ok()) return SendApiError(*writer, parsed.status(), false);
   const json& req = *parsed;
-  if (!req.is_object()) return SendApiError(*writer, BadRequest("The body must be a JSON object."), false);
-  for (auto it = req.begin(); it != req.end(); ++it) {
-    const std::string& key = it.key();
-    if (key != "input" && key != "model" && key != "encoding_format" && key != "dimensions") {
-      return SendApiError(*writer,
-                          BadRequest("Unsupported field '" + key +
-                                     "' (supported: input, model, encoding_format, dimensions)."),
-                          false);
-    }
-  }
   if (!req.contains("input")) return SendApiError(*writer, BadRequest("'input' is required."), false);
   std::string format = "float";
   if (req.contains("encoding_format") && !req["encoding_format"].is_null()) {
@@ -262,20 +271,126 @@ void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWrite
       });
 }
 
-void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
-  if (ctx.model.is_generation) return SendApiError(*writer, WrongServerKind(false), true);
-  auto parsed = ParseJsonBody(body);
-  if (!parsed.ok()) return SendApiError(*writer, FromStatus(parsed.status()), true);
+void HandleClassify(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  HandleEncode(ctx, body, std::move(writer));
+}
+
+void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  if (ctx.model.is_generation) return SendApiError(*writer, WrongServerKind(false), false);
+  if (ctx.model.labels.empty()) {
+    return SendApiError(*writer,
+                        BadRequest("/v1/classify needs a classification model "
+                                   "(*ForSequenceClassification); " +
+                                   ctx.served_model_name + " is an embedding model."),
+                        false);
+  }
+  auto parsed = ReadBody(body, {"input", "model"});
+  if (!parsed.ok()) return SendApiError(*writer, parsed.status(), false);
   const json& req = *parsed;
-  if (!req.is_object()) return SendApiError(*writer, BadRequest("The body must be a JSON object."), true);
-  for (auto it = req.begin(); it != req.end(); ++it) {
-    const std::string& key = it.key();
-    if (key != "text" && key != "input_ids") {
-      return SendApiError(
-          *writer, BadRequest("Unsupported field '" + key + "' (supported: text, input_ids)."),
-          true);
+  if (!req.contains("input") || req["input"].is_null() ||
+      (req["input"].is_array() && req["input"].empty())) {
+    return SendApiError(*writer, BadRequest("Input cannot be empty"), false);
+  }
+  const json& input = req["input"];
+  if (input.is_string() && input.get<std::string>().find_first_not_of(" \t\r\n") ==
+                               std::string::npos) {
+    return SendApiError(*writer, BadRequest("Input cannot be empty or whitespace only"), false);
+  }
+  if (input.is_array() && input[0].is_string()) {
+    for (size_t i = 0; i < input.size(); ++i) {
+      if (!input[i].is_string()) {
+        return SendApiError(*writer, BadRequest("All items in input list must be strings"), false);
+      }
+      if (input[i].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) {
+        return SendApiError(
+            *writer,
+            BadRequest("Input at index " + std::to_string(i) +
+                       " cannot be empty or whitespace only"),
+            false);
+      }
     }
   }
+  bool single = false;
+  auto inputs = ReadInputs(ctx, input, "input", &single);
+  if (!inputs.ok()) return SendApiError(*writer, FromStatus(inputs.status()), false);
+  if (Status s = FitContext(ctx, *inputs); !s.ok()) {
+    return SendApiError(*writer, FromStatus(s), false);
+  }
+  const std::string base = "classify-" + std::to_string(ctx.next_rid.fetch_add(1));
+  const std::string model = ctx.served_model_name;
+  const std::vector<std::string> labels = ctx.model.labels;
+  Run(ctx, base, std::move(inputs).value(), writer, false,
+      [writer, base, model, labels](std::vector<engine::EmbedResult>& results, double) {
+        json data = json::array();
+        int64_t tokens = 0;
+        for (size_t i = 0; i < results.size(); ++i) {
+          const std::vector<float>& logits = results[i].embedding;
+          const float top = *std::max_element(logits.begin(), logits.end());
+          std::vector<double> probs;
+          double sum = 0.0;
+          for (float l : logits) sum += probs.emplace_back(std::exp(static_cast<double>(l - top)));
+          for (double& p : probs) p /= sum;
+          const size_t best = static_cast<size_t>(
+              std::max_element(logits.begin(), logits.end()) - logits.begin());
+          data.push_back({{"index", i},
+                          {"label", labels[best]},
+                          {"probs", probs},
+                          {"num_classes", probs.size()}});
+          tokens += results[i].prompt_tokens;
+        }
+        const auto created = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+        json out{{"id", base},
+                 {"object", "list"},
+                 {"created", created},
+                 {"model", model},
+                 {"data", std::move(data)},
+                 {"usage",
+                  {{"prompt_tokens", tokens},
+                   {"total_tokens", tokens},
+                   {"completion_tokens", 0},
+                   {"prompt_tokens_details", nullptr}}}};
+        writer->Send(200, "application/json", ToJsonText(out));
+      });
+}
+
+void HandleGetScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  auto fail = [&writer](const ApiError& error) {
+    writer->Send(error.status, "application/json",
+                 ToJsonText(ErrorBody(ErrorStyle::kLightLlm, error)));
+  };
+  if (ctx.model.labels.size() != 1) {
+    return fail(BadRequest("/get_score needs a reward model served with --use_reward_model."));
+  }
+  auto parsed = ReadBody(body, {"chat", "parameters"});
+  if (!parsed.ok()) return fail(parsed.status());
+  const json& req = *parsed;
+  if (!req.contains("chat") || !req["chat"].is_string()) {
+    return fail(BadRequest("'chat' (the conversation text to score) must be a string."));
+  }
+  if (req.contains("parameters") && !req["parameters"].is_object()) {
+    return fail(BadRequest("'parameters' must be an object."));
+  }
+  bool single = false;
+  auto inputs = ReadInputs(ctx, req["chat"], "chat", &single);
+  if (!inputs.ok()) return fail(FromStatus(inputs.status()));
+  if (Status s = FitContext(ctx, *inputs); !s.ok()) return fail(FromStatus(s));
+  const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
+  Run(ctx, base, std::move(inputs).value(), writer, false,
+      [writer](std::vector<engine::EmbedResult>& results, double) {
+        json out{{"score", results[0].embedding[0]},
+                 {"prompt_tokens", results[0].prompt_tokens},
+                 {"finish_reason", "length"}};
+        writer->Send(200, "application/json", ToJsonText(out));
+      });
+}
+
+void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  if (ctx.model.is_generation) return SendApiError(*writer, WrongServerKind(false), true);
+  auto parsed = ReadBody(body, {"text", "input_ids"});
+  if (!parsed.ok()) return SendApiError(*writer, parsed.status(), true);
+  const json& req = *parsed;
   const bool has_text = req.contains("text") && !req["text"].is_null();
   const bool has_ids = req.contains("input_ids") && !req["input_ids"].is_null();
   if (has_text == has_ids) {

@@ -3,6 +3,7 @@
 //                        or a list of token-id lists; encoding_format float | base64; usage.
 //   POST /encode         SGLang's native EmbeddingReqInput: text or input_ids (one or a list);
 //                        answers {"embedding", "meta_info"} (a list for a list).
+//   POST /classify, POST /v1/classify   classifiers and reward models (below).
 // Each input becomes one engine request (Engine::SubmitEmbed), so the inputs of one call and of
 // concurrent calls batch together. An input longer than the context length is a 400, or is cut
 // to it with --allow-auto-truncate (text keeps its final token, [SEP] for BERT). `dimensions`
@@ -20,6 +21,17 @@ namespace radixserve::api {
 
 void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
 void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+// POST /classify: SGLang's reward / classification route; its body and answer are /encode's (a
+// classifier's "embedding" is its label logits, a reward model's its one score).
+void HandleClassify(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+// POST /v1/classify: SGLang's OpenAI-style classification: input as /v1/embeddings takes it;
+// answers per input the softmax over the label logits ("probs"), the argmax's label
+// (config.json id2label) and num_classes. 400 on an embedding (not classification) model.
+void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+// POST /get_score: LightLLM's reward-model route (--use_reward_model): {"chat": text,
+// "parameters": {...}} -> {"score", "prompt_tokens", "finish_reason": "length"}. As in LightLLM,
+// sampling parameters do not apply to a score (the object is accepted, its values unused).
+void HandleGetScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
 
 // The 400 that generation routes answer on an embedding server (and embedding routes on a
 // generation server), naming --is-embedding.

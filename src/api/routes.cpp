@@ -113,6 +113,9 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/score", false, Generating(Admitting(JsonOnly(HandleScore)))},
       {{"POST"}, "/v1/embeddings", false, Admitting(JsonOnly(HandleEmbeddings))},
       {{"POST"}, "/encode", false, Admitting(BodyOnly(HandleEncode))},
+      {{"POST", "PUT"}, "/classify", false, Admitting(BodyOnly(HandleClassify))},
+      {{"POST"}, "/v1/classify", false, Admitting(JsonOnly(HandleV1Classify))},
+      {{"POST"}, "/get_score", false, Admitting(BodyOnly(HandleGetScore))},
       // SageMaker's contract, as SGLang serves it: /ping is the health check, /invocations the
       // OpenAI chat route.
       {{"GET"}, "/ping", false, HandleHealth},

@@ -47,6 +47,8 @@ struct ModelFacts {
   // False on an embedding server (--is-embedding, or an encoder model): generation routes then
   // answer 400, and embedding routes answer 400 on a generation server.
   bool is_generation = true;
+  // A classifier's labels (config.json id2label by id; /v1/classify); empty otherwise.
+  std::vector<std::string> labels;
   // generation_config.json values used as sampling defaults (--sampling-defaults model).
   nlohmann::json generation_defaults = nlohmann::json::object();
 };

@@ -85,11 +85,16 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
   const bool encoder = model::IsEncoderArchitecture(config.architecture);
-  if (args.GetBool(args::key::kIsEmbedding) && !encoder) {
-    return InvalidArgument("argument --is-embedding: architecture " + config.architecture +
-                           " cannot be served as an embedding model yet (supported: BertModel)");
-  }
-  if (encoder) {
+  // Decoders that pool (--is-embedding on a *ForCausalLM, classifiers, headless embedders).
+  const bool pooling_decoder =
+      !encoder && (args.GetBool(args::key::kIsEmbedding) ||
+                   model::IsPoolingDecoderArchitecture(config.architecture));
+  if (pooling_decoder) {
+    auto model = model::LoadPoolingDecoder(options);
+    if (!model.ok()) return model.status();
+    assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model).value());
+    config = assets.encoder->config();
+  } else if (encoder) {
     auto model = model::LoadEncoderModel(options);
     if (!model.ok()) return model.status();
     assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model).value());
@@ -120,6 +125,12 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   assets.facts.vocab_size = config.vocab_size;
   assets.facts.generation_defaults = GenerationDefaults(config, args);
   assets.facts.is_generation = assets.encoder == nullptr;
+  if (assets.encoder != nullptr) assets.facts.labels = assets.encoder->labels();
+  if (args.GetBool(args::key::kUseRewardModel) && assets.facts.labels.size() != 1) {
+    return InvalidArgument("argument --use_reward_model: " + config.architecture +
+                           " is not a reward model (it needs a *ForSequenceClassification "
+                           "checkpoint with one label, num_labels = 1)");
+  }
   return assets;
 }
 

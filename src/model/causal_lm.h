@@ -33,6 +33,15 @@ class CausalLM {
   virtual Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                          float* logits) const = 0;
 
+  // Runs one step as Forward does, but writes the final hidden states (after the last norm)
+  // [batch.logit_indices.size(), hidden_size] to `hidden` instead of logits: what embedders and
+  // classification heads pool. Architectures without it give Unsupported.
+  virtual Status ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                               float* hidden) const {
+    (void)batch, (void)kv, (void)pool, (void)hidden;
+    return Unsupported("hidden-state outputs are not supported for " + config().architecture);
+  }
+
   // Reads a LoRA adapter for this model (lora_adapter.h); sequences then name it in
   // SequenceExtend::lora. The model fills the options' rotary layout and MoE switch.
   // Architectures without LoRA support give Unsupported.

@@ -65,7 +65,9 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     packed_total += bytes;
     return kernels::Pack(table, nullptr, m);
   };
-  if (spec_.tie_word_embeddings && w.Find("output.weight") == nullptr) {
+  if (c.hidden_states_only) {
+    // No LM head: an embedder or a classifier reads the final hidden states (ForwardHidden).
+  } else if (spec_.tie_word_embeddings && w.Find("output.weight") == nullptr) {
     lm_head_ = pack(embedding_);
   } else {
     kernels::WeightMatrix output;
@@ -154,6 +156,34 @@ int DecoderStack::fused_gate_up_layers() const {
 Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                              float* logits) const {
   const ModelConfig& c = config_;
+  if (c.hidden_states_only) {
+    return Unsupported(c.architecture + " was loaded for hidden states only: it has no LM head");
+  }
+  const float* final_rows = nullptr;
+  RADIX_ASSIGN_OR_RETURN(final_rows, RunToFinalRows(batch, kv, pool));
+  const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
+  kernels::MatMul(kernels::ActiveKernels(), pool, final_rows, n_out, lm_head_, logits,
+                  activation_mode_);
+  if (spec_.final_logit_softcap > 0) {
+    const float cap = spec_.final_logit_softcap;
+    for (int64_t i = 0; i < n_out * c.vocab_size; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
+  }
+  return Status::Ok();
+}
+
+Status DecoderStack::ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv,
+                                   ThreadPool* pool, float* hidden) const {
+  const float* final_rows = nullptr;
+  RADIX_ASSIGN_OR_RETURN(final_rows, RunToFinalRows(batch, kv, pool));
+  std::memcpy(hidden, final_rows,
+              batch.logit_indices.size() * static_cast<size_t>(config_.hidden_size) * sizeof(float));
+  return Status::Ok();
+}
+
+Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
+                                                    const KvCacheView& kv,
+                                                    ThreadPool* pool) const {
+  const ModelConfig& c = config_;
   RADIX_CHECK(static_cast<int64_t>(kv.k.size()) == c.num_layers &&
               static_cast<int64_t>(kv.v.size()) == c.num_layers);
   RADIX_CHECK(kv.num_kv_heads == c.num_kv_heads && kv.head_dim == c.head_dim);
@@ -228,12 +258,7 @@ Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, T
     kt.rms_norm(x + batch.logit_indices[static_cast<size_t>(r)] * H, output_norm_.data(),
                 spec_.norm_offset, eps, final_rows + r * H, H);
   }
-  kernels::MatMul(kt, pool, final_rows, n_out, lm_head_, logits, activation_mode_);
-  if (spec_.final_logit_softcap > 0) {
-    const float cap = spec_.final_logit_softcap;
-    for (int64_t i = 0; i < n_out * c.vocab_size; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
-  }
-  return Status::Ok();
+  return static_cast<const float*>(final_rows);
 }
 
 void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,

@@ -72,6 +72,9 @@ class DecoderStack {
 
   Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                  float* logits) const;
+  // See CausalLM::ForwardHidden.
+  Status ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                       float* hidden) const;
 
   // A LoRA adapter for this stack (its rotary row order and MoE switch filled in).
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
@@ -104,6 +107,10 @@ class DecoderStack {
   // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
   using LayerCache = decltype(KvCacheView::k)::value_type;
 
+  // Embeds, runs every layer and applies the final RMSNorm to the logit_indices rows: the
+  // returned [logit_indices.size(), hidden] rows live in the calling thread's ForwardScratch.
+  Expected<const float*> RunToFinalRows(const ForwardBatch& batch, const KvCacheView& kv,
+                                        ThreadPool* pool) const;
   void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,
                 LayerCache v_cache) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.

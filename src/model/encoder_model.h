@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -24,8 +26,11 @@ class EncoderModel {
   virtual const ModelConfig& config() const = 0;
   virtual const PoolingConfig& pooling() const = 0;
   virtual int64_t weight_bytes() const = 0;
-  // Width of one embedding (the hidden size for BERT).
+  // Width of one embedding (the hidden size for BERT; the number of labels for a classifier).
   virtual int64_t embedding_dim() const = 0;
+  // A classifier's labels (config.json id2label, by id): Embed then writes one logit per label,
+  // unnormalized, and the pooling config does not apply. Empty for an embedder.
+  virtual std::vector<std::string> labels() const { return {}; }
 
   // Writes embeddings [batch.sequences.size(), embedding_dim()] (row-major float32) to `out`,
   // pooled and (if the pooling config says so) L2-normalized. batch.positions are the absolute

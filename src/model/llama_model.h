@@ -32,6 +32,10 @@ class LlamaModel final : public CausalLM {
   int64_t weight_bytes() const override { return weights_->used_bytes(); }
   Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                  float* logits) const override;
+  Status ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                       float* hidden) const override {
+    return stack_.ForwardHidden(batch, kv, pool, hidden);
+  }
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const override {
     return stack_.LoadLora(path, std::move(options));

@@ -44,6 +44,10 @@ struct ModelConfig {
   // max_position_embeddings as the config says it (context_length may be overridden; an
   // encoder's absolute position table has this many rows).
   int64_t max_position_embeddings = 0;
+  // The model serves hidden states only (an embedder or a classifier: --is-embedding, a
+  // *ForSequenceClassification or a headless *Model checkpoint): the LM head is not loaded and
+  // Forward (logits) is refused; ForwardHidden works. Set by the loader, not read from a file.
+  bool hidden_states_only = false;
 
   // Gemma 3: sliding-window layers use rope_local_theta; every sliding_window_pattern-th layer
   // is global. query_pre_attn_scalar sets the attention scale (1/sqrt of it).

@@ -9,7 +9,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "kernels/matmul.h"
 #include "model/bert_model.h"
+#include "model/decoder_pooler.h"
 #include "model/gemma3_model.h"
 #include "model/gguf_file.h"
 #include "model/llama_model.h"
@@ -177,9 +179,53 @@ Expected<std::vector<SafetensorsFile>> OpenSafetensors(const std::string& folder
   return files;
 }
 
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// XForSequenceClassification and headless XModel -> XForCausalLM; anything else unchanged.
+std::string PoolingDecoderBase(const std::string& arch) {
+  for (std::string_view suffix : {"ForSequenceClassification", "Model"}) {
+    if (EndsWith(arch, suffix)) {
+      return arch.substr(0, arch.size() - suffix.size()) + "ForCausalLM";
+    }
+  }
+  return arch;
+}
+
+// A classifier's labels: config.json id2label by id (num_labels of them), LABEL_i where absent.
+Expected<std::vector<std::string>> ClassifierLabels(const json& config, const std::string& where) {
+  int64_t n = 0;
+  if (config.contains("id2label") && config["id2label"].is_object()) {
+    n = static_cast<int64_t>(config["id2label"].size());
+  }
+  if (config.contains("num_labels")) {
+    if (!config["num_labels"].is_number_integer() || config["num_labels"].get<int64_t>() < 1) {
+      return DataLoss(where + ": num_labels must be a positive integer");
+    }
+    n = config["num_labels"].get<int64_t>();
+  }
+  if (n == 0) n = 2;  // transformers' PretrainedConfig default
+  if (n > 100000) return DataLoss(where + ": num_labels is implausibly large");
+  std::vector<std::string> labels;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string key = std::to_string(i);
+    const json* id2label = config.contains("id2label") ? &config["id2label"] : nullptr;
+    if (id2label != nullptr && id2label->is_object() && id2label->contains(key) &&
+        (*id2label)[key].is_string()) {
+      labels.push_back((*id2label)[key].get<std::string>());
+    } else {
+      labels.push_back("LABEL_" + key);
+    }
+  }
+  return labels;
+}
+
 Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
                                                std::unique_ptr<WeightStore> weights) {
-  const std::string& arch = config.architecture;
+  // An embedder or classifier checkpoint runs the decoder of its causal-LM relative.
+  const std::string arch =
+      config.hidden_states_only ? PoolingDecoderBase(config.architecture) : config.architecture;
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), {});
   }
@@ -285,7 +331,17 @@ Expected<ModelConfig> LoadModelConfig(const LoadOptions& options) {
   return BuildConfig(options, src);
 }
 
-Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
+namespace {
+
+// A decoder as LoadModel loads it, with what the pooling loader still reads afterwards.
+struct LoadedDecoder {
+  std::unique_ptr<CausalLM> model;
+  WeightStore* store = nullptr;  // owned by the model
+  json config_json;              // config.json (empty for a GGUF file)
+  std::string folder;            // the HF folder ("" for a GGUF file)
+};
+
+Expected<LoadedDecoder> LoadDecoder(const LoadOptions& options, bool hidden_states_only) {
   const auto start = std::chrono::steady_clock::now();
   Checkpoint cp;
   RADIX_ASSIGN_OR_RETURN(cp, Resolve(options));
@@ -293,6 +349,10 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
   RADIX_ASSIGN_OR_RETURN(src, ReadConfig(options, cp));
   ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, BuildConfig(options, src));
+  config.hidden_states_only = hidden_states_only;
+  LoadedDecoder out;
+  out.folder = cp.kind == Checkpoint::Kind::kHf ? cp.folder : "";
+  if (cp.kind == Checkpoint::Kind::kHf) out.config_json = src.config;
   std::unique_ptr<WeightStore> weights;
   if (options.load_format == "dummy") {
     kernels::WeightFormat format;
@@ -338,7 +398,63 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
       "Load weight end. arch={}, params={:.2f}M, weight bytes={:.2f} MB, load time={:.2f} s",
       c.architecture, static_cast<double>(c.ParameterCount()) / 1e6,
       static_cast<double>(model->weight_bytes()) / (1 << 20), seconds);
-  return model;
+  out.model = std::move(model);
+  out.store = store;
+  return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
+  LoadedDecoder loaded;
+  RADIX_ASSIGN_OR_RETURN(loaded, LoadDecoder(options, /*hidden_states_only=*/false));
+  return std::move(loaded.model);
+}
+
+bool IsClassifierArchitecture(std::string_view architecture) {
+  return EndsWith(architecture, "ForSequenceClassification") && !IsEncoderArchitecture(architecture);
+}
+
+bool IsPoolingDecoderArchitecture(std::string_view architecture) {
+  return !IsEncoderArchitecture(architecture) &&
+         (IsClassifierArchitecture(architecture) || EndsWith(architecture, "Model"));
+}
+
+Expected<std::unique_ptr<EncoderModel>> LoadPoolingDecoder(const LoadOptions& options) {
+  LoadedDecoder loaded;
+  RADIX_ASSIGN_OR_RETURN(loaded, LoadDecoder(options, /*hidden_states_only=*/true));
+  const ModelConfig& c = loaded.model->config();
+  std::unique_ptr<ClassifierHead> head;
+  PoolingConfig pooling{.mode = PoolingMode::kLastToken, .normalize = true};
+  if (IsClassifierArchitecture(c.architecture)) {
+    head = std::make_unique<ClassifierHead>();
+    RADIX_ASSIGN_OR_RETURN(head->labels,
+                           ClassifierLabels(loaded.config_json, options.model_path));
+    const auto n = static_cast<int64_t>(head->labels.size());
+    kernels::WeightMatrix weight;
+    RADIX_ASSIGN_OR_RETURN(weight, loaded.store->RequireMatrix("cls_score.weight", n,
+                                                               c.hidden_size));
+    head->weight.resize(static_cast<size_t>(n * c.hidden_size));
+    for (int64_t k = 0; k < n; ++k) {
+      kernels::DequantizeRow(weight, k, head->weight.data() + k * c.hidden_size);
+    }
+    if (loaded.store->Find("cls_score.bias") != nullptr) {
+      RADIX_ASSIGN_OR_RETURN(head->bias, loaded.store->RequireVector("cls_score.bias", n));
+    }
+  } else if (!loaded.folder.empty()) {
+    RADIX_ASSIGN_OR_RETURN(pooling, LoadPoolingConfig(loaded.folder, pooling));
+  }
+  auto pooler = std::make_unique<DecoderPooler>(std::move(loaded.model), pooling, std::move(head));
+  const std::vector<std::string> labels = pooler->labels();
+  if (labels.empty()) {
+    RADIX_LOG_INFO("Serving {} as an embedding model: pooling={}{}, {} dimensions",
+                   pooler->config().architecture, PoolingModeName(pooler->pooling().mode),
+                   pooler->pooling().normalize ? " + normalize" : "", pooler->embedding_dim());
+  } else {
+    RADIX_LOG_INFO("Serving {} as a classifier: last-token pooling, {} labels",
+                   pooler->config().architecture, labels.size());
+  }
+  return std::unique_ptr<EncoderModel>(std::move(pooler));
 }
 
 }  // namespace radixserve::model

@@ -55,6 +55,17 @@ bool IsEncoderArchitecture(std::string_view architecture);
 // has no modules.json). Decoder architectures and GGUF files give Unsupported.
 Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& options);
 
+// Decoder checkpoints that only pool: *ForSequenceClassification (classifiers, reward models)
+// and headless *Model folders (Qwen3Model, LlamaModel; BertModel is an encoder instead).
+bool IsClassifierArchitecture(std::string_view architecture);
+bool IsPoolingDecoderArchitecture(std::string_view architecture);
+
+// A decoder served as an embedder or classifier (decoder_pooler.h): --is-embedding on a
+// *ForCausalLM, or an architecture IsPoolingDecoderArchitecture names. The LM head is not loaded;
+// a classifier reads its score head and config.json's id2label; an embedder pools as the folder's
+// sentence-transformers files say, by the last token + L2 norm when it has none.
+Expected<std::unique_ptr<EncoderModel>> LoadPoolingDecoder(const LoadOptions& options);
+
 // The config alone (no weights): what LoadModel would use.
 Expected<ModelConfig> LoadModelConfig(const LoadOptions& options);
 

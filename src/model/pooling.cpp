@@ -32,6 +32,15 @@ Expected<PoolingMode> ReadPoolingMode(const fs::path& path) {
   json config;
   RADIX_ASSIGN_OR_RETURN(config, ReadJson(path));
   if (!config.is_object()) return DataLoss(path.string() + ": not a JSON object");
+  // sentence-transformers >= 5 writes one "pooling_mode" string; older versions one flag each.
+  if (auto named = config.find("pooling_mode"); named != config.end() && named->is_string()) {
+    const std::string name = named->get<std::string>();
+    if (name == "cls") return PoolingMode::kCls;
+    if (name == "mean") return PoolingMode::kMean;
+    if (name == "lasttoken") return PoolingMode::kLastToken;
+    return Unsupported(path.string() + ": pooling_mode " + name +
+                       " is not supported (supported: cls, mean, lasttoken)");
+  }
   int chosen = 0;
   PoolingMode mode = PoolingMode::kCls;
   for (auto [key, m] : {std::pair{"pooling_mode_cls_token", PoolingMode::kCls},
@@ -78,7 +87,8 @@ Expected<PoolingConfig> LoadPoolingConfig(const std::string& folder, PoolingConf
   json modules;
   RADIX_ASSIGN_OR_RETURN(modules, ReadJson(modules_path));
   if (!modules.is_array()) return DataLoss(modules_path.string() + ": not a JSON array");
-  PoolingConfig config = fallback;
+  // modules.json says it all: without a Normalize module nothing is normalized.
+  PoolingConfig config{.mode = fallback.mode, .normalize = false};
   bool has_pooling = false;
   for (const json& module : modules) {
     if (!module.is_object() || !module.contains("type") || !module["type"].is_string()) {
@@ -86,15 +96,20 @@ Expected<PoolingConfig> LoadPoolingConfig(const std::string& folder, PoolingConf
     }
     const std::string type = module["type"].get<std::string>();
     const std::string path = module.value("path", std::string());
-    if (type == "sentence_transformers.models.Transformer") continue;
-    if (type == "sentence_transformers.models.Pooling") {
+    // The class name decides: sentence-transformers moved its modules between packages
+    // (sentence_transformers.models.Pooling, ...sentence_transformer.modules.pooling.Pooling).
+    const std::string kind = type.rfind("sentence_transformers.", 0) == 0
+                                 ? type.substr(type.rfind('.') + 1)
+                                 : type;
+    if (kind == "Transformer") continue;
+    if (kind == "Pooling") {
       if (path.empty() || path.find("..") != std::string::npos) {
         return DataLoss(modules_path.string() + ": the Pooling module needs a folder path");
       }
       RADIX_ASSIGN_OR_RETURN(config.mode,
                              ReadPoolingMode(fs::path(folder) / path / "config.json"));
       has_pooling = true;
-    } else if (type == "sentence_transformers.models.Normalize") {
+    } else if (kind == "Normalize") {
       config.normalize = true;
     } else {
       return Unsupported(modules_path.string() + ": module type " + type +

@@ -41,7 +41,17 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
     const std::string name = hf.rfind("bert.", 0) == 0 ? hf.substr(5) : hf;
     if (name == "embeddings.position_ids") return "";
     if (name.rfind("embeddings.", 0) == 0 || name.rfind("encoder.", 0) == 0) return name;
+    // BertForSequenceClassification's head (cross-encoders): the pooler and the classifier.
+    if (name.rfind("pooler.", 0) == 0 || name.rfind("classifier.", 0) == 0) return name;
     return "";
+  }
+  // *ForSequenceClassification's head (a classifier or a reward model).
+  if (hf == "score.weight") return "cls_score.weight";
+  if (hf == "score.bias") return "cls_score.bias";
+  // Headless checkpoints (Qwen3Model, LlamaModel, as sentence-transformers saves an embedder) name
+  // the decoder's tensors without the "model." prefix.
+  if (hf.rfind("layers.", 0) == 0 || hf == "embed_tokens.weight" || hf == "norm.weight") {
+    return CanonicalWeightName("model." + hf, model_type);
   }
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";

@@ -67,6 +67,25 @@ TEST_F(PoolingConfigTest, ReadsModeAndNormalize) {
   EXPECT_FALSE(c->normalize);
 }
 
+// sentence-transformers >= 5 files: module classes under new packages, one pooling_mode string.
+// A folder with modules.json normalizes only when it lists a Normalize module, whatever the
+// fallback says.
+TEST_F(PoolingConfigTest, ReadsTheNewerSentenceTransformersFormat) {
+  Write("modules.json",
+        R"([{"type":"sentence_transformers.base.modules.transformer.Transformer","path":""},)"
+        R"({"type":"sentence_transformers.sentence_transformer.modules.pooling.Pooling",)"
+        R"("path":"1_Pooling"}])");
+  Write("1_Pooling/config.json", R"({"pooling_mode":"lasttoken","include_prompt":true})");
+  auto c = LoadPoolingConfig(dir_.string(), {PoolingMode::kCls, true});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->mode, PoolingMode::kLastToken);
+  EXPECT_FALSE(c->normalize);
+  Write("1_Pooling/config.json", R"({"pooling_mode":"mean"})");
+  EXPECT_EQ(LoadPoolingConfig(dir_.string(), {})->mode, PoolingMode::kMean);
+  Write("1_Pooling/config.json", R"({"pooling_mode":"max"})");
+  EXPECT_EQ(LoadPoolingConfig(dir_.string(), {}).status().code(), StatusCode::kUnsupported);
+}
+
 TEST_F(PoolingConfigTest, NoModulesFileGivesTheFallback) {
   auto c = LoadPoolingConfig(dir_.string(), {PoolingMode::kLastToken, true});
   ASSERT_TRUE(c.ok());
