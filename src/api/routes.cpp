@@ -11,6 +11,7 @@
 #include "api/openai_responses.h"
 #include "api/parse_api.h"
 #include "api/json_body.h"
+#include "api/rerank_api.h"
 #include "api/rtp_llm_api.h"
 #include "api/score_api.h"
 
@@ -111,6 +112,7 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/v1/responses", false, Generating(Admitting(JsonOnly(HandleResponses)))},
       {{"GET", "DELETE", "POST"}, "/v1/responses/", true, HandleResponseById, "response_id"},
       {{"POST"}, "/v1/score", false, Generating(Admitting(JsonOnly(HandleScore)))},
+      {{"POST", "PUT"}, "/v1/rerank", false, Admitting(JsonOnly(HandleRerank))},
       {{"POST"}, "/v1/embeddings", false, Admitting(JsonOnly(HandleEmbeddings))},
       {{"POST"}, "/encode", false, Admitting(BodyOnly(HandleEncode))},
       {{"POST", "PUT"}, "/classify", false, Admitting(BodyOnly(HandleClassify))},

@@ -310,27 +310,37 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
     }
   }
 
-  // One greedy token per item, its distribution read before any penalty could shape it.
-  const json sampling{{"max_new_tokens", 1},        {"temperature", 0.0},
-                      {"repetition_penalty", 1.0},  {"frequency_penalty", 0.0},
-                      {"presence_penalty", 0.0},    {"min_new_tokens", 0}};
   const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
   ServingPlan plan;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    BuildOptions build;
-    build.rid = base + "-" + std::to_string(i);
-    build.return_logprob = true;
-    build.token_ids_logprob = options.labels[i];
-    BuiltRequest built = BuildGenerateRequest(ctx, prompts[i], sampling, build);
-    if (built.error) return *built.error;
-    built.request->detokenize = false;
-    plan.requests.push_back(std::move(*built.request));
+    ApiExpected<engine::GenerateRequest> request = BuildLabelScoringRequest(
+        ctx, prompts[i], options.labels[i], base + "-" + std::to_string(i));
+    if (!request.ok()) return request.status();
+    plan.requests.push_back(std::move(request).value());
   }
   plan.formatter = std::make_shared<ScoreFormatter>(std::move(options));
   return ScoreCall{std::move(plan), std::nullopt};
 }
 
 }  // namespace
+
+ApiExpected<engine::GenerateRequest> BuildLabelScoringRequest(const ServerContext& ctx,
+                                                              const PromptInput& prompt,
+                                                              const std::vector<int32_t>& labels,
+                                                              std::string rid) {
+  // One greedy token, its distribution read before any penalty could shape it.
+  static const json kSampling{{"max_new_tokens", 1},       {"temperature", 0.0},
+                              {"repetition_penalty", 1.0}, {"frequency_penalty", 0.0},
+                              {"presence_penalty", 0.0},   {"min_new_tokens", 0}};
+  BuildOptions build;
+  build.rid = std::move(rid);
+  build.return_logprob = true;
+  build.token_ids_logprob = labels;
+  BuiltRequest built = BuildGenerateRequest(ctx, prompt, kSampling, build);
+  if (built.error) return *built.error;
+  built.request->detokenize = false;
+  return std::move(*built.request);
+}
 
 void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
   ApiExpected<ScoreCall> call = ParseScore(ctx, body);

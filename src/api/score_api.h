@@ -21,13 +21,26 @@
 // field; unknown fields too.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "api/api_error.h"
+#include "api/request_builder.h"
 #include "api/response_writer.h"
 #include "api/server_context.h"
+#include "engine/request.h"
 
 namespace radixserve::api {
 
 void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+
+// The engine request that scores `labels` as the next token after `prompt` (text: tokenized with
+// special tokens): one greedy token whose first output logprob entry carries the labels'
+// logprobs (token_ids_logprobs, raw distribution), or the 400 to answer.
+ApiExpected<engine::GenerateRequest> BuildLabelScoringRequest(const ServerContext& ctx,
+                                                              const PromptInput& prompt,
+                                                              const std::vector<int32_t>& labels,
+                                                              std::string rid);
 
 }  // namespace radixserve::api
