@@ -19,12 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-// One input: its ids and whether it came from text (text truncation keeps the final token).
-struct EmbedInput {
-  std::vector<int32_t> ids;
-  bool from_text = false;
-};
-
 // Results of one call's inputs, answered when the last arrives.
 struct EmbedCall {
   std::mutex mu;
@@ -64,7 +58,7 @@ Expected<EmbedInput> FromText(const ServerContext& ctx, const std::string& text)
     return InvalidArgument("Text input needs the tokenizer, which --skip-tokenizer-init turned "
                            "off; send token ids instead.");
   }
-  return EmbedInput{ctx.tokenizer->Encode(text, {}), true};
+  return EmbedInput{.ids = ctx.tokenizer->Encode(text, {}), .token_type_ids = {}, .from_text = true};
 }
 
 // input / text / input_ids: a string, a list of strings, a list of ids, a list of id lists.
@@ -102,7 +96,8 @@ Expected<std::vector<EmbedInput>> ReadInputs(const ServerContext& ctx, const jso
   return inputs;
 }
 
-// Over-long inputs: 400, or cut to the context length with --allow-auto-truncate.
+}  // namespace
+
 Status FitContext(const ServerContext& ctx, std::vector<EmbedInput>& inputs) {
   const auto limit = static_cast<size_t>(ctx.model.context_len);
   const bool truncate = ctx.args != nullptr && ctx.args->GetBool(args::key::kAllowAutoTruncate);
@@ -119,15 +114,18 @@ Status FitContext(const ServerContext& ctx, std::vector<EmbedInput>& inputs) {
     const int32_t last = in.ids.back();
     in.ids.resize(limit);
     if (in.from_text) in.ids.back() = last;
+    if (!in.token_type_ids.empty()) {
+      const int32_t last_type = in.token_type_ids.back();
+      in.token_type_ids.resize(limit);
+      if (in.from_text) in.token_type_ids.back() = last_type;
+    }
   }
   return Status::Ok();
 }
 
-// Submits every input; `answer` runs (on an HTTP thread, through writer->Post) with all results.
-// Input i gets rid `base`-i.
-void Run(ServerContext& ctx, const std::string& base, std::vector<EmbedInput> inputs,
-         ResponseWriterPtr writer, bool native,
-         std::function<void(std::vector<engine::EmbedResult>&, double)> answer) {
+void RunEmbedCall(ServerContext& ctx, const std::string& base, std::vector<EmbedInput> inputs,
+                  ResponseWriterPtr writer, bool native,
+                  std::function<void(std::vector<engine::EmbedResult>&, double)> answer) {
   auto call = std::make_shared<EmbedCall>();
   call->results.resize(inputs.size());
   call->pending = inputs.size();
@@ -141,6 +139,7 @@ void Run(ServerContext& ctx, const std::string& base, std::vector<EmbedInput> in
     engine::EmbedRequest request;
     request.rid = rids[i];
     request.input_ids = std::move(inputs[i].ids);
+    request.token_type_ids = std::move(inputs[i].token_type_ids);
     auto sink = [call, i, writer, native, answer](engine::EmbedResult result) {
       bool last = false;
       {
@@ -173,6 +172,8 @@ void Run(ServerContext& ctx, const std::string& base, std::vector<EmbedInput> in
     }
   }
 }
+
+namespace {
 
 // The body as a JSON object whose keys are all in `fields` (a 400 naming the first other key).
 ApiExpected<json> ReadBody(const std::string& body, std::initializer_list<std::string_view> fields) {
@@ -249,7 +250,7 @@ void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWrite
   }
   const std::string model = ctx.served_model_name;
   const std::string base = "embd-" + std::to_string(ctx.next_rid.fetch_add(1));
-  Run(ctx, base, std::move(inputs).value(), writer, false,
+  RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
       [writer, format, model](std::vector<engine::EmbedResult>& results, double) {
         json data = json::array();
         int64_t tokens = 0;
@@ -319,7 +320,7 @@ void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWrite
   const std::string base = "classify-" + std::to_string(ctx.next_rid.fetch_add(1));
   const std::string model = ctx.served_model_name;
   const std::vector<std::string> labels = ctx.model.labels;
-  Run(ctx, base, std::move(inputs).value(), writer, false,
+  RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
       [writer, base, model, labels](std::vector<engine::EmbedResult>& results, double) {
         json data = json::array();
         int64_t tokens = 0;
@@ -377,7 +378,7 @@ void HandleGetScore(ServerContext& ctx, const std::string& body, ResponseWriterP
   if (!inputs.ok()) return fail(FromStatus(inputs.status()));
   if (Status s = FitContext(ctx, *inputs); !s.ok()) return fail(FromStatus(s));
   const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
-  Run(ctx, base, std::move(inputs).value(), writer, false,
+  RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
       [writer](std::vector<engine::EmbedResult>& results, double) {
         json out{{"score", results[0].embedding[0]},
                  {"prompt_tokens", results[0].prompt_tokens},
@@ -417,7 +418,7 @@ void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr
     return SendApiError(*writer, FromStatus(s), true);
   }
   const std::string base = "encode-" + std::to_string(ctx.next_rid.fetch_add(1));
-  Run(ctx, base, std::move(inputs).value(), writer, true,
+  RunEmbedCall(ctx, base, std::move(inputs).value(), writer, true,
       [writer, single, base](std::vector<engine::EmbedResult>& results, double seconds) {
         json out = json::array();
         for (size_t i = 0; i < results.size(); ++i) {

@@ -11,11 +11,15 @@
 // Both routes answer 400 naming --is-embedding on a generation server.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "api/api_error.h"
 #include "api/response_writer.h"
 #include "api/server_context.h"
+#include "engine/embed_request.h"
 
 namespace radixserve::api {
 
@@ -32,6 +36,26 @@ void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWrite
 // "parameters": {...}} -> {"score", "prompt_tokens", "finish_reason": "length"}. As in LightLLM,
 // sampling parameters do not apply to a score (the object is accepted, its values unused).
 void HandleGetScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+
+// One input of an embedding call: its ids, its token types (a cross-encoder pair's segments;
+// empty: all 0), and whether it came from text (text truncation keeps the final token).
+struct EmbedInput {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> token_type_ids;
+  bool from_text = false;
+};
+
+// Over-long inputs: a 400 naming the context length, or (--allow-auto-truncate) cut to it,
+// keeping the final token of an input that came from text ([SEP] for BERT).
+Status FitContext(const ServerContext& ctx, std::vector<EmbedInput>& inputs);
+
+// Submits every input to the engine as one EmbedRequest (rid `base`-i); `answer` runs (on the
+// connection's strand, through writer->Post) with all results, in input order. A refused or
+// failed input answers the call with its error instead (OpenAI body, or native with `native`);
+// a disconnect aborts the call's requests.
+void RunEmbedCall(ServerContext& ctx, const std::string& base, std::vector<EmbedInput> inputs,
+                  ResponseWriterPtr writer, bool native,
+                  std::function<void(std::vector<engine::EmbedResult>&, double)> answer);
 
 // The 400 that generation routes answer on an embedding server (and embedding routes on a
 // generation server), naming --is-embedding.

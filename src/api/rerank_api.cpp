@@ -98,8 +98,10 @@ ApiExpected<RerankRequest> ParseRerank(const std::string& body_text) {
   return out;
 }
 
-// The answer: documents by score, best first (ties keep their order), cut to top_n.
-json RerankAnswer(const RerankRequest& request, const std::vector<double>& scores) {
+// The answer: documents by score, best first (ties keep their order), cut to top_n. `meta`: each
+// document's meta_info (null when empty).
+json RerankAnswer(const RerankRequest& request, const std::vector<double>& scores,
+                  const std::vector<json>& meta = {}) {
   std::vector<size_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -109,7 +111,7 @@ json RerankAnswer(const RerankRequest& request, const std::vector<double>& score
   }
   json out = json::array();
   for (size_t i : order) {
-    json item{{"score", scores[i]}, {"index", i}, {"meta_info", nullptr}};
+    json item{{"score", scores[i]}, {"index", i}, {"meta_info", meta.empty() ? json() : meta[i]}};
     if (request.return_documents) item["document"] = request.documents[i];
     out.push_back(std::move(item));
   }
@@ -203,6 +205,48 @@ ApiExpected<ServingPlan> PlanYesNoRerank(ServerContext& ctx, RerankRequest reque
   return plan;
 }
 
+// A cross-encoder: each (query, document) pair through the classifier; the first logit (through
+// the model's activation) is the score.
+void RunCrossEncoderRerank(ServerContext& ctx, RerankRequest request, ResponseWriterPtr writer) {
+  if (ctx.model.labels.empty()) {
+    return SendResult(*writer,
+                      BadRequest("/v1/rerank needs a cross-encoder (*ForSequenceClassification) "
+                                 "or an LLM reranker; " + ctx.served_model_name +
+                                 " is an embedding model."));
+  }
+  if (ctx.tokenizer == nullptr) {
+    return SendResult(*writer, BadRequest("/v1/rerank needs the tokenizer (--skip-tokenizer-init "
+                                          "is set)."));
+  }
+  std::vector<EmbedInput> inputs;
+  for (const std::string& doc : request.documents) {
+    tokenizer::PairEncoding pair = ctx.tokenizer->EncodePair(request.query, doc);
+    inputs.push_back({.ids = std::vector<int32_t>(pair.ids.begin(), pair.ids.end()),
+                      .token_type_ids = std::move(pair.type_ids),
+                      .from_text = true});
+  }
+  if (Status fit = FitContext(ctx, inputs); !fit.ok()) {
+    return SendResult(*writer, FromStatus(fit));
+  }
+  const std::string base = "rerank-" + std::to_string(ctx.next_rid.fetch_add(1));
+  const bool sigmoid = ctx.model.sigmoid_scores;
+  RunEmbedCall(ctx, base, std::move(inputs), writer, false,
+               [writer, base, sigmoid, request = std::move(request)](
+                   std::vector<engine::EmbedResult>& results, double seconds) {
+                 std::vector<double> scores;
+                 std::vector<json> meta;
+                 for (size_t i = 0; i < results.size(); ++i) {
+                   const double logit = results[i].embedding.at(0);
+                   scores.push_back(sigmoid ? 1.0 / (1.0 + std::exp(-logit)) : logit);
+                   meta.push_back({{"id", base + "-" + std::to_string(i)},
+                                   {"prompt_tokens", results[i].prompt_tokens},
+                                   {"e2e_latency", seconds}});
+                 }
+                 writer->Send(200, "application/json",
+                              ToJsonText(RerankAnswer(request, scores, meta)));
+               });
+}
+
 }  // namespace
 
 void HandleRerank(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
@@ -212,8 +256,7 @@ void HandleRerank(ServerContext& ctx, const std::string& body, ResponseWriterPtr
     return Serve(ctx, std::move(writer), ErrorStyle::kOpenAi,
                  PlanYesNoRerank(ctx, std::move(request).value()));
   }
-  return SendResult(*writer, BadRequest("/v1/rerank on an embedding server needs a cross-encoder "
-                                        "(*ForSequenceClassification) model."));
+  RunCrossEncoderRerank(ctx, std::move(request).value(), std::move(writer));
 }
 
 }  // namespace radixserve::api

@@ -49,6 +49,9 @@ struct ModelFacts {
   bool is_generation = true;
   // A classifier's labels (config.json id2label by id; /v1/classify); empty otherwise.
   std::vector<std::string> labels;
+  // A cross-encoder's rerank score is the sigmoid of its first logit (config.json's
+  // sbert_ce_default_activation_function), else the logit itself.
+  bool sigmoid_scores = false;
   // generation_config.json values used as sampling defaults (--sampling-defaults model).
   nlohmann::json generation_defaults = nlohmann::json::object();
 };

@@ -16,6 +16,8 @@ namespace radixserve::engine {
 struct EmbedRequest {
   std::string rid;
   std::vector<int32_t> input_ids;  // tokenized, special tokens included, within the context
+  // A cross-encoder pair's segments (aligned with input_ids); empty: all 0.
+  std::vector<int32_t> token_type_ids;
   std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
 };
 

@@ -1,7 +1,10 @@
 #include "engine/embedding_engine.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
+
+#include "common/check.h"
 
 namespace radixserve::engine {
 
@@ -26,6 +29,10 @@ Status EmbeddingEngine::SubmitEmbed(EmbedRequest request, EmbedSink sink) {
     return InvalidArgument("The input (" + std::to_string(request.input_ids.size()) +
                            " tokens) is longer than the model's context length (" +
                            std::to_string(context) + " tokens).");
+  }
+  if (!request.token_type_ids.empty() &&
+      request.token_type_ids.size() != request.input_ids.size()) {
+    return InvalidArgument("token_type_ids must have one entry per input token.");
   }
   const int64_t vocab = model_->config().vocab_size;
   for (int32_t id : request.input_ids) {
@@ -140,9 +147,21 @@ void EmbeddingEngine::Loop() {
       prompt_tokens_total_ += tokens;
     }
     model::ForwardBatch fb;
+    const bool typed = std::any_of(batch.begin(), batch.end(), [](const Pending& p) {
+      return !p.request.token_type_ids.empty();
+    });
     for (const Pending& p : batch) {
       const auto& ids = p.request.input_ids;
       fb.token_ids.insert(fb.token_ids.end(), ids.begin(), ids.end());
+      if (typed) {
+        const auto& types = p.request.token_type_ids;
+        RADIX_CHECK(types.empty() || types.size() == ids.size());
+        if (types.empty()) {
+          fb.token_type_ids.insert(fb.token_type_ids.end(), ids.size(), 0);
+        } else {
+          fb.token_type_ids.insert(fb.token_type_ids.end(), types.begin(), types.end());
+        }
+      }
       for (size_t i = 0; i < ids.size(); ++i) fb.positions.push_back(static_cast<int64_t>(i));
       fb.sequences.push_back({0, static_cast<int64_t>(ids.size()), {}});
     }

@@ -125,7 +125,11 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   assets.facts.vocab_size = config.vocab_size;
   assets.facts.generation_defaults = GenerationDefaults(config, args);
   assets.facts.is_generation = assets.encoder == nullptr;
-  if (assets.encoder != nullptr) assets.facts.labels = assets.encoder->labels();
+  if (assets.encoder != nullptr) {
+    assets.facts.labels = assets.encoder->classifier().labels;
+    assets.facts.sigmoid_scores =
+        assets.encoder->classifier().activation == model::ScoreActivation::kSigmoid;
+  }
   if (args.GetBool(args::key::kUseRewardModel) && assets.facts.labels.size() != 1) {
     return InvalidArgument("argument --use_reward_model: " + config.architecture +
                            " is not a reward model (it needs a *ForSequenceClassification "

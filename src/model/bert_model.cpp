@@ -1,5 +1,6 @@
 #include "model/bert_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -20,7 +21,8 @@ float GeluErf(float x) {
 
 Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config,
                                                           PoolingConfig pooling,
-                                                          std::unique_ptr<WeightStore> weights) {
+                                                          std::unique_ptr<WeightStore> weights,
+                                                          ClassifierInfo classifier) {
   if (config.hidden_act != "gelu") {
     return Unsupported("BertModel: hidden_act " + config.hidden_act +
                        " is not supported (supported: gelu)");
@@ -39,7 +41,7 @@ Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config,
     return InvalidArgument("BertModel: config needs a positive type_vocab_size");
   }
   std::unique_ptr<BertModel> model(
-      new BertModel(std::move(config), pooling, std::move(weights)));
+      new BertModel(std::move(config), pooling, std::move(weights), std::move(classifier)));
   RADIX_RETURN_IF_ERROR(model->Load());
   return std::unique_ptr<EncoderModel>(std::move(model));
 }
@@ -82,6 +84,12 @@ Status BertModel::Load() {
     RADIX_ASSIGN_OR_RETURN(layer.down, LoadLinear(p + "output.dense", h, ff));
     RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, LoadNorm(p + "output.LayerNorm"));
     layers_.push_back(std::move(layer));
+  }
+  if (!classifier_.labels.empty()) {
+    RADIX_ASSIGN_OR_RETURN(pooler_, LoadLinear("pooler.dense", h, h));
+    RADIX_ASSIGN_OR_RETURN(classifier_head_,
+                           LoadLinear("classifier", static_cast<int64_t>(classifier_.labels.size()),
+                                      h));
   }
   return Status::Ok();
 }
@@ -180,10 +188,23 @@ Status BertModel::Encode(const ForwardBatch& batch, ThreadPool* pool, float* hid
                              std::to_string(config_.context_length) + " position embeddings");
     }
   }
+  const bool typed = !batch.token_type_ids.empty();
+  RADIX_CHECK(!typed || static_cast<int64_t>(batch.token_type_ids.size()) == n);
+  for (int32_t type : batch.token_type_ids) {
+    if (type < 0 || type >= config_.type_vocab_size) {
+      return InvalidArgument("token type " + std::to_string(type) + " is out of range [0, " +
+                             std::to_string(config_.type_vocab_size) + ")");
+    }
+  }
   ForRows(pool, n, [&](int64_t begin, int64_t end) {
     std::vector<float> pos_row(static_cast<size_t>(h)), type_row(static_cast<size_t>(h));
-    kernels::DequantizeRow(token_type_, 0, type_row.data());
+    int32_t loaded_type = -1;
     for (int64_t t = begin; t < end; ++t) {
+      const int32_t type = typed ? batch.token_type_ids[static_cast<size_t>(t)] : 0;
+      if (type != loaded_type) {
+        kernels::DequantizeRow(token_type_, type, type_row.data());
+        loaded_type = type;
+      }
       float* row = hidden + t * h;
       kernels::DequantizeRow(word_, batch.token_ids[static_cast<size_t>(t)], row);
       kernels::DequantizeRow(position_, batch.positions[static_cast<size_t>(t)], pos_row.data());
@@ -221,7 +242,21 @@ Status BertModel::Embed(const ForwardBatch& batch, ThreadPool* pool, float* out)
   RADIX_RETURN_IF_ERROR(Encode(batch, pool, hidden.data()));
   std::vector<int64_t> lengths;
   for (const SequenceExtend& s : batch.sequences) lengths.push_back(s.extend_len);
-  Pool(pooling_, hidden.data(), config_.hidden_size, lengths, out);
+  if (classifier_.labels.empty()) {
+    Pool(pooling_, hidden.data(), config_.hidden_size, lengths, out);
+    return Status::Ok();
+  }
+  // Cross-encoder: each sequence's [CLS] state -> pooler dense + tanh -> classifier.
+  const int64_t h = config_.hidden_size, n = static_cast<int64_t>(lengths.size());
+  std::vector<float> cls(static_cast<size_t>(n * h)), pooled(cls.size());
+  int64_t start = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    std::copy_n(hidden.begin() + start * h, h, cls.begin() + s * h);
+    start += lengths[static_cast<size_t>(s)];
+  }
+  ApplyLinear(pool, pooler_, cls.data(), n, pooled.data());
+  for (float& v : pooled) v = std::tanh(v);
+  ApplyLinear(pool, classifier_head_, pooled.data(), n, out);
   return Status::Ok();
 }
 

@@ -1,5 +1,7 @@
 // BertModel: the BERT encoder (HF `BertModel`, e.g. all-MiniLM-L6-v2) followed by the pooling its
-// folder declares. Embeddings are word + absolute position + token type 0, then LayerNorm; each
+// folder declares, or (BertForSequenceClassification, a cross-encoder) by BERT's pooler (dense +
+// tanh on the [CLS] state) and the classifier, one logit per label. Embeddings are word +
+// absolute position + token type (ForwardBatch::token_type_ids, 0 when empty), then LayerNorm; each
 // layer is post-norm: bidirectional multi-head attention (biased Q/K/V/O projections) + residual
 // + LayerNorm, then dense + exact erf GELU + dense + residual + LayerNorm.
 //
@@ -18,13 +20,19 @@ namespace radixserve::model {
 
 class BertModel final : public EncoderModel {
  public:
+  // `classifier` with labels: a BertForSequenceClassification (pooler.dense, classifier weights).
   static Expected<std::unique_ptr<EncoderModel>> Create(ModelConfig config, PoolingConfig pooling,
-                                                        std::unique_ptr<WeightStore> weights);
+                                                        std::unique_ptr<WeightStore> weights,
+                                                        ClassifierInfo classifier = {});
 
   const ModelConfig& config() const override { return config_; }
   const PoolingConfig& pooling() const override { return pooling_; }
   int64_t weight_bytes() const override { return weights_->used_bytes(); }
-  int64_t embedding_dim() const override { return config_.hidden_size; }
+  int64_t embedding_dim() const override {
+    return classifier_.labels.empty() ? config_.hidden_size
+                                      : static_cast<int64_t>(classifier_.labels.size());
+  }
+  const ClassifierInfo& classifier() const override { return classifier_; }
   Status Embed(const ForwardBatch& batch, ThreadPool* pool, float* out) const override;
 
   // The last layer's hidden states [batch.num_tokens(), hidden_size] before pooling.
@@ -43,8 +51,12 @@ class BertModel final : public EncoderModel {
     Norm attn_norm, ffn_norm;
   };
 
-  BertModel(ModelConfig config, PoolingConfig pooling, std::unique_ptr<WeightStore> weights)
-      : config_(std::move(config)), pooling_(pooling), weights_(std::move(weights)) {}
+  BertModel(ModelConfig config, PoolingConfig pooling, std::unique_ptr<WeightStore> weights,
+            ClassifierInfo classifier)
+      : config_(std::move(config)),
+        pooling_(pooling),
+        weights_(std::move(weights)),
+        classifier_(std::move(classifier)) {}
   Status Load();
   Expected<Linear> LoadLinear(const std::string& prefix, int64_t rows, int64_t cols);
   Expected<Norm> LoadNorm(const std::string& prefix);
@@ -59,6 +71,8 @@ class BertModel final : public EncoderModel {
   kernels::WeightMatrix word_, position_, token_type_;
   Norm embed_norm_;
   std::vector<Layer> layers_;
+  ClassifierInfo classifier_;
+  Linear pooler_, classifier_head_;  // loaded when classifier_ has labels
 };
 
 }  // namespace radixserve::model

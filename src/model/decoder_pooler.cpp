@@ -22,7 +22,7 @@ int64_t DecoderPooler::weight_bytes() const {
 }
 
 int64_t DecoderPooler::embedding_dim() const {
-  return head_ ? static_cast<int64_t>(head_->labels.size()) : decoder_->config().hidden_size;
+  return head_ ? static_cast<int64_t>(head_->info.labels.size()) : decoder_->config().hidden_size;
 }
 
 Status DecoderPooler::Embed(const ForwardBatch& batch, ThreadPool* pool, float* out) const {
@@ -75,7 +75,7 @@ Status DecoderPooler::Embed(const ForwardBatch& batch, ThreadPool* pool, float* 
     return Status::Ok();
   }
   // One row per sequence: the last token's hidden state through the score head.
-  const auto num_labels = static_cast<int64_t>(head_->labels.size());
+  const auto num_labels = static_cast<int64_t>(head_->info.labels.size());
   for (size_t s = 0; s < lengths.size(); ++s) {
     const float* h = hidden.data() + s * static_cast<size_t>(H);
     for (int64_t k = 0; k < num_labels; ++k) {

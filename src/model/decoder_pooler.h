@@ -25,9 +25,9 @@ namespace radixserve::model {
 
 // A *ForSequenceClassification score head: logits = weight h (+ bias).
 struct ClassifierHead {
-  std::vector<float> weight;       // [labels.size(), hidden] row-major
-  std::vector<float> bias;         // empty or [labels.size()]
-  std::vector<std::string> labels;  // config.json id2label, by id
+  std::vector<float> weight;  // [info.labels.size(), hidden] row-major
+  std::vector<float> bias;    // empty or [info.labels.size()]
+  ClassifierInfo info;
 };
 
 class DecoderPooler final : public EncoderModel {
@@ -41,8 +41,8 @@ class DecoderPooler final : public EncoderModel {
   const PoolingConfig& pooling() const override { return pooling_; }
   int64_t weight_bytes() const override;
   int64_t embedding_dim() const override;
-  std::vector<std::string> labels() const override {
-    return head_ ? head_->labels : std::vector<std::string>{};
+  const ClassifierInfo& classifier() const override {
+    return head_ ? head_->info : EncoderModel::classifier();
   }
   Status Embed(const ForwardBatch& batch, ThreadPool* pool, float* out) const override;
 

@@ -19,6 +19,17 @@
 
 namespace radixserve::model {
 
+// How a cross-encoder's relevance score is read from its first logit: config.json's
+// sbert_ce_default_activation_function, as SGLang reads it (absent: identity).
+enum class ScoreActivation { kIdentity, kSigmoid };
+
+// A sequence classifier (*ForSequenceClassification): Embed writes one logit per label,
+// unnormalized, and the pooling config does not apply.
+struct ClassifierInfo {
+  std::vector<std::string> labels;  // config.json id2label, by id; empty: not a classifier
+  ScoreActivation activation = ScoreActivation::kIdentity;
+};
+
 class EncoderModel {
  public:
   virtual ~EncoderModel() = default;
@@ -28,9 +39,11 @@ class EncoderModel {
   virtual int64_t weight_bytes() const = 0;
   // Width of one embedding (the hidden size for BERT; the number of labels for a classifier).
   virtual int64_t embedding_dim() const = 0;
-  // A classifier's labels (config.json id2label, by id): Embed then writes one logit per label,
-  // unnormalized, and the pooling config does not apply. Empty for an embedder.
-  virtual std::vector<std::string> labels() const { return {}; }
+  // What a classifier's Embed output means (its labels empty for an embedder).
+  virtual const ClassifierInfo& classifier() const {
+    static const ClassifierInfo kNone;
+    return kNone;
+  }
 
   // Writes embeddings [batch.sequences.size(), embedding_dim()] (row-major float32) to `out`,
   // pooled and (if the pooling config says so) L2-normalized. batch.positions are the absolute

@@ -32,6 +32,8 @@ struct ForwardBatch {
   std::vector<SequenceExtend> sequences;
   // Indices into token_ids whose logits are wanted, in output order.
   std::vector<int64_t> logit_indices;
+  // Encoders only (BERT's segment embeddings): [num_tokens] token types; empty: all 0.
+  std::vector<int32_t> token_type_ids;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
 };

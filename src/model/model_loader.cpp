@@ -193,7 +193,27 @@ std::string PoolingDecoderBase(const std::string& arch) {
   return arch;
 }
 
-// A classifier's labels: config.json id2label by id (num_labels of them), LABEL_i where absent.
+// A classifier's labels and score activation from config.json.
+Expected<std::vector<std::string>> ClassifierLabels(const json& config, const std::string& where);
+
+Expected<ClassifierInfo> ReadClassifierInfo(const json& config, const std::string& where) {
+  ClassifierInfo info;
+  RADIX_ASSIGN_OR_RETURN(info.labels, ClassifierLabels(config, where));
+  auto it = config.find("sbert_ce_default_activation_function");
+  if (it != config.end() && !it->is_null()) {
+    const std::string name = it->is_string() ? it->get<std::string>() : it->dump();
+    if (name == "torch.nn.modules.activation.Sigmoid") {
+      info.activation = ScoreActivation::kSigmoid;
+    } else if (name != "torch.nn.modules.linear.Identity") {
+      return Unsupported(where + ": sbert_ce_default_activation_function " + name +
+                         " is not supported (supported: torch.nn.modules.activation.Sigmoid, "
+                         "torch.nn.modules.linear.Identity)");
+    }
+  }
+  return info;
+}
+
+// config.json id2label by id (num_labels of them), LABEL_i where absent.
 Expected<std::vector<std::string>> ClassifierLabels(const json& config, const std::string& where) {
   int64_t n = 0;
   if (config.contains("id2label") && config["id2label"].is_object()) {
@@ -277,7 +297,7 @@ std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype) {
 }
 
 bool IsEncoderArchitecture(std::string_view architecture) {
-  return architecture == "BertModel";
+  return architecture == "BertModel" || architecture == "BertForSequenceClassification";
 }
 
 Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& options) {
@@ -294,7 +314,8 @@ Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& opti
   RADIX_ASSIGN_OR_RETURN(config, BuildConfig(options, src));
   if (!IsEncoderArchitecture(config.architecture)) {
     return Unsupported("architecture " + config.architecture +
-                       " is not an encoder model (supported encoders: BertModel)");
+                       " is not an encoder model (supported encoders: BertModel, "
+                       "BertForSequenceClassification)");
   }
   std::unique_ptr<WeightStore> weights;
   if (options.load_format == "dummy") {
@@ -310,15 +331,23 @@ Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& opti
   }
   PoolingConfig pooling;
   RADIX_ASSIGN_OR_RETURN(pooling, LoadPoolingConfig(cp.folder, PoolingConfig{}));
+  ClassifierInfo classifier;
+  if (config.architecture == "BertForSequenceClassification") {
+    RADIX_ASSIGN_OR_RETURN(classifier, ReadClassifierInfo(src.config, options.model_path));
+  }
   std::unique_ptr<EncoderModel> model;
-  RADIX_ASSIGN_OR_RETURN(model, BertModel::Create(std::move(config), pooling, std::move(weights)));
+  RADIX_ASSIGN_OR_RETURN(model, BertModel::Create(std::move(config), pooling, std::move(weights),
+                                                  std::move(classifier)));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RADIX_LOG_INFO(
-      "Load weight end. arch={}, encoder, pooling={}{}, weight bytes={:.2f} MB, load time={:.2f} "
-      "s",
-      model->config().architecture, PoolingModeName(model->pooling().mode),
-      model->pooling().normalize ? " + normalize" : "",
+      "Load weight end. arch={}, encoder, {}{}, weight bytes={:.2f} MB, load time={:.2f} s",
+      model->config().architecture,
+      model->classifier().labels.empty()
+          ? std::string("pooling=") + PoolingModeName(model->pooling().mode)
+          : "classifier (CLS pooler, " + std::to_string(model->classifier().labels.size()) +
+                " labels)",
+      model->classifier().labels.empty() && model->pooling().normalize ? " + normalize" : "",
       static_cast<double>(model->weight_bytes()) / (1 << 20), seconds);
   return model;
 }
@@ -428,9 +457,8 @@ Expected<std::unique_ptr<EncoderModel>> LoadPoolingDecoder(const LoadOptions& op
   PoolingConfig pooling{.mode = PoolingMode::kLastToken, .normalize = true};
   if (IsClassifierArchitecture(c.architecture)) {
     head = std::make_unique<ClassifierHead>();
-    RADIX_ASSIGN_OR_RETURN(head->labels,
-                           ClassifierLabels(loaded.config_json, options.model_path));
-    const auto n = static_cast<int64_t>(head->labels.size());
+    RADIX_ASSIGN_OR_RETURN(head->info, ReadClassifierInfo(loaded.config_json, options.model_path));
+    const auto n = static_cast<int64_t>(head->info.labels.size());
     kernels::WeightMatrix weight;
     RADIX_ASSIGN_OR_RETURN(weight, loaded.store->RequireMatrix("cls_score.weight", n,
                                                                c.hidden_size));
@@ -445,7 +473,7 @@ Expected<std::unique_ptr<EncoderModel>> LoadPoolingDecoder(const LoadOptions& op
     RADIX_ASSIGN_OR_RETURN(pooling, LoadPoolingConfig(loaded.folder, pooling));
   }
   auto pooler = std::make_unique<DecoderPooler>(std::move(loaded.model), pooling, std::move(head));
-  const std::vector<std::string> labels = pooler->labels();
+  const std::vector<std::string>& labels = pooler->classifier().labels;
   if (labels.empty()) {
     RADIX_LOG_INFO("Serving {} as an embedding model: pooling={}{}, {} dimensions",
                    pooler->config().architecture, PoolingModeName(pooler->pooling().mode),

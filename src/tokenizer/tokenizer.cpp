@@ -27,6 +27,37 @@ std::vector<TokenId> Tokenizer::Encode(std::string_view text, const EncodeOption
   return ids;
 }
 
+PairEncoding Tokenizer::EncodePair(std::string_view a, std::string_view b,
+                                   const EncodeOptions& options) const {
+  const EncodeOptions bare{.add_special_tokens = false, .parse_special = options.parse_special};
+  const std::vector<TokenId> ids_a = Encode(a, bare);
+  const std::vector<TokenId> ids_b = Encode(b, bare);
+  PairEncoding out;
+  auto add = [&out](const std::vector<TokenId>& ids, int32_t type_id) {
+    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+    out.type_ids.insert(out.type_ids.end(), ids.size(), type_id);
+  };
+  const PostProcessor& post = parts_.post_processor;
+  if (!options.add_special_tokens) {
+    add(ids_a, 0);
+    add(ids_b, 1);
+  } else if (post.pair.empty()) {
+    for (int32_t type_id : {0, 1}) {
+      add(post.prefix, type_id);
+      add(type_id == 0 ? ids_a : ids_b, type_id);
+      add(post.suffix, type_id);
+    }
+  } else {
+    for (const PairPiece& piece : post.pair) {
+      add(piece.kind == PairPiece::Kind::kTokens      ? piece.ids
+          : piece.kind == PairPiece::Kind::kSequenceA ? ids_a
+                                                      : ids_b,
+          piece.type_id);
+    }
+  }
+  return out;
+}
+
 void Tokenizer::EncodeText(std::string_view text, bool at_start, bool parse_special,
                            std::vector<TokenId>& out) const {
   for (const Section& raw : parts_.added.Split(text, /*normalized=*/false, parse_special)) {

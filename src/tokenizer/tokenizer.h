@@ -35,10 +35,28 @@ struct DecodeOptions {
   bool spaces_between_special_tokens = true;
 };
 
-// Ids added around a single encoded sequence by the post-processor.
+// One piece of a pair template: special-token ids, or where sequence A or B goes; type_id is the
+// segment (token type) its tokens get.
+struct PairPiece {
+  enum class Kind { kTokens, kSequenceA, kSequenceB };
+  Kind kind = Kind::kTokens;
+  std::vector<TokenId> ids;  // kTokens
+  int32_t type_id = 0;
+};
+
+// Ids added around a single encoded sequence by the post-processor, and how it assembles a pair.
 struct PostProcessor {
   std::vector<TokenId> prefix;
   std::vector<TokenId> suffix;
+  // tokenizer.json's pair template (TemplateProcessing "pair", BertProcessing's
+  // [CLS] A [SEP] B [SEP]). Empty: the pair is A then B, each with prefix and suffix, types 0 and 1.
+  std::vector<PairPiece> pair;
+};
+
+// A sequence pair encoded for a cross-encoder: ids and the segment of each.
+struct PairEncoding {
+  std::vector<TokenId> ids;
+  std::vector<int32_t> type_ids;
 };
 
 class Tokenizer {
@@ -57,6 +75,10 @@ class Tokenizer {
 
   // `text` may hold ill-formed UTF-8: each ill-formed subsequence is read as U+FFFD.
   std::vector<TokenId> Encode(std::string_view text, const EncodeOptions& options = {}) const;
+  // `a` and `b` as one input, as HF's tokenizer(a, b) assembles it (options.add_special_tokens:
+  // the pair template; else A's tokens (type 0) then B's (type 1)).
+  PairEncoding EncodePair(std::string_view a, std::string_view b,
+                          const EncodeOptions& options = {}) const;
   // Unknown ids are skipped. The result is well-formed UTF-8.
   std::string Decode(std::span<const TokenId> ids, const DecodeOptions& options = {}) const;
 

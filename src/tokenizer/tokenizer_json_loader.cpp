@@ -278,11 +278,42 @@ Status BuildPostProcessor(const json& j, PostProcessor& post) {
     }
     post.prefix.insert(post.prefix.begin(), before.begin(), before.end());
     post.suffix.insert(post.suffix.end(), after.begin(), after.end());
+    if (j.contains("pair") && j.at("pair").is_array()) {
+      post.pair.clear();
+      for (const auto& item : j.at("pair")) {
+        PairPiece piece;
+        if (item.contains("Sequence")) {
+          const std::string id = item.at("Sequence").at("id").get<std::string>();
+          if (id != "A" && id != "B") return DataLoss("pair template sequence '" + id + "'");
+          piece.kind = id == "A" ? PairPiece::Kind::kSequenceA : PairPiece::Kind::kSequenceB;
+          piece.type_id = item.at("Sequence").value("type_id", 0);
+        } else {
+          const std::string name = item.at("SpecialToken").at("id").get<std::string>();
+          const auto& special = j.at("special_tokens");
+          if (!special.contains(name)) return DataLoss("template token '" + name + "' undefined");
+          for (const auto& id : special.at(name).at("ids")) piece.ids.push_back(id.get<TokenId>());
+          piece.type_id = item.at("SpecialToken").value("type_id", 0);
+        }
+        post.pair.push_back(std::move(piece));
+      }
+    }
     return Status::Ok();
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
-    post.prefix.insert(post.prefix.begin(), j.at("cls").at(1).get<TokenId>());
-    post.suffix.push_back(j.at("sep").at(1).get<TokenId>());
+    const TokenId cls = j.at("cls").at(1).get<TokenId>();
+    const TokenId sep = j.at("sep").at(1).get<TokenId>();
+    post.prefix.insert(post.prefix.begin(), cls);
+    post.suffix.push_back(sep);
+    // BERT: [CLS] A [SEP] B [SEP], segments 0 then 1; RoBERTa: <s> A </s> </s> B </s>, one segment
+    // (its models have a single token type).
+    using K = PairPiece::Kind;
+    if (type == "BertProcessing") {
+      post.pair = {{K::kTokens, {cls}, 0}, {K::kSequenceA, {}, 0}, {K::kTokens, {sep}, 0},
+                   {K::kSequenceB, {}, 1}, {K::kTokens, {sep}, 1}};
+    } else {
+      post.pair = {{K::kTokens, {cls}, 0}, {K::kSequenceA, {}, 0}, {K::kTokens, {sep, sep}, 0},
+                   {K::kSequenceB, {}, 0}, {K::kTokens, {sep}, 0}};
+    }
     return Status::Ok();
   }
   return Unsupported("tokenizer.json post_processor '" + type + "' is not supported");
