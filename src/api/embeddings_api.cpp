@@ -13,6 +13,7 @@
 
 #include "api/api_error.h"
 #include "api/json_body.h"
+#include "api/json_fields.h"
 
 namespace radixserve::api {
 namespace {
@@ -190,6 +191,41 @@ ApiExpected<json> ReadBody(const std::string& body, std::initializer_list<std::s
   return std::move(parsed).value();
 }
 
+// SGLang's Matryoshka checks (its messages) plus the embedding's own width.
+Status CheckDimensions(const ServerContext& ctx, int64_t dims) {
+  if (!ctx.model.is_matryoshka) {
+    return InvalidArgument("Model '" + ctx.served_model_name +
+                           "' does not support matryoshka representation, changing output "
+                           "dimensions will lead to poor results.");
+  }
+  if (dims < 1) return InvalidArgument("Requested dimensions must be greater than 0");
+  const auto& allowed = ctx.model.matryoshka_dimensions;
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), dims) == allowed.end()) {
+    std::string list;
+    for (int64_t d : allowed) list += (list.empty() ? "" : ", ") + std::to_string(d);
+    return InvalidArgument("Model '" + ctx.served_model_name + "' only supports [" + list +
+                           "] matryoshka dimensions, using other output dimensions will lead to "
+                           "poor results.");
+  }
+  if (ctx.model.embedding_dim > 0 && dims > ctx.model.embedding_dim) {
+    return InvalidArgument("Requested dimensions (" + std::to_string(dims) +
+                           ") exceed the embedding's " + std::to_string(ctx.model.embedding_dim) +
+                           ".");
+  }
+  return Status::Ok();
+}
+
+// Matryoshka truncation: the first `dims` values, renormalized when the model normalizes (what
+// slicing before the model's Normalize gives).
+void Truncate(std::vector<float>& v, int64_t dims, bool normalized) {
+  v.resize(static_cast<size_t>(std::min<int64_t>(dims, static_cast<int64_t>(v.size()))));
+  if (!normalized) return;
+  double norm2 = 0;
+  for (float x : v) norm2 += static_cast<double>(x) * x;
+  const double scale = 1.0 / std::max(std::sqrt(norm2), 1e-12);
+  for (float& x : v) x = static_cast<float>(x * scale);
+}
+
 std::string Base64(const std::vector<float>& values) {
   static const char kTable[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -234,13 +270,14 @@ void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWrite
     }
     format = req["encoding_format"].get<std::string>();
   }
+  std::optional<int64_t> dimensions;
   if (req.contains("dimensions") && !req["dimensions"].is_null()) {
-    return SendApiError(*writer,
-                        BadRequest("'dimensions' is not supported: the model " +
-                                   ctx.served_model_name +
-                                   " does not declare Matryoshka embeddings, so its vectors "
-                                   "cannot be truncated."),
-                        false);
+    auto dims = ReadInt(req["dimensions"], "dimensions");
+    if (!dims.ok()) return SendApiError(*writer, InvalidRequest(dims.status().message()), false);
+    if (Status s = CheckDimensions(ctx, *dims); !s.ok()) {
+      return SendApiError(*writer, FromStatus(s), false);
+    }
+    dimensions = *dims;
   }
   bool single = false;
   auto inputs = ReadInputs(ctx, req["input"], "input", &single);
@@ -251,10 +288,12 @@ void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWrite
   const std::string model = ctx.served_model_name;
   const std::string base = "embd-" + std::to_string(ctx.next_rid.fetch_add(1));
   RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
-      [writer, format, model](std::vector<engine::EmbedResult>& results, double) {
+      [writer, format, model, dimensions, normalized = ctx.model.normalized_embeddings](
+          std::vector<engine::EmbedResult>& results, double) {
         json data = json::array();
         int64_t tokens = 0;
         for (size_t i = 0; i < results.size(); ++i) {
+          if (dimensions) Truncate(results[i].embedding, *dimensions, normalized);
           json item{{"object", "embedding"}, {"index", i}};
           if (format == "base64") {
             item["embedding"] = Base64(results[i].embedding);

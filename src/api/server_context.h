@@ -52,6 +52,12 @@ struct ModelFacts {
   // A cross-encoder's rerank score is the sigmoid of its first logit (config.json's
   // sbert_ce_default_activation_function), else the logit itself.
   bool sigmoid_scores = false;
+  // Embedding models: whether vectors are L2-normalized, and Matryoshka truncation as
+  // config.json declares it (is_matryoshka, or the allowed matryoshka_dimensions).
+  bool normalized_embeddings = false;
+  int64_t embedding_dim = 0;
+  bool is_matryoshka = false;
+  std::vector<int64_t> matryoshka_dimensions;  // empty: any width up to the embedding's
   // generation_config.json values used as sampling defaults (--sampling-defaults model).
   nlohmann::json generation_defaults = nlohmann::json::object();
 };

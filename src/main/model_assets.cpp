@@ -68,6 +68,33 @@ nlohmann::json GenerationDefaults(const model::ModelConfig& config,
   return defaults.ok() && defaults->is_object() ? *defaults : nlohmann::json::object();
 }
 
+// config.json's Matryoshka declaration (SGLang's model_config: matryoshka_dimensions, or
+// is_matryoshka for any width). A GGUF file declares none.
+Status ReadMatryoshka(const std::string& model_path, api::ModelFacts& facts) {
+  const std::filesystem::path config = std::filesystem::path(model_path) / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config, ec)) return Status::Ok();
+  std::ifstream in(config);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::Ok();  // the loader has already read (and checked) it
+  if (auto dims = j.find("matryoshka_dimensions"); dims != j.end() && !dims->is_null()) {
+    if (!dims->is_array() || dims->empty()) {
+      return DataLoss(config.string() + ": matryoshka_dimensions must be a list of widths");
+    }
+    for (const nlohmann::json& d : *dims) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 1) {
+        return DataLoss(config.string() + ": matryoshka_dimensions must be positive integers");
+      }
+      facts.matryoshka_dimensions.push_back(d.get<int64_t>());
+    }
+    facts.is_matryoshka = true;
+  }
+  if (auto flag = j.find("is_matryoshka"); flag != j.end() && flag->is_boolean()) {
+    facts.is_matryoshka = facts.is_matryoshka || flag->get<bool>();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
@@ -126,6 +153,10 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   assets.facts.generation_defaults = GenerationDefaults(config, args);
   assets.facts.is_generation = assets.encoder == nullptr;
   if (assets.encoder != nullptr) {
+    assets.facts.normalized_embeddings = assets.encoder->pooling().normalize &&
+                                         assets.encoder->classifier().labels.empty();
+    assets.facts.embedding_dim = assets.encoder->embedding_dim();
+    RADIX_RETURN_IF_ERROR(ReadMatryoshka(options.model_path, assets.facts));
     assets.facts.labels = assets.encoder->classifier().labels;
     assets.facts.sigmoid_scores =
         assets.encoder->classifier().activation == model::ScoreActivation::kSigmoid;

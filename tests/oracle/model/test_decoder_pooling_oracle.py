@@ -167,3 +167,38 @@ def test_use_reward_model_needs_a_one_label_head(ref):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "--use_reward_model" in done.stderr and "reward model" in done.stderr
+
+
+def test_matryoshka_dimensions(ref, tmp_path):
+    """dimensions truncates and renormalizes when config.json declares Matryoshka embeddings
+    (SGLang's matryoshka_dimensions / is_matryoshka), and is a 400 otherwise."""
+    import shutil
+
+    folder = tmp_path / "mrl"
+    shutil.copytree(ref["dir"] / "st-last", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["matryoshka_dimensions"] = [16, 32]
+    (folder / "config.json").write_text(json.dumps(config))
+    srv = serve(str(folder))
+    try:
+        texts = ref["texts"][:20]
+        r = requests.post(srv.url + "/v1/embeddings",
+                          json={"input": texts, "dimensions": 16}, timeout=120)
+        assert r.status_code == 200, r.text
+        got = np.array([d["embedding"] for d in r.json()["data"]])
+        want = ref["st-last"][:20, :16]
+        want = want / np.linalg.norm(want, axis=1, keepdims=True)
+        assert got.shape == (20, 16)
+        assert np.abs(got - want).max() < 1e-4
+        bad = requests.post(srv.url + "/v1/embeddings", json={"input": "x", "dimensions": 8},
+                            timeout=60)
+        assert bad.status_code == 400 and "only supports [16, 32]" in bad.json()["message"]
+    finally:
+        stop(srv)
+    plain = serve(str(ref["dir"] / "st-last"))
+    try:
+        r = requests.post(plain.url + "/v1/embeddings", json={"input": "x", "dimensions": 16},
+                          timeout=60)
+        assert r.status_code == 400 and "does not support matryoshka" in r.json()["message"]
+    finally:
+        stop(plain)
