@@ -111,7 +111,7 @@ std::vector<ApiRoute> ApiRoutes() {
        Generating(Admitting(JsonOnly(HandleChatCompletions)))},
       {{"POST"}, "/v1/responses", false, Generating(Admitting(JsonOnly(HandleResponses)))},
       {{"GET", "DELETE", "POST"}, "/v1/responses/", true, HandleResponseById, "response_id"},
-      {{"POST"}, "/v1/score", false, Generating(Admitting(JsonOnly(HandleScore)))},
+      {{"POST"}, "/v1/score", false, Admitting(JsonOnly(HandleScore))},
       {{"POST", "PUT"}, "/v1/rerank", false, Admitting(JsonOnly(HandleRerank))},
       {{"POST"}, "/v1/embeddings", false, Admitting(JsonOnly(HandleEmbeddings))},
       {{"POST"}, "/encode", false, Admitting(BodyOnly(HandleEncode))},

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "api/api_error.h"
+#include "api/embeddings_api.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/request_builder.h"
@@ -105,6 +106,22 @@ std::vector<double> ToScores(const std::vector<float>& logprobs, const ScoreOpti
   return scores;
 }
 
+// SGLang's ScoringResponse.
+json ScoreResponse(const ScoreOptions& options, json scores, json token_logprobs,
+                   int64_t prompt_tokens) {
+  return {{"scores", std::move(scores)},
+          {"pooled_hidden_states", nullptr},
+          {"token_logprobs", options.return_token_logprobs ? std::move(token_logprobs)
+                                                           : json(nullptr)},
+          {"model", options.model},
+          {"usage",
+           {{"prompt_tokens", prompt_tokens},
+            {"total_tokens", prompt_tokens},
+            {"completion_tokens", 0},
+            {"prompt_tokens_details", nullptr}}},
+          {"object", "scoring"}};
+}
+
 class ScoreFormatter final : public ResponseFormatter {
  public:
   explicit ScoreFormatter(ScoreOptions options) : options_(std::move(options)) {}
@@ -141,27 +158,11 @@ class ScoreFormatter final : public ResponseFormatter {
       token_logprobs.push_back(logprobs);
     }
     if (options_.fused_prompt_tokens) prompt_tokens = *options_.fused_prompt_tokens;
-    return {200, Response(std::move(scores), std::move(token_logprobs), prompt_tokens)};
+    return {200, ScoreResponse(options_, std::move(scores), std::move(token_logprobs),
+                               prompt_tokens)};
   }
-
-  // The answer to a call without items (no engine request).
-  json Empty() const { return Response(json::array(), json::array(), 0); }
 
  private:
-  json Response(json scores, json token_logprobs, int64_t prompt_tokens) const {
-    return {{"scores", std::move(scores)},
-            {"pooled_hidden_states", nullptr},
-            {"token_logprobs", options_.return_token_logprobs ? std::move(token_logprobs)
-                                                              : json(nullptr)},
-            {"model", options_.model},
-            {"usage",
-             {{"prompt_tokens", prompt_tokens},
-              {"total_tokens", prompt_tokens},
-              {"completion_tokens", 0},
-              {"prompt_tokens_details", nullptr}}},
-            {"object", "scoring"}};
-  }
-
   ScoreOptions options_;
 };
 
@@ -171,9 +172,10 @@ constexpr std::string_view kFields[] = {
     "score_extraction_token", "embed_override_token_id", "query_embed_overrides",
     "item_embed_overrides"};
 
-// What a score call runs: the plan, or (no items) the answer itself.
+// A parsed score call: one prompt per item (or, without items, the answer itself).
 struct ScoreCall {
-  std::optional<ServingPlan> plan;
+  ScoreOptions options;
+  std::vector<PromptInput> prompts;
   std::optional<json> answer;
 };
 
@@ -216,12 +218,24 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   if (options.temperature != 1.0 && !options.apply_softmax) {
     return BadRequest("temperature requires apply_softmax=True");
   }
-  if (*pooled) {
+  const bool generation = ctx.model.is_generation;
+  const bool has_labels = body.contains("label_token_ids") && !body["label_token_ids"].is_null();
+  if (generation && *pooled) {
     return BadRequest(
         "return_pooled_hidden_states is not supported for CausalLM models. It requires a model "
         "with a task-specific head (e.g. SequenceClassification or RewardModel).");
   }
-  if (!body.contains("label_token_ids") || body["label_token_ids"].is_null()) {
+  if (!generation && *pooled) {
+    return BadRequest("return_pooled_hidden_states is not supported by this server.");
+  }
+  if (!generation && options.return_token_logprobs) {
+    return BadRequest("return_token_logprobs is only supported for CausalLM models");
+  }
+  if (!generation && has_labels) {
+    return BadRequest("label_token_ids does not apply to a classification model: its scores are "
+                      "its class logits.");
+  }
+  if (generation && !has_labels) {
     return BadRequest("label_token_ids is required for generation (CausalLM) models.");
   }
   if (!body.contains("items") || body["items"].is_null()) {
@@ -235,13 +249,16 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   const bool id_items = items.is_array() && !items.empty() &&
                         std::all_of(items.begin(), items.end(), IsIdList);
   if (items.is_array() && items.empty()) {
-    return ScoreCall{std::nullopt, ScoreFormatter(std::move(options)).Empty()};
+    json empty = ScoreResponse(options, json::array(), json::array(), 0);
+    return ScoreCall{std::move(options), {}, std::move(empty)};
   }
   const size_t num_items = items.is_string() ? 1 : items.size();
-  ApiExpected<std::vector<std::vector<int32_t>>> labels =
-      ReadLabels(ctx, body["label_token_ids"], num_items);
-  if (!labels.ok()) return labels.status();
-  options.labels = std::move(labels).value();
+  if (generation) {
+    ApiExpected<std::vector<std::vector<int32_t>>> labels =
+        ReadLabels(ctx, body["label_token_ids"], num_items);
+    if (!labels.ok()) return labels.status();
+    options.labels = std::move(labels).value();
+  }
 
   const json query = body.contains("query") && !body["query"].is_null()
                          ? body["query"]
@@ -261,6 +278,10 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   std::vector<PromptInput> prompts;
   const std::optional<int64_t> delimiter =
       ctx.args->GetOptionalInt(args::key::kMultiItemScoringDelimiter);
+  if (delimiter && !generation) {
+    return BadRequest("Multi-item scoring (--multi-item-scoring-delimiter) needs a causal LM here; "
+                      "score a classification model's items one by one.");
+  }
   if (delimiter) {
     if (*item_first) {
       return BadRequest("item_first is not supported with multi-item scoring "
@@ -310,16 +331,63 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
     }
   }
 
+  return ScoreCall{std::move(options), std::move(prompts), std::nullopt};
+}
+
+// A causal LM: each item's labels as its next token.
+ApiExpected<ServingPlan> PlanLabelScores(ServerContext& ctx, ScoreCall call) {
   const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
   ServingPlan plan;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  for (size_t i = 0; i < call.prompts.size(); ++i) {
     ApiExpected<engine::GenerateRequest> request = BuildLabelScoringRequest(
-        ctx, prompts[i], options.labels[i], base + "-" + std::to_string(i));
+        ctx, call.prompts[i], call.options.labels[i], base + "-" + std::to_string(i));
     if (!request.ok()) return request.status();
     plan.requests.push_back(std::move(request).value());
   }
-  plan.formatter = std::make_shared<ScoreFormatter>(std::move(options));
-  return ScoreCall{std::move(plan), std::nullopt};
+  plan.formatter = std::make_shared<ScoreFormatter>(std::move(call.options));
+  return plan;
+}
+
+// A classification model (SGLang's SequenceClassification scoring): each item's class logits,
+// or their softmax (over temperature).
+void RunClassifierScores(ServerContext& ctx, ScoreCall call, ResponseWriterPtr writer) {
+  if (ctx.model.labels.empty()) {
+    return SendResult(*writer, WrongServerKind(false));
+  }
+  std::vector<EmbedInput> inputs;
+  for (const PromptInput& prompt : call.prompts) {
+    EmbedInput in;
+    if (prompt.ids) {
+      in.ids = *prompt.ids;
+    } else {
+      const auto ids = ctx.tokenizer->Encode(*prompt.text, {});
+      in.ids.assign(ids.begin(), ids.end());
+      in.from_text = true;
+    }
+    inputs.push_back(std::move(in));
+  }
+  if (Status fit = FitContext(ctx, inputs); !fit.ok()) return SendResult(*writer, FromStatus(fit));
+  const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
+  RunEmbedCall(ctx, base, std::move(inputs), writer, false,
+               [writer, options = std::move(call.options)](
+                   std::vector<engine::EmbedResult>& results, double) {
+                 json scores = json::array();
+                 int64_t tokens = 0;
+                 for (const engine::EmbedResult& r : results) {
+                   std::vector<double> row(r.embedding.begin(), r.embedding.end());
+                   if (options.apply_softmax) {
+                     const double top = *std::max_element(row.begin(), row.end());
+                     double sum = 0.0;
+                     for (double& v : row) sum += v = std::exp((v - top) / options.temperature);
+                     for (double& v : row) v /= sum;
+                   }
+                   scores.push_back(row);
+                   tokens += r.prompt_tokens;
+                 }
+                 writer->Send(200, "application/json",
+                              ToJsonText(ScoreResponse(options, std::move(scores), nullptr,
+                                                       tokens)));
+               });
 }
 
 }  // namespace
@@ -343,10 +411,18 @@ ApiExpected<engine::GenerateRequest> BuildLabelScoringRequest(const ServerContex
 }
 
 void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
+  if (!ctx.model.is_generation && ctx.model.labels.empty()) {
+    return SendResult(*writer, BadRequest("/v1/score needs a causal LM or a classification "
+                                          "model; " + ctx.served_model_name +
+                                          " is an embedding model."));
+  }
   ApiExpected<ScoreCall> call = ParseScore(ctx, body);
-  if (call.ok() && call->answer) return SendResult(*writer, *call->answer);
-  if (!call.ok()) return Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, call.status());
-  Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, std::move(*call->plan));
+  if (!call.ok()) return SendResult(*writer, call.status());
+  if (call->answer) return SendResult(*writer, *call->answer);
+  if (!ctx.model.is_generation) {
+    return RunClassifierScores(ctx, std::move(call).value(), std::move(writer));
+  }
+  Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, PlanLabelScores(ctx, std::move(call).value()));
 }
 
 }  // namespace radixserve::api

@@ -101,6 +101,21 @@ def test_bert_classifier_matches_transformers(ref):
             e = np.exp(logits - logits.max())
             assert np.allclose(item["probs"], e / e.sum(), atol=1e-4)
             assert item["label"] == labels[int(np.argmax(logits))]
+        # /v1/score on a classification model (SGLang's SequenceClassification scoring): each
+        # item's class logits, or their softmax.
+        r = requests.post(srv.url + "/v1/score", json={"items": docs}, timeout=120)
+        assert r.status_code == 200, r.text
+        assert np.allclose(r.json()["scores"], singles, atol=ATOL)
+        assert r.json()["usage"]["prompt_tokens"] == native_tokens(native)
+        r = requests.post(srv.url + "/v1/score", json={"items": docs[:3], "apply_softmax": True,
+                                                       "temperature": 2.0}, timeout=120)
+        for got_row, logits in zip(r.json()["scores"], singles[:3]):
+            e = np.exp((logits - logits.max()) / 2.0)
+            assert np.allclose(got_row, e / e.sum(), atol=1e-4)
+        for bad, fragment in (({"items": docs[:1], "label_token_ids": [1]}, "label_token_ids"),
+                              ({"items": docs[:1], "return_token_logprobs": True}, "CausalLM")):
+            r = requests.post(srv.url + "/v1/score", json=bad, timeout=60)
+            assert r.status_code == 400 and fragment in r.json()["message"], r.text
         # A 3-label classifier has no single relevance logit to rank by... SGLang ranks by the
         # first; so do we.
         r = requests.post(srv.url + "/v1/rerank", json={"query": PAIRS[0][0],
@@ -114,11 +129,17 @@ def test_bert_classifier_matches_transformers(ref):
         assert srv.stop() == 0, srv.logs()
 
 
+def native_tokens(native):
+    return sum(item["meta_info"]["prompt_tokens"] for item in native)
+
+
 def test_rerank_on_an_embedding_model_is_refused():
     srv = Server(require(MINILM), "--skip-server-warmup")
     try:
         r = requests.post(srv.url + "/v1/rerank", json={"query": "q", "documents": ["d"]},
                           timeout=60)
         assert r.status_code == 400 and "cross-encoder" in r.json()["message"]
+        r = requests.post(srv.url + "/v1/score", json={"items": ["d"]}, timeout=60)
+        assert r.status_code == 400 and "embedding model" in r.json()["message"]
     finally:
         assert srv.stop() == 0, srv.logs()
