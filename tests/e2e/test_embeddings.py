@@ -67,6 +67,21 @@ def test_sdk_base64_embeddings_match_numpy_bert(client, reference):
     assert cosines(got, want).min() >= MIN_COSINE
 
 
+def test_langchain_openai_embeddings(server, reference):
+    """LangChain's OpenAIEmbeddings, as a RAG stack points it at an OpenAI-compatible server
+    (check_embedding_ctx_length=False: its default pre-tokenizes with tiktoken files fetched from
+    the internet, which no server-side setting can change)."""
+    from langchain_openai import OpenAIEmbeddings
+
+    _, want = expected(reference, TEXTS[:6])
+    emb = OpenAIEmbeddings(model="minilm", base_url=server.url + "/v1", api_key="unused",
+                           check_embedding_ctx_length=False)
+    docs = emb.embed_documents(TEXTS[:6])
+    assert cosines(np.array(docs), want).min() >= MIN_COSINE
+    query = emb.embed_query(TEXTS[0])
+    assert cosines(query, want[0]) >= MIN_COSINE
+
+
 def test_token_id_inputs(client, reference):
     ids, want = expected(reference, TEXTS[:2])
     one = client.embeddings.create(model="minilm", input=ids[0], encoding_format="float")
