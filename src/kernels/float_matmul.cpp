@@ -59,6 +59,8 @@ constexpr FloatGemmKernels kRef{"ref", RefGemm, nullptr, RefRoundBf16, RefRoundF
 // widest matrices here) stay in L2 while the rows stream through.
 constexpr int64_t kTokenChunk = 64;
 constexpr int64_t kRowBlock = 4;
+// Rows of one thread's range when the batch spans several token chunks (see FloatMatMul).
+constexpr int64_t kWideRows = 192;
 
 }  // namespace
 
@@ -144,8 +146,12 @@ void FloatMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const float*
   if (pool == nullptr || pool->size() == 1 || blocks < 2) {
     run(0, blocks);
   } else {
-    // Small ranges balance the two cores; each still covers 16+ rows of one weight stream.
-    const int64_t grain = std::max<int64_t>(4, blocks / (16 * pool->size()));
+    // Small ranges balance the two cores; each still covers 16+ rows of one weight stream. With
+    // many token chunks (prefill, encoders) a range takes ~192 rows instead: its weights stay in
+    // L2 while every token chunk passes over them, so the activations, not the weights, are what
+    // streams from memory, and they stream rows/192 times instead of rows/16.
+    int64_t grain = std::max<int64_t>(4, blocks / (16 * pool->size()));
+    if (n > kTokenChunk) grain = std::max<int64_t>(grain, kWideRows / kRowBlock);
     pool->ParallelFor(blocks, grain, run);
   }
 }

@@ -133,30 +133,45 @@ void BertModel::Attention(ThreadPool* pool, const ForwardBatch& batch, const flo
   const int64_t h = config_.hidden_size, hd = config_.head_dim, heads = config_.num_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   std::vector<int64_t> starts;
-  int64_t start = 0, max_len = 0;
+  int64_t start = 0;
   for (const SequenceExtend& s : batch.sequences) {
     starts.push_back(start);
     start += s.extend_len;
-    max_len = std::max(max_len, s.extend_len);
   }
+  // One (sequence, head) per work item, as two matrix products: scores = Q K^T over the whole
+  // sequence (bidirectional: no mask), a softmax per row, then out = P V. Each thread gathers
+  // the head's Q, K and V^T into contiguous buffers first.
   const int64_t items = static_cast<int64_t>(batch.sequences.size()) * heads;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(max_len));
+    std::vector<float> qh, kh, vt, scores, oh;
     for (int64_t item = begin; item < end; ++item) {
       const size_t s = static_cast<size_t>(item / heads);
       const int64_t head = item % heads;
       const int64_t first = starts[s], len = batch.sequences[s].extend_len;
+      qh.resize(static_cast<size_t>(len * hd));
+      kh.resize(qh.size());
+      vt.resize(qh.size());
+      oh.resize(qh.size());
+      scores.resize(static_cast<size_t>(len * len));
       for (int64_t i = 0; i < len; ++i) {
-        const float* qi = q + (first + i) * h + head * hd;
-        for (int64_t j = 0; j < len; ++j) {
-          scores[static_cast<size_t>(j)] = kt.dot(qi, k + (first + j) * h + head * hd, hd) * scale;
-        }
-        kt.softmax(scores.data(), len);
-        float* oi = out + (first + i) * h + head * hd;
-        std::fill(oi, oi + hd, 0.0f);
-        for (int64_t j = 0; j < len; ++j) {
-          kt.axpy(scores[static_cast<size_t>(j)], v + (first + j) * h + head * hd, oi, hd);
-        }
+        const int64_t src = (first + i) * h + head * hd;
+        std::copy_n(q + src, hd, qh.begin() + i * hd);
+        std::copy_n(k + src, hd, kh.begin() + i * hd);
+        for (int64_t c = 0; c < hd; ++c) vt[static_cast<size_t>(c * len + i)] = v[src + c];
+      }
+      kernels::MatMul(kt, nullptr, qh.data(), len,
+                      kernels::WeightMatrix{kernels::WeightFormat::kF32, len, hd, kh.data()},
+                      scores.data());
+      for (int64_t i = 0; i < len; ++i) {
+        float* row = scores.data() + i * len;
+        for (int64_t j2 = 0; j2 < len; ++j2) row[j2] *= scale;
+        kt.softmax(row, len);
+      }
+      kernels::MatMul(kt, nullptr, scores.data(), len,
+                      kernels::WeightMatrix{kernels::WeightFormat::kF32, hd, len, vt.data()},
+                      oh.data());
+      for (int64_t i = 0; i < len; ++i) {
+        std::copy_n(oh.begin() + i * hd, hd, out + (first + i) * h + head * hd);
       }
     }
   };
