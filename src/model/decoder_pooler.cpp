@@ -34,42 +34,61 @@ Status DecoderPooler::Embed(const ForwardBatch& batch, ThreadPool* pool, float* 
                              std::to_string(c.context_length) + ")");
     }
   }
-  // Sequence s owns slots [start_s, start_s + len_s) of the scratch K/V.
-  std::vector<int32_t> slots(static_cast<size_t>(T));
-  std::iota(slots.begin(), slots.end(), 0);
-  ForwardBatch run;
-  run.token_ids = batch.token_ids;
-  run.positions = batch.positions;
-  std::vector<int64_t> lengths;
+  // The rows each sequence contributes: all of its tokens (mean pooling) or one.
   const bool all_rows = pooling_.mode == PoolingMode::kMean;
-  int64_t start = 0;
+  std::vector<int64_t> lengths;
   for (const SequenceExtend& seq : batch.sequences) {
     RADIX_CHECK(seq.prefix_len == 0 && seq.extend_len >= 1);
-    run.sequences.push_back(SequenceExtend{
-        .prefix_len = 0,
-        .extend_len = seq.extend_len,
-        .kv_slots = std::span<const int32_t>(slots).subspan(static_cast<size_t>(start),
-                                                            static_cast<size_t>(seq.extend_len)),
-        .lora = nullptr});
-    if (all_rows) {
-      for (int64_t t = 0; t < seq.extend_len; ++t) run.logit_indices.push_back(start + t);
-      lengths.push_back(seq.extend_len);
-    } else {
-      run.logit_indices.push_back(pooling_.mode == PoolingMode::kCls ? start
-                                                                     : start + seq.extend_len - 1);
-      lengths.push_back(1);
-    }
-    start += seq.extend_len;
+    lengths.push_back(all_rows ? seq.extend_len : 1);
   }
-  RADIX_CHECK(start == T);
-  std::vector<float> hidden(run.logit_indices.size() * static_cast<size_t>(H));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (kv_ == nullptr || kv_->view().num_slots < T) {
-      kv_ = std::make_unique<KvCacheBuffers>(c.num_layers, T, c.num_kv_heads, c.head_dim);
+  const int64_t total_rows = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
+  std::vector<float> hidden(static_cast<size_t>(total_rows * H));
+  // Groups of whole sequences, each at most kScratchTokens tokens (a longer sequence runs alone),
+  // so the scratch K/V holds max(kScratchTokens, longest sequence) positions, not the batch.
+  std::vector<int32_t> slots;
+  size_t s0 = 0;
+  int64_t token0 = 0, row0 = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  while (s0 < batch.sequences.size()) {
+    size_t s1 = s0;
+    int64_t tokens = 0;
+    while (s1 < batch.sequences.size() &&
+           (s1 == s0 || tokens + batch.sequences[s1].extend_len <= kScratchTokens)) {
+      tokens += batch.sequences[s1++].extend_len;
     }
-    RADIX_RETURN_IF_ERROR(decoder_->ForwardHidden(run, kv_->view(), pool, hidden.data()));
+    slots.resize(static_cast<size_t>(tokens));
+    std::iota(slots.begin(), slots.end(), 0);
+    ForwardBatch run;
+    run.token_ids.assign(batch.token_ids.begin() + token0,
+                         batch.token_ids.begin() + token0 + tokens);
+    run.positions.assign(batch.positions.begin() + token0,
+                         batch.positions.begin() + token0 + tokens);
+    int64_t start = 0;
+    for (size_t s = s0; s < s1; ++s) {
+      const int64_t len = batch.sequences[s].extend_len;
+      run.sequences.push_back(SequenceExtend{
+          .prefix_len = 0,
+          .extend_len = len,
+          .kv_slots = std::span<const int32_t>(slots).subspan(static_cast<size_t>(start),
+                                                              static_cast<size_t>(len)),
+          .lora = nullptr});
+      if (all_rows) {
+        for (int64_t t = 0; t < len; ++t) run.logit_indices.push_back(start + t);
+      } else {
+        run.logit_indices.push_back(pooling_.mode == PoolingMode::kCls ? start : start + len - 1);
+      }
+      start += len;
+    }
+    if (kv_ == nullptr || kv_->view().num_slots < tokens) {
+      kv_ = std::make_unique<KvCacheBuffers>(c.num_layers, tokens, c.num_kv_heads, c.head_dim);
+    }
+    RADIX_RETURN_IF_ERROR(
+        decoder_->ForwardHidden(run, kv_->view(), pool, hidden.data() + row0 * H));
+    row0 += static_cast<int64_t>(run.logit_indices.size());
+    token0 += tokens;
+    s0 = s1;
   }
+  RADIX_CHECK(token0 == T && row0 == total_rows);
   if (!head_) {
     Pool(pooling_, hidden.data(), H, lengths, out);
     return Status::Ok();

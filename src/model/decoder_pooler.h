@@ -7,8 +7,10 @@
 //     hidden state through the score head, giving num_labels logits (not normalized).
 //
 // Every sequence of a batch runs through the decoder with causal attention, its K/V written to a
-// scratch buffer the pooler keeps (grown to the largest batch seen; guarded by a mutex, so Embed
-// may be called from any one thread at a time without racing), and nothing outlives the call.
+// scratch buffer the pooler keeps (guarded by a mutex, so Embed may be called from any thread),
+// and nothing outlives the call. The batch runs in groups of whole sequences of at most
+// kScratchTokens tokens (a longer sequence alone), so the scratch holds max(kScratchTokens,
+// longest sequence) positions whatever the batch size.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,8 @@ struct ClassifierHead {
 
 class DecoderPooler final : public EncoderModel {
  public:
+  static constexpr int64_t kScratchTokens = 4096;
+
   // `decoder` must have been loaded with hidden_states_only. `head` null: an embedder pooled by
   // `pooling`; else a classifier (pooling is then the last token, not normalized).
   DecoderPooler(std::unique_ptr<CausalLM> decoder, PoolingConfig pooling,
