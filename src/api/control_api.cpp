@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -283,6 +284,102 @@ void HandleUpdateWeightVersion(ServerContext& ctx, const ApiRequest& request,
   SendResult(*writer, json{{"success", true},
                            {"message", "Weight version updated to " + **version},
                            {"new_version", **version}});
+}
+
+void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
+                                 ResponseWriterPtr writer) {
+  auto answer = [writer](bool success, const std::string& message, int64_t held) {
+    writer->Send(success ? 200 : 400, "application/json",
+                 ToJsonText(json{{"success", success},
+                                 {"message", message},
+                                 {"num_paused_requests", held}}));
+  };
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    static const std::set<std::string> kFields = {
+        "model_path", "load_format", "abort_all_requests", "weight_version", "is_async",
+        "torch_empty_cache", "keep_pause", "recapture_cuda_graph", "token_step", "flush_cache",
+        "manifest"};
+    if (kFields.count(it.key()) == 0) {
+      return SendResult(*writer, InvalidRequest("Unsupported field '" + it.key() +
+                                                "' in an update_weights_from_disk request."));
+    }
+  }
+  ApiExpected<std::optional<std::string>> path = Field(ReadOptionalString(*body, "model_path"));
+  if (!path.ok()) return SendResult(*writer, path.status());
+  if (!path->has_value()) return SendResult(*writer, InvalidRequest("Field 'model_path' is required."));
+  ApiExpected<std::optional<std::string>> format = Field(ReadOptionalString(*body, "load_format"));
+  if (!format.ok()) return SendResult(*writer, format.status());
+  ApiExpected<std::optional<std::string>> version = Field(ReadOptionalString(*body, "weight_version"));
+  if (!version.ok()) return SendResult(*writer, version.status());
+  std::map<std::string, bool> flags = {{"abort_all_requests", false}, {"is_async", false},
+                                       {"torch_empty_cache", false},  {"keep_pause", false},
+                                       {"recapture_cuda_graph", false}, {"flush_cache", true}};
+  for (auto& [name, value] : flags) {
+    ApiExpected<std::optional<bool>> flag = Field(ReadOptionalBool(*body, name));
+    if (!flag.ok()) return SendResult(*writer, flag.status());
+    value = flag->value_or(value);
+  }
+  ApiExpected<std::optional<int64_t>> token_step = Field(ReadOptionalInt(*body, "token_step"));
+  if (!token_step.ok()) return SendResult(*writer, token_step.status());
+  if (token_step->value_or(0) != 0) {
+    return SendResult(*writer, BadRequest("token_step is not supported by radixserve (outputs do "
+                                          "not report the trainer step of their weights)."));
+  }
+  if (body->contains("manifest") && !(*body)["manifest"].is_null()) {
+    return SendResult(*writer, BadRequest("manifest is not supported: the weights are read from "
+                                          "model_path."));
+  }
+  if (flags["is_async"]) {
+    return SendResult(*writer, BadRequest("is_async is not supported: the call answers once the "
+                                          "new weights serve requests."));
+  }
+  if (flags["torch_empty_cache"] || flags["recapture_cuda_graph"]) {
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      RADIX_LOG_WARN("update_weights_from_disk: torch_empty_cache and recapture_cuda_graph have "
+                     "no effect on cpu (no CUDA cache, no CUDA graphs).");
+    });
+  }
+  if (ctx.weight_loader == nullptr) {
+    return answer(false, "This server cannot update its weights (an embedding server).", 0);
+  }
+  if (flags["abort_all_requests"]) ctx.engine->Abort("", engine::AbortMatch::kRidPrefix);
+  RADIX_LOG_INFO("Start update_weights. Load format={}", format->value_or("(the server's)"));
+  auto task = [&ctx, writer, answer, path = **path, format = format->value_or(""),
+               version = *version, flush = flags["flush_cache"],
+               keep_pause = flags["keep_pause"]] {
+    Expected<std::shared_ptr<const model::CausalLM>> model = ctx.weight_loader->Load(path, format);
+    if (!model.ok()) {
+      return answer(false, "Failed to update weights: " + model.status().message(), 0);
+    }
+    std::shared_ptr<const model::CausalLM> loaded = *model;
+    ctx.engine->UpdateModelAsync(
+        loaded, flush,
+        [&ctx, answer, loaded, version, keep_pause](Status status, int64_t held) {
+          if (!status.ok()) {
+            return answer(false, "Failed to update weights: " + status.message(), held);
+          }
+          ctx.weight_loader->Adopt(loaded);
+          std::string message = "Succeeded to update model weights.";
+          if (version) {
+            ctx.weight_version.Set(*version);
+            message += " Weight version updated to " + *version + ".";
+          }
+          if (keep_pause) {
+            ctx.engine->PauseAsync(engine::PauseMode::kInPlace,
+                                   [answer, message, held] { answer(true, message, held); });
+            return;
+          }
+          answer(true, message, held);
+        });
+  };
+  if (ctx.admin_queue != nullptr) {
+    ctx.admin_queue->Post(std::move(task));
+  } else {
+    task();
+  }
 }
 
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,

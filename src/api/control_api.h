@@ -13,6 +13,14 @@ void HandleContinueGeneration(ServerContext& ctx, const ApiRequest& request,
                               ResponseWriterPtr writer);
 void HandleUpdateWeightVersion(ServerContext& ctx, const ApiRequest& request,
                                ResponseWriterPtr writer);
+// POST /update_weights_from_disk: SGLang's UpdateWeightFromDiskReqInput. Loads model_path (same
+// architecture and shapes) on the admin queue, then the engine drains its running requests,
+// swaps the model and flushes the prefix cache (flush_cache); answers {"success", "message",
+// "num_paused_requests"} (400 with success false on failure). keep_pause pauses generation
+// afterwards; abort_all_requests aborts everything first; weight_version is set on success.
+// token_step, manifest and is_async are refused; the CUDA-only flags log a warning.
+void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
+                                 ResponseWriterPtr writer);
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStopProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);

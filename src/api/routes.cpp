@@ -90,6 +90,8 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"POST"}, "/continue_generation", false, HandleContinueGeneration, "path", /*admin=*/true},
       {{"POST"}, "/update_weight_version", false, HandleUpdateWeightVersion, "path",
        /*admin=*/true},
+      {{"POST"}, "/update_weights_from_disk", false, HandleUpdateWeightsFromDisk, "path",
+       /*admin=*/true},
       {{"GET", "POST"}, "/configure_logging", false, HandleConfigureLogging, "path",
        /*admin=*/true},
       {{"GET", "POST"}, "/start_profile", false, HandleStartProfile, "path", /*admin=*/true},

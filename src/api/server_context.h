@@ -81,6 +81,20 @@ class WeightVersion {
   std::string value_ = "default";
 };
 
+// What /update_weights_from_disk needs from the process that owns the model: reading a
+// checkpoint with the server's load options, and adopting the model once the engine serves it.
+// Load runs on ctx.admin_queue (it blocks while reading); Adopt on an engine thread (quick).
+class WeightLoader {
+ public:
+  virtual ~WeightLoader() = default;
+  // The checkpoint at `path` (`load_format` empty: the server's --load-format), checked to have
+  // the served model's architecture and shapes, or why not.
+  virtual Expected<std::shared_ptr<const model::CausalLM>> Load(const std::string& path,
+                                                                const std::string& load_format) = 0;
+  // The engine serves `model` now: drop the old one, point the LoRA registry at the new one.
+  virtual void Adopt(std::shared_ptr<const model::CausalLM> model) = 0;
+};
+
 struct ServerContext {
   const args::ServerArgs* args = nullptr;
   engine::Engine* engine = nullptr;
@@ -110,6 +124,9 @@ struct ServerContext {
   // The LoRA adapters requests may name (lora_path, "model": "<base>:<adapter>"); null unless
   // --enable-lora or --lora-paths.
   engine::LoraRegistry* lora_registry = nullptr;
+  // /update_weights_from_disk's loader; null: the server cannot update its weights (an
+  // embedding server, tests).
+  WeightLoader* weight_loader = nullptr;
   // Slow administrative work off the I/O and engine threads (profile traces); null: inline.
   WorkQueue* admin_queue = nullptr;
   // Where POST /load_lora_adapter reads adapter files (off the I/O threads); null: inline.

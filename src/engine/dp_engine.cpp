@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -90,6 +91,22 @@ void DpEngine::PauseAsync(PauseMode mode, std::function<void()> done) {
   auto joined = JoinStatuses(replicas_.size(), [done = std::move(done)](Status) { done(); });
   for (auto& replica : replicas_) {
     replica->PauseAsync(mode, [joined] { joined(Status::Ok()); });
+  }
+}
+
+void DpEngine::UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
+                                UpdateModelDone done) {
+  // Every replica swaps when its own running requests are done; the call answers after the last,
+  // with the first error and the total of held requests.
+  auto held = std::make_shared<std::atomic<int64_t>>(0);
+  auto joined = JoinStatuses(replicas_.size(), [done = std::move(done), held](Status status) {
+    done(std::move(status), held->load());
+  });
+  for (auto& replica : replicas_) {
+    replica->UpdateModelAsync(model, flush_cache, [joined, held](Status status, int64_t n) {
+      held->fetch_add(n);
+      joined(std::move(status));
+    });
   }
 }
 

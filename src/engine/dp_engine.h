@@ -34,6 +34,8 @@ class DpEngine final : public Engine {
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
   void PauseAsync(PauseMode mode, std::function<void()> done) override;
+  void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
+                        UpdateModelDone done) override;
   void Continue() override;
   void StartProfileAsync(ProfileOptions options, TraceSink sink,
                          std::function<void(Status)> started) override;

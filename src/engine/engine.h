@@ -20,6 +20,10 @@
 #include "engine/request_event.h"
 #include "engine/step_profiler.h"
 
+namespace radixserve::model {
+class CausalLM;
+}  // namespace radixserve::model
+
 namespace radixserve::engine {
 
 // Receives the events of one request, on the engine thread, in order.
@@ -105,6 +109,19 @@ class Engine {
   // /continue_generation: scheduling resumes. A no-op when not paused.
   virtual void Continue() = 0;
 
+  // The outcome of a weight update: Ok or why not, and how many queued requests waited for it
+  // (SGLang's num_paused_requests).
+  using UpdateModelDone = std::function<void(Status, int64_t held_requests)>;
+
+  // /update_weights_from_disk: serves `model` (same architecture and shapes; the caller checks)
+  // from now on. New admissions are held while the running requests finish with the old weights
+  // (a paused engine swaps at once); then the model is swapped, the prefix cache flushed (when
+  // `flush_cache`; its KV came from the old weights) and admission resumes. `done` runs once, on
+  // an engine thread; it must not block. Never blocks the caller. Engines without a model to
+  // swap (embedding servers) answer Unsupported.
+  virtual void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
+                                UpdateModelDone done);
+
   // /start_profile: records the engine's steps (step_profiler.h). `started` runs once with Ok or
   // why not (a recording is in progress; an engine without a step loop); `sink` then receives
   // each replica's trace when its recording ends (num_steps reached, or StopProfileAsync). Both
@@ -132,6 +149,11 @@ class Engine {
   // Stops accepting requests, aborts what is in flight and joins the engine thread.
   virtual void Shutdown() = 0;
 };
+
+inline void Engine::UpdateModelAsync(std::shared_ptr<const model::CausalLM>, bool,
+                                     UpdateModelDone done) {
+  done(Unsupported("This server's engine cannot swap its model (an embedding server)."), 0);
+}
 
 inline Status Engine::SubmitEmbed(EmbedRequest, EmbedSink) {
   return InvalidArgument(

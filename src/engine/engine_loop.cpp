@@ -222,6 +222,47 @@ void EngineLoop::PauseAsync(PauseMode mode, std::function<void()> done) {
   });
 }
 
+void EngineLoop::UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
+                                  UpdateModelDone done) {
+  PostCommand([this, model = std::move(model), flush_cache, done = std::move(done)]() mutable {
+    if (pending_model_) {
+      done(Status(StatusCode::kResourceExhausted, "Another weight update is in progress."), 0);
+      return;
+    }
+    pending_model_ = PendingModel{std::move(model), flush_cache, std::move(done)};
+    scheduler_->set_admission_held(true);
+    RADIX_LOG_INFO("{}Weight update: holding admission until {} running request(s) finish.",
+                   log_prefix_, scheduler_->running().size());
+    MaybeSwapModel();
+  });
+}
+
+void EngineLoop::MaybeSwapModel() {
+  if (!pending_model_) return;
+  if (!paused_ && (!scheduler_->running().empty() || scheduler_->chunked() != nullptr)) return;
+  PendingModel pending = std::move(*pending_model_);
+  pending_model_.reset();
+  model_ = std::move(pending.model);
+  std::string note;
+  if (pending.flush_cache) {
+    // The cached KV came from the old weights. Waiting sequences hold no KV (a held admission
+    // let none in; retracted ones gave theirs to the cache), so the cache can go, unless a
+    // paused engine still holds running sequences.
+    Status flushed = memory_->Flush();
+    if (flushed.ok()) {
+      for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
+      leak_check_stale_ = true;
+    } else {
+      note = " Cache not flushed: " + flushed.message();
+    }
+  }
+  const auto held = static_cast<int64_t>(scheduler_->waiting().size());
+  scheduler_->set_admission_held(false);
+  RADIX_LOG_INFO("{}Weights updated; {} queued request(s) resume.{}", log_prefix_, held, note);
+  PublishStats();
+  pending.done(note.empty() ? Status::Ok() : Status(StatusCode::kInternal, note), held);
+}
+
 void EngineLoop::Continue() {
   PostCommand([this] {
     if (!paused_) return;
@@ -297,6 +338,7 @@ void EngineLoop::Run() {
       if (DrainInbox()) break;
     }
     AbortFlagged();
+    MaybeSwapModel();
     if (ngram_ && !paused_) ProposeDrafts();
     sched::StepPlan plan = paused_ ? sched::StepPlan{} : scheduler_->PlanStep();
     for (const sched::DroppedSeq& dropped : plan.dropped) {
@@ -336,6 +378,11 @@ void EngineLoop::Run() {
   }
   progress_.End();
   // Shutdown: everything still held ends with an abort.
+  if (pending_model_) {
+    pending_model_->done(Status(StatusCode::kResourceExhausted, "The server is shutting down."),
+                         0);
+    pending_model_.reset();
+  }
   const FinishReason shutdown = AbortFinish("The server is shutting down.", 503);
   for (sched::Sequence* seq : scheduler_->AllSequences()) FinishSequence(seq, shutdown, true);
   PublishStats();

@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -54,6 +55,8 @@ class EngineLoop final : public Engine {
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
   void PauseAsync(PauseMode mode, std::function<void()> done) override;
+  void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
+                        UpdateModelDone done) override;
   void Continue() override;
   void StartProfileAsync(ProfileOptions options, TraceSink sink,
                          std::function<void(Status)> started) override;
@@ -90,6 +93,9 @@ class EngineLoop final : public Engine {
   // Records the new tokens of every running speculative sequence into the n-gram table and sets
   // its draft_ids for the next step.
   void ProposeDrafts();
+  // Swaps in a pending model once no sequence is running or mid-prefill (or the engine is
+  // paused), flushes the prefix cache if asked, and resumes admission.
+  void MaybeSwapModel();
   // Verifies a speculative entry whose num_drafts + 1 logits rows start at first_row: samples
   // row by row (as SampleEntry would, each row seeing the tokens accepted before it), stops at
   // the first token that differs from its draft or finishes the request, and keeps the K/V of
@@ -152,6 +158,13 @@ class EngineLoop final : public Engine {
   // (a step ran, or the cache changed).
   bool leak_check_stale_ = true;
   bool paused_ = false;  // /pause_generation: no step is planned until Continue
+  // A weight update waiting for the running requests to finish (admission is held meanwhile).
+  struct PendingModel {
+    std::shared_ptr<const model::CausalLM> model;
+    bool flush_cache = true;
+    UpdateModelDone done;
+  };
+  std::optional<PendingModel> pending_model_;
   int64_t forward_ct_ = 0;  // steps run since start (SGLang's forward count)
   StepProfiler profiler_;
   std::string leak_check_ = "ok";

@@ -8,6 +8,11 @@
 
 namespace radixserve::engine {
 
+void LoraRegistry::SetModel(std::shared_ptr<const model::CausalLM> model) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  model_ = std::move(model);
+}
+
 Status LoraRegistry::Load(const std::string& name, const std::string& path, bool pinned,
                           std::vector<std::string>* evicted) {
   if (name.empty()) return InvalidArgument("lora_name must not be empty");
@@ -21,7 +26,12 @@ Status LoraRegistry::Load(const std::string& name, const std::string& path, bool
     }
     loading_.insert(name);
   }
-  auto adapter = model_->LoadLora(path, options_.load);
+  std::shared_ptr<const model::CausalLM> model;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    model = model_;
+  }
+  auto adapter = model->LoadLora(path, options_.load);
   std::lock_guard<std::mutex> lock(mutex_);
   loading_.erase(name);
   if (!adapter.ok()) return adapter.status();

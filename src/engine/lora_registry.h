@@ -43,9 +43,12 @@ struct LoraRegistryOptions {
 
 class LoraRegistry {
  public:
-  // `model` must outlive the registry.
-  LoraRegistry(const model::CausalLM* model, LoraRegistryOptions options)
-      : model_(model), options_(std::move(options)) {}
+  LoraRegistry(std::shared_ptr<const model::CausalLM> model, LoraRegistryOptions options)
+      : model_(std::move(model)), options_(std::move(options)) {}
+
+  // Adapters loaded from now on are read for `model` (a weight update swapped in a model of the
+  // same architecture; adapters already loaded stay valid).
+  void SetModel(std::shared_ptr<const model::CausalLM> model);
 
   // Loads `path` as `name`. A name already loaded, an unreadable or incompatible adapter, or a
   // full registry with nothing evictable is an error. Past --max-loaded-loras the least recently
@@ -59,7 +62,7 @@ class LoraRegistry {
   std::vector<LoraRef> List() const;
 
  private:
-  const model::CausalLM* model_;
+  std::shared_ptr<const model::CausalLM> model_;  // guarded by mutex_
   LoraRegistryOptions options_;
   mutable std::mutex mutex_;
   std::list<LoraRef> loaded_;  // load order; Find moves an entry to the back under LRU

@@ -18,7 +18,7 @@ std::vector<std::string> StringList(const args::ServerArgs& args, args::ArgKey n
 }  // namespace
 
 Expected<std::unique_ptr<engine::LoraRegistry>> CreateLoraRegistry(
-    const args::ServerArgs& args, const model::CausalLM* model) {
+    const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model) {
   const std::vector<std::string> paths = StringList(args, args::key::kLoraPaths);
   const nlohmann::json& enable = args.Get(args::key::kEnableLora);
   if (!(enable.is_boolean() && enable.get<bool>()) && paths.empty()) {

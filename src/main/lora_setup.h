@@ -14,6 +14,6 @@
 namespace radixserve {
 
 Expected<std::unique_ptr<engine::LoraRegistry>> CreateLoraRegistry(
-    const args::ServerArgs& args, const model::CausalLM* model);
+    const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model);
 
 }  // namespace radixserve

@@ -35,6 +35,7 @@
 #include "main/lora_setup.h"
 #include "main/model_assets.h"
 #include "main/warmup.h"
+#include "main/weight_update.h"
 #include "metrics/serving_metrics.h"
 #include "web/web_routes.h"
 
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
   if (!grammar.ok()) return StartupError(grammar.status().message());
 
   // LoRA adapters of --lora-paths load before the engine starts (a bad one is a usage error).
-  auto lora_registry = rs::CreateLoraRegistry(args, assets->model.get());
+  auto lora_registry = rs::CreateLoraRegistry(args, assets->model);
   if (!lora_registry.ok()) return UsageError(lora_registry.status().message());
 
   rs::ThreadPool pool(static_cast<int>(args.GetInt(key::kThreads)));
@@ -236,6 +237,13 @@ int main(int argc, char** argv) {
     ctx.grammar_queue = &*grammar_queue;
   }
   ctx.lora_registry = lora_registry->get();
+  // /update_weights_from_disk reloads through main's load options; it owns the served model from
+  // here on (the engine holds its own reference).
+  std::optional<rs::ServerWeightLoader> weight_loader;
+  if (assets->model != nullptr) {
+    weight_loader.emplace(args, std::move(assets->model), ctx.lora_registry);
+    ctx.weight_loader = &*weight_loader;
+  }
   // /load_lora_adapter reads adapter files here, off the I/O threads.
   rs::WorkQueue admin_queue(1, "radix-admin");
   ctx.admin_queue = &admin_queue;

@@ -97,10 +97,9 @@ Status ReadMatryoshka(const std::string& model_path, api::ModelFacts& facts) {
 
 }  // namespace
 
-Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
-  ModelAssets assets;
+model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::string& model_path) {
   model::LoadOptions options;
-  options.model_path = ResolveGgufPath(args.GetString(args::key::kModelPath));
+  options.model_path = ResolveGgufPath(model_path);
   options.load_format = args.GetString(args::key::kLoadFormat);
   options.dtype = args.GetString(args::key::kDtype);
   options.context_length = args.GetOptionalInt(args::key::kContextLength).value_or(0);
@@ -108,6 +107,13 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   if (overrides.is_object() && !overrides.empty()) options.json_override = overrides.dump();
   options.random_seed = static_cast<uint64_t>(args.GetInt(args::key::kRandomSeed));
   options.disable_mmap = args.GetBool(args::key::kWeightLoaderDisableMmap);
+  return options;
+}
+
+Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
+  ModelAssets assets;
+  const model::LoadOptions options =
+      ModelLoadOptions(args, args.GetString(args::key::kModelPath));
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));

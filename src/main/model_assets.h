@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "api/server_context.h"
 #include "args/server_args.h"
@@ -10,6 +11,7 @@
 #include "common/status.h"
 #include "model/causal_lm.h"
 #include "model/encoder_model.h"
+#include "model/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace radixserve {
@@ -22,6 +24,11 @@ struct ModelAssets {
   std::unique_ptr<chat::ChatTemplate> chat_template;      // null: the model has none
   api::ModelFacts facts;
 };
+
+// The load options the server arguments give a checkpoint at `model_path` (--load-format,
+// --dtype, --context-length, --json-model-override-args, ...): what LoadModelAssets loads with,
+// and what a weight update reloads with.
+model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::string& model_path);
 
 // Errors name the file at fault; main prints them and exits with status 1.
 Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args);

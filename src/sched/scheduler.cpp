@@ -102,7 +102,8 @@ void Scheduler::PlanPrefill(StepPlan& plan) {
     if (r->lora_id != 0) loras.insert(r->lora_id);
   }
   if (chunked_ != nullptr && chunked_->lora_id != 0) loras.insert(chunked_->lora_id);
-  const std::vector<Sequence*> order = waiting_;  // preemption appends to waiting_
+  // Preemption appends to waiting_; a held admission takes nobody new.
+  const std::vector<Sequence*> order = admission_held_ ? std::vector<Sequence*>{} : waiting_;
   for (Sequence* seq : order) {
     const auto admitted = static_cast<int64_t>(adder.planned().size()) - (chunk_planned ? 1 : 0);
     const bool batch_full = admitted >= num_allocatable;

@@ -68,6 +68,11 @@ class Scheduler {
   // Every sequence the scheduler holds (waiting, running, chunked).
   std::vector<Sequence*> AllSequences() const;
 
+  // While held, PlanStep admits no waiting sequence (running ones keep decoding and a chunked
+  // prefill in progress completes): how a weight update drains the batch before swapping models.
+  void set_admission_held(bool held) { admission_held_ = held; }
+  bool admission_held() const { return admission_held_; }
+
   const std::vector<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
   Sequence* chunked() const { return chunked_; }
@@ -109,6 +114,7 @@ class Scheduler {
   std::vector<Sequence*> waiting_;
   std::vector<Sequence*> running_;
   Sequence* chunked_ = nullptr;
+  bool admission_held_ = false;
   double new_token_ratio_;
   uint64_t next_queue_order_ = 0;
   int64_t num_retractions_ = 0;

@@ -60,8 +60,7 @@ class NoLoraModel final : public model::CausalLM {
 };
 
 TEST(LoraRegistryTest, FailedLoadsLeaveNothingBehind) {
-  NoLoraModel model;
-  LoraRegistry registry(&model, {});
+  LoraRegistry registry(std::make_shared<const NoLoraModel>(), {});
   Status status = registry.Load("a", "/nowhere", false);
   EXPECT_FALSE(status.ok());
   EXPECT_TRUE(registry.List().empty());

@@ -1,0 +1,66 @@
+#include "main/weight_update.h"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "main/model_assets.h"
+#include "model/model_loader.h"
+
+namespace radixserve {
+
+Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
+    const std::string& path, const std::string& load_format) {
+  model::LoadOptions options = ModelLoadOptions(args_, path);
+  if (!load_format.empty()) options.load_format = load_format;
+  std::shared_ptr<const model::CausalLM> current;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current = model_;
+  }
+  const model::ModelConfig& was = current->config();
+  // Cheap first: the config alone, before reading any weights.
+  Expected<model::ModelConfig> config = model::LoadModelConfig(options);
+  if (!config.ok()) return config.status();
+  const auto same = [&](const model::ModelConfig& c) -> Status {
+    const std::string why =
+        c.architecture != was.architecture ? "architecture " + c.architecture + " != " +
+                                                 was.architecture
+        : c.hidden_size != was.hidden_size ? fmt::format("hidden_size {} != {}", c.hidden_size,
+                                                         was.hidden_size)
+        : c.intermediate_size != was.intermediate_size
+            ? fmt::format("intermediate_size {} != {}", c.intermediate_size, was.intermediate_size)
+        : c.num_layers != was.num_layers ? fmt::format("num_hidden_layers {} != {}", c.num_layers,
+                                                       was.num_layers)
+        : c.num_heads != was.num_heads || c.num_kv_heads != was.num_kv_heads ||
+                c.head_dim != was.head_dim
+            ? fmt::format("attention heads {}x{} / {} kv != {}x{} / {} kv", c.num_heads,
+                          c.head_dim, c.num_kv_heads, was.num_heads, was.head_dim,
+                          was.num_kv_heads)
+        : c.vocab_size != was.vocab_size ? fmt::format("vocab_size {} != {}", c.vocab_size,
+                                                       was.vocab_size)
+        : c.context_length != was.context_length
+            ? fmt::format("context length {} != {}", c.context_length, was.context_length)
+            : "";
+    if (why.empty()) return Status::Ok();
+    return InvalidArgument(path + " does not have the served model's shape (" + why +
+                           "); a weight update keeps the architecture.");
+  };
+  RADIX_RETURN_IF_ERROR(same(*config));
+  Expected<std::unique_ptr<model::CausalLM>> loaded = model::LoadModel(options);
+  if (!loaded.ok()) return loaded.status();
+  RADIX_RETURN_IF_ERROR(same((*loaded)->config()));
+  return std::shared_ptr<const model::CausalLM>(std::move(loaded).value());
+}
+
+void ServerWeightLoader::Adopt(std::shared_ptr<const model::CausalLM> model) {
+  if (lora_ != nullptr) lora_->SetModel(model);
+  std::shared_ptr<const model::CausalLM> old;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    old = std::exchange(model_, std::move(model));
+  }
+  // `old` is freed here unless a request or an adapter load still holds it.
+}
+
+}  // namespace radixserve
