@@ -382,6 +382,34 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
   }
 }
 
+void HandleGetWeightsByName(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer) {
+  ApiExpected<json> body = ReadBody(request);
+  if (!body.ok()) return SendResult(*writer, body);
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    if (it.key() != "name" && it.key() != "truncate_size") {
+      return SendResult(*writer, InvalidRequest("Unsupported field '" + it.key() +
+                                                "' (supported: name, truncate_size)."));
+    }
+  }
+  ApiExpected<std::optional<std::string>> name = Field(ReadOptionalString(*body, "name"));
+  if (!name.ok()) return SendResult(*writer, name.status());
+  if (!name->has_value()) return SendResult(*writer, InvalidRequest("Field 'name' is required."));
+  ApiExpected<std::optional<int64_t>> truncate = Field(ReadOptionalInt(*body, "truncate_size", 0));
+  if (!truncate.ok()) return SendResult(*writer, truncate.status());
+  if (ctx.weight_loader == nullptr) {
+    return SendResult(*writer, BadRequest("Get parameter by name failed: this server has no "
+                                          "generation model to read."));
+  }
+  Expected<model::CausalLM::WeightRows> rows =
+      ctx.weight_loader->Current()->ReadWeight(**name, truncate->value_or(100));
+  if (!rows.ok()) {
+    return SendResult(*writer, BadRequest("Get parameter by name failed: " +
+                                          rows.status().message()));
+  }
+  SendResult(*writer, rows->one_dim ? json(rows->rows.at(0)) : json(rows->rows));
+}
+
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
                             ResponseWriterPtr writer) {
   ApiExpected<json> body = ReadBody(request);

@@ -21,6 +21,11 @@ void HandleUpdateWeightVersion(ServerContext& ctx, const ApiRequest& request,
 // token_step, manifest and is_async are refused; the CUDA-only flags log a warning.
 void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
                                  ResponseWriterPtr writer);
+// GET or POST /get_weights_by_name: SGLang's {"name", "truncate_size": 100} -> the first
+// truncate_size rows (a vector: values) of the parameter HF names `name`, in HF's layout; 400
+// "Get parameter by name failed: ..." for an unknown name.
+void HandleGetWeightsByName(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer);
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStopProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);

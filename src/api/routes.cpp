@@ -92,6 +92,8 @@ std::vector<ApiRoute> ApiRoutes() {
        /*admin=*/true},
       {{"POST"}, "/update_weights_from_disk", false, HandleUpdateWeightsFromDisk, "path",
        /*admin=*/true},
+      {{"GET", "POST"}, "/get_weights_by_name", false, HandleGetWeightsByName, "path",
+       /*admin=*/true},
       {{"GET", "POST"}, "/configure_logging", false, HandleConfigureLogging, "path",
        /*admin=*/true},
       {{"GET", "POST"}, "/start_profile", false, HandleStartProfile, "path", /*admin=*/true},

@@ -93,6 +93,8 @@ class WeightLoader {
                                                                 const std::string& load_format) = 0;
   // The engine serves `model` now: drop the old one, point the LoRA registry at the new one.
   virtual void Adopt(std::shared_ptr<const model::CausalLM> model) = 0;
+  // The model served now (/get_weights_by_name reads it).
+  virtual std::shared_ptr<const model::CausalLM> Current() = 0;
 };
 
 struct ServerContext {
@@ -124,8 +126,8 @@ struct ServerContext {
   // The LoRA adapters requests may name (lora_path, "model": "<base>:<adapter>"); null unless
   // --enable-lora or --lora-paths.
   engine::LoraRegistry* lora_registry = nullptr;
-  // /update_weights_from_disk's loader; null: the server cannot update its weights (an
-  // embedding server, tests).
+  // /update_weights_from_disk's loader and /get_weights_by_name's model; null: an embedding
+  // server, tests.
   WeightLoader* weight_loader = nullptr;
   // Slow administrative work off the I/O and engine threads (profile traces); null: inline.
   WorkQueue* admin_queue = nullptr;

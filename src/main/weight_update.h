@@ -28,6 +28,10 @@ class ServerWeightLoader final : public api::WeightLoader {
   Expected<std::shared_ptr<const model::CausalLM>> Load(const std::string& path,
                                                         const std::string& load_format) override;
   void Adopt(std::shared_ptr<const model::CausalLM> model) override;
+  std::shared_ptr<const model::CausalLM> Current() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return model_;
+  }
 
  private:
   const args::ServerArgs& args_;

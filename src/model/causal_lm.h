@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -40,6 +41,21 @@ class CausalLM {
                                float* hidden) const {
     (void)batch, (void)kv, (void)pool, (void)hidden;
     return Unsupported("hidden-state outputs are not supported for " + config().architecture);
+  }
+
+  // SGLang's get_weights_by_name: the first `max_rows` rows of the checkpoint tensor `hf_name`
+  // names as HF does (e.g. "model.layers.0.self_attn.q_proj.weight"; "lm_head.weight" is the
+  // embedding when tied), as float32 in HF's layout (GGUF's interleaved Q/K rows put back in
+  // rotate-half order), the values as the checkpoint stores them. A 1-D tensor is one row.
+  // NotFound for a name the checkpoint does not hold; Unsupported where not implemented.
+  struct WeightRows {
+    std::vector<std::vector<float>> rows;
+    bool one_dim = false;
+  };
+  virtual Expected<WeightRows> ReadWeight(const std::string& hf_name, int64_t max_rows) const {
+    (void)max_rows;
+    return Unsupported("reading weights by name is not supported for " + config().architecture +
+                       " ('" + hf_name + "')");
   }
 
   // Reads a LoRA adapter for this model (lora_adapter.h); sequences then name it in

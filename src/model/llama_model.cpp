@@ -1,8 +1,10 @@
 #include "model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/status.h"
+#include "kernels/matmul.h"
 
 namespace radixserve::model {
 
@@ -50,6 +52,58 @@ Status LlamaModel::Load() {
 Status LlamaModel::Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                            float* logits) const {
   return stack_.Forward(batch, kv, pool, logits);
+}
+
+Expected<CausalLM::WeightRows> LlamaModel::ReadWeight(const std::string& hf_name,
+                                                    int64_t max_rows) const {
+  std::string name = hf_name;
+  if (name == "lm_head.weight" && weights_->Find("output.weight") == nullptr &&
+      config_.tie_word_embeddings) {
+    name = "model.embed_tokens.weight";
+  }
+  const std::string canonical = CanonicalWeightName(name, config_.model_type);
+  const WeightTensor* tensor = canonical.empty() ? nullptr : weights_->Find(canonical);
+  if (tensor == nullptr) return NotFound("no parameter named '" + hf_name + "'");
+  if (tensor->shape.empty() || tensor->shape.size() > 2) {
+    return Unsupported("parameter '" + hf_name + "' is not a matrix or a vector");
+  }
+  const bool one_dim = tensor->shape.size() == 1;
+  const int64_t rows = one_dim ? 1 : tensor->shape[0];
+  const int64_t cols = one_dim ? tensor->shape[0] : tensor->shape[1];
+  const kernels::WeightMatrix m{tensor->format, rows, cols, tensor->data};
+  // GGUF's llama converter wrote Q and K rows of each head in Meta's interleaved rotary order:
+  // HF row (head h, half j, index i) is GGUF row h * d + 2 * i + j.
+  const auto ends_with = [&](std::string_view suffix) {
+    return canonical.size() >= suffix.size() &&
+           canonical.compare(canonical.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const bool permuted = weights_->rope_layout() == kernels::RopeLayout::kInterleaved &&
+                        (ends_with("attn_q.weight") || ends_with("attn_k.weight") ||
+                         ends_with("attn_q.bias") || ends_with("attn_k.bias"));
+  const int64_t d = config_.head_dim;
+  const auto gguf_index = [&](int64_t r) {
+    if (!permuted) return r;
+    const int64_t h = r / d, rem = r % d, j = rem / (d / 2), i = rem % (d / 2);
+    return h * d + 2 * i + j;
+  };
+  WeightRows out;
+  out.one_dim = one_dim;
+  if (one_dim) {
+    std::vector<float> all(static_cast<size_t>(cols));
+    kernels::DequantizeRow(m, 0, all.data());
+    std::vector<float> values;
+    for (int64_t c = 0; c < std::min(cols, max_rows); ++c) {
+      values.push_back(all[static_cast<size_t>(gguf_index(c))]);
+    }
+    out.rows.push_back(std::move(values));
+    return out;
+  }
+  for (int64_t r = 0; r < std::min(rows, max_rows); ++r) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    kernels::DequantizeRow(m, gguf_index(r), row.data());
+    out.rows.push_back(std::move(row));
+  }
+  return out;
 }
 
 }  // namespace radixserve::model

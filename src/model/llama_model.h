@@ -36,6 +36,7 @@ class LlamaModel final : public CausalLM {
                        float* hidden) const override {
     return stack_.ForwardHidden(batch, kv, pool, hidden);
   }
+  Expected<WeightRows> ReadWeight(const std::string& hf_name, int64_t max_rows) const override;
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const override {
     return stack_.LoadLora(path, std::move(options));

@@ -155,3 +155,46 @@ def test_every_data_parallel_replica_updates(checkpoints, prompts):
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
+
+
+def test_get_weights_by_name_reads_hf_layout_from_hf_and_gguf(checkpoints):
+    """SGLang's /get_weights_by_name: the first truncate_size rows of a parameter by its HF name,
+    checked against the HF folder's safetensors (numpy), for the HF folder and for the GGUF, whose
+    Q/K rows llama.cpp's converter stored in interleaved order; and after a weight update, the
+    new checkpoint's values."""
+    from safetensors.numpy import load_file
+
+    hf_dir = STORIES.parents[1] / "hf"
+    want = load_file(str(hf_dir / "model.safetensors"))
+    names = ["model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.k_proj.weight",
+             "model.layers.2.mlp.down_proj.weight", "model.embed_tokens.weight"]
+    for path in (hf_dir, STORIES):
+        srv = Server(path, "--skip-server-warmup")
+        try:
+            for name in names:
+                r = requests.post(srv.url + "/get_weights_by_name",
+                                  json={"name": name, "truncate_size": 7}, timeout=60)
+                assert r.status_code == 200, r.text
+                assert np.allclose(r.json(), want[name][:7], atol=1e-6), (path, name)
+            norm = requests.get(srv.url + "/get_weights_by_name",
+                                json={"name": "model.norm.weight"}, timeout=60).json()
+            assert np.allclose(norm, want["model.norm.weight"][:100], atol=1e-6)
+            tied = requests.post(srv.url + "/get_weights_by_name",
+                                 json={"name": "lm_head.weight", "truncate_size": 3},
+                                 timeout=60).json()
+            assert np.allclose(tied, want["model.embed_tokens.weight"][:3], atol=1e-6)
+            bad = requests.post(srv.url + "/get_weights_by_name", json={"name": "nope"},
+                                timeout=60)
+            assert bad.status_code == 400 and "Get parameter by name failed" in bad.text
+            if path == STORIES:
+                r = update(srv, model_path=str(checkpoints["new"]))
+                assert r.status_code == 200, r.text
+                from gguf import GGUFReader
+                new = {t.name: dequantized(t) for t in GGUFReader(str(checkpoints["new"])).tensors}
+                got = requests.post(srv.url + "/get_weights_by_name", json={
+                    "name": "model.layers.2.mlp.down_proj.weight", "truncate_size": 5},
+                    timeout=60).json()
+                assert np.allclose(got, new["blk.2.ffn_down.weight"][:5], atol=1e-6)
+                assert not np.allclose(got, want["model.layers.2.mlp.down_proj.weight"][:5])
+        finally:
+            assert srv.stop() == 0, srv.logs()
