@@ -253,14 +253,20 @@ void EngineLoop::MaybeSwapModel() {
       for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
       leak_check_stale_ = true;
     } else {
-      note = " Cache not flushed: " + flushed.message();
+      // Only a paused engine swaps with sequences still holding KV: they keep it (and the cache
+      // keeps what they hold) until they finish.
+      note = " The prefix cache was not flushed: " + flushed.message();
     }
   }
   const auto held = static_cast<int64_t>(scheduler_->waiting().size());
   scheduler_->set_admission_held(false);
-  RADIX_LOG_INFO("{}Weights updated; {} queued request(s) resume.{}", log_prefix_, held, note);
+  if (note.empty()) {
+    RADIX_LOG_INFO("{}Weights updated; {} queued request(s) resume.", log_prefix_, held);
+  } else {
+    RADIX_LOG_WARN("{}Weights updated; {} queued request(s) resume.{}", log_prefix_, held, note);
+  }
   PublishStats();
-  pending.done(note.empty() ? Status::Ok() : Status(StatusCode::kInternal, note), held);
+  pending.done(Status::Ok(), held);
 }
 
 void EngineLoop::Continue() {
