@@ -415,7 +415,7 @@ ApiExpected<bool> JoinSession(ServerContext& ctx, const SessionParams& params, S
   }
   plan.on_end = [sessions = ctx.sessions, id = params.id,
                  rid = request.rid](const std::vector<ChoiceState>* choices) {
-    if (choices == nullptr || choices->empty()) return sessions->Finish(id, rid, {}, false);
+    if (choices == nullptr || choices->empty()) return sessions->Drop(id, rid);
     const ChoiceState& choice = choices->front();
     const bool completed = choice.finish && choice.finish->kind != engine::FinishKind::kAbort;
     sessions->Finish(id, rid, choice.output_ids, completed);

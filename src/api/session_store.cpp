@@ -166,6 +166,20 @@ Expected<SessionTurn> SessionStore::Begin(const SessionParams& params, const std
   return turn;
 }
 
+void SessionStore::Drop(std::string_view id, const std::string& rid) {
+  {
+    std::lock_guard lock(mu_);
+    auto found = sessions_.find(id);
+    if (found == sessions_.end()) return;
+    if (!found->second.streaming) {
+      std::vector<std::string> unfinished;  // the refused request itself; it never ran
+      Clear(found->second, rid, &unfinished);
+      return;
+    }
+  }
+  Finish(id, rid, {}, /*completed=*/false);  // streaming: no node was made for it
+}
+
 void SessionStore::Finish(std::string_view id, const std::string& rid,
                           const std::vector<int32_t>& output_ids, bool completed) {
   std::lock_guard lock(mu_);

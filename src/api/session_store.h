@@ -70,8 +70,12 @@ class SessionStore {
   Expected<SessionTurn> Begin(const SessionParams& params, const std::string& rid,
                               std::vector<int32_t> input_ids, std::optional<int32_t> bos);
 
+  // The request `rid` of session `id`, begun with Begin, was refused before the engine took it
+  // (queue full, a bad field found late): it leaves the session as if never begun.
+  void Drop(std::string_view id, const std::string& rid);
+
   // The request `rid` of session `id`, begun with Begin, ended: with its output (`completed`), or
-  // aborted / refused before it produced one.
+  // aborted before it produced one.
   void Finish(std::string_view id, const std::string& rid, const std::vector<int32_t>& output_ids,
               bool completed);
 

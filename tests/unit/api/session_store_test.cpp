@@ -125,5 +125,26 @@ TEST(SessionStoreTest, ReusingARidInASessionIsRefused) {
   EXPECT_FALSE(store.Begin({.id = "s", .rid = "r"}, "r", {3}, std::nullopt).ok());
 }
 
+TEST(SessionStoreTest, ARefusedRequestLeavesNoTrace) {
+  SessionStore store;
+  ASSERT_TRUE(store.Open({.id = "s"}).ok());
+  ASSERT_TRUE(store.Begin({.id = "s"}, "r1", {1, 2}, std::nullopt).ok());
+  store.Finish("s", "r1", {3}, true);
+  ASSERT_TRUE(store.Begin({.id = "s", .rid = "r1"}, "r2", {4}, std::nullopt).ok());
+  store.Drop("s", "r2");  // the engine refused it: it never ran
+  // Neither continuing it (it does not exist) nor reusing its rid is refused as for a request
+  // that ran; r1 is continued as if r2 had never begun.
+  EXPECT_EQ(store.Begin({.id = "s", .rid = "r2"}, "r3", {5}, std::nullopt).status().message(),
+            "Invalid request session id");
+  auto again = store.Begin({.id = "s", .rid = "r1"}, "r2", {4}, std::nullopt);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->input_ids, (Ids{1, 2, 3, 4}));
+  // Streaming sessions: a refused request leaves the session free for the next one.
+  ASSERT_TRUE(store.Open({.id = "st", .streaming = true}).ok());
+  ASSERT_TRUE(store.Begin({.id = "st"}, "a", {1}, std::nullopt).ok());
+  store.Drop("st", "a");
+  EXPECT_TRUE(store.Begin({.id = "st"}, "b", {2}, std::nullopt).ok());
+}
+
 }  // namespace
 }  // namespace radixserve::api
