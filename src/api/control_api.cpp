@@ -35,12 +35,6 @@ ApiExpected<json> ReadBody(const ApiRequest& request) {
   return ParseOptionalJsonObjectBody(request.body);
 }
 
-template <typename T>
-ApiExpected<T> Field(Expected<T> value) {
-  if (!value.ok()) return InvalidRequest(value.status().message());
-  return std::move(value).value();
-}
-
 ApiExpected<engine::PauseMode> ReadPauseMode(const json& body) {
   ApiExpected<std::optional<std::string>> mode = Field(ReadOptionalString(body, "mode"));
   if (!mode.ok()) return mode.status();

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
-#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -14,6 +14,7 @@
 #include "api/api_error.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
+#include "api/score_api.h"
 
 namespace radixserve::api {
 namespace {
@@ -365,11 +366,7 @@ void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWrite
         int64_t tokens = 0;
         for (size_t i = 0; i < results.size(); ++i) {
           const std::vector<float>& logits = results[i].embedding;
-          const float top = *std::max_element(logits.begin(), logits.end());
-          std::vector<double> probs;
-          double sum = 0.0;
-          for (float l : logits) sum += probs.emplace_back(std::exp(static_cast<double>(l - top)));
-          for (double& p : probs) p /= sum;
+          const std::vector<double> probs = Softmax(logits);
           const size_t best = static_cast<size_t>(
               std::max_element(logits.begin(), logits.end()) - logits.begin());
           data.push_back({{"index", i},

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
 #include "common/status.h"
 
 namespace radixserve::api {
@@ -36,5 +37,12 @@ Expected<std::optional<std::string>> ReadOptionalString(const nlohmann::json& ob
 // A list of token ids: JSON integers (not bools, not floats) in [0, vocab_size).
 Expected<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& value, std::string_view name,
                                             int64_t vocab_size);
+
+// A field read's failure as the schema error a route answers (400 InvalidRequest).
+template <typename T>
+ApiExpected<T> Field(Expected<T> value) {
+  if (!value.ok()) return InvalidRequest(value.status().message());
+  return std::move(value).value();
+}
 
 }  // namespace radixserve::api

@@ -137,41 +137,6 @@ std::optional<int32_t> WordToken(const tokenizer::Tokenizer& tok, std::string_vi
   return std::nullopt;
 }
 
-class YesNoFormatter final : public ResponseFormatter {
- public:
-  explicit YesNoFormatter(RerankRequest request) : request_(std::move(request)) {}
-  void StreamEvent(const ServerContext&, const std::vector<ChoiceState>&, size_t,
-                   const engine::RequestEvent&, const Emit&) override {
-    RADIX_CHECK_MSG(false, "a rerank call does not stream");
-  }
-  void StreamEnd(const ServerContext&, const std::vector<ChoiceState>&, const Emit&) override {
-    RADIX_CHECK_MSG(false, "a rerank call does not stream");
-  }
-  FormattedResponse Complete(const ServerContext&,
-                             const std::vector<ChoiceState>& choices) override {
-    if (std::optional<ApiError> failed = FailedChoice(choices)) {
-      return {failed->status, failed->OpenAiBody()};
-    }
-    std::vector<double> scores;
-    for (const ChoiceState& choice : choices) {
-      if (choice.output_logprobs.empty()) {
-        ApiError error{500, "The rerank request " + choice.rid + " ended before its score.", {},
-                       {}};
-        return {error.status, error.OpenAiBody()};
-      }
-      const std::vector<float>& lp = choice.output_logprobs[0].token_ids_logprobs;
-      RADIX_CHECK(lp.size() == 2);
-      const double yes = std::exp(static_cast<double>(lp[0]));
-      const double no = std::exp(static_cast<double>(lp[1]));
-      scores.push_back(yes + no > 0.0 ? yes / (yes + no) : 0.0);
-    }
-    return {200, RerankAnswer(request_, scores)};
-  }
-
- private:
-  RerankRequest request_;
-};
-
 ApiExpected<ServingPlan> PlanYesNoRerank(ServerContext& ctx, RerankRequest request) {
   if (!IsYesNoRerankerTemplate(ctx.chat_template)) {
     return BadRequest(
@@ -201,7 +166,18 @@ ApiExpected<ServingPlan> PlanYesNoRerank(ServerContext& ctx, RerankRequest reque
     if (!built.ok()) return built.status();
     plan.requests.push_back(std::move(built).value());
   }
-  plan.formatter = std::make_shared<YesNoFormatter>(std::move(request));
+  plan.formatter = LabelScoresFormatter(
+      [request = std::move(request)](const std::vector<std::vector<float>>& logprobs,
+                                     int64_t) -> FormattedResponse {
+        std::vector<double> scores;
+        for (const std::vector<float>& lp : logprobs) {
+          RADIX_CHECK(lp.size() == 2);
+          const double yes = std::exp(static_cast<double>(lp[0]));
+          const double no = std::exp(static_cast<double>(lp[1]));
+          scores.push_back(yes + no > 0.0 ? yes / (yes + no) : 0.0);
+        }
+        return {200, RerankAnswer(request, scores)};
+      });
   return plan;
 }
 

@@ -34,12 +34,6 @@ struct ScoreOptions {
   std::optional<int64_t> fused_prompt_tokens;
 };
 
-template <typename T>
-ApiExpected<T> Field(Expected<T> value) {
-  if (!value.ok()) return InvalidRequest(value.status().message());
-  return std::move(value).value();
-}
-
 bool IsIdList(const json& v) {
   return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) {
            return e.is_number_integer();
@@ -94,15 +88,9 @@ ApiExpected<bool> ReadFlag(const json& body, std::string_view key) {
 
 // Scores of one item from its labels' logprobs (SGLang's _convert_logprobs_to_scores).
 std::vector<double> ToScores(const std::vector<float>& logprobs, const ScoreOptions& options) {
+  if (options.apply_softmax) return Softmax(logprobs, options.temperature);
   std::vector<double> scores(logprobs.begin(), logprobs.end());
-  if (options.apply_softmax) {
-    const double top = *std::max_element(scores.begin(), scores.end());
-    double sum = 0.0;
-    for (double& s : scores) sum += s = std::exp((s - top) / options.temperature);
-    for (double& s : scores) s /= sum;
-  } else {
-    for (double& s : scores) s = std::exp(s);
-  }
+  for (double& s : scores) s = std::exp(s);
   return scores;
 }
 
@@ -122,17 +110,17 @@ json ScoreResponse(const ScoreOptions& options, json scores, json token_logprobs
           {"object", "scoring"}};
 }
 
-class ScoreFormatter final : public ResponseFormatter {
+class LabelScores final : public ResponseFormatter {
  public:
-  explicit ScoreFormatter(ScoreOptions options) : options_(std::move(options)) {}
+  explicit LabelScores(LabelScoresAnswer answer) : answer_(std::move(answer)) {}
 
-  // Scoring calls never stream.
+  // Label-scoring calls never stream.
   void StreamEvent(const ServerContext&, const std::vector<ChoiceState>&, size_t,
                    const engine::RequestEvent&, const Emit&) override {
-    RADIX_CHECK_MSG(false, "a score call does not stream");
+    RADIX_CHECK_MSG(false, "a label-scoring call does not stream");
   }
   void StreamEnd(const ServerContext&, const std::vector<ChoiceState>&, const Emit&) override {
-    RADIX_CHECK_MSG(false, "a score call does not stream");
+    RADIX_CHECK_MSG(false, "a label-scoring call does not stream");
   }
 
   FormattedResponse Complete(const ServerContext&,
@@ -140,11 +128,9 @@ class ScoreFormatter final : public ResponseFormatter {
     if (std::optional<ApiError> failed = FailedChoice(choices)) {
       return {failed->status, failed->OpenAiBody()};
     }
-    json scores = json::array();
-    json token_logprobs = json::array();
+    std::vector<std::vector<float>> logprobs;
     int64_t prompt_tokens = 0;
-    for (size_t i = 0; i < choices.size(); ++i) {
-      const ChoiceState& choice = choices[i];
+    for (const ChoiceState& choice : choices) {
       prompt_tokens += choice.prompt_tokens;
       if (choice.output_logprobs.empty()) {
         // Only an abort without an error status ends a scoring request before its token.
@@ -152,18 +138,13 @@ class ScoreFormatter final : public ResponseFormatter {
                        {}};
         return {error.status, error.OpenAiBody()};
       }
-      const std::vector<float>& logprobs = choice.output_logprobs[0].token_ids_logprobs;
-      RADIX_CHECK(logprobs.size() == options_.labels[i].size());
-      scores.push_back(ToScores(logprobs, options_));
-      token_logprobs.push_back(logprobs);
+      logprobs.push_back(choice.output_logprobs[0].token_ids_logprobs);
     }
-    if (options_.fused_prompt_tokens) prompt_tokens = *options_.fused_prompt_tokens;
-    return {200, ScoreResponse(options_, std::move(scores), std::move(token_logprobs),
-                               prompt_tokens)};
+    return answer_(logprobs, prompt_tokens);
   }
 
  private:
-  ScoreOptions options_;
+  LabelScoresAnswer answer_;
 };
 
 constexpr std::string_view kFields[] = {
@@ -344,7 +325,17 @@ ApiExpected<ServingPlan> PlanLabelScores(ServerContext& ctx, ScoreCall call) {
     if (!request.ok()) return request.status();
     plan.requests.push_back(std::move(request).value());
   }
-  plan.formatter = std::make_shared<ScoreFormatter>(std::move(call.options));
+  plan.formatter = LabelScoresFormatter([options = std::move(call.options)](
+                                            const std::vector<std::vector<float>>& logprobs,
+                                            int64_t prompt_tokens) -> FormattedResponse {
+    json scores = json::array();
+    for (size_t i = 0; i < logprobs.size(); ++i) {
+      RADIX_CHECK(logprobs[i].size() == options.labels[i].size());
+      scores.push_back(ToScores(logprobs[i], options));
+    }
+    return {200, ScoreResponse(options, std::move(scores), logprobs,
+                               options.fused_prompt_tokens.value_or(prompt_tokens))};
+  });
   return plan;
 }
 
@@ -374,14 +365,10 @@ void RunClassifierScores(ServerContext& ctx, ScoreCall call, ResponseWriterPtr w
                  json scores = json::array();
                  int64_t tokens = 0;
                  for (const engine::EmbedResult& r : results) {
-                   std::vector<double> row(r.embedding.begin(), r.embedding.end());
-                   if (options.apply_softmax) {
-                     const double top = *std::max_element(row.begin(), row.end());
-                     double sum = 0.0;
-                     for (double& v : row) sum += v = std::exp((v - top) / options.temperature);
-                     for (double& v : row) v /= sum;
-                   }
-                   scores.push_back(row);
+                   scores.push_back(options.apply_softmax
+                                        ? Softmax(r.embedding, options.temperature)
+                                        : std::vector<double>(r.embedding.begin(),
+                                                              r.embedding.end()));
                    tokens += r.prompt_tokens;
                  }
                  writer->Send(200, "application/json",
@@ -391,6 +378,20 @@ void RunClassifierScores(ServerContext& ctx, ScoreCall call, ResponseWriterPtr w
 }
 
 }  // namespace
+
+std::vector<double> Softmax(std::span<const float> values, double temperature) {
+  std::vector<double> out(values.begin(), values.end());
+  if (out.empty()) return out;
+  const double top = *std::max_element(out.begin(), out.end());
+  double sum = 0.0;
+  for (double& v : out) sum += v = std::exp((v - top) / temperature);
+  for (double& v : out) v /= sum;
+  return out;
+}
+
+std::shared_ptr<ResponseFormatter> LabelScoresFormatter(LabelScoresAnswer answer) {
+  return std::make_shared<LabelScores>(std::move(answer));
+}
 
 ApiExpected<engine::GenerateRequest> BuildLabelScoringRequest(const ServerContext& ctx,
                                                               const PromptInput& prompt,

@@ -22,18 +22,34 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "api/api_error.h"
 #include "api/request_builder.h"
 #include "api/response_writer.h"
+#include "api/serving.h"
 #include "api/server_context.h"
 #include "engine/request.h"
 
 namespace radixserve::api {
 
 void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer);
+
+// exp((v_i - max) / temperature) normalized: SGLang's softmax over scores (centered before
+// scaling, so small temperatures do not overflow), in double precision.
+std::vector<double> Softmax(std::span<const float> values, double temperature = 1.0);
+
+// What a call of label-scoring requests (BuildLabelScoringRequest) answers, from each request's
+// label logprobs (in its labels' order) and the calls' prompt tokens in total.
+using LabelScoresAnswer = std::function<FormattedResponse(
+    const std::vector<std::vector<float>>& label_logprobs, int64_t prompt_tokens)>;
+// The formatter of such a (never streamed) call: a request that failed after admission answers
+// its error, one that ended before its token a 500; otherwise `answer` shapes the reply.
+std::shared_ptr<ResponseFormatter> LabelScoresFormatter(LabelScoresAnswer answer);
 
 // The engine request that scores `labels` as the next token after `prompt` (text: tokenized with
 // special tokens): one greedy token whose first output logprob entry carries the labels'
