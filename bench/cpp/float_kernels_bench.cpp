@@ -7,6 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <string>
+#include <utility>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -31,32 +34,42 @@ double BestSeconds(int reps, Fn&& fn) {
   return best;
 }
 
-void BenchGemm(ThreadPool& pool) {
+void BenchGemmShape(ThreadPool& pool, kernels::WeightFormat format, int64_t rows, int64_t cols,
+                    std::initializer_list<int64_t> ns) {
   const kernels::FloatGemmKernels& k = kernels::FloatKernelsFor(kernels::ActiveKernels());
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  const int64_t shapes[][2] = {{576, 576}, {1536, 576}, {49152, 576}};
-  for (const auto& shape : shapes) {
-    const int64_t rows = shape[0], cols = shape[1];
-    std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
-    for (auto& v : w) v = kernels::F32ToBf16(dist(rng));
-    const kernels::WeightMatrix m{kernels::WeightFormat::kBF16, rows, cols, w.data()};
-    for (int64_t n : {1, 32, 512}) {
-      std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
-      for (auto& v : x) v = dist(rng);
-      const double flops = 2.0 * static_cast<double>(rows * cols * n);
-      const int reps = static_cast<int>(std::clamp(2e9 / flops, 3.0, 2000.0));
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        const double s = BestSeconds(reps, [&] {
-          kernels::FloatMatMul(k, p, x.data(), n, m, y.data(),
-                               kernels::ActivationMode::kGgmlRounded);
-        });
-        std::printf("gemm %s bf16 %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f GFLOP/s\n",
-                    std::string(k.name).c_str(), static_cast<long>(rows), static_cast<long>(cols),
-                    static_cast<long>(n), p ? p->size() : 1, s * 1e6,
-                    static_cast<double>(rows * cols * 2) / s / 1e9, flops / s / 1e9);
-      }
+  const bool f32 = format == kernels::WeightFormat::kF32;
+  std::vector<uint16_t> w16(f32 ? 0 : static_cast<size_t>(rows * cols));
+  std::vector<float> w32(f32 ? static_cast<size_t>(rows * cols) : 0);
+  for (auto& v : w16) v = kernels::F32ToBf16(dist(rng));
+  for (auto& v : w32) v = dist(rng);
+  const kernels::WeightMatrix m{format, rows, cols,
+                                f32 ? static_cast<const void*>(w32.data()) : w16.data()};
+  for (int64_t n : ns) {
+    std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
+    for (auto& v : x) v = dist(rng);
+    const double flops = 2.0 * static_cast<double>(rows * cols * n);
+    const int reps = static_cast<int>(std::clamp(2e9 / flops, 3.0, 2000.0));
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      const double s = BestSeconds(reps, [&] {
+        kernels::FloatMatMul(k, p, x.data(), n, m, y.data(), kernels::ActivationMode::kGgmlRounded);
+      });
+      std::printf("gemm %s %s %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f GFLOP/s\n",
+                  std::string(k.name).c_str(), f32 ? "f32 " : "bf16", static_cast<long>(rows),
+                  static_cast<long>(cols), static_cast<long>(n), p ? p->size() : 1, s * 1e6,
+                  static_cast<double>(m.row_bytes() * rows) / s / 1e9, flops / s / 1e9);
     }
+  }
+}
+
+void BenchGemm(ThreadPool& pool) {
+  // SmolLM2-135M's projections and LM head (BF16 weights), then MiniLM-L6's (F32, encoder batches).
+  for (const auto& shape : {std::pair<int64_t, int64_t>{576, 576}, {1536, 576}, {49152, 576}}) {
+    BenchGemmShape(pool, kernels::WeightFormat::kBF16, shape.first, shape.second, {1, 32, 512});
+  }
+  for (const auto& shape : {std::pair<int64_t, int64_t>{384, 384}, {1536, 384}, {384, 1536}}) {
+    BenchGemmShape(pool, kernels::WeightFormat::kF32, shape.first, shape.second, {1, 512});
   }
 }
 

@@ -29,6 +29,9 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   // out = gelu_tanh(gate) * up; out may alias gate or up.
   void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n);
+  // out = gelu(x) = x/2 * (1 + erf(x / sqrt 2)), the exact (erf) form; out may alias x. SIMD
+  // variants use Abramowitz & Stegun 7.1.26 (|error of erf| < 2e-7).
+  void (*gelu_erf)(const float* x, float* out, int64_t n);
 };
 
 const KernelTable& RefKernels();

@@ -10,14 +10,6 @@
 #include "model/for_rows.h"
 
 namespace radixserve::model {
-namespace {
-
-// HF's "gelu" activation: the exact form with erf, not the tanh approximation.
-float GeluErf(float x) {
-  return static_cast<float>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
-}
-
-}  // namespace
 
 Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config,
                                                           PoolingConfig pooling,
@@ -243,7 +235,9 @@ Status BertModel::Encode(const ForwardBatch& batch, ThreadPool* pool, float* hid
     ApplyLayerNorm(pool, layer.attn_norm, hidden, n);
     ApplyLinear(pool, layer.up, hidden, n, up.data());
     ForRows(pool, n, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin * ff; i < end * ff; ++i) up[static_cast<size_t>(i)] = GeluErf(up[static_cast<size_t>(i)]);
+      // HF's "gelu" activation: the exact form with erf, not the tanh approximation.
+      kernels::ActiveKernels().gelu_erf(up.data() + begin * ff, up.data() + begin * ff,
+                                        (end - begin) * ff);
     });
     ApplyLinear(pool, layer.down, up.data(), n, proj.data());
     for (size_t i = 0; i < proj.size(); ++i) hidden[i] += proj[i];

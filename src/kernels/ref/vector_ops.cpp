@@ -54,10 +54,17 @@ void GeluTanhMul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void GeluErf(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = static_cast<float>(0.5 * x[i] * (1.0 + std::erf(x[i] * 0.70710678118654752440)));
+  }
+}
+
 }  // namespace
 
 const KernelTable& RefKernels() {
-  static const KernelTable table{"ref", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul};
+  static const KernelTable table{"ref", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul,
+                                 GeluErf};
   return table;
 }
 

@@ -1,4 +1,4 @@
-// AVX2 float GEMM: 4x4 register tiles of 8-lane f32 accumulators (weights widened with F16C or a
+// AVX2 float GEMM: 3x4 register tiles of 8-lane f32 accumulators (weights widened with F16C or a
 // shift for bf16). Column tails go through a zero-padded 8-element copy so every result keeps
 // one summation order whatever tile it lands in.
 #include <immintrin.h>
@@ -105,15 +105,33 @@ RADIX_AVX2 void RowBlock(const float* x, int64_t ldx, int64_t n, const uint8_t* 
   }
 }
 
+// Tiles of 3 weight rows x 4 tokens: 12 accumulators, 3 weight vectors and one activation vector
+// fill the 16 ymm registers exactly (a 4x4 tile spilled accumulators to the stack on every
+// column step). A range whose length leaves one row over ends in two 2-row blocks instead. Every
+// tile shape sums a result in the same order, so the choice never changes a bit.
 template <WeightFormat F>
 RADIX_AVX2 void GemmAs(const float* x, int64_t ldx, int64_t n, const void* w, int64_t w_stride,
                        int64_t cols, int64_t r_begin, int64_t r_end, float* y, int64_t ldy) {
   const auto* base = static_cast<const uint8_t*>(w);
   int64_t r = r_begin;
-  for (; r + 4 <= r_end; r += 4) {
-    RowBlock<F, 4>(x, ldx, n, base + r * w_stride, w_stride, cols, y + r, ldy);
+  if (n <= 2) {  // decode: 4 rows per pass keep more weight streams in flight, no spill at T <= 2
+    for (; r + 4 <= r_end; r += 4) {
+      RowBlock<F, 4>(x, ldx, n, base + r * w_stride, w_stride, cols, y + r, ldy);
+    }
   }
-  for (; r < r_end; ++r) RowBlock<F, 1>(x, ldx, n, base + r * w_stride, w_stride, cols, y + r, ldy);
+  while (r < r_end) {
+    const int64_t left = r_end - r;
+    if (left >= 3 && left != 4) {
+      RowBlock<F, 3>(x, ldx, n, base + r * w_stride, w_stride, cols, y + r, ldy);
+      r += 3;
+    } else if (left >= 2) {
+      RowBlock<F, 2>(x, ldx, n, base + r * w_stride, w_stride, cols, y + r, ldy);
+      r += 2;
+    } else {
+      RowBlock<F, 1>(x, ldx, n, base + r * w_stride, w_stride, cols, y + r, ldy);
+      r += 1;
+    }
+  }
 }
 
 void Gemm(const float* x, int64_t ldx, int64_t n, const void* w, WeightFormat format,

@@ -166,10 +166,46 @@ RADIX_AVX2 void GeluTanhMul(const float* gate, const float* up, float* out, int6
   }
 }
 
+// 1 + erf(z) for the exact GELU, by Abramowitz & Stegun 7.1.26: with a = |z| and
+// t = 1 / (1 + p a), q = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-a^2) = 1 - erf(a). Taking
+// q itself for z < 0 (and 2 - q otherwise) keeps the GELU of large negative inputs accurate.
+RADIX_AVX2 __m256 OnePlusErf(__m256 z) {
+  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), z);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, one));
+  __m256 p = _mm256_set1_ps(1.061405429f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  const __m256 q = _mm256_mul_ps(_mm256_mul_ps(p, t), Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), a), a)));
+  const __m256 negative = _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ);
+  return _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), q), q, negative);
+}
+
+RADIX_AVX2 void GeluErf(const float* x, float* out, int64_t n) {
+  const __m256 half = _mm256_set1_ps(0.5f), inv_sqrt2 = _mm256_set1_ps(0.70710678118654752f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = OnePlusErf(_mm256_mul_ps(v, inv_sqrt2));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, v), e));
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {};
+    for (int64_t k = i; k < n; ++k) tail[k - i] = x[k];
+    const __m256 v = _mm256_load_ps(tail);
+    _mm256_store_ps(tail, _mm256_mul_ps(_mm256_mul_ps(half, v),
+                                        OnePlusErf(_mm256_mul_ps(v, inv_sqrt2))));
+    for (int64_t k = i; k < n; ++k) out[k] = tail[k - i];
+  }
+}
+
 }  // namespace
 
 const KernelTable& Avx2Table() {
-  static const KernelTable table{"avx2", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul};
+  static const KernelTable table{"avx2", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul,
+                                 GeluErf};
   return table;
 }
 

@@ -139,10 +139,36 @@ RADIX_AVX512 void GeluTanhMul(const float* gate, const float* up, float* out, in
   }
 }
 
+// 1 + erf(z) by Abramowitz & Stegun 7.1.26, as in the AVX2 variant.
+RADIX_AVX512 __m512 OnePlusErf(__m512 z) {
+  const __m512 a = _mm512_abs_ps(z);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, one));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  const __m512 q = _mm512_mul_ps(_mm512_mul_ps(p, t), Exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)));
+  const __mmask16 negative = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0f), q), q);
+}
+
+RADIX_AVX512 void GeluErf(const float* x, float* out, int64_t n) {
+  const __m512 half = _mm512_set1_ps(0.5f), inv_sqrt2 = _mm512_set1_ps(0.70710678118654752f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 e = OnePlusErf(_mm512_mul_ps(v, inv_sqrt2));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_mul_ps(half, v), e));
+  }
+}
+
 }  // namespace
 
 const KernelTable& Avx512Table() {
-  static const KernelTable table{"avx512", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul};
+  static const KernelTable table{"avx512", Dot, Axpy, RmsNorm, Softmax, SiluMul,
+                                 GeluTanhMul, GeluErf};
   return table;
 }
 

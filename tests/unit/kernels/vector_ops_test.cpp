@@ -74,6 +74,24 @@ TEST(VectorOpsTest, EveryVariantMatchesReference) {
   }
 }
 
+// The exact GELU against erf in double over the range activations take, including the far
+// negative tail where gelu(x) -> 0 and the positive side where it -> x; in place too.
+TEST(VectorOpsTest, GeluErfMatchesErfInDouble) {
+  std::vector<float> x;
+  for (float v = -12.0f; v <= 12.0f; v += 0.001953125f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 40.0f, -40.0f, 1e6f, -1e6f}) x.push_back(v);
+  for (const KernelTable* table : AvailableKernels()) {
+    SCOPED_TRACE(std::string(table->name));
+    std::vector<float> y = x;
+    table->gelu_erf(y.data(), y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+      EXPECT_NEAR(y[i], want, 2e-7 * (1.0 + std::fabs(x[i])) + 1e-7 * std::fabs(want))
+          << "x = " << x[i];
+    }
+  }
+}
+
 TEST(VectorOpsTest, ReferenceValues) {
   const KernelTable& ref = RefKernels();
   std::vector<float> x{1.0f, 2.0f, 3.0f};
