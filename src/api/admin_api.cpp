@@ -99,6 +99,11 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   state["jump_forward_tokens"] = stats.jump_forward_tokens;
   // Between /pause_generation and /continue_generation.
   state["paused"] = stats.paused;
+  // What /release_memory_occupation released and no resume has taken back yet.
+  json released = json::array();
+  if (stats.released.kv_cache) released.push_back("kv_cache");
+  if (stats.released.weights) released.push_back("weights");
+  state["memory_released"] = released;
   state["num_retracted_reqs"] = stats.num_retractions;
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});

@@ -203,11 +203,7 @@ struct ProfileRun : std::enable_shared_from_this<ProfileRun> {
       }
       if (self->waiting) self->waiting->Send(200, "text/plain", "Start profiling.\n");
     };
-    if (queue != nullptr) {
-      queue->Post(std::move(write));
-    } else {
-      write();
-    }
+    PostOrRun(queue, std::move(write));
   }
 };
 
@@ -351,11 +347,11 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
     std::shared_ptr<const model::CausalLM> loaded = *model;
     ctx.engine->UpdateModelAsync(
         loaded, flush,
-        [&ctx, answer, loaded, version, keep_pause](Status status, int64_t held) {
+        [&ctx, answer, loaded, path, format, version, keep_pause](Status status, int64_t held) {
           if (!status.ok()) {
             return answer(false, "Failed to update weights: " + status.message(), held);
           }
-          ctx.weight_loader->Adopt(loaded);
+          ctx.weight_loader->Adopt(loaded, path, format);
           std::string message = "Succeeded to update model weights.";
           if (version) {
             ctx.weight_version.Set(*version);
@@ -369,11 +365,7 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
           answer(true, message, held);
         });
   };
-  if (ctx.admin_queue != nullptr) {
-    ctx.admin_queue->Post(std::move(task));
-  } else {
-    task();
-  }
+  PostOrRun(ctx.admin_queue, std::move(task));
 }
 
 void HandleGetWeightsByName(ServerContext& ctx, const ApiRequest& request,
@@ -395,13 +387,119 @@ void HandleGetWeightsByName(ServerContext& ctx, const ApiRequest& request,
     return SendResult(*writer, BadRequest("Get parameter by name failed: this server has no "
                                           "generation model to read."));
   }
+  const std::shared_ptr<const model::CausalLM> model = ctx.weight_loader->Current();
+  if (model == nullptr) {
+    return SendResult(*writer, BadRequest("Get parameter by name failed: the weights are released "
+                                          "(/release_memory_occupation); resume them first."));
+  }
   Expected<model::CausalLM::WeightRows> rows =
-      ctx.weight_loader->Current()->ReadWeight(**name, truncate->value_or(100));
+      model->ReadWeight(**name, truncate->value_or(100));
   if (!rows.ok()) {
     return SendResult(*writer, BadRequest("Get parameter by name failed: " +
                                           rows.status().message()));
   }
   SendResult(*writer, rows->one_dim ? json(rows->rows.at(0)) : json(rows->rows));
+}
+
+namespace {
+
+// SGLang's `tags` of /release_memory_occupation and /resume_memory_occupation: "kv_cache",
+// "weights", "cuda_graph"; absent, null or empty: all of them. Weights count only on a server
+// that can release them (a generation server started with --enable-memory-saver; without it
+// SGLang keeps them in place too, which is logged once).
+ApiExpected<engine::MemoryRegions> ReadMemoryTags(ServerContext& ctx, const ApiRequest& request) {
+  ApiExpected<json> parsed = ReadBody(request);
+  if (!parsed.ok()) return parsed.status();
+  const json& body = *parsed;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "tags") {
+      return InvalidRequest("Unsupported field '" + it.key() + "' (supported: tags).");
+    }
+  }
+  std::vector<std::string> tags;
+  if (body.contains("tags") && !body["tags"].is_null()) {
+    if (!body["tags"].is_array()) return InvalidRequest("Field 'tags' must be a list of strings.");
+    for (const json& tag : body["tags"]) {
+      if (!tag.is_string()) return InvalidRequest("Field 'tags' must be a list of strings.");
+      tags.push_back(tag.get<std::string>());
+    }
+  }
+  if (tags.empty()) tags = {"kv_cache", "weights", "cuda_graph"};
+  engine::MemoryRegions regions;
+  for (const std::string& tag : tags) {
+    if (tag == "kv_cache") {
+      regions.kv_cache = true;
+    } else if (tag == "weights") {
+      if (ctx.weight_loader != nullptr && ctx.weight_loader->ReleasesWeights()) {
+        regions.weights = true;
+      } else if (ctx.weight_loader != nullptr) {
+        static std::once_flag warned;
+        std::call_once(warned, [] {
+          RADIX_LOG_WARN("memory occupation: the weights stay loaded; start the server with "
+                         "--enable-memory-saver to release them.");
+        });
+      }
+    } else if (tag == "cuda_graph") {
+      static std::once_flag warned;
+      std::call_once(warned, [] {
+        RADIX_LOG_WARN("memory occupation: tag cuda_graph has nothing to release on cpu (no CUDA "
+                       "graphs).");
+      });
+    } else {
+      return InvalidRequest("Unknown memory tag '" + tag +
+                            "' (supported: kv_cache, weights, cuda_graph).");
+    }
+  }
+  return regions;
+}
+
+// SGLang answers both routes with a JSON null on success.
+void SendMemoryResult(ResponseWriter& writer, const Status& status) {
+  if (!status.ok()) return SendResult(writer, BadRequest(status.message()));
+  writer.Send(200, "application/json", "null");
+}
+
+}  // namespace
+
+void HandleReleaseMemoryOccupation(ServerContext& ctx, const ApiRequest& request,
+                                   ResponseWriterPtr writer) {
+  ApiExpected<engine::MemoryRegions> regions = ReadMemoryTags(ctx, request);
+  if (!regions.ok()) return SendResult(*writer, regions.status());
+  // On the admin queue, so a release and a resume (which reads the checkpoint there) never
+  // overlap.
+  PostOrRun(ctx.admin_queue, [&ctx, writer, regions = *regions] {
+    ctx.engine->ReleaseMemoryAsync(regions, [&ctx, writer, regions](Status status) {
+      // The engine dropped its model; the loader's (and the LoRA registry's) reference go too,
+      // which frees the weights. The engine is idle while released, so this may take its time.
+      if (status.ok() && regions.weights) ctx.weight_loader->Release();
+      SendMemoryResult(*writer, status);
+    });
+  });
+}
+
+void HandleResumeMemoryOccupation(ServerContext& ctx, const ApiRequest& request,
+                                  ResponseWriterPtr writer) {
+  ApiExpected<engine::MemoryRegions> regions = ReadMemoryTags(ctx, request);
+  if (!regions.ok()) return SendResult(*writer, regions.status());
+  PostOrRun(ctx.admin_queue, [&ctx, writer, regions = *regions] {
+    std::shared_ptr<const model::CausalLM> model;
+    if (regions.weights && ctx.weight_loader->Current() == nullptr) {
+      // The released weights are read again from the checkpoint they came from.
+      Expected<std::shared_ptr<const model::CausalLM>> loaded = ctx.weight_loader->Reload();
+      if (!loaded.ok()) {
+        return SendMemoryResult(*writer, Status(loaded.status().code(),
+                                                "Failed to reload the weights: " +
+                                                    loaded.status().message()));
+      }
+      model = *loaded;
+    }
+    ctx.engine->ResumeMemoryAsync(regions, model, [&ctx, writer, model](Status status) {
+      if (status.ok() && model != nullptr) {
+        ctx.weight_loader->Restore(model);
+      }
+      SendMemoryResult(*writer, status);
+    });
+  });
 }
 
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,

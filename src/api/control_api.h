@@ -26,6 +26,16 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
 // "Get parameter by name failed: ..." for an unknown name.
 void HandleGetWeightsByName(ServerContext& ctx, const ApiRequest& request,
                             ResponseWriterPtr writer);
+// GET or POST /release_memory_occupation and /resume_memory_occupation: SGLang's
+// {"tags": [...]} ("kv_cache", "weights", "cuda_graph"; none: all). Release needs an idle server
+// (a paused one may hold queued requests): kv_cache flushes the prefix cache and gives the KV
+// pool's pages back to the OS; weights (with --enable-memory-saver) drops the model. No step runs
+// until every released region is resumed; resuming the weights reads the served checkpoint again.
+// Answers a JSON null, or 400 with why not.
+void HandleReleaseMemoryOccupation(ServerContext& ctx, const ApiRequest& request,
+                                   ResponseWriterPtr writer);
+void HandleResumeMemoryOccupation(ServerContext& ctx, const ApiRequest& request,
+                                  ResponseWriterPtr writer);
 void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStopProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);

@@ -6,6 +6,7 @@
 #include "api/json_body.h"
 #include "api/openai_common.h"
 #include "api/serving.h"
+#include "common/work_queue.h"
 
 namespace radixserve::api {
 namespace {
@@ -68,11 +69,7 @@ void HandleLoadLoraAdapter(ServerContext& ctx, const ApiRequest& request, Respon
   auto load = [&ctx, writer, name = *name, path = *path, pinned] {
     Answer(ctx, *writer, ctx.lora_registry->Load(name, path, pinned));
   };
-  if (ctx.lora_queue != nullptr) {
-    ctx.lora_queue->Post(std::move(load));
-  } else {
-    load();
-  }
+  PostOrRun(ctx.lora_queue, std::move(load));
 }
 
 void HandleUnloadLoraAdapter(ServerContext& ctx, const ApiRequest& request,

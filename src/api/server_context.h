@@ -91,9 +91,22 @@ class WeightLoader {
   // the served model's architecture and shapes, or why not.
   virtual Expected<std::shared_ptr<const model::CausalLM>> Load(const std::string& path,
                                                                 const std::string& load_format) = 0;
-  // The engine serves `model` now: drop the old one, point the LoRA registry at the new one.
-  virtual void Adopt(std::shared_ptr<const model::CausalLM> model) = 0;
-  // The model served now (/get_weights_by_name reads it).
+  // The checkpoint the served model was read from, read again (/resume_memory_occupation).
+  virtual Expected<std::shared_ptr<const model::CausalLM>> Reload() = 0;
+  // The engine serves `model` (read from `path` with `load_format`) now: drop the old one, point
+  // the LoRA registry at the new one.
+  virtual void Adopt(std::shared_ptr<const model::CausalLM> model, const std::string& path,
+                     const std::string& load_format) = 0;
+  // The engine serves `model`, which Reload read, again.
+  virtual void Restore(std::shared_ptr<const model::CausalLM> model) = 0;
+  // /release_memory_occupation of the weights, once the engine dropped its reference: drop the
+  // served model here and in the LoRA registry, so its memory goes back to the OS. Current() is
+  // null until the next Adopt.
+  virtual void Release() = 0;
+  // Whether a release of the weights frees them (--enable-memory-saver, as in SGLang, where
+  // without it the weights stay in place).
+  virtual bool ReleasesWeights() const = 0;
+  // The model served now (/get_weights_by_name reads it); null while released.
   virtual std::shared_ptr<const model::CausalLM> Current() = 0;
 };
 

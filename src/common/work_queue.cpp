@@ -54,4 +54,12 @@ void WorkQueue::WorkerLoop() {
   }
 }
 
+void PostOrRun(WorkQueue* queue, std::function<void()> task) {
+  if (queue != nullptr) {
+    queue->Post(std::move(task));
+  } else {
+    task();
+  }
+}
+
 }  // namespace radixserve

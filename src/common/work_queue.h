@@ -39,4 +39,8 @@ class WorkQueue {
   std::vector<std::thread> workers_;
 };
 
+// Posts `task` on `queue`, or runs it at once on the calling thread when there is no queue (a
+// server context built without one, as in tests).
+void PostOrRun(WorkQueue* queue, std::function<void()> task);
+
 }  // namespace radixserve

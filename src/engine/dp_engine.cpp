@@ -114,6 +114,20 @@ void DpEngine::Continue() {
   for (auto& replica : replicas_) replica->Continue();
 }
 
+// A replica that refuses (busy) leaves the others released: releasing again once idle completes
+// the release (it is idempotent per region), as a resume does for the released ones.
+void DpEngine::ReleaseMemoryAsync(MemoryRegions regions, std::function<void(Status)> done) {
+  auto joined = JoinStatuses(replicas_.size(), std::move(done));
+  for (auto& replica : replicas_) replica->ReleaseMemoryAsync(regions, joined);
+}
+
+void DpEngine::ResumeMemoryAsync(MemoryRegions regions,
+                                 std::shared_ptr<const model::CausalLM> model,
+                                 std::function<void(Status)> done) {
+  auto joined = JoinStatuses(replicas_.size(), std::move(done));
+  for (auto& replica : replicas_) replica->ResumeMemoryAsync(regions, model, joined);
+}
+
 void DpEngine::StartProfileAsync(ProfileOptions options, TraceSink sink,
                                  std::function<void(Status)> started) {
   auto joined = JoinStatuses(replicas_.size(), std::move(started));
@@ -140,6 +154,8 @@ EngineStats DpEngine::Stats() const {
     total.gen_throughput += s.gen_throughput;
     total.num_retractions += s.num_retractions;
     total.paused = total.paused || s.paused;
+    total.released.kv_cache = total.released.kv_cache || s.released.kv_cache;
+    total.released.weights = total.released.weights || s.released.weights;
     total.jump_forward_tokens += s.jump_forward_tokens;
     // Replicas decode separately: the gauges show the best-accepting one.
     total.spec_accept_length = std::max(total.spec_accept_length, s.spec_accept_length);

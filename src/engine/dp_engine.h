@@ -7,6 +7,7 @@
 //   * FlushCache: every replica flushes; an error if any of them had pending requests (SGLang
 //     broadcasts the flush and reports success only if every rank succeeded).
 //   * PauseAsync / Continue: every replica; the pause is done when all of them are paused.
+//   * Release/ResumeMemoryAsync: every replica; the first failure is the answer.
 //   * Start/StopProfileAsync: every replica (one trace each); the first failure is the answer.
 //   * Stats: the sum over replicas; ReplicaStats: one per replica, dp_rank in order.
 //   * CheckLeaks: every replica's check; the messages of failing ones, prefixed with their rank.
@@ -37,6 +38,9 @@ class DpEngine final : public Engine {
   void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
                         UpdateModelDone done) override;
   void Continue() override;
+  void ReleaseMemoryAsync(MemoryRegions regions, std::function<void(Status)> done) override;
+  void ResumeMemoryAsync(MemoryRegions regions, std::shared_ptr<const model::CausalLM> model,
+                         std::function<void(Status)> done) override;
   void StartProfileAsync(ProfileOptions options, TraceSink sink,
                          std::function<void(Status)> started) override;
   void StopProfileAsync(std::function<void(Status)> stopped) override;

@@ -41,6 +41,13 @@ enum class PauseMode {
   kInPlace,  // requests keep their KV and go on where they stopped after Continue
 };
 
+// The memory /release_memory_occupation gives back and /resume_memory_occupation takes again
+// (SGLang's tags "kv_cache" and "weights").
+struct MemoryRegions {
+  bool kv_cache = false;
+  bool weights = false;
+};
+
 // Load and cache figures for /get_load, /server_info, /metrics and the leak check.
 struct EngineStats {
   int32_t dp_rank = 0;  // the replica these figures describe (aggregates: 0)
@@ -67,6 +74,7 @@ struct EngineStats {
   double spec_accept_length = 0.0;
   double spec_accept_rate = 0.0;
   bool paused = false;  // between /pause_generation and /continue_generation
+  MemoryRegions released;  // between /release_memory_occupation and /resume_memory_occupation
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
 };
@@ -122,6 +130,20 @@ class Engine {
   virtual void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
                                 UpdateModelDone done);
 
+  // /release_memory_occupation: gives memory back while the engine is idle (nothing running; a
+  // paused engine may hold queued requests). kv_cache: the prefix cache is flushed and the KV
+  // pool's pages return to the OS; weights: the engine drops its model (the caller drops the
+  // other references). Until ResumeMemoryAsync has taken back every released region no step runs
+  // and submitted requests wait in the queue. `done` gets Ok, or kInvalidArgument when
+  // requests are running or queued. Runs on an engine thread; never blocks the caller. Engines
+  // without a KV pool or a model to release (embedding servers) answer Unsupported.
+  virtual void ReleaseMemoryAsync(MemoryRegions regions, std::function<void(Status)> done);
+  // /resume_memory_occupation: takes back `regions` (weights: `model`, reloaded by the caller,
+  // serves from now on). kInvalidArgument when a region is not released.
+  virtual void ResumeMemoryAsync(MemoryRegions regions,
+                                 std::shared_ptr<const model::CausalLM> model,
+                                 std::function<void(Status)> done);
+
   // /start_profile: records the engine's steps (step_profiler.h). `started` runs once with Ok or
   // why not (a recording is in progress; an engine without a step loop); `sink` then receives
   // each replica's trace when its recording ends (num_steps reached, or StopProfileAsync). Both
@@ -153,6 +175,17 @@ class Engine {
 inline void Engine::UpdateModelAsync(std::shared_ptr<const model::CausalLM>, bool,
                                      UpdateModelDone done) {
   done(Unsupported("This server's engine cannot swap its model (an embedding server)."), 0);
+}
+
+inline void Engine::ReleaseMemoryAsync(MemoryRegions, std::function<void(Status)> done) {
+  done(Unsupported("This server's engine has no KV pool or model to release (an embedding "
+                   "server)."));
+}
+
+inline void Engine::ResumeMemoryAsync(MemoryRegions, std::shared_ptr<const model::CausalLM>,
+                                      std::function<void(Status)> done) {
+  done(Unsupported("This server's engine has no KV pool or model to release (an embedding "
+                   "server)."));
 }
 
 inline Status Engine::SubmitEmbed(EmbedRequest, EmbedSink) {

@@ -243,6 +243,7 @@ void EngineLoop::MaybeSwapModel() {
   PendingModel pending = std::move(*pending_model_);
   pending_model_.reset();
   model_ = std::move(pending.model);
+  released_.weights = false;  // new weights serve: nothing left to resume for them
   std::string note;
   if (pending.flush_cache) {
     // The cached KV came from the old weights. Waiting sequences hold no KV (a held admission
@@ -275,6 +276,65 @@ void EngineLoop::Continue() {
     paused_ = false;
     RADIX_LOG_INFO("{}Generation continued.", log_prefix_);
     PublishStats();
+  });
+}
+
+void EngineLoop::ReleaseMemoryAsync(MemoryRegions regions, std::function<void(Status)> done) {
+  PostCommand([this, regions, done = std::move(done)] {
+    AbortFlagged();
+    // SGLang's condition: nothing running; queued requests only on a paused engine (they hold no
+    // KV: a retract pause gave theirs to the cache, which the flush drops).
+    const bool running = !scheduler_->running().empty() || scheduler_->chunked() != nullptr;
+    if (running || pending_model_ || (!paused_ && !scheduler_->waiting().empty())) {
+      done(Status(StatusCode::kInvalidArgument,
+                  "release_memory_occupation should be called only when server is idle."));
+      return;
+    }
+    if (regions.kv_cache && !released_.kv_cache) {
+      // Flush returns the freed pool pages to the OS; no step commits them again until resumed.
+      Status flushed = memory_->Flush();
+      if (!flushed.ok()) {
+        done(std::move(flushed));
+        return;
+      }
+      for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
+      leak_check_stale_ = true;
+      released_.kv_cache = true;
+    }
+    if (regions.weights && !released_.weights) {
+      model_.reset();
+      released_.weights = true;
+    }
+    RADIX_LOG_INFO("{}Memory released (kv_cache: {}, weights: {}); no step runs until resumed.",
+                   log_prefix_, released_.kv_cache, released_.weights);
+    PublishStats();
+    done(Status::Ok());
+  });
+}
+
+void EngineLoop::ResumeMemoryAsync(MemoryRegions regions,
+                                   std::shared_ptr<const model::CausalLM> model,
+                                   std::function<void(Status)> done) {
+  PostCommand([this, regions, model = std::move(model), done = std::move(done)]() mutable {
+    const char* not_released = (regions.kv_cache && !released_.kv_cache) ? "kv_cache"
+                               : (regions.weights && !released_.weights) ? "weights"
+                                                                          : nullptr;
+    if (not_released != nullptr) {
+      done(Status(StatusCode::kInvalidArgument,
+                  fmt::format("'{}' is not released; nothing to resume.", not_released)));
+      return;
+    }
+    if (regions.weights) {
+      RADIX_CHECK(model != nullptr);
+      model_ = std::move(model);
+      released_.weights = false;
+    }
+    if (regions.kv_cache) released_.kv_cache = false;
+    RADIX_LOG_INFO("{}Memory resumed (kv_cache: {}, weights: {}){}.", log_prefix_,
+                   regions.kv_cache, regions.weights,
+                   halted() ? "; still halted" : "; scheduling resumes");
+    PublishStats();
+    done(Status::Ok());
   });
 }
 
@@ -345,8 +405,8 @@ void EngineLoop::Run() {
     }
     AbortFlagged();
     MaybeSwapModel();
-    if (ngram_ && !paused_) ProposeDrafts();
-    sched::StepPlan plan = paused_ ? sched::StepPlan{} : scheduler_->PlanStep();
+    if (ngram_ && !halted()) ProposeDrafts();
+    sched::StepPlan plan = halted() ? sched::StepPlan{} : scheduler_->PlanStep();
     for (const sched::DroppedSeq& dropped : plan.dropped) {
       if (dropped.reason == sched::DropReason::kOutOfMemory) {
         FinishSequence(dropped.seq, AbortFinish("Out of KV cache memory for this request.", 500),
@@ -361,7 +421,7 @@ void EngineLoop::Run() {
       const auto has_work = [this] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || !commands_.empty();
       };
-      if (paused_ || (config_.sleep_on_idle && scheduler_->idle())) {
+      if (halted() || (config_.sleep_on_idle && scheduler_->idle())) {
         wake_.wait(lock, has_work);
       } else {
         wake_.wait_for(lock, std::chrono::milliseconds(1), has_work);

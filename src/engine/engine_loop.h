@@ -58,6 +58,9 @@ class EngineLoop final : public Engine {
   void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
                         UpdateModelDone done) override;
   void Continue() override;
+  void ReleaseMemoryAsync(MemoryRegions regions, std::function<void(Status)> done) override;
+  void ResumeMemoryAsync(MemoryRegions regions, std::shared_ptr<const model::CausalLM> model,
+                         std::function<void(Status)> done) override;
   void StartProfileAsync(ProfileOptions options, TraceSink sink,
                          std::function<void(Status)> started) override;
   void StopProfileAsync(std::function<void(Status)> stopped) override;
@@ -158,6 +161,9 @@ class EngineLoop final : public Engine {
   // (a step ran, or the cache changed).
   bool leak_check_stale_ = true;
   bool paused_ = false;  // /pause_generation: no step is planned until Continue
+  // /release_memory_occupation: no step is planned until every released region is resumed.
+  MemoryRegions released_;
+  bool halted() const { return paused_ || released_.kv_cache || released_.weights; }
   // A weight update waiting for the running requests to finish (admission is held meanwhile).
   struct PendingModel {
     std::shared_ptr<const model::CausalLM> model;

@@ -258,6 +258,7 @@ void EngineLoop::PublishStats() {
   stats.prompt_tokens_total = prompt_tokens_total_;
   stats.cached_prompt_tokens_total = cached_tokens_total_;
   stats.paused = paused_;
+  stats.released = released_;
   const bool idle = scheduler_->num_sequences() == 0;
   if (!idle) {
     leak_check_stale_ = true;  // busy-but-consistent reads "ok"; idle gets a fresh check

@@ -31,6 +31,12 @@ Status LoraRegistry::Load(const std::string& name, const std::string& path, bool
     std::lock_guard<std::mutex> lock(mutex_);
     model = model_;
   }
+  if (model == nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    loading_.erase(name);
+    return InvalidArgument("The model's weights are released (/release_memory_occupation); "
+                              "resume them before loading a LoRA adapter.");
+  }
   auto adapter = model->LoadLora(path, options_.load);
   std::lock_guard<std::mutex> lock(mutex_);
   loading_.erase(name);

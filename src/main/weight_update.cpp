@@ -13,12 +13,7 @@ Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
     const std::string& path, const std::string& load_format) {
   model::LoadOptions options = ModelLoadOptions(args_, path);
   if (!load_format.empty()) options.load_format = load_format;
-  std::shared_ptr<const model::CausalLM> current;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    current = model_;
-  }
-  const model::ModelConfig& was = current->config();
+  const model::ModelConfig& was = config_;
   // Cheap first: the config alone, before reading any weights.
   Expected<model::ModelConfig> config = model::LoadModelConfig(options);
   if (!config.ok()) return config.status();
@@ -53,14 +48,42 @@ Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
   return std::shared_ptr<const model::CausalLM>(std::move(loaded).value());
 }
 
-void ServerWeightLoader::Adopt(std::shared_ptr<const model::CausalLM> model) {
+Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Reload() {
+  std::string path, load_format;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    path = path_;
+    load_format = load_format_;
+  }
+  return Load(path, load_format);
+}
+
+void ServerWeightLoader::Adopt(std::shared_ptr<const model::CausalLM> model,
+                               const std::string& path, const std::string& load_format) {
   if (lora_ != nullptr) lora_->SetModel(model);
   std::shared_ptr<const model::CausalLM> old;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     old = std::exchange(model_, std::move(model));
+    path_ = path;
+    load_format_ = load_format;
   }
   // `old` is freed here unless a request or an adapter load still holds it.
+}
+
+void ServerWeightLoader::Restore(std::shared_ptr<const model::CausalLM> model) {
+  if (lora_ != nullptr) lora_->SetModel(model);
+  std::lock_guard<std::mutex> lock(mutex_);
+  model_ = std::move(model);
+}
+
+void ServerWeightLoader::Release() {
+  if (lora_ != nullptr) lora_->SetModel(nullptr);
+  std::shared_ptr<const model::CausalLM> old;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    old = std::exchange(model_, nullptr);
+  }
 }
 
 }  // namespace radixserve
