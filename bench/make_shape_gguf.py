@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Writes a random-weight GGUF of a named model shape, for benchmarks at real sizes without
+downloading the model (issue 18): radixserve and the llama.cpp peer load the same file, and
+llama-quantize (from bench/build_peer.sh) makes the Q4_K_M / Q8_0 variants from it.
+
+    $RADIX_VENV/bin/python bench/make_shape_gguf.py --shape llama-1b \\
+        --out ~/.cache/radixserve/models/shape-llama-1b-bf16.gguf [--dtype bf16|f32] [--seed 0]
+    <peer bin>/llama-quantize shape-llama-1b-bf16.gguf shape-llama-1b-q4_k_m.gguf Q4_K_M
+
+The vocabulary is borrowed from an existing GGUF (--vocab-from, default SmolLM2-135M's: every
+tokenizer.* key, so the tokenizer, chat template and bos/eos ids are real), which sets the
+embedding and output sizes; the shapes below are the named models' but with that vocabulary.
+Weights are normal with std 0.02 (HF's initializer_range: RMS-normed activations stay near 1),
+norms are 1.0, Q/K/V biases (qwen2) std 0.02; each tensor has its own generator seeded by
+(--seed, tensor index), so the file is deterministic. Matrices are BF16 or F32 (--dtype), norms
+and biases F32, as llama.cpp's converter writes them. Tensors are generated and written one at a
+time (in row chunks), so the 8B shape needs well under 1 GB of RAM.
+
+Not copied from the named models: Llama-3's rope scaling (llama3 type) and their 128k contexts.
+The qwen2.5 presets are written as architecture qwen2 (Q/K/V biases, NEOX rotary), which both
+engines read.
+"""
+import argparse
+import pathlib
+
+import numpy as np
+from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
+
+DEFAULT_VOCAB = pathlib.Path.home() / ".cache/radixserve/models/smollm2-135m-instruct-q4_1.gguf"
+
+# hidden, layers, heads, kv_heads, ffn, rope theta, rms eps, context, tied (no output.weight).
+SHAPES = {
+    "llama-1b": dict(arch="llama", hidden=2048, layers=16, heads=32, kv_heads=8, ffn=8192,
+                     theta=500000.0, eps=1e-5, context=8192, tied=True),
+    "llama-8b": dict(arch="llama", hidden=4096, layers=32, heads=32, kv_heads=8, ffn=14336,
+                     theta=500000.0, eps=1e-5, context=8192, tied=False),
+    "qwen2.5-0.5b": dict(arch="qwen2", hidden=896, layers=24, heads=14, kv_heads=2, ffn=4864,
+                         theta=1000000.0, eps=1e-6, context=32768, tied=True),
+    "qwen2.5-3b": dict(arch="qwen2", hidden=2048, layers=36, heads=16, kv_heads=2, ffn=11008,
+                       theta=1000000.0, eps=1e-6, context=32768, tied=True),
+}
+STD = 0.02
+CHUNK = 1 << 22  # elements generated at a time
+FILE_TYPE = {"f32": 0, "bf16": 32}  # llama.cpp's llama_ftype: ALL_F32, MOSTLY_BF16
+
+
+def tensor_plan(s, vocab):
+    """(name, numpy shape outermost-first, kind) in llama.cpp converter order; kind is "matrix",
+    "norm" or "bias"."""
+    H, D = s["hidden"], s["hidden"] // s["heads"]
+    q, kv, F = s["heads"] * D, s["kv_heads"] * D, s["ffn"]
+    plan = [("token_embd.weight", (vocab, H), "matrix")]
+    for l in range(s["layers"]):
+        p = f"blk.{l}."
+        plan += [(p + "attn_norm.weight", (H,), "norm"),
+                 (p + "attn_q.weight", (q, H), "matrix"), (p + "attn_k.weight", (kv, H), "matrix"),
+                 (p + "attn_v.weight", (kv, H), "matrix")]
+        if s["arch"] == "qwen2":
+            plan += [(p + "attn_q.bias", (q,), "bias"), (p + "attn_k.bias", (kv,), "bias"),
+                     (p + "attn_v.bias", (kv,), "bias")]
+        plan += [(p + "attn_output.weight", (H, q), "matrix"),
+                 (p + "ffn_norm.weight", (H,), "norm"),
+                 (p + "ffn_gate.weight", (F, H), "matrix"), (p + "ffn_up.weight", (F, H), "matrix"),
+                 (p + "ffn_down.weight", (H, F), "matrix")]
+    plan.append(("output_norm.weight", (H,), "norm"))
+    if not s["tied"]:
+        plan.append(("output.weight", (vocab, H), "matrix"))
+    return plan
+
+
+def to_bf16(x):
+    """float32 -> bfloat16 bits (uint16), round to nearest even (no NaNs here)."""
+    u = x.view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def make_tensor(shape, kind, dtype, seed, index):
+    if kind == "norm":
+        return np.ones(shape, np.float32)
+    rng = np.random.default_rng([seed, index])
+    out = np.empty(shape, np.uint16 if kind == "matrix" and dtype == "bf16" else np.float32)
+    flat = out.reshape(-1, shape[-1])
+    rows = max(1, CHUNK // shape[-1])
+    for r in range(0, flat.shape[0], rows):
+        x = rng.standard_normal((min(rows, flat.shape[0] - r), shape[-1]), dtype=np.float32)
+        x *= STD
+        flat[r:r + len(x)] = to_bf16(x) if out.dtype == np.uint16 else x
+    return out
+
+
+def copy_tokenizer(writer, path):
+    """Every tokenizer.* key of the GGUF at path; returns the vocabulary size."""
+    reader = GGUFReader(path)
+    for key, field in reader.fields.items():
+        if key.startswith("tokenizer."):
+            sub = field.types[-1] if field.types[0] == GGUFValueType.ARRAY else None
+            writer.add_key_value(key, field.contents(), field.types[0], sub_type=sub)
+    return len(reader.fields["tokenizer.ggml.tokens"].data)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shape", required=True, choices=sorted(SHAPES))
+    ap.add_argument("--out", required=True, type=pathlib.Path)
+    ap.add_argument("--dtype", default="bf16", choices=sorted(FILE_TYPE))
+    ap.add_argument("--vocab-from", default=DEFAULT_VOCAB, type=pathlib.Path)
+    ap.add_argument("--seed", default=0, type=int)
+    args = ap.parse_args()
+    s = SHAPES[args.shape]
+    arch = s["arch"]
+
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    writer = GGUFWriter(tmp, arch)
+    writer.add_name(f"shape-{args.shape} (random weights)")
+    writer.add_file_type(FILE_TYPE[args.dtype])
+    vocab = copy_tokenizer(writer, args.vocab_from)
+    writer.add_vocab_size(vocab)
+    writer.add_context_length(s["context"])
+    writer.add_embedding_length(s["hidden"])
+    writer.add_block_count(s["layers"])
+    writer.add_feed_forward_length(s["ffn"])
+    writer.add_head_count(s["heads"])
+    writer.add_head_count_kv(s["kv_heads"])
+    if arch == "llama":  # as convert_hf_to_gguf.py writes it (qwen2: n_embd / n_head)
+        writer.add_rope_dimension_count(s["hidden"] // s["heads"])
+    writer.add_rope_freq_base(s["theta"])
+    writer.add_layer_norm_rms_eps(s["eps"])
+
+    plan = tensor_plan(s, vocab)
+    for name, shape, kind in plan:
+        bf16 = kind == "matrix" and args.dtype == "bf16"
+        nbytes = int(np.prod(shape)) * (2 if bf16 else 4)
+        writer.add_tensor_info(name, shape, np.dtype(np.uint16 if bf16 else np.float32), nbytes,
+                               raw_dtype=GGMLQuantizationType.BF16 if bf16 else None)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for index, (name, shape, kind) in enumerate(plan):
+        writer.write_tensor_data(make_tensor(shape, kind, args.dtype, args.seed, index))
+    writer.close()
+    tmp.rename(args.out)
+
+    total = sum(int(np.prod(shape)) for _, shape, _ in plan)
+    embd = vocab * s["hidden"] * (1 if s["tied"] else 2)
+    print(f"{args.out}: {args.shape} ({arch}, vocabulary {vocab}, {args.dtype}), "
+          f"{total:,} parameters ({total / 1e9:.3f} B; {total - embd:,} without embeddings), "
+          f"{args.out.stat().st_size / 2**30:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
