@@ -1,11 +1,12 @@
 // Read-bandwidth probe: the memory roofline for decode (which streams every weight once per step).
 // For working sets from 8 MB to 1 GB, 1 and 2 threads each sum their own contiguous share of the
-// buffer with 512-bit loads (4 independent accumulators, so the loop is load-bound, and the sum is
+// buffer with the widest loads the CPU has (512-bit, or 256-bit without AVX-512; independent
+// accumulators, so the loop is load-bound, and the sum is
 // printed so the compiler cannot drop the loads). Prints aggregate GB/s (10^9 bytes per second),
 // the best of several timed rounds after one warm-up pass.
 //
 // Built by bench/bandwidth_probe.sh with the system compiler (not part of the CMake product):
-//   cc -O2 -mavx512f -pthread bench/bandwidth_probe.c -o bandwidth_probe
+//   cc -O2 -march=native -pthread bench/bandwidth_probe.c -o bandwidth_probe
 //   ./bandwidth_probe [max_threads=2] [max_mb=1024]
 #include <immintrin.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+#if defined(__AVX512F__)
 static double read_share(const float* p, size_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < n; i += 64) {
@@ -43,6 +45,23 @@ static double read_share(const float* p, size_t n) {
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
+#else
+// CPUs without AVX-512: 256-bit loads, eight accumulators (still load-bound).
+static double read_share(const float* p, size_t n) {
+  __m256 a[8];
+  for (int k = 0; k < 8; ++k) a[k] = _mm256_setzero_ps();
+  for (size_t i = 0; i < n; i += 64) {
+    for (int k = 0; k < 8; ++k) a[k] = _mm256_add_ps(a[k], _mm256_load_ps(p + i + 8 * k));
+  }
+  float out[8];
+  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])),
+                           _mm256_add_ps(_mm256_add_ps(a[4], a[5]), _mm256_add_ps(a[6], a[7])));
+  _mm256_storeu_ps(out, s);
+  double sum = 0.0;
+  for (int k = 0; k < 8; ++k) sum += out[k];
+  return sum;
+}
+#endif
 
 static void* worker_main(void* arg) {
   Worker* w = (Worker*)arg;

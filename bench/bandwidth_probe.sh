@@ -9,7 +9,10 @@ OUT="$RADIX_CACHE/bench-bin"
 mkdir -p "$OUT"
 SRC="$RADIX_REPO/bench/bandwidth_probe.c"
 BIN="$OUT/bandwidth_probe"
+# Built for this machine (AVX-512 loads where the CPU has them, AVX2 otherwise), keyed by the CPU
+# model so a cache carried to another machine is rebuilt.
+BIN="$OUT/bandwidth_probe-$(grep -m1 'model name' /proc/cpuinfo | md5sum | cut -c1-8)"
 if [ ! -x "$BIN" ] || [ "$SRC" -nt "$BIN" ]; then
-  "${CC:-cc}" -O2 -mavx512f -pthread -Wall -Wextra -Werror "$SRC" -o "$BIN"
+  "${CC:-cc}" -O2 -march=native -pthread -Wall -Wextra -Werror "$SRC" -o "$BIN"
 fi
 exec "$BIN" "$@"

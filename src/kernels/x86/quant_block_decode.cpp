@@ -171,4 +171,66 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
   }
 }
 
+bool HasCompactKPanels(WeightFormat format) {
+  return format == WeightFormat::kQ4_K || format == WeightFormat::kQ6_K;
+}
+
+int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows) {
+  // Q4_K: 8 x 4 registers of codes, sc and m bytes, d and dmin floats. Q6_K: 16 x 3 registers,
+  // sc bytes, d floats.
+  return format == WeightFormat::kQ4_K ? panel_rows * (8 * 16 + 8 + 8 + 8)
+                                       : panel_rows * (16 * 12 + 16 + 4);
+}
+
+void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, uint8_t* panel) {
+  RADIX_CHECK(HasCompactKPanels(w.format));
+  const int64_t block_bytes = BlockBytes(w.format), lanes = 4 * panel_rows;
+  const int64_t out_bytes = CompactKBlockBytes(w.format, panel_rows);
+  const bool q4 = w.format == WeightFormat::kQ4_K;
+  uint8_t u[256];
+  float scale[16], min[16];
+  for (int64_t r = 0; r < panel_rows; ++r) {
+    const int64_t row = row0 + r < w.rows ? row0 + r : w.rows - 1;
+    const auto* src = static_cast<const uint8_t*>(w.row(row));
+    for (int64_t b = 0; b < w.cols / 256; ++b) {
+      const uint8_t* block = src + b * block_bytes;
+      uint8_t* out = panel + b * out_bytes;
+      DecodeBlockCodes(w.format, block, false, u, scale, min);
+      if (q4) {
+        for (int j = 0; j < 8; ++j) {
+          for (int g = 0; g < 4; ++g) {
+            for (int e = 0; e < 4; ++e) {
+              out[(j * 4 + g) * lanes + 4 * r + e] = static_cast<uint8_t>(
+                  u[32 * j + 4 * g + e] | (u[32 * j + 16 + 4 * g + e] << 4));
+            }
+          }
+          int sc, m;
+          ScaleMinK4(j, block + 4, &sc, &m);
+          out[32 * lanes + j * panel_rows + r] = static_cast<uint8_t>(sc);
+          out[32 * lanes + (8 + j) * panel_rows + r] = static_cast<uint8_t>(m);
+        }
+        auto* floats = reinterpret_cast<float*>(out + 32 * lanes + 16 * panel_rows);
+        floats[r] = LoadHalf(block);
+        floats[panel_rows + r] = LoadHalf(block + 2);
+      } else {
+        for (int j = 0; j < 16; ++j) {
+          uint8_t* regs = out + j * 3 * lanes;
+          for (int e = 0; e < 4; ++e) {
+            for (int g = 0; g < 2; ++g) {
+              regs[g * lanes + 4 * r + e] = static_cast<uint8_t>(
+                  (u[16 * j + 4 * g + e] & 0x0F) | ((u[16 * j + 8 + 4 * g + e] & 0x0F) << 4));
+            }
+            uint8_t high = 0;
+            for (int k = 0; k < 4; ++k) high |= ((u[16 * j + 4 * k + e] >> 4) & 3) << (2 * k);
+            regs[2 * lanes + 4 * r + e] = high;
+          }
+          out[48 * lanes + j * panel_rows + r] = block[192 + j];
+        }
+        auto* floats = reinterpret_cast<float*>(out + 48 * lanes + 16 * panel_rows);
+        floats[r] = LoadHalf(block + 208);
+      }
+    }
+  }
+}
+
 }  // namespace radixserve::kernels::x86

@@ -44,6 +44,22 @@ void DecodeBlockCodes(WeightFormat format, const uint8_t* block, bool signed_q8,
 void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bool signed_q8,
                      uint8_t* panel);
 
+// Compact K-quant panels: Q4_K and Q6_K kept near their block size (about 0.59 and 0.83 bytes
+// per weight, against 1.25 and 1.5 for code panels), for decode steps that stream the weights.
+// Per 256-element block of P rows, lanes of 4 bytes per row as in code panels:
+//   Q4_K: for each of the 8 sub-blocks j, 4 registers of nibble pairs (register g, lane r, byte
+//         e: low nibble = element 32j + 4g + e, high nibble = element 32j + 16 + 4g + e); then
+//         the 6-bit scales sc[8][P] and mins m[8][P] as bytes; then float d[P], dmin[P].
+//         D = d * sc and M = -dmin * m, the same floats DecodeBlockCodes computes.
+//   Q6_K: for each of the 16 sub-blocks j, 2 registers of nibble pairs of the low 4 bits (low
+//         nibble = element 16j + 4g + e, high nibble = element 16j + 8 + 4g + e) and one register
+//         of high bits (bits 2k, 2k + 1 of byte e: bits 4-5 of element 16j + 4k + e); then the
+//         int8 scales sc[16][P]; then float d[P]. D = d * sc.
+bool HasCompactKPanels(WeightFormat format);
+int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows);
+// Packs rows [row0, row0 + panel_rows) of w (clamped to the last row), all blocks.
+void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, uint8_t* panel);
+
 // One instruction-set variant: computes y rows [panel_begin * P, min(panel_end * P, w.rows))
 // for all a.n tokens. y is [a.n][w.rows]. Called concurrently on disjoint panel ranges.
 struct QuantVariant {
