@@ -8,9 +8,10 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/half.h"
 #include "kernels/x86/quant_kernels.h"
 
-#define RADIX_AVX2 __attribute__((target("avx2,fma")))
+#define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -82,8 +83,11 @@ using TileFn = void (*)(const uint8_t*, const ref::QuantizedActivations&, int64_
 template <WeightFormat kFormat, int T>
 RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
                              float* y, int64_t ldy, int valid) {
-  constexpr bool kQ4 = kFormat == WeightFormat::kQ4_K;
-  constexpr int kSubs = kQ4 ? 8 : 16, kW = kQ4 ? 8 : 4;
+  constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
+  constexpr bool kLegacy = kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8;
+  constexpr bool kQ4K = kFormat == WeightFormat::kQ4_K;
+  constexpr bool kMin = kQ4K || kFormat == WeightFormat::kQ4_1;
+  constexpr int kSubs = kLegacy ? 1 : kQ4K ? 8 : 16, kW = kFormat == WeightFormat::kQ6_K ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
   const int64_t subs = a.subs, block_bytes = CompactKBlockBytes(kFormat, kRows);
   const int8_t* q = a.q.data() + t0 * a.cols;
@@ -101,28 +105,16 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
     for (int64_t line = 0; line < block_bytes; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
     }
-    const uint8_t* scales = p + (kQ4 ? 32 : 48) * kLanes;
+    const uint8_t* scales = p + (kQ8 ? 8 : kLegacy ? 4 : kQ4K ? 32 : 48) * kLanes;
     const auto* floats = reinterpret_cast<const float*>(scales + 16 * kRows);
-    const __m256 dv = _mm256_loadu_ps(floats);
-    const __m256 neg_dmin =
-        kQ4 ? _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows)) : dv;
+    __m256 dv = _mm256_setzero_ps(), neg_dmin = _mm256_setzero_ps();
+    if constexpr (!kLegacy) dv = _mm256_loadu_ps(floats);
+    if constexpr (kQ4K) neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows));
     for (int js = 0; js < kSubs; ++js) {
       const int64_t j = b * kSubs + js;
       __m256i w[kW];
       __m256 scale, min = _mm256_setzero_ps();
-      if constexpr (kQ4) {
-        for (int g = 0; g < 4; ++g) {
-          const __m256i v = _mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(p + (js * 4 + g) * kLanes));
-          w[g] = _mm256_and_si256(v, low4);
-          w[4 + g] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        }
-        const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
-        const __m128i m =
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (8 + js) * kRows));
-        scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
-        min = _mm256_mul_ps(neg_dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
-      } else {
+      if constexpr (kFormat == WeightFormat::kQ6_K) {
         const uint8_t* regs = p + js * 3 * kLanes;
         const __m256i n0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs));
         const __m256i n1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + kLanes));
@@ -138,17 +130,47 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
         const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
         scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+      } else if constexpr (kQ8) {
+        for (int g = 0; g < 8; ++g) {
+          w[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + g * kLanes));
+        }
+        scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      } else {
+        for (int g = 0; g < 4; ++g) {
+          const __m256i v = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(p + (js * 4 + g) * kLanes));
+          w[g] = _mm256_and_si256(v, low4);
+          w[4 + g] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        }
+        if constexpr (kLegacy) {
+          // The blocks' own half-precision d and m: the conversion is exact.
+          scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+          if constexpr (kMin) {
+            min = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16)));
+          }
+        } else {
+          const __m128i sc =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
+          const __m128i m =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (8 + js) * kRows));
+          scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
+          min = _mm256_mul_ps(neg_dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
+        }
       }
       for (int t = 0; t < T; ++t) {
         const int8_t* qt = q + t * a.cols + j * 4 * kW;
         __m256i dot = _mm256_set1_epi32(bias[t * subs + j]);
         for (int k = 0; k < kW; ++k) {
           const __m256i x = _mm256_set1_epi32(Load32(qt + 4 * k));
-          dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(w[k], x), ones));
+          // Q8_0's codes are signed: |w| times sign(w) * x, as the code-panel Tile does.
+          const __m256i prod = kQ8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]),
+                                                          _mm256_sign_epi8(x, w[k]))
+                                   : _mm256_maddubs_epi16(w[k], x);
+          dot = _mm256_add_epi32(dot, _mm256_madd_epi16(prod, ones));
         }
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
                                  _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
-        if constexpr (kQ4) acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
+        if constexpr (kMin) acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
       }
     }
   }
@@ -211,11 +233,31 @@ void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t pane
   }
 }
 
-// Load-time packing: compact K-quant panels for Q4_K / Q6_K, for the other formats the same code
+// The compact-panel tile of `format`, nullptr for formats packed as code panels.
+TileFn CompactTileFor(WeightFormat format, int tokens) {
+  switch (format) {
+    case WeightFormat::kQ4_0:
+      return PickCompactKTile<WeightFormat::kQ4_0>(tokens);
+    case WeightFormat::kQ4_1:
+      return PickCompactKTile<WeightFormat::kQ4_1>(tokens);
+    case WeightFormat::kQ8_0:
+      return PickCompactKTile<WeightFormat::kQ8_0>(tokens);
+    case WeightFormat::kQ4_K:
+      return PickCompactKTile<WeightFormat::kQ4_K>(tokens);
+    case WeightFormat::kQ6_K:
+      return PickCompactKTile<WeightFormat::kQ6_K>(tokens);
+    default:
+      return nullptr;
+  }
+}
+
+// Load-time packing: compact panels for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q6_K, for the others the same code
 // panels Run makes per call (about 1.25 bytes per weight), made once, so a decode step only
 // streams them.
 int64_t PackedPanelBytes(const WeightMatrix& w) {
-  if (HasCompactKPanels(w.format)) return (w.cols / 256) * CompactKBlockBytes(w.format, kRows);
+  if (HasCompactKPanels(w.format)) {
+    return (w.cols / BlockElements(w.format)) * CompactKBlockBytes(w.format, kRows);
+  }
   const int64_t sub = FormatInfo(w.format, true).sub;
   return (w.cols / sub) * PanelSubBytes(sub, kRows);
 }
@@ -245,10 +287,9 @@ void RunPacked(const WeightMatrix& w, const uint8_t* packed, const ref::Quantize
     const uint8_t* panel = packed + p * panel_bytes;
     for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
       const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
-      const TileFn tile = w.format == WeightFormat::kQ4_K   ? PickCompactKTile<WeightFormat::kQ4_K>(tokens)
-                          : w.format == WeightFormat::kQ6_K ? PickCompactKTile<WeightFormat::kQ6_K>(tokens)
-                                                            : ChooseTile(w.format, info, tokens);
-      tile(panel, a, t0, y + row0, w.rows, valid);
+      const TileFn tile = CompactTileFor(w.format, tokens);
+      tile != nullptr ? tile(panel, a, t0, y + row0, w.rows, valid)
+                      : ChooseTile(w.format, info, tokens)(panel, a, t0, y + row0, w.rows, valid);
     }
   }
 }
@@ -259,7 +300,7 @@ const QuantVariant* Avx2QuantVariant() {
   static const QuantVariant variant{"avx2", kRows, true, Run, ref::QuantizeActivationRows,
                                     PackedBytes, Pack, RunPacked};
   __builtin_cpu_init();
-  const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
   return ok ? &variant : nullptr;
 }
 

@@ -172,14 +172,26 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 }
 
 bool HasCompactKPanels(WeightFormat format) {
-  return format == WeightFormat::kQ4_K || format == WeightFormat::kQ6_K;
+  return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
+         format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_K ||
+         format == WeightFormat::kQ6_K;
 }
 
 int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows) {
   // Q4_K: 8 x 4 registers of codes, sc and m bytes, d and dmin floats. Q6_K: 16 x 3 registers,
   // sc bytes, d floats.
-  return format == WeightFormat::kQ4_K ? panel_rows * (8 * 16 + 8 + 8 + 8)
-                                       : panel_rows * (16 * 12 + 16 + 4);
+  switch (format) {
+    case WeightFormat::kQ4_0:
+      return panel_rows * (16 + 2);
+    case WeightFormat::kQ4_1:
+      return panel_rows * (16 + 4);
+    case WeightFormat::kQ8_0:
+      return panel_rows * (32 + 2);
+    case WeightFormat::kQ4_K:
+      return panel_rows * (8 * 16 + 8 + 8 + 8);
+    default:
+      return panel_rows * (16 * 12 + 16 + 4);
+  }
 }
 
 void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, uint8_t* panel) {
@@ -187,14 +199,26 @@ void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, 
   const int64_t block_bytes = BlockBytes(w.format), lanes = 4 * panel_rows;
   const int64_t out_bytes = CompactKBlockBytes(w.format, panel_rows);
   const bool q4 = w.format == WeightFormat::kQ4_K;
+  const bool legacy = w.format == WeightFormat::kQ4_0 || w.format == WeightFormat::kQ4_1 ||
+                      w.format == WeightFormat::kQ8_0;
   uint8_t u[256];
   float scale[16], min[16];
   for (int64_t r = 0; r < panel_rows; ++r) {
     const int64_t row = row0 + r < w.rows ? row0 + r : w.rows - 1;
     const auto* src = static_cast<const uint8_t*>(w.row(row));
-    for (int64_t b = 0; b < w.cols / 256; ++b) {
+    for (int64_t b = 0; b < w.cols / BlockElements(w.format); ++b) {
       const uint8_t* block = src + b * block_bytes;
       uint8_t* out = panel + b * out_bytes;
+      if (legacy) {
+        const int64_t halves = w.format == WeightFormat::kQ4_1 ? 2 : 1;  // d, then m
+        const int regs = w.format == WeightFormat::kQ8_0 ? 8 : 4;
+        const uint8_t* codes = block + 2 * halves;
+        for (int g = 0; g < regs; ++g) std::memcpy(out + g * lanes + 4 * r, codes + 4 * g, 4);
+        for (int64_t k = 0; k < halves; ++k) {
+          std::memcpy(out + regs * lanes + 2 * (k * panel_rows + r), block + 2 * k, 2);
+        }
+        continue;
+      }
       DecodeBlockCodes(w.format, block, false, u, scale, min);
       if (q4) {
         for (int j = 0; j < 8; ++j) {

@@ -44,9 +44,15 @@ void DecodeBlockCodes(WeightFormat format, const uint8_t* block, bool signed_q8,
 void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bool signed_q8,
                      uint8_t* panel);
 
-// Compact K-quant panels: Q4_K and Q6_K kept near their block size (about 0.59 and 0.83 bytes
-// per weight, against 1.25 and 1.5 for code panels), for decode steps that stream the weights.
-// Per 256-element block of P rows, lanes of 4 bytes per row as in code panels:
+// Compact panels: Q4_0, Q4_1, Q8_0, Q4_K and Q6_K kept at or near their block size (0.56, 0.63,
+// 1.06, 0.59 and 0.83 bytes per weight, against 1.25-1.5 for code panels), for decode steps that
+// stream the weights. Per block of P rows, lanes of 4 bytes per row as in code panels:
+//   Q4_0, Q4_1 (32-element blocks): 4 registers of the blocks' own nibble bytes (register g,
+//         lane r, byte e: byte 4g + e of row r's codes, low nibble = element 4g + e, high nibble
+//         = element 16 + 4g + e); then the half-precision d[P] and (Q4_1) m[P] as stored.
+//   Q8_0 (32-element blocks): 8 registers of the signed codes (register g, lane r: elements
+//         4g..4g+3 of row r); then the half-precision d[P].
+// Per 256-element block:
 //   Q4_K: for each of the 8 sub-blocks j, 4 registers of nibble pairs (register g, lane r, byte
 //         e: low nibble = element 32j + 4g + e, high nibble = element 32j + 16 + 4g + e); then
 //         the 6-bit scales sc[8][P] and mins m[8][P] as bytes; then float d[P], dmin[P].
@@ -56,6 +62,7 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 //         of high bits (bits 2k, 2k + 1 of byte e: bits 4-5 of element 16j + 4k + e); then the
 //         int8 scales sc[16][P]; then float d[P]. D = d * sc.
 bool HasCompactKPanels(WeightFormat format);
+// Bytes of one block (BlockElements(format) columns) of a P-row panel.
 int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows);
 // Packs rows [row0, row0 + panel_rows) of w (clamped to the last row), all blocks.
 void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, uint8_t* panel);

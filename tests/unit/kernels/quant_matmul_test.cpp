@@ -151,22 +151,27 @@ TEST(QuantMatMulTest, PackedWeightFallsBackOutsideItsVariant) {
   }
 }
 
-// Q4_K and Q6_K pack into compact panels (near the block size) whose kernels compute the same
+// Q4_0, Q4_1, Q8_0, Q4_K and Q6_K pack into compact panels (near the block size) whose kernels
+// compute the same
 // floats as the per-call code panels: packed and unpacked results are equal bit for bit, over
 // token counts that exercise every tile width and a row count that is not a panel multiple.
-TEST(QuantMatMulTest, CompactKPanelsEqualCodePanelsBitForBit) {
+TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
   std::mt19937 rng(13);
   for (const KernelTable* table : FastTables()) {
-    for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
+    for (WeightFormat format : {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0,
+                                WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
       SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
       const int64_t rows = 21, cols = 3 * 256;
       const auto bytes = RandomBlocks(format, rows, cols, rng);
       const WeightMatrix w{format, rows, cols, bytes.data()};
       const PackedWeight packed = Pack(*table, nullptr, w);
       ASSERT_TRUE(packed.packed());
-      // At most ~0.85 bytes per weight: near the block formats' 0.56 / 0.82, not 1.25 / 1.5.
-      EXPECT_LE(static_cast<double>(packed.panels.size()),
-                0.85 * static_cast<double>((rows + 15) / 16 * 16 * cols));
+      // At most ~1.1 bytes per weight (Q8_0: 1.06): near the block sizes, not 1.25-1.5. (The
+      // AVX-512 variant keeps code panels for the K formats.)
+      if (QuantMatMulVariant(*table) == "avx2") {
+        EXPECT_LE(static_cast<double>(packed.panels.size()),
+                  1.1 * static_cast<double>((rows + 15) / 16 * 16 * cols));
+      }
       for (int64_t n : {1, 2, 3, 4, 7}) {
         const auto x = RandomActivations(n, cols, rng);
         std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
