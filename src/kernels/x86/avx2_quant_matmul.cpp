@@ -41,8 +41,10 @@ RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, i
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t j = 0; j < subs; ++j) {
     const uint8_t* p = panel + j * stride;
-    for (int64_t line = 0; line < stride; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    if (t0 == 0) {  // as in CompactKTile: only the first token tile streams the panel
+      for (int64_t line = 0; line < stride; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+      }
     }
     const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * KW));
     for (int t = 0; t < T; ++t) {
@@ -77,6 +79,30 @@ RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, i
 using TileFn = void (*)(const uint8_t*, const ref::QuantizedActivations&, int64_t, float*, int64_t,
                         int);
 
+// Code register k (elements 4k..4k+3 of each row, as unsigned codes; Q8_0: signed) of one
+// sub-block of a compact panel, `regs` pointing at that sub-block's registers.
+template <WeightFormat kFormat>
+RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
+  constexpr int64_t kLanes = 4 * kRows;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  if constexpr (kFormat == WeightFormat::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + k * kLanes));
+  } else if constexpr (kFormat == WeightFormat::kQ6_K) {
+    const __m256i n = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 1) * kLanes));
+    const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 2 * kLanes));
+    const __m256i low = k < 2 ? _mm256_and_si256(n, low4)
+                              : _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
+    const __m256i high = k == 0   ? _mm256_slli_epi16(hb, 4)
+                         : k == 1 ? _mm256_slli_epi16(hb, 2)
+                         : k == 2 ? hb
+                                  : _mm256_srli_epi16(hb, 2);
+    return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
+  } else {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 3) * kLanes));
+    return k < 4 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+  }
+}
+
 // One token tile over a compact K-quant panel (quant_kernels.h): the codes of a sub-block are
 // unpacked once into KW registers and serve every token; D and M are the floats the code panel
 // would hold, so the results equal Tile's bit for bit.
@@ -94,16 +120,18 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
   const float* d = a.d.data() + t0 * subs;
   const float* s = a.s.data() + t0 * subs;
   const int32_t* bias = a.bias.data() + t0 * subs;
-  const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0F);
-  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < subs / kSubs; ++b) {
     const uint8_t* p = panel + b * block_bytes;
     // The panel is one sequential stream; prefetching a few KB ahead keeps more of it in flight
-    // than the hardware prefetcher does on its own.
-    for (int64_t line = 0; line < block_bytes; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    // than the hardware prefetcher does on its own. Only the first token tile streams it from
+    // memory; the later ones find it in cache.
+    if (t0 == 0) {
+      for (int64_t line = 0; line < block_bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+      }
     }
     const uint8_t* scales = p + (kQ8 ? 8 : kLegacy ? 4 : kQ4K ? 32 : 48) * kLanes;
     const auto* floats = reinterpret_cast<const float*>(scales + 16 * kRows);
@@ -112,63 +140,40 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
     if constexpr (kQ4K) neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows));
     for (int js = 0; js < kSubs; ++js) {
       const int64_t j = b * kSubs + js;
-      __m256i w[kW];
       __m256 scale, min = _mm256_setzero_ps();
       if constexpr (kFormat == WeightFormat::kQ6_K) {
-        const uint8_t* regs = p + js * 3 * kLanes;
-        const __m256i n0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs));
-        const __m256i n1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + kLanes));
-        const __m256i hb =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 2 * kLanes));
-        w[0] = _mm256_or_si256(_mm256_and_si256(n0, low4),
-                               _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
-        w[1] = _mm256_or_si256(_mm256_and_si256(n1, low4),
-                               _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
-        w[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low4),
-                               _mm256_and_si256(hb, bits45));
-        w[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low4),
-                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
         const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
         scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
-      } else if constexpr (kQ8) {
-        for (int g = 0; g < 8; ++g) {
-          w[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + g * kLanes));
-        }
+      } else if constexpr (kLegacy) {
+        // The blocks' own half-precision d and m: the conversion is exact.
         scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-      } else {
-        for (int g = 0; g < 4; ++g) {
-          const __m256i v = _mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(p + (js * 4 + g) * kLanes));
-          w[g] = _mm256_and_si256(v, low4);
-          w[4 + g] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        if constexpr (kMin) {
+          min = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16)));
         }
-        if constexpr (kLegacy) {
-          // The blocks' own half-precision d and m: the conversion is exact.
-          scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-          if constexpr (kMin) {
-            min = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16)));
-          }
-        } else {
-          const __m128i sc =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
-          const __m128i m =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (8 + js) * kRows));
-          scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
-          min = _mm256_mul_ps(neg_dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
+      } else {
+        const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
+        const __m128i m =
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (8 + js) * kRows));
+        scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
+        min = _mm256_mul_ps(neg_dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
+      }
+      // Codes outer, tokens inner: one code register and T integer sums live at a time (codes of
+      // a whole sub-block plus T accumulators spilled to the stack at T = 4).
+      const uint8_t* sub_regs = p + js * (kFormat == WeightFormat::kQ6_K ? 3 : kQ8 ? 8 : 4) * kLanes;
+      __m256i dot[T];
+      for (int t = 0; t < T; ++t) dot[t] = _mm256_set1_epi32(bias[t * subs + j]);
+      for (int k = 0; k < kW; ++k) {
+        const __m256i w = CompactCode<kFormat>(sub_regs, k);
+        for (int t = 0; t < T; ++t) {
+          const __m256i x = _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * k));
+          // Q8_0's codes are signed: |w| times sign(w) * x, as the code-panel Tile does.
+          const __m256i prod = kQ8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
+                                   : _mm256_maddubs_epi16(w, x);
+          dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(prod, ones));
         }
       }
       for (int t = 0; t < T; ++t) {
-        const int8_t* qt = q + t * a.cols + j * 4 * kW;
-        __m256i dot = _mm256_set1_epi32(bias[t * subs + j]);
-        for (int k = 0; k < kW; ++k) {
-          const __m256i x = _mm256_set1_epi32(Load32(qt + 4 * k));
-          // Q8_0's codes are signed: |w| times sign(w) * x, as the code-panel Tile does.
-          const __m256i prod = kQ8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]),
-                                                          _mm256_sign_epi8(x, w[k]))
-                                   : _mm256_maddubs_epi16(w[k], x);
-          dot = _mm256_add_epi32(dot, _mm256_madd_epi16(prod, ones));
-        }
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]),
                                  _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
         if constexpr (kMin) acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
       }

@@ -376,6 +376,47 @@ TEST(EngineLoopTest, PauseAbortEndsEveryRequestInFlight) {
   EXPECT_EQ(after[0].tokens, testing::ReferenceGreedy(prompts[0], 4));
 }
 
+// /release_memory_occupation of the KV pool: refused while a request runs; once idle it halts
+// the engine (a request submitted meanwhile waits, no step runs) until the region is resumed,
+// after which the waiting request gets its independent greedy reference output.
+TEST(EngineLoopTest, ReleasedMemoryHaltsStepsUntilResumed) {
+  const auto prompts = SharedPrefixPrompts();
+  auto engine = testing::MakeEngine(testing::BaseArgs());
+  auto sync = [&](auto call) {
+    std::promise<Status> done;
+    call([&done](Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  };
+  const MemoryRegions kv{.kv_cache = true, .weights = false};
+  // Busy: a request held in place by a pause is still running.
+  Collector busy(1);
+  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("r", prompts[0], 300), busy.Sink(0)).ok());
+  PauseSync(*engine, PauseMode::kInPlace);
+  if (engine->Stats().num_running_reqs > 0) {
+    EXPECT_FALSE(sync([&](auto cb) { engine->ReleaseMemoryAsync(kv, cb); }).ok());
+  }
+  engine->Continue();
+  busy.Wait(1);
+  EXPECT_FALSE(sync([&](auto cb) { engine->ResumeMemoryAsync(kv, nullptr, cb); }).ok());
+
+  ASSERT_TRUE(sync([&](auto cb) { engine->ReleaseMemoryAsync(kv, cb); }).ok());
+  EXPECT_TRUE(engine->Stats().released.kv_cache);
+  EXPECT_EQ(engine->Stats().cached_tokens, 0);  // the prefix cache was flushed
+  Collector waiting(1);
+  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("w", prompts[1], 6), waiting.Sink(0)).ok());
+  // A command runs after the inbox (and so that submission) was taken in, with no step between;
+  // with a request queued and no pause, a second release is refused.
+  EXPECT_FALSE(sync([&](auto cb) { engine->ReleaseMemoryAsync(kv, cb); }).ok());
+  EXPECT_TRUE(waiting[0].tokens.empty());
+  EXPECT_GE(engine->Stats().num_queued_reqs, 1);
+  ASSERT_TRUE(sync([&](auto cb) { engine->ResumeMemoryAsync(kv, nullptr, cb); }).ok());
+  waiting.Wait(1);
+  EXPECT_EQ(waiting[0].tokens, testing::ReferenceGreedy(prompts[1], 6));
+  EXPECT_FALSE(engine->Stats().released.kv_cache);
+  Status leaks = engine->CheckLeaks();
+  EXPECT_TRUE(leaks.ok()) << leaks.message();
+}
+
 TEST(EngineLoopTest, ProfilerRecordsTheStepsThatRan) {
   const auto prompts = SharedPrefixPrompts();
   auto engine = testing::MakeEngine(testing::BaseArgs());
