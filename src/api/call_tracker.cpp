@@ -12,6 +12,8 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
                          OnDone on_done)
     : ctx_(ctx),
       writer_(std::move(writer)),
+      request_metrics_(ctx.metrics != nullptr ? &ctx.metrics->Requests(writer_->metric_labels)
+                                              : nullptr),
       on_event_(std::move(on_event)),
       on_done_(std::move(on_done)) {}
 
@@ -212,8 +214,8 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
 // Tokenizer-side metrics, as SGLang's TokenizerManager records them: TTFT at the first output,
 // inter-token latency per later output, counters and e2e latency at the finish.
 void CallTracker::RecordMetrics(ChoiceState& choice, const engine::RequestEvent& event) {
-  if (ctx_.metrics == nullptr) return;
-  metrics::RequestMetrics& requests = ctx_.metrics->Requests();
+  if (request_metrics_ == nullptr) return;
+  metrics::RequestMetrics& requests = *request_metrics_;
   const auto now = std::chrono::steady_clock::now();
   const auto new_tokens = static_cast<int64_t>(event.new_token_ids.size());
   if (new_tokens > 0) {

@@ -20,6 +20,7 @@
 
 #include "api/api_error.h"
 #include "api/response_writer.h"
+#include "metrics/request_metrics.h"
 #include "api/server_context.h"
 #include "engine/request.h"
 #include "engine/request_event.h"
@@ -113,6 +114,8 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
 
   ServerContext& ctx_;
   ResponseWriterPtr writer_;
+  // The tokenizer-side series of this call's custom labels; null without --enable-metrics.
+  metrics::RequestMetrics* request_metrics_ = nullptr;
   OnEvent on_event_;
   OnDone on_done_;
   std::mutex mu_;

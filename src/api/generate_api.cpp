@@ -61,7 +61,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"routed_dp_rank", kUsed}, {"data_parallel_rank", kUsed},
       {"disagg_prefill_dp_rank", kDefaultOnly}, {"background", kDefaultOnly},
       {"require_reasoning", kDefaultOnly}, {"max_thinking_tokens", kDefaultOnly},
-      {"no_logs", kDefaultOnly}, {"custom_labels", kDefaultOnly}, {"return_bytes", kDefaultOnly},
+      {"no_logs", kDefaultOnly}, {"custom_labels", kUsed}, {"return_bytes", kDefaultOnly},
       {"return_entropy", kDefaultOnly}, {"return_prompt_token_ids", kDefaultOnly},
       {"need_wait_for_mm_inputs", kDefaultOnly}, {"num_items_assigned", kDefaultOnly},
       {"encoder_urls", kDefaultOnly}, {"max_dynamic_patch", kDefaultOnly},
@@ -592,6 +592,14 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     body->erase("stream");
     return ServeLightLlm(ctx, *body, stream->value_or(false), /*list_answer=*/false,
                          std::move(writer));
+  }
+  // SGLang's custom metric labels in the body; they win over the custom-labels header's.
+  if (auto labels = body->find("custom_labels"); labels != body->end() && !labels->is_null()) {
+    Expected<std::map<std::string, std::string>> read = ReadLabelMap(*labels, "custom_labels");
+    if (!read.ok()) {
+      return SendResult(*writer, InvalidRequest(read.status().message()), ErrorStyle::kNative);
+    }
+    for (auto& [label, value] : *read) writer->metric_labels[label] = value;
   }
   Serve(ctx, std::move(writer), ErrorStyle::kNative, ParseGenerate(ctx, *body));
 }

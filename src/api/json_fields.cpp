@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
+
 namespace radixserve::api {
 namespace {
 
@@ -61,6 +63,37 @@ Expected<std::optional<std::string>> ReadOptionalString(const nlohmann::json& ob
   if (it == object.end() || it->is_null()) return std::optional<std::string>();
   if (!it->is_string()) return InvalidArgument(fmt::format("{} must be a string.", key));
   return std::optional<std::string>(it->get<std::string>());
+}
+
+Expected<std::map<std::string, std::string>> ReadLabelMap(const nlohmann::json& value,
+                                                          std::string_view name) {
+  if (!value.is_object()) {
+    return InvalidArgument(fmt::format("{} must be an object of label names to strings.", name));
+  }
+  std::map<std::string, std::string> labels;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (!it->is_string()) {
+      return InvalidArgument(fmt::format("{}: the value of label '{}' must be a string.", name,
+                                         it.key()));
+    }
+    labels[it.key()] = it->get<std::string>();
+  }
+  return labels;
+}
+
+std::map<std::string, std::string> ParseLabelHeader(std::string_view value,
+                                                    std::string_view header) {
+  const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  Expected<std::map<std::string, std::string>> labels =
+      parsed.is_discarded() ? Expected<std::map<std::string, std::string>>(
+                                  InvalidArgument("not JSON"))
+                            : ReadLabelMap(parsed, header);
+  if (!labels.ok()) {
+    RADIX_LOG_WARN("Ignoring the {} header (custom metric labels): {}", header,
+                   labels.status().message());
+    return {};
+  }
+  return std::move(labels).value();
 }
 
 Expected<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& value, std::string_view name,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,17 @@ Expected<std::optional<int64_t>> ReadOptionalInt(
     int64_t max = std::numeric_limits<int64_t>::max());
 Expected<std::optional<std::string>> ReadOptionalString(const nlohmann::json& object,
                                                         std::string_view key);
+
+// SGLang's custom metric labels: a JSON object of label name -> string value (`name` appears in
+// the error message).
+Expected<std::map<std::string, std::string>> ReadLabelMap(const nlohmann::json& value,
+                                                          std::string_view name);
+
+// The custom-labels header's value (`header` names it in the log): a JSON object of label
+// names to strings. Anything else is logged and the request served without custom labels, as
+// SGLang does with a header it cannot parse.
+std::map<std::string, std::string> ParseLabelHeader(std::string_view value,
+                                                    std::string_view header);
 
 // A list of token ids: JSON integers (not bools, not floats) in [0, vocab_size).
 Expected<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& value, std::string_view name,

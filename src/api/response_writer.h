@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,11 @@ class ResponseWriter {
   // order. The engine's event sinks post here, so that formatting (JSON, SSE framing) never
   // runs on the engine thread. The default runs the task at once, on the caller's thread.
   virtual void Post(std::function<void()> task) { task(); }
+
+  // The custom labels of this request's tokenizer-side metrics (SGLang's custom-labels header,
+  // or /generate's custom_labels); keys outside --tokenizer-metrics-allowed-customer-labels are
+  // dropped by ServingMetrics::Requests. Set before the handler submits the call.
+  std::map<std::string, std::string> metric_labels;
 };
 
 using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;

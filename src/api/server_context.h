@@ -149,6 +149,9 @@ struct ServerContext {
   RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;
+  // --tokenizer-metrics-custom-labels-header when metrics take custom labels (--enable-metrics
+  // and --tokenizer-metrics-allowed-customer-labels); empty otherwise.
+  std::string metrics_labels_header;
   WeightVersion weight_version;
   // True until the startup warmup is over (main clears it before the "ready" line): the health
   // routes answer 503 meanwhile, as SGLang's do while its server is starting.

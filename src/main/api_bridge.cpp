@@ -1,5 +1,9 @@
 #include "main/api_bridge.h"
 
+#include <optional>
+#include <string_view>
+
+#include "api/json_fields.h"
 #include "api/routes.h"
 
 namespace radixserve {
@@ -36,7 +40,13 @@ http::Router BuildRouter(api::ServerContext& ctx) {
                                   .path_param = request.path_param,
                                   .content_type = request.media_type(),
                                   .body = request.body};
-      handle(ctx, api_request, std::make_shared<ResponderWriter>(std::move(responder)));
+      auto writer = std::make_shared<ResponderWriter>(std::move(responder));
+      if (!ctx.metrics_labels_header.empty()) {
+        if (std::optional<std::string_view> value = request.header(ctx.metrics_labels_header)) {
+          writer->metric_labels = api::ParseLabelHeader(*value, ctx.metrics_labels_header);
+        }
+      }
+      handle(ctx, api_request, std::move(writer));
     };
     const http::RouteAccess access = route.admin ? http::RouteAccess::kAdmin
                                                  : http::RouteAccess::kUser;

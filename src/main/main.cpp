@@ -144,6 +144,7 @@ radixserve::Expected<std::unique_ptr<radixserve::metrics::ServingMetrics>> MakeM
   options.collect_tokens_histogram = args.GetBool(key::kCollectTokensHistogram);
   options.prompt_tokens_buckets = Words(args, key::kPromptTokensBuckets);
   options.generation_tokens_buckets = Words(args, key::kGenerationTokensBuckets);
+  options.allowed_customer_labels = Words(args, key::kTokenizerMetricsAllowedCustomerLabels);
   return radixserve::metrics::ServingMetrics::Create(options);
 }
 
@@ -275,11 +276,19 @@ int main(int argc, char** argv) {
     ctx.completion_template = &*completion_template;
   }
   std::unique_ptr<rs::metrics::ServingMetrics> metrics;
+  if (!Words(args, key::kTokenizerMetricsAllowedCustomerLabels).empty() &&
+      args.GetString(key::kTokenizerMetricsCustomLabelsHeader).empty()) {
+    return UsageError("argument --tokenizer-metrics-allowed-customer-labels: needs "
+                      "--tokenizer-metrics-custom-labels-header (the header carrying the labels)");
+  }
   if (args.GetBool(key::kEnableMetrics)) {
     auto made = MakeMetrics(args, ctx.served_model_name);
     if (!made.ok()) return UsageError(made.status().message());
     metrics = std::move(made).value();
     ctx.metrics = metrics.get();
+    if (!Words(args, key::kTokenizerMetricsAllowedCustomerLabels).empty()) {
+      ctx.metrics_labels_header = args.GetString(key::kTokenizerMetricsCustomLabelsHeader);
+    }
   }
 
   if (args.GetBool(key::kLogRequests)) {

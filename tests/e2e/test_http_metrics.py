@@ -1,10 +1,13 @@
 """sglang:http_responses_total{endpoint,status_code,method} counts every response as SGLang's
 middleware does: the matched route's path ("Unknown" without one), the status, the method.
-Parsed with prometheus_client's own exposition parser."""
+Parsed with prometheus_client's own exposition parser. Also SGLang's custom metric labels."""
+import json
+import subprocess
+
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from server_util import SMOLLM2, Server
+from server_util import BUILD, SMOLLM2, Server
 
 
 def http_responses(url):
@@ -43,3 +46,56 @@ def test_http_responses_total_counts_by_route_status_and_method():
         assert delta(("/metrics", "200", "GET")) == 1  # the first scrape
     finally:
         server.stop()
+
+
+def samples(url, name):
+    text = requests.get(url + "/metrics", timeout=30).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                yield sample
+
+
+def test_custom_labels_from_the_header_and_the_generate_field():
+    """SGLang's custom metric labels: the header's JSON object (allowed names only) and /generate's
+    custom_labels label the request's tokenizer-side series; prompt tokens add up per series, as
+    each answer's usage reports them; a bad header is ignored, a bad field is a 400."""
+    server = Server(SMOLLM2, "--skip-server-warmup", "--enable-metrics",
+                    "--tokenizer-metrics-allowed-customer-labels", "team", "tier")
+    try:
+        header = {"x-customer-labels": json.dumps({"team": "search", "bogus": "dropped"})}
+        r = requests.post(server.url + "/v1/completions", headers=header, timeout=120,
+                          json={"prompt": "The capital of France is", "max_tokens": 3})
+        assert r.status_code == 200, r.text
+        search_prompt = r.json()["usage"]["prompt_tokens"]
+        r = requests.post(server.url + "/generate", timeout=120, headers=header,
+                          json={"text": "Hello there", "custom_labels": {"tier": "gold"},
+                                "sampling_params": {"max_new_tokens": 2}})
+        assert r.status_code == 200, r.text
+        gold_prompt = r.json()["meta_info"]["prompt_tokens"]
+        r = requests.post(server.url + "/generate", timeout=120,
+                          headers={"x-customer-labels": "not json"},
+                          json={"text": "Hi", "sampling_params": {"max_new_tokens": 1}})
+        assert r.status_code == 200, r.text
+        r = requests.post(server.url + "/generate", timeout=120,
+                          json={"text": "Hi", "custom_labels": {"tier": 3}})
+        assert r.status_code == 400 and "tier" in r.text, r.text
+        got = {(s.labels.get("team"), s.labels.get("tier")): s.value
+               for s in samples(server.url, "sglang:prompt_tokens_total")}
+        assert got[("search", "")] == search_prompt
+        # The field wins over the header, which still sets the team.
+        assert got[("search", "gold")] == gold_prompt
+        assert ("", "") in got  # the request whose header could not be read
+        assert all("bogus" not in s.labels for s in samples(server.url, "sglang:prompt_tokens_total"))
+        assert "Ignoring the x-customer-labels header" in server.logs()
+    finally:
+        assert server.stop() == 0, server.logs()
+
+
+def test_allowed_labels_need_a_header_name():
+    out = subprocess.run([str(BUILD / "radixserve"), "--model-path", str(SMOLLM2),
+                          "--tokenizer-metrics-allowed-customer-labels", "team",
+                          "--tokenizer-metrics-custom-labels-header", ""],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "--tokenizer-metrics-allowed-customer-labels" in out.stderr
