@@ -87,6 +87,15 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   if constexpr (kFormat == WeightFormat::kQ8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + k * kLanes));
+  } else if constexpr (kFormat == WeightFormat::kQ5_K) {
+    // The nibble as for Q4_K, bit 4 from the fifth register (bit k of each byte). The 16-bit
+    // shifts carry bits across the byte boundary only below bit 4, which the mask drops.
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 3) * kLanes));
+    const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 4 * kLanes));
+    const __m256i low = k < 4 ? _mm256_and_si256(v, low4)
+                              : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    const __m256i high = k <= 4 ? _mm256_slli_epi16(hb, 4 - k) : _mm256_srli_epi16(hb, k - 4);
+    return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x10)));
   } else if constexpr (kFormat == WeightFormat::kQ6_K) {
     const __m256i n = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 1) * kLanes));
     const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 2 * kLanes));
@@ -111,7 +120,8 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
                              float* y, int64_t ldy, int valid) {
   constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
   constexpr bool kLegacy = kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8;
-  constexpr bool kQ4K = kFormat == WeightFormat::kQ4_K;
+  constexpr bool kQ5K = kFormat == WeightFormat::kQ5_K;
+  constexpr bool kQ4K = kFormat == WeightFormat::kQ4_K || kQ5K;  // Q5_K: Q4_K's scales and mins
   constexpr bool kMin = kQ4K || kFormat == WeightFormat::kQ4_1;
   constexpr int kSubs = kLegacy ? 1 : kQ4K ? 8 : 16, kW = kFormat == WeightFormat::kQ6_K ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
@@ -133,11 +143,13 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
       }
     }
-    const uint8_t* scales = p + (kQ8 ? 8 : kLegacy ? 4 : kQ4K ? 32 : 48) * kLanes;
+    const uint8_t* scales = p + (kQ8 ? 8 : kLegacy ? 4 : kQ5K ? 40 : kQ4K ? 32 : 48) * kLanes;
     const auto* floats = reinterpret_cast<const float*>(scales + 16 * kRows);
     __m256 dv = _mm256_setzero_ps(), neg_dmin = _mm256_setzero_ps();
     if constexpr (!kLegacy) dv = _mm256_loadu_ps(floats);
-    if constexpr (kQ4K) neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows));
+    if constexpr (kQ4K) {
+      neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows));
+    }
     for (int js = 0; js < kSubs; ++js) {
       const int64_t j = b * kSubs + js;
       __m256 scale, min = _mm256_setzero_ps();
@@ -159,7 +171,8 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
       }
       // Codes outer, tokens inner: one code register and T integer sums live at a time (codes of
       // a whole sub-block plus T accumulators spilled to the stack at T = 4).
-      const uint8_t* sub_regs = p + js * (kFormat == WeightFormat::kQ6_K ? 3 : kQ8 ? 8 : 4) * kLanes;
+      const uint8_t* sub_regs =
+          p + js * (kFormat == WeightFormat::kQ6_K ? 3 : kQ8 ? 8 : kQ5K ? 5 : 4) * kLanes;
       __m256i dot[T];
       for (int t = 0; t < T; ++t) dot[t] = _mm256_set1_epi32(bias[t * subs + j]);
       for (int k = 0; k < kW; ++k) {
@@ -167,7 +180,8 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
         for (int t = 0; t < T; ++t) {
           const __m256i x = _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * k));
           // Q8_0's codes are signed: |w| times sign(w) * x, as the code-panel Tile does.
-          const __m256i prod = kQ8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
+          const __m256i prod = kQ8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(w),
+                                                          _mm256_sign_epi8(x, w))
                                    : _mm256_maddubs_epi16(w, x);
           dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(prod, ones));
         }
@@ -249,6 +263,8 @@ TileFn CompactTileFor(WeightFormat format, int tokens) {
       return PickCompactKTile<WeightFormat::kQ8_0>(tokens);
     case WeightFormat::kQ4_K:
       return PickCompactKTile<WeightFormat::kQ4_K>(tokens);
+    case WeightFormat::kQ5_K:
+      return PickCompactKTile<WeightFormat::kQ5_K>(tokens);
     case WeightFormat::kQ6_K:
       return PickCompactKTile<WeightFormat::kQ6_K>(tokens);
     default:
@@ -256,9 +272,9 @@ TileFn CompactTileFor(WeightFormat format, int tokens) {
   }
 }
 
-// Load-time packing: compact panels for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q6_K, for the others the same code
-// panels Run makes per call (about 1.25 bytes per weight), made once, so a decode step only
-// streams them.
+// Load-time packing: compact panels for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K, for the others
+// the same code panels Run makes per call (about 1.25 bytes per weight), made once, so a decode
+// step only streams them.
 int64_t PackedPanelBytes(const WeightMatrix& w) {
   if (HasCompactKPanels(w.format)) {
     return (w.cols / BlockElements(w.format)) * CompactKBlockBytes(w.format, kRows);

@@ -174,7 +174,7 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 bool HasCompactKPanels(WeightFormat format) {
   return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
          format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_K ||
-         format == WeightFormat::kQ6_K;
+         format == WeightFormat::kQ5_K || format == WeightFormat::kQ6_K;
 }
 
 int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows) {
@@ -189,6 +189,8 @@ int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows) {
       return panel_rows * (32 + 2);
     case WeightFormat::kQ4_K:
       return panel_rows * (8 * 16 + 8 + 8 + 8);
+    case WeightFormat::kQ5_K:
+      return panel_rows * (8 * 20 + 8 + 8 + 8);
     default:
       return panel_rows * (16 * 12 + 16 + 4);
   }
@@ -198,7 +200,9 @@ void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, 
   RADIX_CHECK(HasCompactKPanels(w.format));
   const int64_t block_bytes = BlockBytes(w.format), lanes = 4 * panel_rows;
   const int64_t out_bytes = CompactKBlockBytes(w.format, panel_rows);
-  const bool q4 = w.format == WeightFormat::kQ4_K;
+  const bool five = w.format == WeightFormat::kQ5_K;
+  const bool q4 = w.format == WeightFormat::kQ4_K || five;
+  const int64_t regs_per_sub = five ? 5 : 4;
   const bool legacy = w.format == WeightFormat::kQ4_0 || w.format == WeightFormat::kQ4_1 ||
                       w.format == WeightFormat::kQ8_0;
   uint8_t u[256];
@@ -221,19 +225,28 @@ void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, 
       }
       DecodeBlockCodes(w.format, block, false, u, scale, min);
       if (q4) {
+        const int64_t code_bytes = 8 * regs_per_sub * lanes;
         for (int j = 0; j < 8; ++j) {
+          uint8_t* regs = out + j * regs_per_sub * lanes;
           for (int g = 0; g < 4; ++g) {
             for (int e = 0; e < 4; ++e) {
-              out[(j * 4 + g) * lanes + 4 * r + e] = static_cast<uint8_t>(
-                  u[32 * j + 4 * g + e] | (u[32 * j + 16 + 4 * g + e] << 4));
+              regs[g * lanes + 4 * r + e] = static_cast<uint8_t>(
+                  (u[32 * j + 4 * g + e] & 0x0F) | ((u[32 * j + 16 + 4 * g + e] & 0x0F) << 4));
+            }
+          }
+          if (five) {
+            for (int e = 0; e < 4; ++e) {
+              uint8_t high = 0;
+              for (int k = 0; k < 8; ++k) high |= ((u[32 * j + 4 * k + e] >> 4) & 1) << k;
+              regs[4 * lanes + 4 * r + e] = high;
             }
           }
           int sc, m;
           ScaleMinK4(j, block + 4, &sc, &m);
-          out[32 * lanes + j * panel_rows + r] = static_cast<uint8_t>(sc);
-          out[32 * lanes + (8 + j) * panel_rows + r] = static_cast<uint8_t>(m);
+          out[code_bytes + j * panel_rows + r] = static_cast<uint8_t>(sc);
+          out[code_bytes + (8 + j) * panel_rows + r] = static_cast<uint8_t>(m);
         }
-        auto* floats = reinterpret_cast<float*>(out + 32 * lanes + 16 * panel_rows);
+        auto* floats = reinterpret_cast<float*>(out + code_bytes + 16 * panel_rows);
         floats[r] = LoadHalf(block);
         floats[panel_rows + r] = LoadHalf(block + 2);
       } else {

@@ -44,9 +44,9 @@ void DecodeBlockCodes(WeightFormat format, const uint8_t* block, bool signed_q8,
 void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bool signed_q8,
                      uint8_t* panel);
 
-// Compact panels: Q4_0, Q4_1, Q8_0, Q4_K and Q6_K kept at or near their block size (0.56, 0.63,
-// 1.06, 0.59 and 0.83 bytes per weight, against 1.25-1.5 for code panels), for decode steps that
-// stream the weights. Per block of P rows, lanes of 4 bytes per row as in code panels:
+// Compact panels: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K kept at or near their block size (0.56,
+// 0.63, 1.06, 0.59, 0.72 and 0.83 bytes per weight, against 1.25-1.5 for code panels), for decode
+// steps that stream the weights. Per block of P rows, lanes of 4 bytes per row as in code panels:
 //   Q4_0, Q4_1 (32-element blocks): 4 registers of the blocks' own nibble bytes (register g,
 //         lane r, byte e: byte 4g + e of row r's codes, low nibble = element 4g + e, high nibble
 //         = element 16 + 4g + e); then the half-precision d[P] and (Q4_1) m[P] as stored.
@@ -57,6 +57,8 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 //         e: low nibble = element 32j + 4g + e, high nibble = element 32j + 16 + 4g + e); then
 //         the 6-bit scales sc[8][P] and mins m[8][P] as bytes; then float d[P], dmin[P].
 //         D = d * sc and M = -dmin * m, the same floats DecodeBlockCodes computes.
+//   Q5_K: as Q4_K with a fifth register per sub-block after its 4 nibble registers: bit k of
+//         byte e of lane r is bit 4 of element 32j + 4k + e.
 //   Q6_K: for each of the 16 sub-blocks j, 2 registers of nibble pairs of the low 4 bits (low
 //         nibble = element 16j + 4g + e, high nibble = element 16j + 8 + 4g + e) and one register
 //         of high bits (bits 2k, 2k + 1 of byte e: bits 4-5 of element 16j + 4k + e); then the

@@ -151,15 +151,15 @@ TEST(QuantMatMulTest, PackedWeightFallsBackOutsideItsVariant) {
   }
 }
 
-// Q4_0, Q4_1, Q8_0, Q4_K and Q6_K pack into compact panels (near the block size) whose kernels
-// compute the same
-// floats as the per-call code panels: packed and unpacked results are equal bit for bit, over
-// token counts that exercise every tile width and a row count that is not a panel multiple.
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K pack into compact panels (near the block size) whose
+// kernels compute the same floats as the per-call code panels: packed and unpacked results are
+// equal bit for bit, over token counts that exercise every tile width and a row count that is
+// not a panel multiple.
 TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
   std::mt19937 rng(13);
   for (const KernelTable* table : FastTables()) {
     for (WeightFormat format : {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0,
-                                WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
+                                WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K}) {
       SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
       const int64_t rows = 21, cols = 3 * 256;
       const auto bytes = RandomBlocks(format, rows, cols, rng);
