@@ -286,6 +286,7 @@ void EngineLoop::ReleaseMemoryAsync(MemoryRegions regions, std::function<void(St
     // KV: a retract pause gave theirs to the cache, which the flush drops).
     const bool running = !scheduler_->running().empty() || scheduler_->chunked() != nullptr;
     if (running || pending_model_ || (!paused_ && !scheduler_->waiting().empty())) {
+      PublishStats();  // the caller may read why: the requests just taken in
       done(Status(StatusCode::kInvalidArgument,
                   "release_memory_occupation should be called only when server is idle."));
       return;
