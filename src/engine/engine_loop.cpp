@@ -249,11 +249,8 @@ void EngineLoop::MaybeSwapModel() {
     // The cached KV came from the old weights. Waiting sequences hold no KV (a held admission
     // let none in; retracted ones gave theirs to the cache), so the cache can go, unless a
     // paused engine still holds running sequences.
-    Status flushed = memory_->Flush();
-    if (flushed.ok()) {
-      for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
-      leak_check_stale_ = true;
-    } else {
+    Status flushed = FlushCacheUnderWaiting();
+    if (!flushed.ok()) {
       // Only a paused engine swaps with sequences still holding KV: they keep it (and the cache
       // keeps what they hold) until they finish.
       note = " The prefix cache was not flushed: " + flushed.message();
@@ -268,6 +265,13 @@ void EngineLoop::MaybeSwapModel() {
   }
   PublishStats();
   pending.done(Status::Ok(), held);
+}
+
+Status EngineLoop::FlushCacheUnderWaiting() {
+  RADIX_RETURN_IF_ERROR(memory_->Flush());
+  for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
+  leak_check_stale_ = true;
+  return Status::Ok();
 }
 
 void EngineLoop::Continue() {
@@ -293,13 +297,11 @@ void EngineLoop::ReleaseMemoryAsync(MemoryRegions regions, std::function<void(St
     }
     if (regions.kv_cache && !released_.kv_cache) {
       // Flush returns the freed pool pages to the OS; no step commits them again until resumed.
-      Status flushed = memory_->Flush();
+      Status flushed = FlushCacheUnderWaiting();
       if (!flushed.ok()) {
         done(std::move(flushed));
         return;
       }
-      for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
-      leak_check_stale_ = true;
       released_.kv_cache = true;
     }
     if (regions.weights && !released_.weights) {

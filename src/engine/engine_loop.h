@@ -99,6 +99,9 @@ class EngineLoop final : public Engine {
   // Swaps in a pending model once no sequence is running or mid-prefill (or the engine is
   // paused), flushes the prefix cache if asked, and resumes admission.
   void MaybeSwapModel();
+  // Drops the prefix cache with sequences still waiting (a weight swap, a memory release): their
+  // cache matches are forgotten, so admission matches again. The flush's refusal otherwise.
+  Status FlushCacheUnderWaiting();
   // Verifies a speculative entry whose num_drafts + 1 logits rows start at first_row: samples
   // row by row (as SampleEntry would, each row seeing the tokens accepted before it), stops at
   // the first token that differs from its draft or finishes the request, and keeps the K/V of

@@ -17,19 +17,11 @@ from server_util import MODELS, STORIES, Server
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
 from test_moe_oracle import llama_cpp_greedy  # noqa: E402
+from test_update_weights import generate  # noqa: E402  (greedy /generate of token ids)
 
 SMOLLM2_F32 = MODELS / "smollm2-135m-instruct-f32.gguf"  # F32: greedy output equals llama.cpp's
 PROMPT = [1, 504, 3458, 282, 253, 1345, 30, 378, 357, 253]  # token ids of SmolLM2's vocabulary
 MAX_NEW = 16
-
-
-def generate(srv, prompt, max_new=MAX_NEW):
-    r = requests.post(srv.url + "/generate", json={
-        "input_ids": prompt,
-        "sampling_params": {"max_new_tokens": max_new, "temperature": 0, "ignore_eos": True}},
-        timeout=300)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def call(srv, route, body=None, headers=None):
@@ -55,7 +47,7 @@ def test_release_frees_the_weights_and_resume_serves_them_again():
     want = llama_cpp_greedy(str(SMOLLM2_F32), PROMPT, MAX_NEW)
     srv = Server(SMOLLM2_F32, "--skip-server-warmup", "--enable-memory-saver")
     try:
-        assert generate(srv, PROMPT)["output_ids"] == want
+        assert generate(srv, PROMPT, MAX_NEW)["output_ids"] == want
         before = rss_bytes(srv)
         r = call(srv, "/release_memory_occupation", {})
         assert r.status_code == 200 and r.json() is None, r.text
@@ -67,7 +59,7 @@ def test_release_frees_the_weights_and_resume_serves_them_again():
                           timeout=30)
         assert r.status_code == 400 and "released" in r.text, r.text
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(generate, srv, PROMPT)
+            waiting = pool.submit(generate, srv, PROMPT, MAX_NEW)
             for _ in range(2000):
                 if queued(srv) == 1:
                     break
@@ -78,7 +70,7 @@ def test_release_frees_the_weights_and_resume_serves_them_again():
         assert out["output_ids"] == want
         assert out["meta_info"]["cached_tokens"] == 0  # the release flushed the prefix cache
         assert state(srv)["memory_released"] == []
-        assert generate(srv, PROMPT)["output_ids"] == want
+        assert generate(srv, PROMPT, MAX_NEW)["output_ids"] == want
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
@@ -87,7 +79,7 @@ def test_release_frees_the_weights_and_resume_serves_them_again():
 def test_tags_release_and_resume_one_region_at_a_time():
     srv = Server(STORIES, "--skip-server-warmup", "--enable-memory-saver", "--dp-size", "2")
     try:
-        want = generate(srv, [1, 2, 3])["output_ids"]
+        want = generate(srv, [1, 2, 3], MAX_NEW)["output_ids"]
         r = call(srv, "/release_memory_occupation", {"tags": ["kv_cache"]})
         assert r.status_code == 200, r.text
         assert state(srv)["memory_released"] == ["kv_cache"]
@@ -103,7 +95,7 @@ def test_tags_release_and_resume_one_region_at_a_time():
         r = call(srv, "/resume_memory_occupation", {"tags": ["kv_cache", "cuda_graph"]})
         assert r.status_code == 200, r.text
         for _ in range(2):  # both replicas
-            assert generate(srv, [1, 2, 3])["output_ids"] == want
+            assert generate(srv, [1, 2, 3], MAX_NEW)["output_ids"] == want
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
@@ -112,7 +104,7 @@ def test_tags_release_and_resume_one_region_at_a_time():
 def test_without_the_memory_saver_the_weights_stay_loaded():
     srv = Server(STORIES, "--skip-server-warmup")
     try:
-        want = generate(srv, [1, 2, 3])["output_ids"]
+        want = generate(srv, [1, 2, 3], MAX_NEW)["output_ids"]
         r = call(srv, "/release_memory_occupation")
         assert r.status_code == 200, r.text
         assert state(srv)["memory_released"] == ["kv_cache"]
@@ -121,7 +113,7 @@ def test_without_the_memory_saver_the_weights_stay_loaded():
         assert r.status_code == 200, r.text
         r = call(srv, "/resume_memory_occupation")
         assert r.status_code == 200, r.text
-        assert generate(srv, [1, 2, 3])["output_ids"] == want
+        assert generate(srv, [1, 2, 3], MAX_NEW)["output_ids"] == want
         assert "--enable-memory-saver" in srv.logs()
     finally:
         assert srv.stop() == 0, srv.logs()
@@ -168,6 +160,6 @@ def test_get_is_accepted_as_in_sglang():
         assert r.status_code == 200 and r.json() is None, r.text
         r = requests.get(srv.url + "/resume_memory_occupation", timeout=60)
         assert r.status_code == 200 and r.json() is None, r.text
-        assert generate(srv, [1, 2, 3])["output_ids"]
+        assert generate(srv, [1, 2, 3], MAX_NEW)["output_ids"]
     finally:
         assert srv.stop() == 0, srv.logs()

@@ -28,6 +28,36 @@ int32_t Load32(const int8_t* p) {
   return v;
 }
 
+// Prefetches the `bytes` of panel that lie kPrefetchBytes past `p`. The panel is one sequential
+// stream; prefetching a few KB ahead keeps more of it in flight than the hardware prefetcher does
+// on its own. Only the first token tile (t0 == 0) streams a panel from memory; later ones find it
+// in cache and skip this.
+RADIX_AVX2 inline void PrefetchAhead(const uint8_t* p, int64_t bytes) {
+  for (int64_t line = 0; line < bytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+  }
+}
+
+// Four codes times four activation bytes per dword lane, summed into `dot`. Signed codes (Q8_0)
+// use |w| times sign(w) * x, since vpmaddubsw takes its first operand unsigned.
+template <bool kSigned>
+RADIX_AVX2 inline __m256i DotAdd(__m256i dot, __m256i w, __m256i x, __m256i ones) {
+  const __m256i prod = kSigned ? _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
+                               : _mm256_maddubs_epi16(w, x);
+  return _mm256_add_epi32(dot, _mm256_madd_epi16(prod, ones));
+}
+
+// The T accumulators' first `valid` rows into y[t0 + t][...].
+template <int T>
+RADIX_AVX2 inline void StoreRows(const __m256 (&acc)[T], float* y, int64_t t0, int64_t ldy,
+                                 int valid) {
+  for (int t = 0; t < T; ++t) {
+    alignas(32) float out[kRows];
+    _mm256_store_ps(out, acc[t]);
+    std::copy(out, out + valid, y + (t0 + t) * ldy);
+  }
+}
+
 template <int KW, bool kMin, bool kSigned, int T>
 RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0, float* y,
                      int64_t ldy, int valid) {
@@ -41,25 +71,14 @@ RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, i
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t j = 0; j < subs; ++j) {
     const uint8_t* p = panel + j * stride;
-    if (t0 == 0) {  // as in CompactKTile: only the first token tile streams the panel
-      for (int64_t line = 0; line < stride; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
-      }
-    }
+    if (t0 == 0) PrefetchAhead(p, stride);
     const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * KW));
     for (int t = 0; t < T; ++t) {
       const int8_t* qt = q + t * a.cols + j * sub;
       __m256i dot = _mm256_set1_epi32(bias[t * subs + j]);
       for (int k = 0; k < KW; ++k) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
-        const __m256i x = _mm256_set1_epi32(Load32(qt + 4 * k));
-        __m256i prod;
-        if constexpr (kSigned) {
-          prod = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-        } else {
-          prod = _mm256_maddubs_epi16(w, x);
-        }
-        dot = _mm256_add_epi32(dot, _mm256_madd_epi16(prod, ones));
+        dot = DotAdd<kSigned>(dot, w, _mm256_set1_epi32(Load32(qt + 4 * k)), ones);
       }
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
                                _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
@@ -69,11 +88,7 @@ RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, i
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    alignas(32) float out[kRows];
-    _mm256_store_ps(out, acc[t]);
-    std::copy(out, out + valid, y + (t0 + t) * ldy);
-  }
+  StoreRows(acc, y, t0, ldy, valid);
 }
 
 using TileFn = void (*)(const uint8_t*, const ref::QuantizedActivations&, int64_t, float*, int64_t,
@@ -112,11 +127,11 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
   }
 }
 
-// One token tile over a compact K-quant panel (quant_kernels.h): the codes of a sub-block are
-// unpacked once into KW registers and serve every token; D and M are the floats the code panel
+// One token tile over a compact panel (quant_kernels.h): each code register of a sub-block is
+// unpacked once and serves every token; D and M are the floats the code panel
 // would hold, so the results equal Tile's bit for bit.
 template <WeightFormat kFormat, int T>
-RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
+RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
                              float* y, int64_t ldy, int valid) {
   constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
   constexpr bool kLegacy = kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8;
@@ -125,7 +140,7 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
   constexpr bool kMin = kQ4K || kFormat == WeightFormat::kQ4_1;
   constexpr int kSubs = kLegacy ? 1 : kQ4K ? 8 : 16, kW = kFormat == WeightFormat::kQ6_K ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
-  const int64_t subs = a.subs, block_bytes = CompactKBlockBytes(kFormat, kRows);
+  const int64_t subs = a.subs, block_bytes = CompactLayoutBlockBytes(kFormat, kRows);
   const int8_t* q = a.q.data() + t0 * a.cols;
   const float* d = a.d.data() + t0 * subs;
   const float* s = a.s.data() + t0 * subs;
@@ -135,14 +150,7 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < subs / kSubs; ++b) {
     const uint8_t* p = panel + b * block_bytes;
-    // The panel is one sequential stream; prefetching a few KB ahead keeps more of it in flight
-    // than the hardware prefetcher does on its own. Only the first token tile streams it from
-    // memory; the later ones find it in cache.
-    if (t0 == 0) {
-      for (int64_t line = 0; line < block_bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
-      }
-    }
+    if (t0 == 0) PrefetchAhead(p, block_bytes);
     const uint8_t* scales = p + (kQ8 ? 8 : kLegacy ? 4 : kQ5K ? 40 : kQ4K ? 32 : 48) * kLanes;
     const auto* floats = reinterpret_cast<const float*>(scales + 16 * kRows);
     __m256 dv = _mm256_setzero_ps(), neg_dmin = _mm256_setzero_ps();
@@ -179,11 +187,7 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
         const __m256i w = CompactCode<kFormat>(sub_regs, k);
         for (int t = 0; t < T; ++t) {
           const __m256i x = _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * k));
-          // Q8_0's codes are signed: |w| times sign(w) * x, as the code-panel Tile does.
-          const __m256i prod = kQ8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(w),
-                                                          _mm256_sign_epi8(x, w))
-                                   : _mm256_maddubs_epi16(w, x);
-          dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(prod, ones));
+          dot[t] = DotAdd<kQ8>(dot[t], w, x, ones);
         }
       }
       for (int t = 0; t < T; ++t) {
@@ -193,24 +197,20 @@ RADIX_AVX2 void CompactKTile(const uint8_t* panel, const ref::QuantizedActivatio
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    alignas(32) float out[kRows];
-    _mm256_store_ps(out, acc[t]);
-    std::copy(out, out + valid, y + (t0 + t) * ldy);
-  }
+  StoreRows(acc, y, t0, ldy, valid);
 }
 
 template <WeightFormat kFormat>
-TileFn PickCompactKTile(int tokens) {
+TileFn PickCompactTile(int tokens) {
   switch (tokens) {
     case 1:
-      return CompactKTile<kFormat, 1>;
+      return CompactTile<kFormat, 1>;
     case 2:
-      return CompactKTile<kFormat, 2>;
+      return CompactTile<kFormat, 2>;
     case 3:
-      return CompactKTile<kFormat, 3>;
+      return CompactTile<kFormat, 3>;
     default:
-      return CompactKTile<kFormat, 4>;
+      return CompactTile<kFormat, 4>;
   }
 }
 
@@ -256,17 +256,17 @@ void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t pane
 TileFn CompactTileFor(WeightFormat format, int tokens) {
   switch (format) {
     case WeightFormat::kQ4_0:
-      return PickCompactKTile<WeightFormat::kQ4_0>(tokens);
+      return PickCompactTile<WeightFormat::kQ4_0>(tokens);
     case WeightFormat::kQ4_1:
-      return PickCompactKTile<WeightFormat::kQ4_1>(tokens);
+      return PickCompactTile<WeightFormat::kQ4_1>(tokens);
     case WeightFormat::kQ8_0:
-      return PickCompactKTile<WeightFormat::kQ8_0>(tokens);
+      return PickCompactTile<WeightFormat::kQ8_0>(tokens);
     case WeightFormat::kQ4_K:
-      return PickCompactKTile<WeightFormat::kQ4_K>(tokens);
+      return PickCompactTile<WeightFormat::kQ4_K>(tokens);
     case WeightFormat::kQ5_K:
-      return PickCompactKTile<WeightFormat::kQ5_K>(tokens);
+      return PickCompactTile<WeightFormat::kQ5_K>(tokens);
     case WeightFormat::kQ6_K:
-      return PickCompactKTile<WeightFormat::kQ6_K>(tokens);
+      return PickCompactTile<WeightFormat::kQ6_K>(tokens);
     default:
       return nullptr;
   }
@@ -276,8 +276,8 @@ TileFn CompactTileFor(WeightFormat format, int tokens) {
 // the same code panels Run makes per call (about 1.25 bytes per weight), made once, so a decode
 // step only streams them.
 int64_t PackedPanelBytes(const WeightMatrix& w) {
-  if (HasCompactKPanels(w.format)) {
-    return (w.cols / BlockElements(w.format)) * CompactKBlockBytes(w.format, kRows);
+  if (HasCompactPanelLayout(w.format)) {
+    return (w.cols / BlockElements(w.format)) * CompactLayoutBlockBytes(w.format, kRows);
   }
   const int64_t sub = FormatInfo(w.format, true).sub;
   return (w.cols / sub) * PanelSubBytes(sub, kRows);
@@ -290,8 +290,8 @@ int64_t PackedBytes(const WeightMatrix& w) {
 void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
   const int64_t panel_bytes = PackedPanelBytes(w);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
-    if (HasCompactKPanels(w.format)) {
-      PackCompactKPanel(w, p * kRows, kRows, out + p * panel_bytes);
+    if (HasCompactPanelLayout(w.format)) {
+      PackCompactLayoutPanel(w, p * kRows, kRows, out + p * panel_bytes);
     } else {
       PackPanelScalar(w, p * kRows, kRows, true, out + p * panel_bytes);
     }

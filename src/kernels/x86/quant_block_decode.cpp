@@ -171,13 +171,13 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
   }
 }
 
-bool HasCompactKPanels(WeightFormat format) {
+bool HasCompactPanelLayout(WeightFormat format) {
   return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
          format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_K ||
          format == WeightFormat::kQ5_K || format == WeightFormat::kQ6_K;
 }
 
-int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows) {
+int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows) {
   // Q4_K: 8 x 4 registers of codes, sc and m bytes, d and dmin floats. Q6_K: 16 x 3 registers,
   // sc bytes, d floats.
   switch (format) {
@@ -196,10 +196,11 @@ int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows) {
   }
 }
 
-void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, uint8_t* panel) {
-  RADIX_CHECK(HasCompactKPanels(w.format));
+void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows,
+                            uint8_t* panel) {
+  RADIX_CHECK(HasCompactPanelLayout(w.format));
   const int64_t block_bytes = BlockBytes(w.format), lanes = 4 * panel_rows;
-  const int64_t out_bytes = CompactKBlockBytes(w.format, panel_rows);
+  const int64_t out_bytes = CompactLayoutBlockBytes(w.format, panel_rows);
   const bool five = w.format == WeightFormat::kQ5_K;
   const bool q4 = w.format == WeightFormat::kQ4_K || five;
   const int64_t regs_per_sub = five ? 5 : 4;

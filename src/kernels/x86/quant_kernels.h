@@ -63,11 +63,12 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 //         nibble = element 16j + 4g + e, high nibble = element 16j + 8 + 4g + e) and one register
 //         of high bits (bits 2k, 2k + 1 of byte e: bits 4-5 of element 16j + 4k + e); then the
 //         int8 scales sc[16][P]; then float d[P]. D = d * sc.
-bool HasCompactKPanels(WeightFormat format);
+bool HasCompactPanelLayout(WeightFormat format);
 // Bytes of one block (BlockElements(format) columns) of a P-row panel.
-int64_t CompactKBlockBytes(WeightFormat format, int64_t panel_rows);
+int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows);
 // Packs rows [row0, row0 + panel_rows) of w (clamped to the last row), all blocks.
-void PackCompactKPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows, uint8_t* panel);
+void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows,
+                            uint8_t* panel);
 
 // One instruction-set variant: computes y rows [panel_begin * P, min(panel_end * P, w.rows))
 // for all a.n tokens. y is [a.n][w.rows]. Called concurrently on disjoint panel ranges.
