@@ -34,6 +34,8 @@ struct ChoiceState {
   std::vector<int32_t> output_ids;  // cumulative output ids
   std::vector<engine::TokenLogprobInfo> output_logprobs;
   std::vector<engine::TokenLogprobInfo> input_logprobs;
+  // return_hidden_states: one row per fed position (the prompt's first), see RequestEvent.
+  std::vector<std::vector<float>> hidden_states;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;

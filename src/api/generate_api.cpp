@@ -51,7 +51,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"sampling_logprobs_mode", kDefaultOnly}, {"return_flat_raw_top_logprobs", kDefaultOnly},
       {"return_flat_raw_output_top_logprobs", kDefaultOnly},
       {"return_flat_raw_top_logprobs_b64", kDefaultOnly},
-      {"return_hidden_states", kDefaultOnly}, {"return_routed_experts", kDefaultOnly},
+      {"return_hidden_states", kUsed}, {"return_routed_experts", kDefaultOnly},
       {"routed_experts_start_len", kDefaultOnly}, {"return_indexer_topk", kDefaultOnly},
       {"modalities", kDefaultOnly}, {"session_params", kUsed}, {"lora_path", kUsed},
       {"lora_id", kDefaultOnly}, {"custom_logit_processor", kDefaultOnly},
@@ -150,6 +150,21 @@ void AddLogprobs(const ServerContext& ctx, const engine::GenerateRequest& req,
   if (!req.token_ids_logprob.empty()) meta[side + "_token_ids_logprobs"] = std::move(ids);
 }
 
+// SGLang's meta_info.hidden_states: the prompt's rows as one [prompt_tokens][hidden] list, then
+// one [hidden] row per output token fed back (every output token but the last).
+json HiddenStatesJson(const ChoiceState& choice) {
+  json out = json::array();
+  const size_t prompt =
+      std::min(choice.hidden_states.size(), static_cast<size_t>(choice.prompt_tokens));
+  json prompt_rows = json::array();
+  for (size_t i = 0; i < prompt; ++i) prompt_rows.push_back(choice.hidden_states[i]);
+  out.push_back(std::move(prompt_rows));
+  for (size_t i = prompt; i < choice.hidden_states.size(); ++i) {
+    out.push_back(choice.hidden_states[i]);
+  }
+  return out;
+}
+
 // Per-item request options the formatter needs after submission.
 struct ItemInfo {
   engine::GenerateRequest shape;  // logprob options only (ids and sampling not needed)
@@ -171,6 +186,9 @@ json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInf
   if (info.shape.return_logprob) {
     AddLogprobs(ctx, info.shape, choice.input_logprobs, "input", meta);
     AddLogprobs(ctx, info.shape, choice.output_logprobs, "output", meta);
+  }
+  if (info.shape.return_hidden_states && choice.finished) {
+    meta["hidden_states"] = HiddenStatesJson(choice);
   }
   json ids;
   if (ids_sent != nullptr) {
@@ -208,6 +226,7 @@ struct ItemOptions {
   json sampling;
   bool return_logprob = false;
   bool return_text = false;
+  bool return_hidden_states = false;
   int64_t logprob_start_len = -1;
   int64_t top_logprobs_num = 0;
   std::vector<int32_t> token_ids_logprob;
@@ -232,6 +251,16 @@ Expected<ItemOptions> ReadItemOptions(const ServerContext& ctx, const json& body
     return InvalidArgument("return_text_in_logprobs must be a boolean.");
   }
   out.return_text = value->is_boolean() && value->get<bool>();
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_hidden_states", i, batch, true));
+  if (!value->is_null() && !value->is_boolean()) {
+    return InvalidArgument("return_hidden_states must be a boolean.");
+  }
+  out.return_hidden_states = value->is_boolean() && value->get<bool>();
+  if (out.return_hidden_states && !ctx.args->GetBool(args::key::kEnableReturnHiddenStates)) {
+    return InvalidArgument(
+        "The server is not configured to return the hidden states. Please set "
+        "`--enable-return-hidden-states` to enable this feature.");
+  }
   RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "logprob_start_len", i, batch, true));
   if (!value->is_null()) {
     RADIX_ASSIGN_OR_RETURN(out.logprob_start_len,
@@ -554,12 +583,14 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
                            .logprob_start_len = item.logprob_start_len,
                            .top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num),
                            .token_ids_logprob = item.token_ids_logprob,
-                           .return_text_in_logprobs = item.return_text};
+                           .return_text_in_logprobs = item.return_text,
+                           .return_hidden_states = item.return_hidden_states};
       BuiltRequest built = BuildGenerateRequest(ctx, (*prompts)[i], item.sampling, options);
       if (built.error) return *built.error;
       built.request->sampling.n = 1;  // the n copies are separate engine requests
       if (dp_rank) built.request->routed_dp_rank = static_cast<int32_t>(*dp_rank);
       ItemInfo info;
+      info.shape.return_hidden_states = item.return_hidden_states;
       info.shape.return_logprob = item.return_logprob;
       info.shape.top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num);
       info.shape.token_ids_logprob = item.token_ids_logprob;

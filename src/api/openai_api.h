@@ -30,6 +30,7 @@ struct ChatCall {
   std::string model;
   bool logprobs = false;
   bool include_usage = false;
+  bool hidden_states = false;  // return_hidden_states
 };
 // `body` is the request with its key order kept (templates see tools in the client's order).
 ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_json& body);

@@ -82,6 +82,7 @@ class ChatFormatter final : public ResponseFormatter {
     std::string model;
     bool logprobs = false;
     bool include_usage = false;
+    bool hidden_states = false;
     size_t group = 1;
   };
 
@@ -122,6 +123,7 @@ class ChatFormatter final : public ResponseFormatter {
     for (size_t i = 0; i < choices.size(); ++i) {
       auto send = DeltaSender(i, emit);
       output_->Stream(i, nullptr, nullptr, send);
+      if (o_.hidden_states) send({{"hidden_states", LastHiddenState(choices[i])}}, nullptr);
       const bool called = output_->streamers[i].called();
       emit(Chunk({{"index", i},
                   {"delta", json::object()},
@@ -143,14 +145,15 @@ class ChatFormatter final : public ResponseFormatter {
     for (size_t i = 0; i < choices.size(); ++i) {
       json message = output_->Message(choices[i].text);
       const bool called = !message["tool_calls"].is_null();
-      out_choices.push_back(
-          {{"index", i},
-           {"message", std::move(message)},
-           {"logprobs",
-            o_.logprobs ? json{{"content", ChatLogprobEntries(ctx, choices[i], 0)}} : json(nullptr)},
-           {"finish_reason", ToolAwareFinish(choices[i], called)},
-           {"matched_stop",
-            called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}});
+      json choice = {
+          {"index", i},
+          {"message", std::move(message)},
+          {"logprobs",
+           o_.logprobs ? json{{"content", ChatLogprobEntries(ctx, choices[i], 0)}} : json(nullptr)},
+          {"finish_reason", ToolAwareFinish(choices[i], called)},
+          {"matched_stop", called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}};
+      if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);
+      out_choices.push_back(std::move(choice));
     }
     return {200, Envelope(ctx, o_.id, "chat.completion", o_.created, o_.model, std::move(out_choices),
                           Usage(ctx, choices, o_.group))};
@@ -310,6 +313,7 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
         .top_logprobs_num = static_cast<int32_t>(logprobs ? top_logprobs : 0),
         .token_ids_logprob = {},
         .return_text_in_logprobs = false,
+        .return_hidden_states = common.return_hidden_states,
         .add_special_tokens = false,
         .apply_model_defaults = ctx.args->GetString(args::key::kSamplingDefaults) == "model",
         .float_fields_are_floats = true};
@@ -327,7 +331,8 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
                                                        choices),
                 .model = common.model,
                 .logprobs = logprobs,
-                .include_usage = common.include_usage};
+                .include_usage = common.include_usage,
+                .hidden_states = common.return_hidden_states};
   return call;
 }
 
@@ -343,6 +348,7 @@ ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_vi
                                 .model = call.model,
                                 .logprobs = call.logprobs,
                                 .include_usage = call.include_usage,
+                                .hidden_states = call.hidden_states,
                                 .group = plan.group};
   plan.formatter =
       std::make_shared<ChatFormatter>(std::move(format), std::move(call.output), plan.requests.size());

@@ -158,6 +158,12 @@ OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, con
   } else {
     reader.Fail(InvalidRequest(lora.status().message()));
   }
+  out.return_hidden_states = reader.Bool(body, "return_hidden_states").value_or(false);
+  if (out.return_hidden_states && !ctx.args->GetBool(args::key::kEnableReturnHiddenStates)) {
+    reader.Fail(InvalidRequest(
+        "The server is not configured to return the hidden states. Please set "
+        "`--enable-return-hidden-states` to enable this feature."));
+  }
   out.sampling = SamplingFromOpenAi(reader, body, ordered);
   return out;
 }
@@ -237,6 +243,13 @@ std::string FinishReasonName(const ChoiceState& choice) {
       return "abort";
   }
   return "stop";
+}
+
+json LastHiddenState(const ChoiceState& choice) {
+  if (choice.hidden_states.size() <= static_cast<size_t>(choice.prompt_tokens)) {
+    return json::array();
+  }
+  return choice.hidden_states.back();
 }
 
 json MatchedStop(const ChoiceState& choice) {

@@ -50,6 +50,8 @@ struct OpenAiCommon {
   // The LoRA adapter: "model": "<served name>:<adapter>" (or an adapter's own name) when LoRA is
   // on, else the lora_path extension field; nullopt: the base model.
   std::optional<engine::LoraRef> lora;
+  // SGLang's return_hidden_states extension (needs --enable-return-hidden-states).
+  bool return_hidden_states = false;
   // SGLang's sampling-params dict from the OpenAI fields (stop, penalties, top_k/min_p extras,
   // logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, stop_regex, the regex / ebnf /
   // json_schema constraints, response_format, ...): only the fields the request set, so server
@@ -80,6 +82,9 @@ void SendValidationError(ResponseWriter& writer, const std::string& message);
 // "stop" | "length" | "abort" and the matched stop (string, token id or null).
 std::string FinishReasonName(const ChoiceState& choice);
 json MatchedStop(const ChoiceState& choice);
+// SGLang's choice.hidden_states: the hidden state of the last output token fed back ([] when
+// none was: at most one token generated).
+json LastHiddenState(const ChoiceState& choice);
 
 // usage: prompt tokens counted once per prompt (the first choice of each group of n),
 // completion tokens summed; prompt_tokens_details only with --enable-cache-report and N > 0.

@@ -88,6 +88,7 @@ class CompletionsFormatter final : public ResponseFormatter {
     bool echo = false;
     bool logprobs = false;
     bool include_usage = false;
+    bool hidden_states = false;
     size_t group = 1;
   };
 
@@ -111,6 +112,15 @@ class CompletionsFormatter final : public ResponseFormatter {
     delta += choice.text.substr(cursor.text_sent);
     cursor.text_sent = choice.text.size();
     if (delta.empty() && !event.finished) return;
+    if (event.finished && o_.hidden_states) {
+      // SGLang sends the hidden state in a chunk of its own before the finishing one.
+      emit(Chunk({{"index", index},
+                  {"text", ""},
+                  {"logprobs", nullptr},
+                  {"hidden_states", LastHiddenState(choice)},
+                  {"finish_reason", nullptr},
+                  {"matched_stop", nullptr}}));
+    }
     json lp = nullptr;
     if (o_.logprobs) {
       lp = CompletionLogprobs(ctx, choice, cursor.logprobs_sent, first && o_.echo);
@@ -140,13 +150,14 @@ class CompletionsFormatter final : public ResponseFormatter {
     if (auto failed = FailedChoice(choices)) return {failed->status, failed->OpenAiBody()};
     json out_choices = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
-      out_choices.push_back(
-          {{"index", i},
-           {"text", o_.echo_text[i] + choices[i].text},
-           {"logprobs",
-            o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo) : json(nullptr)},
-           {"finish_reason", FinishReasonName(choices[i])},
-           {"matched_stop", MatchedStop(choices[i])}});
+      json choice = {
+          {"index", i},
+          {"text", o_.echo_text[i] + choices[i].text},
+          {"logprobs", o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo) : json(nullptr)},
+          {"finish_reason", FinishReasonName(choices[i])},
+          {"matched_stop", MatchedStop(choices[i])}};
+      if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);
+      out_choices.push_back(std::move(choice));
     }
     return {200, Envelope(ctx, o_.id, "text_completion", o_.created, o_.model, std::move(out_choices),
                           Usage(ctx, choices, o_.group))};
@@ -233,6 +244,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
                                        .echo = echo,
                                        .logprobs = logprobs.has_value(),
                                        .include_usage = common.include_usage,
+                                       .hidden_states = common.return_hidden_states,
                                        .group = plan.group};
   const size_t total = prompts.size() * plan.group;
   for (size_t p = 0; p < prompts.size(); ++p) {
@@ -248,6 +260,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
                            .top_logprobs_num = static_cast<int32_t>(logprobs.value_or(0)),
                            .token_ids_logprob = {},
                            .return_text_in_logprobs = false,
+                           .return_hidden_states = common.return_hidden_states,
                            .add_special_tokens = true,
                            .apply_model_defaults = false,
                            .float_fields_are_floats = true};

@@ -33,6 +33,7 @@ struct BuildOptions {
   int32_t top_logprobs_num = 0;
   std::vector<int32_t> token_ids_logprob;
   bool return_text_in_logprobs = false;
+  bool return_hidden_states = false;     // checked against --enable-return-hidden-states
   bool add_special_tokens = true;        // when tokenizing text
   bool apply_model_defaults = false;     // generation_config.json defaults (chat completions)
   bool float_fields_are_floats = false;  // OpenAI routes (pydantic float semantics)

@@ -520,6 +520,7 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   }
   seq->ignore_eos = request.sampling.ignore_eos;
   seq->return_logprob = request.return_logprob;
+  seq->no_prefix_match = request.return_hidden_states;
   if (request.return_logprob && request.logprob_start_len >= 0) {
     seq->logprob_start_len = static_cast<size_t>(request.logprob_start_len);
   }

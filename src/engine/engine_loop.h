@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/thread_pool.h"
@@ -144,6 +145,9 @@ class EngineLoop final : public Engine {
   static constexpr int64_t kMaxJumpForwardTokens = 64;
   int64_t jump_forward_tokens_ = 0;  // forced tokens appended without sampling, since start
   std::vector<LogitRow> logit_rows_;
+  // return_hidden_states: the hidden rows of the current step and (entry, fill position) of each.
+  std::vector<float> hidden_;
+  std::vector<std::pair<size_t, size_t>> hidden_positions_;
   // Speculative decoding: the replica's n-gram table (null when off) and the decode log
   // interval's verify figures.
   std::unique_ptr<spec::NgramTable> ngram_;

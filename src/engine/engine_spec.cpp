@@ -9,7 +9,7 @@ namespace radixserve::engine {
 bool EngineLoop::Speculates(const RequestState& state) const {
   const GenerateRequest& request = state.request();
   return ngram_ != nullptr && request.sampling.IsGreedy() && !request.return_logprob &&
-         !state.constrained();
+         !request.return_hidden_states && !state.constrained();
 }
 
 void EngineLoop::ProposeDrafts() {

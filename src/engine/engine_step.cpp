@@ -18,16 +18,32 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   };
   model::ForwardBatch batch =
       BuildForwardBatch(plan, memory_->req_pool(), input_start, &logit_rows_);
+  hidden_positions_.clear();
+  size_t base = 0;
   for (size_t e = 0; e < plan.entries.size(); ++e) {
-    const std::optional<LoraRef>& lora = states_.at(plan.entries[e].seq)->request().lora;
-    if (lora) batch.sequences[e].lora = lora->adapter.get();
+    const sched::StepEntry& entry = plan.entries[e];
+    const GenerateRequest& request = states_.at(entry.seq)->request();
+    if (request.lora) batch.sequences[e].lora = request.lora->adapter.get();
+    if (request.return_hidden_states) {
+      // Such requests never speculate: every extend token is a fill position.
+      for (size_t i = 0; i < entry.extend_len; ++i) {
+        batch.hidden_indices.push_back(static_cast<int64_t>(base + i));
+        hidden_positions_.emplace_back(e, entry.prefix_len + i);
+      }
+    }
+    base += entry.extend_len;
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
+  const auto hidden_size = static_cast<size_t>(model_->config().hidden_size);
+  hidden_.resize(hidden_positions_.size() * hidden_size);
   progress_.SetPhase("forward");
   if (config_.test_step_delay_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.test_step_delay_ms));
   }
-  const Status status = model_->Forward(batch, kv_view_, pool_, logits_.data());
+  const Status status =
+      batch.hidden_indices.empty()
+          ? model_->Forward(batch, kv_view_, pool_, logits_.data())
+          : model_->ForwardWithHidden(batch, kv_view_, pool_, logits_.data(), hidden_.data());
   scheduler_->CompleteStep(plan);
   if (plan.kind != sched::StepKind::kDecode) LogPrefill(plan);
   if (!status.ok()) {
@@ -37,6 +53,12 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
                      /*cache_kv=*/false);
     }
     return;
+  }
+  for (size_t r = 0; r < hidden_positions_.size(); ++r) {
+    const auto [entry, position] = hidden_positions_[r];
+    states_.at(plan.entries[entry].seq)
+        ->AddHiddenRow(position, std::span<const float>(hidden_.data() + r * hidden_size,
+                                                        hidden_size));
   }
   progress_.SetPhase("sample");
   const auto vocab = static_cast<size_t>(vocab_size_);
@@ -136,9 +158,11 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
   seq->output_ids.push_back(token);
   // Jump-forward: text the grammar forces after this token is appended now, without sampling;
   // the next decode step computes its K/V together with this token's. Requests that return
-  // logprobs sample every token (a forced token has no distribution to report).
+  // logprobs sample every token (a forced token has no distribution to report), and so do those
+  // returning hidden states (every output token's row is reported by the step that feeds it).
   std::vector<int32_t> forced;
-  if (grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob) {
+  if (grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob &&
+      !request.return_hidden_states) {
     const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
     if (room > 0) {
       forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));

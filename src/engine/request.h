@@ -51,6 +51,10 @@ struct GenerateRequest {
   int32_t top_logprobs_num = 0;
   std::vector<int32_t> token_ids_logprob;
   bool return_text_in_logprobs = false;
+  // SGLang's return_hidden_states: the final hidden state (after the last norm) of every prompt
+  // position and of every output token fed back (RequestEvent::hidden_states). Such a request
+  // computes its whole prompt (no prefix-cache match) and does not speculate.
+  bool return_hidden_states = false;
 
   // Text generation: detokenize incrementally and match stop strings (false: token ids only,
   // e.g. --skip-tokenizer-init).

@@ -46,6 +46,14 @@ struct RequestEvent {
   // the first entry has no computed value: its logprob is NaN (reported as null).
   std::vector<TokenLogprobInfo> input_logprobs;
 
+  // return_hidden_states: the hidden states of the positions since the previous event, in
+  // position order, starting at position hidden_states_from (0 in the first event: the prompt's
+  // rows come first). Position p's row is the hidden state after feeding fill token p; the last
+  // output token is never fed, so a finished request has prompt + completion - 1 rows (the whole
+  // prompt when nothing was generated).
+  std::vector<std::vector<float>> hidden_states;
+  int64_t hidden_states_from = 0;
+
   bool finished = false;
   std::optional<FinishReason> finish_reason;  // set when finished
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace radixserve::engine {
@@ -49,6 +50,13 @@ void RequestState::AddInputLogprob(size_t pos, TokenLogprobInfo info) {
   // The first entry stays without a value, as in SGLang.
   if (pos == input_logprob_start_) return;
   pending_.input_logprobs[pos - input_logprob_start_] = std::move(info);
+}
+
+void RequestState::AddHiddenRow(size_t pos, std::span<const float> row) {
+  if (pos < hidden_sent_) return;
+  const size_t i = pos - hidden_sent_;
+  if (hidden_.size() <= i) hidden_.resize(i + 1);
+  hidden_[i].assign(row.begin(), row.end());
 }
 
 bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
@@ -153,6 +161,19 @@ void RequestState::Emit(bool final, int64_t output_len, int64_t cached_tokens) {
   RequestEvent event = std::move(pending_);
   pending_ = RequestEvent{};
   input_logprobs_sent_ = true;
+  if (request_.return_hidden_states) {
+    // Positions fed so far: the prompt and every output token but the last.
+    const size_t fed =
+        request_.input_ids.size() + static_cast<size_t>(std::max<int64_t>(output_len - 1, 0));
+    size_t rows = 0;
+    while (hidden_sent_ + rows < fed && rows < hidden_.size() && !hidden_[rows].empty()) ++rows;
+    const auto end = hidden_.begin() + static_cast<std::ptrdiff_t>(rows);
+    event.hidden_states_from = static_cast<int64_t>(hidden_sent_);
+    event.hidden_states.assign(std::make_move_iterator(hidden_.begin()),
+                               std::make_move_iterator(end));
+    hidden_.erase(hidden_.begin(), end);
+    hidden_sent_ += rows;
+  }
   event.prompt_tokens = static_cast<int64_t>(request_.input_ids.size());
   event.completion_tokens = output_len;
   event.cached_tokens = cached_tokens;

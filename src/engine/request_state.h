@@ -65,6 +65,10 @@ class RequestState {
   // Prompt logprob of position `pos` (entry for token pos, scored from the logits at pos - 1).
   void AddInputLogprob(size_t pos, TokenLogprobInfo info);
 
+  // return_hidden_states: the final hidden state after feeding fill position `pos`. Positions
+  // already emitted (recomputed after a retraction) are ignored.
+  void AddHiddenRow(size_t pos, std::span<const float> row);
+
   // The grammar state of a constrained request (null when unconstrained).
   SequenceGrammar* grammar() { return grammar_ ? &*grammar_ : nullptr; }
   bool constrained() const { return grammar_.has_value(); }
@@ -113,6 +117,10 @@ class RequestState {
   bool input_logprobs_sent_ = false;
   size_t input_logprob_start_ = 0;
   RequestEvent pending_;
+  // return_hidden_states: rows of positions hidden_sent_, hidden_sent_ + 1, ... computed so far
+  // (an empty row: not computed yet).
+  std::vector<std::vector<float>> hidden_;
+  size_t hidden_sent_ = 0;
   std::optional<FinishReason> finish_;
   std::optional<int64_t> spec_verify_ct_;
   size_t ngram_recorded_ = 0;

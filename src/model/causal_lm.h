@@ -34,6 +34,15 @@ class CausalLM {
   virtual Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                          float* logits) const = 0;
 
+  // Forward, and also the final hidden states (after the last norm) of the rows
+  // batch.hidden_indices names, [batch.hidden_indices.size(), hidden_size] to `hidden`.
+  // Architectures without it give Unsupported.
+  virtual Status ForwardWithHidden(const ForwardBatch& batch, const KvCacheView& kv,
+                                   ThreadPool* pool, float* logits, float* hidden) const {
+    (void)batch, (void)kv, (void)pool, (void)logits, (void)hidden;
+    return Unsupported("hidden-state outputs are not supported for " + config().architecture);
+  }
+
   // Runs one step as Forward does, but writes the final hidden states (after the last norm)
   // [batch.logit_indices.size(), hidden_size] to `hidden` instead of logits: what embedders and
   // classification heads pool. Architectures without it give Unsupported.

@@ -154,13 +154,25 @@ int DecoderStack::fused_gate_up_layers() const {
 }
 
 Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
-                             float* logits) const {
+                             float* logits, float* hidden) const {
   const ModelConfig& c = config_;
   if (c.hidden_states_only) {
     return Unsupported(c.architecture + " was loaded for hidden states only: it has no LM head");
   }
   const float* final_rows = nullptr;
   RADIX_ASSIGN_OR_RETURN(final_rows, RunToFinalRows(batch, kv, pool));
+  if (!batch.hidden_indices.empty()) {
+    RADIX_CHECK(hidden != nullptr);
+    // The residual stream is still in the scratch: norm the wanted rows the way the final rows
+    // were normed.
+    const int64_t H = c.hidden_size;
+    const float* x = ForwardScratch::ForThisThread().x.data();
+    const kernels::KernelTable& kt = kernels::ActiveKernels();
+    for (size_t r = 0; r < batch.hidden_indices.size(); ++r) {
+      kt.rms_norm(x + batch.hidden_indices[r] * H, output_norm_.data(), spec_.norm_offset,
+                  static_cast<float>(c.rms_norm_eps), hidden + static_cast<int64_t>(r) * H, H);
+    }
+  }
   const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
   kernels::MatMul(kernels::ActiveKernels(), pool, final_rows, n_out, lm_head_, logits,
                   activation_mode_);

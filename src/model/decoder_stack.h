@@ -70,8 +70,9 @@ class DecoderStack {
   // Reads every layer's tensors (GGUF names) that `spec` asks for, with shapes from `config`.
   Status Load(const ModelConfig& config, DecoderSpec spec, WeightStore& weights);
 
+  // `hidden` (non-null when batch.hidden_indices is not empty): see CausalLM::ForwardWithHidden.
   Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
-                 float* logits) const;
+                 float* logits, float* hidden = nullptr) const;
   // See CausalLM::ForwardHidden.
   Status ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                        float* hidden) const;

@@ -34,6 +34,9 @@ struct ForwardBatch {
   std::vector<int64_t> logit_indices;
   // Encoders only (BERT's segment embeddings): [num_tokens] token types; empty: all 0.
   std::vector<int32_t> token_type_ids;
+  // Indices into token_ids whose final hidden states (after the last norm) are wanted as well, in
+  // output order (CausalLM::ForwardWithHidden; SGLang's return_hidden_states).
+  std::vector<int64_t> hidden_indices;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
 };

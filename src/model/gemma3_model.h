@@ -27,6 +27,10 @@ class Gemma3Model final : public CausalLM {
                        float* hidden) const override {
     return stack_.ForwardHidden(batch, kv, pool, hidden);
   }
+  Status ForwardWithHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                           float* logits, float* hidden) const override {
+    return stack_.Forward(batch, kv, pool, logits, hidden);
+  }
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const override {
     return stack_.LoadLora(path, std::move(options));

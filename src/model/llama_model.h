@@ -36,6 +36,10 @@ class LlamaModel final : public CausalLM {
                        float* hidden) const override {
     return stack_.ForwardHidden(batch, kv, pool, hidden);
   }
+  Status ForwardWithHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
+                           float* logits, float* hidden) const override {
+    return stack_.Forward(batch, kv, pool, logits, hidden);
+  }
   Expected<WeightRows> ReadWeight(const std::string& hf_name, int64_t max_rows) const override;
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const override {

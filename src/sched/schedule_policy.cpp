@@ -26,7 +26,8 @@ Expected<std::unique_ptr<SchedulePolicy>> MakeSchedulePolicy(std::string_view na
 }
 
 void MatchSequencePrefix(Sequence* seq, kv::PrefixCache& cache) {
-  const size_t limit = kv::MaxPrefixMatchLen(seq->fill_len(), seq->logprob_start_len);
+  const size_t limit =
+      seq->no_prefix_match ? 0 : kv::MaxPrefixMatchLen(seq->fill_len(), seq->logprob_start_len);
   const std::vector<int32_t> ids = seq->FillIds(limit);
   seq->match = cache.MatchPrefix(kv::CacheKey{ids, seq->extra_key});
   seq->sort_prefix_len = seq->match.matched_len();

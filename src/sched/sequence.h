@@ -39,6 +39,9 @@ struct Sequence {
   // Input logprobs from this prompt position (nullopt: none); caps prefix matching.
   std::optional<size_t> logprob_start_len;
   bool return_logprob = false;
+  // Every prompt position is computed (nothing matched from the prefix cache): the engine needs
+  // each position's hidden state (return_hidden_states).
+  bool no_prefix_match = false;
   std::string extra_key;  // prefix-cache namespace
   uint64_t lora_id = 0;   // LoRA adapter (load id; 0: the base model), for --max-loras-per-batch
 

@@ -305,7 +305,7 @@ TEST(LlamaModelTest, BadTokenIsAnError) {
   ASSERT_TRUE(lm);
   KvCacheBuffers kv(5, 4, 4, 8);
   std::vector<int32_t> slots{0};
-  ForwardBatch batch{{600}, {0}, {{0, 1, std::span<const int32_t>(slots)}}, {0}, {}};
+  ForwardBatch batch{{600}, {0}, {{0, 1, std::span<const int32_t>(slots)}}, {0}, {}, {}};
   std::vector<float> logits(512);
   EXPECT_EQ(lm->Forward(batch, kv.view(), nullptr, logits.data()).code(),
             StatusCode::kInvalidArgument);

@@ -1,0 +1,148 @@
+"""return_hidden_states (SGLang's meta_info.hidden_states and the OpenAI routes' choice
+.hidden_states) against transformers: hidden_states[-1] of stories260K's HF folder run over the
+prompt and the generated tokens (tests/fixtures/hidden_states_reference.py), float32 both sides."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import requests
+from model_oracle_helpers import STORIES_HF, require
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../e2e"))
+from server_util import Server  # noqa: E402
+from torch_env import torch_python  # noqa: E402
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "../../fixtures")
+ATOL = 2e-4
+PROMPTS = ["Once upon a time, there was a little girl named Lily.",
+           "The cat sat on the mat and"]
+MAX_NEW = 8
+
+
+def reference(tmp_path, sequences):
+    (tmp_path / "ids.json").write_text(json.dumps(sequences))
+    proc = subprocess.run(
+        [torch_python(), os.path.join(FIXTURES, "hidden_states_reference.py"), "--model",
+         require(STORIES_HF), "--ids", str(tmp_path / "ids.json"), "--out", str(tmp_path)],
+        capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return [np.load(tmp_path / f"{i}.npy") for i in range(len(sequences))]
+
+
+def generate(srv, text, **extra):
+    body = {"text": text, "return_hidden_states": True,
+            "sampling_params": {"temperature": 0, "max_new_tokens": MAX_NEW, "ignore_eos": True},
+            **extra}
+    r = requests.post(srv.url + "/generate", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def rows(meta):
+    """SGLang's list: the prompt's [n][hidden] block, then one [hidden] row per fed output token."""
+    states = meta["hidden_states"]
+    return np.concatenate([np.array(states[0], dtype=np.float32).reshape(-1, len(states[1]))]
+                          + [np.array([r], dtype=np.float32) for r in states[1:]])
+
+
+@pytest.fixture(scope="module")
+def srv():
+    server = Server(require(STORIES_HF), "--skip-server-warmup", "--enable-return-hidden-states",
+                    "--served-model-name", "m", "--chunked-prefill-size", "16",
+                    "--chat-template", "chatml")
+    yield server
+    server.assert_no_leak()
+    assert server.stop() == 0, server.logs()
+
+
+def test_generate_hidden_states_match_transformers(srv, tmp_path):
+    # The second prompt's first call primes the prefix cache; asking again must still compute
+    # (and report) every prompt position. The first prompt spans several 16-token chunks.
+    outs = [generate(srv, p) for p in PROMPTS] + [generate(srv, PROMPTS[1])]
+    for out in outs:
+        meta = out["meta_info"]
+        states = meta["hidden_states"]
+        assert len(states[0]) == meta["prompt_tokens"]
+        assert len(states) == 1 + meta["completion_tokens"] - 1
+    seqs = []
+    for p, out in zip(PROMPTS + [PROMPTS[1]], outs):
+        tok = requests.post(srv.url + "/generate", json={
+            "text": p, "sampling_params": {"max_new_tokens": 0}, "return_logprob": True,
+            "logprob_start_len": 0}, timeout=60).json()
+        prompt_ids = [t[1] for t in tok["meta_info"]["input_token_logprobs"]]
+        seqs.append(prompt_ids + out["output_ids"][:-1])
+    want = reference(tmp_path, seqs)
+    for out, w in zip(outs, want):
+        got = rows(out["meta_info"])
+        assert got.shape == w.shape
+        assert np.abs(got - w).max() < ATOL
+    np.testing.assert_array_equal(rows(outs[1]["meta_info"]), rows(outs[2]["meta_info"]))
+
+
+def test_batch_stream_and_openai_routes_agree(srv):
+    base = generate(srv, PROMPTS[0])
+    want = rows(base["meta_info"])
+    # A batch with one item asking and one not.
+    r = requests.post(srv.url + "/generate", json={
+        "text": [PROMPTS[0], PROMPTS[1]], "return_hidden_states": [True, False],
+        "sampling_params": {"temperature": 0, "max_new_tokens": MAX_NEW, "ignore_eos": True}},
+        timeout=120)
+    assert r.status_code == 200, r.text
+    batch = r.json()
+    np.testing.assert_allclose(rows(batch[0]["meta_info"]), want, atol=1e-5)
+    assert "hidden_states" not in batch[1]["meta_info"]
+    # Streamed: the last chunk carries the whole list.
+    r = requests.post(srv.url + "/generate", json={
+        "text": PROMPTS[0], "stream": True, "return_hidden_states": True,
+        "sampling_params": {"temperature": 0, "max_new_tokens": MAX_NEW, "ignore_eos": True}},
+        stream=True, timeout=120)
+    chunks = [json.loads(line[6:]) for line in r.iter_lines(decode_unicode=True)
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    assert all("hidden_states" not in c["meta_info"] for c in chunks[:-1])
+    np.testing.assert_allclose(rows(chunks[-1]["meta_info"]), want, atol=1e-5)
+    # OpenAI completions: the last fed output token's row, in the answer and in its own chunk.
+    body = {"model": "m", "prompt": PROMPTS[0], "max_tokens": MAX_NEW, "temperature": 0,
+            "ignore_eos": True, "return_hidden_states": True}
+    r = requests.post(srv.url + "/v1/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(r.json()["choices"][0]["hidden_states"], want[-1], atol=1e-5)
+    r = requests.post(srv.url + "/v1/completions", json={**body, "stream": True}, stream=True,
+                      timeout=120)
+    chunks = [json.loads(line[6:]) for line in r.iter_lines(decode_unicode=True)
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    with_states = [c for c in chunks if "hidden_states" in c["choices"][0]]
+    assert len(with_states) == 1
+    np.testing.assert_allclose(with_states[0]["choices"][0]["hidden_states"], want[-1], atol=1e-5)
+    # One token generated: nothing fed back, an empty list (as SGLang).
+    r = requests.post(srv.url + "/v1/completions", json={**body, "max_tokens": 1}, timeout=120)
+    assert r.json()["choices"][0]["hidden_states"] == []
+    r = requests.post(srv.url + "/v1/chat/completions", json={
+        "model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+        "temperature": 0, "return_hidden_states": True}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert len(r.json()["choices"][0]["hidden_states"]) in (0, len(want[-1]))
+
+
+def test_refused_without_the_flag_and_for_bad_values():
+    server = Server(require(STORIES_HF), "--skip-server-warmup", "--served-model-name", "m")
+    try:
+        r = requests.post(server.url + "/generate", json={"text": "a", "return_hidden_states": True},
+                          timeout=30)
+        assert r.status_code == 400 and "--enable-return-hidden-states" in r.text
+        r = requests.post(server.url + "/v1/completions", json={
+            "model": "m", "prompt": "a", "return_hidden_states": True}, timeout=30)
+        assert r.status_code == 400 and "--enable-return-hidden-states" in r.text
+        r = requests.post(server.url + "/generate", json={"text": "a", "return_hidden_states": 3},
+                          timeout=30)
+        assert r.status_code == 400 and "return_hidden_states" in r.text
+        r = requests.post(server.url + "/generate", json={"text": "a",
+                                                          "return_hidden_states": False},
+                          timeout=30)
+        assert r.status_code == 200
+    finally:
+        server.assert_no_leak()
+        assert server.stop() == 0, server.logs()
