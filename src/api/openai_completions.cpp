@@ -153,7 +153,8 @@ class CompletionsFormatter final : public ResponseFormatter {
       json choice = {
           {"index", i},
           {"text", o_.echo_text[i] + choices[i].text},
-          {"logprobs", o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo) : json(nullptr)},
+          {"logprobs",
+           o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo) : json(nullptr)},
           {"finish_reason", FinishReasonName(choices[i])},
           {"matched_stop", MatchedStop(choices[i])}};
       if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);

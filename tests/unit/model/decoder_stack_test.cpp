@@ -44,7 +44,8 @@ std::vector<float> RunSequence(const CausalLM& lm, int n, int decodes, int seed)
   }
   for (int d = 0; d < decodes; ++d, ++done) {
     const std::span<const int32_t> seq_slots(slots.data(), static_cast<size_t>(done + 1));
-    ForwardBatch b{{tokens[static_cast<size_t>(done)]}, {done}, {{done, 1, seq_slots}}, {0}, {}, {}};
+    ForwardBatch b{
+        {tokens[static_cast<size_t>(done)]}, {done}, {{done, 1, seq_slots}}, {0}, {}, {}};
     EXPECT_TRUE(lm.Forward(b, kv.view(), &pool, logits.data()).ok());
   }
   return logits;
