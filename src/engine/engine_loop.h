@@ -89,10 +89,24 @@ class EngineLoop final : public Engine {
   // engine_step.cpp
   void RunStep(sched::StepPlan& plan);
   void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);
+  // Draws seq's next token from its logits row (processed in place): penalties, the grammar
+  // mask, the request's sampling params at step output_ids.size() (so the token depends on
+  // (logits, seed, step) only, never on whether the step speculated), logprobs when asked; the
+  // grammar accepts the token. Fills sample_out_; the caller appends the token. A grammar
+  // failure finishes the sequence and returns false.
+  bool SampleToken(sched::Sequence* seq, RequestState& state, std::span<float> logits);
+  // Appends `token` (from SampleToken) to seq's output and reports it to the request; with
+  // `last` (no more tokens of this step follow) the event may go out, after the tokens the
+  // grammar forces next (jump-forward) are appended too. kDone: the request finished (the caller
+  // releases the sequence); kGone: a grammar failure ended and released it already.
+  enum class Commit { kMore, kDone, kGone };
+  Commit CommitToken(sched::Sequence* seq, RequestState& state, int32_t token, bool last);
   // Ends a constrained sequence whose grammar failed (no token allowed, a token rejected).
   void FinishGrammarError(sched::Sequence* seq, const Status& error);
   // engine_spec.cpp: speculative decoding.
-  // Whether a sequence's decode steps speculate: greedy, no logprobs, no grammar.
+  // Whether a sequence's decode steps speculate: every request but those returning hidden
+  // states (greedy or sampled, with logprobs or a grammar: verification samples each row as the
+  // one-token path would, so the output is the same either way).
   bool Speculates(const RequestState& state) const;
   // Records the new tokens of every running speculative sequence into the n-gram table and sets
   // its draft_ids for the next step.
@@ -104,7 +118,7 @@ class EngineLoop final : public Engine {
   // cache matches are forgotten, so admission matches again. The flush's refusal otherwise.
   Status FlushCacheUnderWaiting();
   // Verifies a speculative entry whose num_drafts + 1 logits rows start at first_row: samples
-  // row by row (as SampleEntry would, each row seeing the tokens accepted before it), stops at
+  // row by row (SampleToken, each row seeing the tokens accepted before it), stops at
   // the first token that differs from its draft or finishes the request, and keeps the K/V of
   // the accepted drafts only; sets the sequence's next draft budget (matched + 1 after a
   // rejection, doubled up to the maximum after a full accept). Returns the tokens appended.

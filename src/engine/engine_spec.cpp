@@ -1,5 +1,13 @@
-// EngineLoop's speculative decoding: n-gram drafts before planning, greedy verification after
-// the forward.
+// EngineLoop's speculative decoding: n-gram drafts before planning, verification after the
+// forward.
+//
+// Verification samples every row exactly as the one-token path samples it (SampleToken: same
+// processed logits, same seed, same step index into the request's random stream) and keeps a
+// draft only when that sample equals it. The output is therefore the one the request would have
+// produced without speculation (bit for bit under --enable-deterministic-inference), for greedy
+// and sampled requests alike, so the target distribution is preserved trivially. For a draft x
+// the acceptance probability is p(x), the same as speculative rejection sampling's min(1, p/q)
+// with a point-mass proposal; on a rejection the row's own sample is the corrected token.
 #include <algorithm>
 
 #include "engine/engine_loop.h"
@@ -8,8 +16,7 @@ namespace radixserve::engine {
 
 bool EngineLoop::Speculates(const RequestState& state) const {
   const GenerateRequest& request = state.request();
-  return ngram_ != nullptr && request.sampling.IsGreedy() && !request.return_logprob &&
-         !request.return_hidden_states && !state.constrained();
+  return ngram_ != nullptr && !request.return_hidden_states;
 }
 
 void EngineLoop::ProposeDrafts() {
@@ -34,35 +41,24 @@ void EngineLoop::ProposeDrafts() {
 size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) {
   sched::Sequence* seq = entry.seq;
   RequestState& state = *states_.at(seq);
-  const GenerateRequest& request = state.request();
   const std::vector<int32_t> drafts = seq->draft_ids;
   RADIX_CHECK(drafts.size() == entry.num_drafts);
   const auto vocab = static_cast<size_t>(vocab_size_);
-  const auto cached = static_cast<int64_t>(seq->cached_tokens);
   state.CountSpecVerify();
   size_t appended = 0;
   size_t matched = 0;
   bool done = false;
   for (size_t d = 0; d <= drafts.size(); ++d) {
     std::span<float> logits(logits_.data() + (first_row + d) * vocab, vocab);
-    sampling::LogitsRowContext context;
-    context.params = &request.sampling;
-    context.output_ids = seq->output_ids;
-    context.eos_token_ids = eos_ids_;
-    logits_processor_.ProcessRow(logits, context);
-    sampling::SampleRowParams params =
-        sampling::SampleRowParams::From(request.sampling, state.seed(), seq->output_ids.size());
-    params.return_logprob = false;
-    params.top_logprobs_num = 0;
-    sampler_.SampleRow(logits, params, sample_out_);
+    if (!SampleToken(seq, state, logits)) return appended;  // finished: drafts freed on release
     const int32_t token = sample_out_.token_id;
-    seq->output_ids.push_back(token);
     ++appended;
     const bool rejected = d < drafts.size() && token != drafts[d];
     if (d < drafts.size() && !rejected) ++matched;
     const bool last = d == drafts.size() || rejected;
-    done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
-                         eos_ids_, vocab_size_, cached, /*emit=*/last);
+    const Commit commit = CommitToken(seq, state, token, last);
+    if (commit == Commit::kGone) return appended;
+    done = commit == Commit::kDone;
     if (done || last) break;
   }
   // The last appended token gets its K/V next step, like any sampled token; the drafts before

@@ -118,7 +118,6 @@ void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
 void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> logits) {
   sched::Sequence* seq = entry.seq;
   RequestState& state = *states_.at(seq);
-  const GenerateRequest& request = state.request();
   if (seq->max_new_tokens <= 0) {
     // Prefill only (max_new_tokens 0, e.g. scoring a prompt's logprobs): nothing is sampled.
     state.Finish(LengthFinish(), 0, static_cast<int64_t>(seq->cached_tokens));
@@ -126,6 +125,49 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
     scheduler_->Release(seq, /*cache_kv=*/true);
     return;
   }
+  if (!SampleToken(seq, state, logits)) return;
+  if (CommitToken(seq, state, sample_out_.token_id, /*last=*/true) == Commit::kDone) {
+    states_.erase(seq);
+    scheduler_->Release(seq, /*cache_kv=*/true);
+  }
+}
+
+EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& state,
+                                           int32_t token, bool last) {
+  const GenerateRequest& request = state.request();
+  SequenceGrammar* grammar = state.grammar();
+  seq->output_ids.push_back(token);
+  // Jump-forward: text the grammar forces after the step's last token is appended now, without
+  // sampling; the next decode step computes its K/V together with this token's. Requests that
+  // return logprobs sample every token (a forced token has no distribution to report), and so do
+  // those returning hidden states (every output token's row is reported by the step that feeds
+  // it).
+  std::vector<int32_t> forced;
+  if (last && grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob &&
+      !request.return_hidden_states) {
+    const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
+    if (room > 0) {
+      forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));
+    }
+  }
+  const auto cached = static_cast<int64_t>(seq->cached_tokens);
+  bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                            eos_ids_, vocab_size_, cached, /*emit=*/last && forced.empty());
+  for (size_t i = 0; i < forced.size() && !done; ++i) {
+    if (Status accepted = grammar->Accept(forced[i]); !accepted.ok()) {
+      FinishGrammarError(seq, accepted);
+      return Commit::kGone;
+    }
+    seq->output_ids.push_back(forced[i]);
+    ++jump_forward_tokens_;
+    done = state.OnToken(forced[i], sample_out_, static_cast<int64_t>(seq->output_ids.size()),
+                         eos_ids_, vocab_size_, cached, /*emit=*/i + 1 == forced.size());
+  }
+  return done ? Commit::kDone : Commit::kMore;
+}
+
+bool EngineLoop::SampleToken(sched::Sequence* seq, RequestState& state, std::span<float> logits) {
+  const GenerateRequest& request = state.request();
   sampling::LogitsRowContext context;
   context.params = &request.sampling;
   context.output_ids = seq->output_ids;
@@ -135,7 +177,7 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
     grammar_mask_.resize(grammar->bitmask_words());
     if (Status filled = grammar->FillMask(seq->output_ids, grammar_mask_); !filled.ok()) {
       FinishGrammarError(seq, filled);
-      return;
+      return false;
     }
     context.allowed_tokens = grammar_mask_;
   }
@@ -148,43 +190,13 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
                                  ? std::span<const int32_t>(request.token_ids_logprob)
                                  : std::span<const int32_t>();
   sampler_.SampleRow(logits, params, sample_out_);
-  const int32_t token = sample_out_.token_id;
   if (grammar != nullptr) {
-    if (Status accepted = grammar->Accept(token); !accepted.ok()) {
+    if (Status accepted = grammar->Accept(sample_out_.token_id); !accepted.ok()) {
       FinishGrammarError(seq, accepted);
-      return;
+      return false;
     }
   }
-  seq->output_ids.push_back(token);
-  // Jump-forward: text the grammar forces after this token is appended now, without sampling;
-  // the next decode step computes its K/V together with this token's. Requests that return
-  // logprobs sample every token (a forced token has no distribution to report), and so do those
-  // returning hidden states (every output token's row is reported by the step that feeds it).
-  std::vector<int32_t> forced;
-  if (grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob &&
-      !request.return_hidden_states) {
-    const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
-    if (room > 0) {
-      forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));
-    }
-  }
-  const auto cached = static_cast<int64_t>(seq->cached_tokens);
-  bool done = state.OnToken(token, sample_out_, static_cast<int64_t>(seq->output_ids.size()),
-                            eos_ids_, vocab_size_, cached, /*emit=*/forced.empty());
-  for (size_t i = 0; i < forced.size() && !done; ++i) {
-    if (Status accepted = grammar->Accept(forced[i]); !accepted.ok()) {
-      FinishGrammarError(seq, accepted);
-      return;
-    }
-    seq->output_ids.push_back(forced[i]);
-    ++jump_forward_tokens_;
-    done = state.OnToken(forced[i], sample_out_, static_cast<int64_t>(seq->output_ids.size()),
-                         eos_ids_, vocab_size_, cached, /*emit=*/i + 1 == forced.size());
-  }
-  if (done) {
-    states_.erase(seq);
-    scheduler_->Release(seq, /*cache_kv=*/true);
-  }
+  return true;
 }
 
 void EngineLoop::FinishGrammarError(sched::Sequence* seq, const Status& error) {

@@ -2,12 +2,13 @@
 what the same server without speculation generates, on stories260K and SmolLM2, alone and with 32
 concurrent requests, across page sizes, chunked-prefill sizes and the radix cache on and off;
 stop strings, max_new_tokens and streaming inside an accepted run behave as without speculation;
-requests that do not speculate (sampled, logprobs) are unchanged; the leak check holds after each
-run. Both servers use --enable-deterministic-inference, so a difference can only come from
+sampled (seeded), logprob and grammar-constrained requests speculate too and produce the same
+tokens (and logprobs) as without; the leak check holds after each run. Both servers use --enable-deterministic-inference, so a difference can only come from
 speculation (batch shape no longer changes a row's logits).
 """
 import concurrent.futures
 import json
+import re
 
 import pytest
 import requests
@@ -152,19 +153,84 @@ def test_streaming_sends_the_accepted_tokens(story_oracle, story_spec):
         assert got_chunks <= want_chunks  # several accepted tokens share one event
 
 
-def test_requests_that_do_not_speculate_are_unchanged(story_oracle, story_spec):
-    prompt = STORY_PROMPTS[0]
-    sampled = {"temperature": 0.8, "top_p": 0.9, "sampling_seed": 1234, "ignore_eos": True}
-    want = generate(story_oracle, prompt, 48, **sampled)
-    got = generate(story_spec, prompt, 48, **sampled)
-    assert got["output_ids"] == want["output_ids"]
-    body = {"text": prompt, "return_logprob": True, "top_logprobs_num": 2,
-            "sampling_params": {"max_new_tokens": 24, "temperature": 0, "ignore_eos": True}}
-    want = requests.post(story_oracle.url + "/generate", json=body, timeout=60).json()
-    got = requests.post(story_spec.url + "/generate", json=body, timeout=60).json()
-    assert got["output_ids"] == want["output_ids"]
-    assert got["meta_info"]["output_token_logprobs"] == want["meta_info"]["output_token_logprobs"]
-    assert got["meta_info"]["spec_verify_ct"] == 0
+SAMPLED = [
+    {"temperature": 0.8, "top_p": 0.9},
+    {"temperature": 0.5, "top_k": 20, "repetition_penalty": 1.1},
+    {"temperature": 1.0, "min_p": 0.05, "frequency_penalty": 0.3, "presence_penalty": 0.2},
+    {"temperature": 0.3},
+]
+
+
+def speculated(bodies):
+    """Verify steps and the tokens they produced beyond each request's prefill token."""
+    steps = sum(b["meta_info"]["spec_verify_ct"] for b in bodies)
+    return steps, sum(b["meta_info"]["completion_tokens"] - 1 for b in bodies)
+
+
+def test_sampled_requests_speculate_and_sample_what_they_would_without(story_oracle,
+                                                                       story_spec):
+    # Verification draws each row with the request's own seed at the same step as the one-token
+    # path, so a seeded request gives the same tokens with and without speculation, alone and
+    # in a batch of 32 with different seeds and sampling settings; a draft is kept exactly when
+    # that draw equals it (probability p(draft), as rejection sampling with a point proposal).
+    def sampled(i):
+        return {**SAMPLED[i % len(SAMPLED)], "sampling_seed": 1000 + i, "ignore_eos": True}
+
+    def run(srv):
+        with concurrent.futures.ThreadPoolExecutor(len(STORY_PROMPTS)) as pool:
+            return list(pool.map(lambda i: generate(srv, STORY_PROMPTS[i], 64, **sampled(i)),
+                                 range(len(STORY_PROMPTS))))
+    want = run(story_oracle)
+    alone = [generate(story_spec, STORY_PROMPTS[i], 64, **sampled(i)) for i in range(4)]
+    assert [b["output_ids"] for b in alone] == [b["output_ids"] for b in want[:4]]
+    got = run(story_spec)
+    assert [b["output_ids"] for b in got] == [b["output_ids"] for b in want]
+    steps, tokens = speculated(got)
+    assert steps < tokens, (steps, tokens)  # drafts were accepted for sampled requests
+    # The same seed again (the n-gram table has changed meanwhile): the same tokens.
+    again = generate(story_spec, STORY_PROMPTS[1], 64, **sampled(1))
+    assert again["output_ids"] == want[1]["output_ids"]
+
+
+def test_logprob_requests_speculate_with_the_same_logprobs(story_oracle, story_spec):
+    for prompt in STORY_PROMPTS[:4]:
+        body = {"text": prompt, "return_logprob": True, "top_logprobs_num": 2,
+                "token_ids_logprob": [5, 17],
+                "sampling_params": {"max_new_tokens": 48, "temperature": 0, "ignore_eos": True}}
+        want = requests.post(story_oracle.url + "/generate", json=body, timeout=60).json()
+        got = requests.post(story_spec.url + "/generate", json=body, timeout=60).json()
+        assert got["output_ids"] == want["output_ids"]
+        for key in ("output_token_logprobs", "output_top_logprobs",
+                    "output_token_ids_logprobs"):
+            a, b = got["meta_info"][key], want["meta_info"][key]
+            assert json.dumps(a) == json.dumps(b) or _close(a, b), key
+        steps, tokens = speculated([got])
+        assert steps < tokens, (steps, tokens)
+
+
+def _close(a, b):
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-5
+    return a == b
+
+
+def test_constrained_requests_speculate_within_the_grammar(story_oracle, story_spec):
+    # Drafts are checked by sampling each row under the grammar's mask (the grammar accepts only
+    # the tokens kept), so output and validity are those of the run without speculation.
+    regex = r"(Once upon a time, there was a little (girl|boy|dog) named [A-Z][a-z]+\. ){3}"
+    bodies = []
+    for i, prompt in enumerate(STORY_PROMPTS[:4]):
+        for sampling in ({"temperature": 0}, {"temperature": 0.7, "sampling_seed": 7 + i}):
+            params = {"regex": regex, "max_new_tokens": 120, **sampling}
+            want = generate(story_oracle, prompt, 120, **params)
+            got = generate(story_spec, prompt, 120, **params)
+            assert got["output_ids"] == want["output_ids"], sampling
+            assert re.fullmatch(regex, got["text"]), got["text"]
+            bodies.append(got)
+    steps, tokens = speculated(bodies)
+    assert steps < tokens, (steps, tokens)
 
 
 @pytest.fixture(scope="module")
