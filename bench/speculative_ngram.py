@@ -2,11 +2,12 @@
 """Single-stream decode speed with and without --speculative-algorithm NGRAM.
 
     python bench/speculative_ngram.py [--model GGUF] [--max-new N] [--rounds R] [--out-file F.json]
+                                      [--temperature T]
 
 Prompts: bench/data/spec_prompts.jsonl, "grounded" (copy / rewrite / code-edit requests whose
 answer repeats text of the prompt) and "chat" (free answers). Each prompt is rendered with
-SmolLM2-Instruct's chat template (ChatML, written out below) and sent alone to /generate, greedy,
-streaming. Decode tok/s of one request =
+SmolLM2-Instruct's chat template (ChatML, written out below) and sent alone to /generate, greedy
+(or sampled at --temperature with a fixed sampling_seed per prompt), streaming. Decode tok/s of one request =
 (completion_tokens - 1) / (time of the last event - time of the first), i.e. without prefill.
 Per workload the figure is total decoded tokens / total decode time over the prompts, best of
 --rounds rounds. Mean accept length = completion tokens / meta_info.spec_verify_ct (tokens per
@@ -35,9 +36,11 @@ def render(prompt):
             "<|im_start|>assistant\n")
 
 
-def one(srv, text, max_new):
-    body = {"text": text, "stream": True,
-            "sampling_params": {"max_new_tokens": max_new, "temperature": 0}}
+def one(srv, text, max_new, temperature, seed):
+    sampling = {"max_new_tokens": max_new, "temperature": temperature}
+    if temperature > 0:
+        sampling["sampling_seed"] = seed
+    body = {"text": text, "stream": True, "sampling_params": sampling}
     first = last = None
     final = None
     with requests.post(srv.url + "/generate", json=body, stream=True, timeout=600) as r:
@@ -52,7 +55,7 @@ def one(srv, text, max_new):
     return final, last - first
 
 
-def run(srv, items, max_new, rounds):
+def run(srv, items, max_new, rounds, temperature):
     result = {}
     outputs = {}
     for workload in sorted({i["workload"] for i in items}):
@@ -62,7 +65,7 @@ def run(srv, items, max_new, rounds):
             for i, item in enumerate(items):
                 if item["workload"] != workload:
                     continue
-                final, elapsed = one(srv, item["text"], max_new)
+                final, elapsed = one(srv, item["text"], max_new, temperature, 1000 + i)
                 meta = final["meta_info"]
                 outputs[i] = final["output_ids"]
                 tokens += meta["completion_tokens"] - 1
@@ -83,6 +86,7 @@ def main():
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--draft-tokens", type=int, default=8)
+    ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--out-file")
     args = ap.parse_args()
 
@@ -91,7 +95,8 @@ def main():
     for item in items:
         item["text"] = render(item["prompt"])
 
-    report = {"model": pathlib.Path(args.model).name, "max_new_tokens": args.max_new}
+    report = {"model": pathlib.Path(args.model).name, "max_new_tokens": args.max_new,
+              "temperature": args.temperature}
     outputs = {}
     for name, extra in [("baseline", []),
                         ("ngram", ["--speculative-algorithm", "NGRAM",
@@ -99,7 +104,8 @@ def main():
         srv = Server(args.model, "--skip-server-warmup", "--enable-deterministic-inference",
                      *extra)
         try:
-            report[name], outputs[name] = run(srv, items, args.max_new, args.rounds)
+            report[name], outputs[name] = run(srv, items, args.max_new, args.rounds,
+                                              args.temperature)
         finally:
             srv.stop()
         print(name, json.dumps(report[name]), flush=True)

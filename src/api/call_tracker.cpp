@@ -194,6 +194,8 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
                            event.new_token_ids.end());
   for (auto& info : event.output_logprobs) choice.output_logprobs.push_back(info);
   if (!event.input_logprobs.empty()) choice.input_logprobs = event.input_logprobs;
+  choice.output_entropy.insert(choice.output_entropy.end(), event.output_entropy.begin(),
+                               event.output_entropy.end());
   for (auto& row : event.hidden_states) choice.hidden_states.push_back(std::move(row));
   choice.prompt_tokens = event.prompt_tokens;
   choice.completion_tokens = event.completion_tokens;

@@ -36,6 +36,7 @@ struct ChoiceState {
   std::vector<engine::TokenLogprobInfo> input_logprobs;
   // return_hidden_states: one row per fed position (the prompt's first), see RequestEvent.
   std::vector<std::vector<float>> hidden_states;
+  std::vector<float> output_entropy;  // return_entropy: one per output token
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;

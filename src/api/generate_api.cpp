@@ -62,7 +62,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"disagg_prefill_dp_rank", kDefaultOnly}, {"background", kDefaultOnly},
       {"require_reasoning", kDefaultOnly}, {"max_thinking_tokens", kDefaultOnly},
       {"no_logs", kDefaultOnly}, {"custom_labels", kUsed}, {"return_bytes", kDefaultOnly},
-      {"return_entropy", kDefaultOnly}, {"return_prompt_token_ids", kDefaultOnly},
+      {"return_entropy", kUsed}, {"return_prompt_token_ids", kDefaultOnly},
       {"need_wait_for_mm_inputs", kDefaultOnly}, {"num_items_assigned", kDefaultOnly},
       {"encoder_urls", kDefaultOnly}, {"max_dynamic_patch", kDefaultOnly},
       {"min_dynamic_patch", kDefaultOnly}, {"image_max_dynamic_patch", kDefaultOnly},
@@ -187,6 +187,7 @@ json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInf
     AddLogprobs(ctx, info.shape, choice.input_logprobs, "input", meta);
     AddLogprobs(ctx, info.shape, choice.output_logprobs, "output", meta);
   }
+  if (info.shape.return_entropy) meta["output_token_entropy"] = choice.output_entropy;
   if (info.shape.return_hidden_states && choice.finished) {
     meta["hidden_states"] = HiddenStatesJson(choice);
   }
@@ -227,6 +228,7 @@ struct ItemOptions {
   bool return_logprob = false;
   bool return_text = false;
   bool return_hidden_states = false;
+  bool return_entropy = false;
   int64_t logprob_start_len = -1;
   int64_t top_logprobs_num = 0;
   std::vector<int32_t> token_ids_logprob;
@@ -256,6 +258,11 @@ Expected<ItemOptions> ReadItemOptions(const ServerContext& ctx, const json& body
     return InvalidArgument("return_hidden_states must be a boolean.");
   }
   out.return_hidden_states = value->is_boolean() && value->get<bool>();
+  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_entropy", i, batch, true));
+  if (!value->is_null() && !value->is_boolean()) {
+    return InvalidArgument("return_entropy must be a boolean.");
+  }
+  out.return_entropy = value->is_boolean() && value->get<bool>();
   if (out.return_hidden_states && !ctx.args->GetBool(args::key::kEnableReturnHiddenStates)) {
     return InvalidArgument(
         "The server is not configured to return the hidden states. Please set "
@@ -584,13 +591,15 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
                            .top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num),
                            .token_ids_logprob = item.token_ids_logprob,
                            .return_text_in_logprobs = item.return_text,
-                           .return_hidden_states = item.return_hidden_states};
+                           .return_hidden_states = item.return_hidden_states,
+                           .return_entropy = item.return_entropy};
       BuiltRequest built = BuildGenerateRequest(ctx, (*prompts)[i], item.sampling, options);
       if (built.error) return *built.error;
       built.request->sampling.n = 1;  // the n copies are separate engine requests
       if (dp_rank) built.request->routed_dp_rank = static_cast<int32_t>(*dp_rank);
       ItemInfo info;
       info.shape.return_hidden_states = item.return_hidden_states;
+      info.shape.return_entropy = item.return_entropy;
       info.shape.return_logprob = item.return_logprob;
       info.shape.top_logprobs_num = static_cast<int32_t>(item.top_logprobs_num);
       info.shape.token_ids_logprob = item.token_ids_logprob;

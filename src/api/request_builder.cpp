@@ -212,6 +212,7 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
   request.token_ids_logprob = options.token_ids_logprob;
   request.return_text_in_logprobs = options.return_text_in_logprobs;
   request.return_hidden_states = options.return_hidden_states;
+  request.return_entropy = options.return_entropy;
   request.detokenize = ctx.tokenizer != nullptr;
   if (options.return_logprob && options.logprob_start_len >= 0 &&
       options.logprob_start_len >= static_cast<int64_t>(request.input_ids.size())) {

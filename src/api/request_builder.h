@@ -34,6 +34,7 @@ struct BuildOptions {
   std::vector<int32_t> token_ids_logprob;
   bool return_text_in_logprobs = false;
   bool return_hidden_states = false;     // checked against --enable-return-hidden-states
+  bool return_entropy = false;
   bool add_special_tokens = true;        // when tokenizing text
   bool apply_model_defaults = false;     // generation_config.json defaults (chat completions)
   bool float_fields_are_floats = false;  // OpenAI routes (pydantic float semantics)

@@ -139,12 +139,12 @@ EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& s
   seq->output_ids.push_back(token);
   // Jump-forward: text the grammar forces after the step's last token is appended now, without
   // sampling; the next decode step computes its K/V together with this token's. Requests that
-  // return logprobs sample every token (a forced token has no distribution to report), and so do
-  // those returning hidden states (every output token's row is reported by the step that feeds
+  // return logprobs or entropies sample every token (a forced token has no distribution to
+  // report), and so do those returning hidden states (every output token's row is reported by the step that feeds
   // it).
   std::vector<int32_t> forced;
   if (last && grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob &&
-      !request.return_hidden_states) {
+      !request.return_entropy && !request.return_hidden_states) {
     const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
     if (room > 0) {
       forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));
@@ -185,6 +185,7 @@ bool EngineLoop::SampleToken(sched::Sequence* seq, RequestState& state, std::spa
   sampling::SampleRowParams params =
       sampling::SampleRowParams::From(request.sampling, state.seed(), seq->output_ids.size());
   params.return_logprob = request.return_logprob;
+  params.return_entropy = request.return_entropy;
   params.top_logprobs_num = request.return_logprob ? request.top_logprobs_num : 0;
   params.token_ids_logprob = request.return_logprob
                                  ? std::span<const int32_t>(request.token_ids_logprob)

@@ -55,6 +55,9 @@ struct GenerateRequest {
   // position and of every output token fed back (RequestEvent::hidden_states). Such a request
   // computes its whole prompt (no prefix-cache match) and does not speculate.
   bool return_hidden_states = false;
+  // SGLang's return_entropy: the entropy of each output token's sampling distribution
+  // (RequestEvent::output_entropy). Such a request samples every token (no jump-forward).
+  bool return_entropy = false;
 
   // Text generation: detokenize incrementally and match stop strings (false: token ids only,
   // e.g. --skip-tokenizer-init).

@@ -41,6 +41,9 @@ struct RequestEvent {
   std::vector<int32_t> new_token_ids;
   std::string text_delta;
   std::vector<TokenLogprobInfo> output_logprobs;  // aligned with new_token_ids (if requested)
+  // return_entropy: aligned with new_token_ids, the entropy (nats) of the distribution each token
+  // was drawn from: softmax(processed logits / temperature), before top-k/top-p/min-p.
+  std::vector<float> output_entropy;
   // Prompt logprobs, in the first event only: one entry per prompt position from
   // logprob_start_len to the end, entry i holding log P(token_i | tokens before i). Like SGLang,
   // the first entry has no computed value: its logprob is NaN (reported as null).

@@ -72,6 +72,7 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
     info.token_ids_logprobs = sample.token_ids_logprobs;
     pending_.output_logprobs.push_back(std::move(info));
   }
+  if (request_.return_entropy) pending_.output_entropy.push_back(sample.entropy);
   const sampling::TokenFinish check =
       sampling::CheckTokenFinish(request_.sampling, output_len, token, eos_ids, vocab_size);
   // Whether the token's text is dropped: a stop token (EOS or stop_token_ids) that ends the

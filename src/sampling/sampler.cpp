@@ -221,8 +221,16 @@ void Sampler::SampleRow(std::span<const float> logits, const SampleRowParams& pa
   RADIX_CHECK(params.top_k >= 1);
   const bool greedy = params.top_k <= 1;
   bool finite = true;
-  if (!greedy || params.return_logprob) {
-    finite = ComputeProbs(logits, params.temperature, params.return_logprob);
+  const bool with_logprobs = params.return_logprob || params.return_entropy;
+  if (!greedy || with_logprobs) finite = ComputeProbs(logits, params.temperature, with_logprobs);
+  out.entropy = 0.0f;
+  if (params.return_entropy && finite) {
+    double sum = 0.0;
+    for (int32_t v = 0; v < vocab_size_; ++v) {
+      const auto i = static_cast<size_t>(v);
+      if (probs_[i] > 0.0f) sum -= static_cast<double>(probs_[i]) * logprobs_[i];
+    }
+    out.entropy = static_cast<float>(sum);
   }
   if (greedy || !finite) {
     out.token_id = ArgmaxLowestId(logits);

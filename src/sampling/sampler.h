@@ -10,7 +10,7 @@
 //     order, with the row's uniform u = RequestRng(seed).Uniform(step): the first kept token
 //     whose cumulative mass exceeds u * kept_mass. The result depends only on (logits, params,
 //     seed, step), never on the batch.
-//   * logprobs are taken from p, i.e. AFTER temperature and BEFORE top-k/top-p/min-p truncation
+//   * logprobs (and the entropy, when asked) are taken from p, i.e. AFTER temperature and BEFORE top-k/top-p/min-p truncation
 //     (SGLang's default). Greedy requests (temperature < 1e-6) have T = 1, so theirs are
 //     log_softmax(processed logits); a top_k = 1 request with T != 1 uses its T whatever the
 //     batch (SGLang would drop T when the whole batch is greedy). -inf (masked) becomes the
@@ -43,6 +43,8 @@ struct SampleRowParams {
   // false: SampleRow skips every logprob (greedy rows then cost one argmax pass) and leaves the
   // logprob fields of SampleOutput zero/empty.
   bool return_logprob = true;
+  // Report the entropy of p (SampleOutput::entropy).
+  bool return_entropy = false;
   int32_t top_logprobs_num = 0;                // alternatives to report (0: none)
   std::span<const int32_t> token_ids_logprob;  // ids whose logprobs to report; in vocab range
 
@@ -56,6 +58,9 @@ struct SampleOutput {
   float logprob = 0.0f;                    // of token_id
   std::vector<TokenLogprob> top_logprobs;  // best first; ties: lower id first
   std::vector<float> token_ids_logprobs;   // aligned with SampleRowParams::token_ids_logprob
+  // With return_entropy: -sum p log p (nats) over the distribution the logprobs come from (after
+  // temperature, before truncation); 0 for a row without a finite logit.
+  float entropy = 0.0f;
 };
 
 class Sampler {

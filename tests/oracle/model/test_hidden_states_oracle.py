@@ -1,6 +1,7 @@
 """return_hidden_states (SGLang's meta_info.hidden_states and the OpenAI routes' choice
-.hidden_states) against transformers: hidden_states[-1] of stories260K's HF folder run over the
-prompt and the generated tokens (tests/fixtures/hidden_states_reference.py), float32 both sides."""
+.hidden_states) and return_entropy (meta_info.output_token_entropy) against transformers:
+hidden_states[-1] and the logits of stories260K's HF folder run over the prompt and the generated
+tokens (tests/fixtures/hidden_states_reference.py), float32 both sides."""
 import json
 import os
 import subprocess
@@ -146,3 +147,51 @@ def test_refused_without_the_flag_and_for_bad_values():
     finally:
         server.assert_no_leak()
         assert server.stop() == 0, server.logs()
+
+
+def entropy(logits, temperature):
+    z = logits.astype(np.float64) / temperature
+    z -= z.max(axis=-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    return -(np.exp(logp) * logp).sum(axis=-1)
+
+
+def test_return_entropy_matches_transformers(srv, tmp_path):
+    # meta_info.output_token_entropy: per output token, the entropy of softmax(logits / T) it was
+    # drawn from (T = 1 for greedy), here against transformers' logits at the same positions.
+    cases = [(PROMPTS[0], {"temperature": 0}), (PROMPTS[1], {"temperature": 0.7,
+                                                             "sampling_seed": 3})]
+    outs, seqs, prompt_lens = [], [], []
+    for prompt, sampling in cases:
+        r = requests.post(srv.url + "/generate", json={
+            "text": prompt, "return_entropy": True, "return_logprob": True,
+            "logprob_start_len": 0,
+            "sampling_params": {"max_new_tokens": MAX_NEW, "ignore_eos": True, **sampling}},
+            timeout=120)
+        assert r.status_code == 200, r.text
+        out = r.json()
+        prompt_ids = [t[1] for t in out["meta_info"]["input_token_logprobs"]]
+        outs.append(out)
+        prompt_lens.append(len(prompt_ids))
+        seqs.append(prompt_ids + out["output_ids"])
+    reference(tmp_path, seqs)
+    for i, ((_, sampling), out) in enumerate(zip(cases, outs)):
+        got = np.array(out["meta_info"]["output_token_entropy"])
+        assert len(got) == len(out["output_ids"]) == MAX_NEW
+        logits = np.load(tmp_path / f"{i}.logits.npy")
+        # Output token j is drawn from the logits at position prompt_len - 1 + j.
+        rows = logits[prompt_lens[i] - 1:prompt_lens[i] - 1 + MAX_NEW]
+        want = entropy(rows, sampling["temperature"] or 1.0)
+        np.testing.assert_allclose(got, want, atol=2e-4, rtol=1e-4)
+    # Streamed: the entropies arrive with their tokens; the last event holds them all.
+    r = requests.post(srv.url + "/generate", json={
+        "text": PROMPTS[0], "stream": True, "return_entropy": True,
+        "sampling_params": {"max_new_tokens": MAX_NEW, "temperature": 0, "ignore_eos": True}},
+        stream=True, timeout=120)
+    chunks = [json.loads(line[6:]) for line in r.iter_lines(decode_unicode=True)
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    np.testing.assert_allclose(chunks[-1]["meta_info"]["output_token_entropy"],
+                               outs[0]["meta_info"]["output_token_entropy"], atol=1e-6)
+    r = requests.post(srv.url + "/generate", json={"text": "a", "return_entropy": "yes"},
+                      timeout=30)
+    assert r.status_code == 400 and "return_entropy" in r.text
