@@ -74,6 +74,9 @@ Status CheckNgramArgs(const ServerArgs& args) {
     return Invalid(key::kSpeculativeNumDraftTokens,
                    "must be at least 2 (the last sampled token and one draft)");
   }
+  if (args.GetInt(key::kSpeculativeDisableByBatchSize) < 0) {
+    return Invalid(key::kSpeculativeDisableByBatchSize, "must be >= 0 (0: never disabled)");
+  }
   const int64_t min_window = args.GetInt(key::kSpeculativeNgramMinMatchWindowSize);
   if (min_window < 1) return Invalid(key::kSpeculativeNgramMinMatchWindowSize, "must be >= 1");
   if (args.GetInt(key::kSpeculativeNgramMaxMatchWindowSize) < min_window) {

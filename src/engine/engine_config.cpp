@@ -70,6 +70,8 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
     const int64_t tokens =
         args.GetOptionalInt(key::kSpeculativeNumDraftTokens).value_or(kDefaultNgramDraftTokens);
     config.spec_num_drafts = static_cast<size_t>(std::max<int64_t>(tokens - 1, 0));
+    config.spec_disable_batch =
+        static_cast<size_t>(args.GetInt(key::kSpeculativeDisableByBatchSize));
     spec::NgramTableOptions& n = config.ngram;
     n.min_match_window =
         static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMinMatchWindowSize));

@@ -35,6 +35,8 @@ struct EngineConfig {
   // Speculative decoding (--speculative-algorithm NGRAM): draft tokens proposed per decode step
   // of an eligible sequence (--speculative-num-draft-tokens - 1); 0 is off.
   size_t spec_num_drafts = 0;
+  // --speculative-disable-by-batch-size: no drafts while this many sequences decode (0: none).
+  size_t spec_disable_batch = 0;
   spec::NgramTableOptions ngram;  // the --speculative-ngram-* arguments
   // Watchdog (--watchdog-timeout, --soft-watchdog-timeout), seconds; nullopt: off.
   std::optional<double> watchdog_timeout_s;

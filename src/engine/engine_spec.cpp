@@ -21,6 +21,10 @@ bool EngineLoop::Speculates(const RequestState& state) const {
 
 void EngineLoop::ProposeDrafts() {
   std::vector<int32_t> fill;
+  // A large decode batch is compute-bound: drafts would cost more than they save. The table
+  // still records every speculating sequence, so drafting resumes with full knowledge.
+  const bool drafting = config_.spec_disable_batch == 0 ||
+                        scheduler_->running().size() < config_.spec_disable_batch;
   for (sched::Sequence* seq : scheduler_->running()) {
     seq->draft_ids.clear();
     auto it = states_.find(seq);
@@ -31,7 +35,7 @@ void EngineLoop::ProposeDrafts() {
     state.set_ngram_recorded(fill.size());
     // A step appends at most drafts + 1 tokens: drafts past max_new_tokens would be wasted.
     const int64_t room = seq->remaining_new_tokens() - 1;
-    if (room <= 0 || seq->decode_len() != 1) continue;
+    if (!drafting || room <= 0 || seq->decode_len() != 1) continue;
     const size_t budget = state.draft_budget() > 0 ? state.draft_budget() : config_.spec_num_drafts;
     const size_t wanted = std::min(budget, static_cast<size_t>(room));
     seq->draft_ids = ngram_->Draft(fill, wanted);

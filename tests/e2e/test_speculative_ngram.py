@@ -58,8 +58,10 @@ def serve(model, *args):
 
 
 def spec_args(page, chunk, radix, draft_tokens):
+    # Drafting stays on whatever the batch size (the default stops it from 4 running sequences).
     args = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", draft_tokens,
-            "--page-size", page, "--chunked-prefill-size", chunk]
+            "--page-size", page, "--chunked-prefill-size", chunk,
+            "--speculative-disable-by-batch-size", "0"]
     return args + ([] if radix else ["--disable-radix-cache"])
 
 
@@ -231,6 +233,26 @@ def test_constrained_requests_speculate_within_the_grammar(story_oracle, story_s
             bodies.append(got)
     steps, tokens = speculated(bodies)
     assert steps < tokens, (steps, tokens)
+
+
+def test_drafting_stops_at_the_batch_size_threshold(story_oracle, radixserve_bin):
+    # --speculative-disable-by-batch-size 1: no step ever has fewer than 1 running sequence, so
+    # no draft is proposed: every decode step verifies nothing; the output is unchanged.
+    srv = serve(STORIES, "--speculative-algorithm", "NGRAM",
+                "--speculative-disable-by-batch-size", "1")
+    try:
+        want = run_batch(story_oracle, STORY_PROMPTS[:8], 48)
+        got = run_batch(srv, STORY_PROMPTS[:8], 48)
+        assert [b["output_ids"] for b in got] == [b["output_ids"] for b in want]
+        steps, tokens = speculated(got)
+        assert steps == tokens, (steps, tokens)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    proc = run_radixserve(radixserve_bin, "--model-path", STORIES,
+                          "--print-config", "--speculative-algorithm", "NGRAM",
+                          "--speculative-disable-by-batch-size", "-1")
+    assert proc.returncode == 2 and "--speculative-disable-by-batch-size" in proc.stderr
 
 
 @pytest.fixture(scope="module")
