@@ -84,8 +84,10 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.sliding = c.layer_is_sliding[static_cast<size_t>(l)];
       layer.sliding_window = layer.sliding ? c.sliding_window : 0;
     }
-    RADIX_ASSIGN_OR_RETURN(layer.attn_norm, w.RequireVector(p + "attn_norm.weight", H));
-    RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, w.RequireVector(p + "ffn_norm.weight", H));
+    if (spec_.pre_norms) {
+      RADIX_ASSIGN_OR_RETURN(layer.attn_norm, w.RequireVector(p + "attn_norm.weight", H));
+      RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, w.RequireVector(p + "ffn_norm.weight", H));
+    }
     if (spec_.sandwich_norms) {
       RADIX_ASSIGN_OR_RETURN(layer.post_attn_norm,
                              w.RequireVector(p + "post_attention_norm.weight", H));
@@ -286,10 +288,14 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   float* x = s.x.data();
   float* h = ForwardScratch::Reserve(s.h, T * H);
 
-  ForRows(pool, T, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t)
-      kt.rms_norm(x + t * H, layer.attn_norm.data(), off, eps, h + t * H, H);
-  });
+  if (spec_.pre_norms) {
+    ForRows(pool, T, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        kt.rms_norm(x + t * H, layer.attn_norm.data(), off, eps, h + t * H, H);
+    });
+  } else {
+    std::memcpy(h, x, sizeof(float) * static_cast<size_t>(T * H));
+  }
 
   // Projections: q, k, v rows of token t start at q + t * q_stride and k/v + t * kv_stride.
   float *q, *k, *v;
@@ -375,7 +381,11 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
       float* ht = h + t * H;
       if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_attn_norm.data(), off, eps, ht, H);
       kt.axpy(1.0f, ht, x + t * H, H);
-      kt.rms_norm(x + t * H, layer.ffn_norm.data(), off, eps, ht, H);
+      if (spec_.pre_norms) {
+        kt.rms_norm(x + t * H, layer.ffn_norm.data(), off, eps, ht, H);
+      } else {
+        std::memcpy(ht, x + t * H, sizeof(float) * static_cast<size_t>(H));
+      }
     }
   });
 

@@ -1,7 +1,7 @@
 // DecoderStack: the pre-norm transformer decoder every architecture here is a variant of, from
-// token embedding to logits. Per layer: RMSNorm -> fused Q/K/V projection (+ bias) -> per-head
+// token embedding to logits. Per layer: [RMSNorm ->] fused Q/K/V projection (+ bias) -> per-head
 // Q/K RMSNorm -> RoPE -> paged attention -> output projection [-> RMSNorm] -> residual ->
-// RMSNorm -> fused gate/up projection -> SiLU or tanh-GELU gating -> down projection (or a
+// [RMSNorm ->] fused gate/up projection -> SiLU or tanh-GELU gating -> down projection (or a
 // mixture of experts, moe_ffn.h) [-> RMSNorm] -> residual; then the final RMSNorm and the LM
 // head. Architectures (one file each) only fill a DecoderSpec and check their own config.
 //
@@ -49,6 +49,9 @@ struct DecoderSpec {
   // q_dim (kv_dim) entries (OLMoE).
   bool qk_norm_full = false;
   bool sandwich_norms = false;  // RMSNorm after attention and after the MLP too (Gemma 3)
+  // RMSNorm on the attention's and the MLP's inputs; false: they read the residual stream as is
+  // and only their outputs are normed (OLMo 2: sandwich_norms without the pre-norms).
+  bool pre_norms = true;
   // Use token_embd as LM head when the checkpoint has no output.weight.
   bool tie_word_embeddings = false;
   GatedActivation activation = GatedActivation::kSilu;

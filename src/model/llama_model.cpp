@@ -26,6 +26,11 @@ Status LlamaModel::Load() {
                                                           : ": num_experts is set, but this "
                                                             "architecture has no experts"));
   }
+  if (variant_.post_norms_only && c.sliding_window > 0) {
+    // OLMo 3 (written as olmo2 GGUF files) interleaves sliding-window layers.
+    return Unsupported(c.architecture + ": sliding-window attention layers (OLMo 3) are not "
+                                        "supported");
+  }
   WeightStore& w = *weights_;
   std::vector<float> freq_factors;
   if (w.Find("rope_freqs.weight") != nullptr) {
@@ -36,6 +41,8 @@ Status LlamaModel::Load() {
   spec.qk_norm = variant_.qk_norm;
   spec.moe = variant_.moe;
   spec.qk_norm_full = variant_.qk_norm_full;
+  spec.pre_norms = !variant_.post_norms_only;
+  spec.sandwich_norms = variant_.post_norms_only;
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();

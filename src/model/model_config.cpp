@@ -288,6 +288,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
     {"olmoe", "OlmoeForCausalLM", "olmoe"},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2"},
 };
 
 }  // namespace
@@ -303,7 +304,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: llama, olmoe, qwen2, qwen2moe, qwen3, "
+                       "' is not supported (supported: llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
                        "qwen3moe, gemma3)");
   }
   json c;

@@ -87,7 +87,7 @@ Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
 // HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
-// olmoe, qwen2, qwen2moe, qwen3, qwen3moe, gemma3).
+// olmo2, olmoe, qwen2, qwen2moe, qwen3, qwen3moe, gemma3).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

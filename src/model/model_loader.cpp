@@ -263,6 +263,12 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
         std::move(config), std::move(weights),
         LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true, .qk_norm_full = true});
   }
+  if (arch == "Olmo2ForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.qk_norm = true,
+                                           .qk_norm_full = true,
+                                           .post_norms_only = true});
+  }
   if (arch == "Qwen2MoeForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.qkv_bias = true, .qk_norm = false, .moe = true});
@@ -280,7 +286,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "MixtralForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "MixtralForCausalLM, Olmo2ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, "
                      "Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "

@@ -94,7 +94,10 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
     for (auto [from, to] : kCommon) {
       if (module == from) mapped = to;
     }
-    if (module == "post_attention_layernorm") mapped = gemma ? "post_attention_norm" : "ffn_norm";
+    // Gemma and OLMo 2 norm the attention's output with it; Llama-style models the MLP's input.
+    if (module == "post_attention_layernorm") {
+      mapped = gemma || model_type == "olmo2" ? "post_attention_norm" : "ffn_norm";
+    }
     // MoE experts: mlp.experts.E.gate_proj -> ffn_gate_exps.E (see RequireExperts); Mixtral's
     // block_sparse_moe.experts.E.w1 / w3 / w2 are gate / up / down.
     std::string experts = "mlp.experts.";

@@ -1,0 +1,127 @@
+"""Random-weight dense checkpoints of architectures without a small real checkpoint here, written
+with the `gguf` and `safetensors` packages (independent of radixserve): the tensor names and
+metadata llama.cpp's convert_hf_to_gguf.py writes for them, and transformers' names and config
+keys for the HF form, with shrunk dimensions and stories260K's tokenizer (a real 512-token
+SentencePiece vocabulary) so llama.cpp can load the file.
+
+  olmo2: no input norms; RMSNorm on the attention and MLP outputs (post_attention_norm,
+         post_ffw_norm), RMSNorm over each token's whole Q and whole K projection; NEOX rotary
+         (HF's rotate-half rows, not permuted by the converter).
+"""
+import json
+import os
+
+import numpy as np
+
+from moe_checkpoint import _stories_tokenizer
+
+SHAPES = {
+    "olmo2": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
+                  rope_theta=500000.0, eps=1e-6),
+}
+
+
+def random_weights(seed, vocab, arch):
+    """Canonical (GGUF-named) float32 weights; numpy shapes are outermost-first."""
+    s = SHAPES[arch]
+    rng = np.random.default_rng(seed)
+    H, D, I = s["hidden"], s["head_dim"], s["ffn"]
+    q, kv = s["heads"] * D, s["kv_heads"] * D
+
+    def mat(*shape, scale=None):
+        return (rng.standard_normal(shape) * (scale or shape[-1] ** -0.5)).astype(np.float32)
+
+    def norm(n):
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    w = {"token_embd.weight": mat(vocab, H, scale=1.0), "output_norm.weight": norm(H),
+         "output.weight": mat(vocab, H)}
+    for l in range(s["layers"]):
+        p = f"blk.{l}."
+        w.update({
+            p + "attn_q.weight": mat(q, H), p + "attn_k.weight": mat(kv, H),
+            p + "attn_v.weight": mat(kv, H), p + "attn_output.weight": mat(H, q),
+            p + "ffn_gate.weight": mat(I, H), p + "ffn_up.weight": mat(I, H),
+            p + "ffn_down.weight": mat(H, I),
+        })
+        if arch == "olmo2":
+            w.update({p + "attn_q_norm.weight": norm(q), p + "attn_k_norm.weight": norm(kv),
+                      p + "post_attention_norm.weight": norm(H),
+                      p + "post_ffw_norm.weight": norm(H)})
+    return w
+
+
+def write_gguf(path, arch, seed=0, quant="F32"):
+    """The GGUF file; quant "Q8_0" quantizes every matrix. Returns the float32 weights."""
+    import gguf
+    s = SHAPES[arch]
+    tok = _stories_tokenizer()
+    w = random_weights(seed, len(tok["tokenizer.ggml.tokens"]), arch)
+    qtype = getattr(gguf.GGMLQuantizationType, quant)
+    writer = gguf.GGUFWriter(str(path), arch=arch)
+    writer.add_name(f"{arch}-random")
+    writer.add_file_type({"F32": 0, "Q8_0": 7}[quant])
+    writer.add_context_length(s["context"])
+    writer.add_embedding_length(s["hidden"])
+    writer.add_block_count(s["layers"])
+    writer.add_feed_forward_length(s["ffn"])
+    writer.add_head_count(s["heads"])
+    writer.add_head_count_kv(s["kv_heads"])
+    writer.add_rope_dimension_count(s["head_dim"])
+    writer.add_rope_freq_base(s["rope_theta"])
+    writer.add_layer_norm_rms_eps(s["eps"])
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tok["tokenizer.ggml.tokens"])
+    writer.add_token_scores(tok["tokenizer.ggml.scores"])
+    writer.add_token_types(tok["tokenizer.ggml.token_type"])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    for name, t in w.items():
+        if quant == "F32" or t.ndim == 1:
+            writer.add_tensor(name, t)
+        else:
+            writer.add_tensor(name, gguf.quants.quantize(t, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return w
+
+
+HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2")}
+
+
+def write_hf(folder, w, arch):
+    """The same weights as a transformers folder of that architecture (float32 safetensors)."""
+    from safetensors.numpy import save_file
+    os.makedirs(folder, exist_ok=True)
+    s = SHAPES[arch]
+    cls, model_type = HF_CLASSES[arch]
+    config = {
+        "architectures": [cls], "model_type": model_type, "hidden_size": s["hidden"],
+        "intermediate_size": s["ffn"], "num_hidden_layers": s["layers"],
+        "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"],
+        "rms_norm_eps": s["eps"], "rope_theta": s["rope_theta"],
+        "max_position_embeddings": s["context"], "vocab_size": w["token_embd.weight"].shape[0],
+        "tie_word_embeddings": False, "hidden_act": "silu", "attention_bias": False,
+        "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    hf = {"model.embed_tokens.weight": w["token_embd.weight"],
+          "model.norm.weight": w["output_norm.weight"], "lm_head.weight": w["output.weight"]}
+    names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+             "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+    if arch == "olmo2":
+        names.update({"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
+                      "post_attention_norm": "post_attention_layernorm",
+                      "post_ffw_norm": "post_feedforward_layernorm"})
+    for l in range(s["layers"]):
+        for g, h in names.items():
+            hf[f"model.layers.{l}.{h}.weight"] = w[f"blk.{l}.{g}.weight"]
+    save_file(hf, os.path.join(folder, "model.safetensors"))
