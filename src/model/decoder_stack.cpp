@@ -178,6 +178,10 @@ Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, T
   const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
   kernels::MatMul(kernels::ActiveKernels(), pool, final_rows, n_out, lm_head_, logits,
                   activation_mode_);
+  if (spec_.logit_scale != 1.0f) {
+    const float inv = 1.0f / spec_.logit_scale;
+    for (int64_t i = 0; i < n_out * c.vocab_size; ++i) logits[i] *= inv;
+  }
   if (spec_.final_logit_softcap > 0) {
     const float cap = spec_.final_logit_softcap;
     for (int64_t i = 0; i < n_out * c.vocab_size; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
@@ -380,7 +384,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     for (int64_t t = begin; t < end; ++t) {
       float* ht = h + t * H;
       if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_attn_norm.data(), off, eps, ht, H);
-      kt.axpy(1.0f, ht, x + t * H, H);
+      kt.axpy(spec_.residual_scale, ht, x + t * H, H);
       if (spec_.pre_norms) {
         kt.rms_norm(x + t * H, layer.ffn_norm.data(), off, eps, ht, H);
       } else {
@@ -398,7 +402,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     for (int64_t t = begin; t < end; ++t) {
       float* ht = h + t * H;
       if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_ffn_norm.data(), off, eps, ht, H);
-      kt.axpy(1.0f, ht, x + t * H, H);
+      kt.axpy(spec_.residual_scale, ht, x + t * H, H);
     }
   });
 }

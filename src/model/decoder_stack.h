@@ -64,6 +64,8 @@ struct DecoderSpec {
   std::vector<float> inv_freq_local;
   kernels::AttentionShape attention;
   float final_logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
+  float logit_scale = 1.0f;     // logits divided by it (Granite's logits_scaling)
+  float residual_scale = 1.0f;  // attention / MLP outputs times it before the residual add
   // Every layer's MLP is a mixture of experts (MoeFfn, shaped by the config's num_experts...).
   bool moe = false;
 };

@@ -50,9 +50,15 @@ Status LlamaModel::Load() {
                                        c.rope_scaling,
                                        freq_factors.empty() ? nullptr : freq_factors.data());
   spec.rope_attention_factor = static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling));
+  const float scale = c.attention_multiplier > 0
+                          ? static_cast<float>(c.attention_multiplier)
+                          : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   spec.attention = {static_cast<int>(c.num_heads), static_cast<int>(c.num_kv_heads),
-                    static_cast<int>(c.head_dim),
-                    1.0f / std::sqrt(static_cast<float>(c.head_dim)), 0.0f};
+                    static_cast<int>(c.head_dim), scale, 0.0f};
+  // Granite's scalings (1 elsewhere).
+  spec.embed_scale = static_cast<float>(c.embedding_multiplier);
+  spec.residual_scale = static_cast<float>(c.residual_multiplier);
+  spec.logit_scale = static_cast<float>(c.logits_scaling);
   return stack_.Load(c, std::move(spec), w);
 }
 

@@ -240,6 +240,11 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
       ReadNumber(cfg, "final_logit_softcapping", &c.final_logit_softcapping, source));
   RADIX_RETURN_IF_ERROR(
       ReadNumber(cfg, "attn_logit_softcapping", &c.attn_logit_softcapping, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "embedding_multiplier", &c.embedding_multiplier, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "residual_multiplier", &c.residual_multiplier, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "attention_multiplier", &c.attention_multiplier, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "logits_scaling", &c.logits_scaling, source));
+  if (c.logits_scaling == 0.0) return InvalidArgument(source + ": logits_scaling must not be 0");
   if (cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer()) {
     c.bos_token_id = cfg["bos_token_id"].get<int64_t>();
   }
@@ -289,6 +294,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
     {"olmoe", "OlmoeForCausalLM", "olmoe"},
     {"olmo2", "Olmo2ForCausalLM", "olmo2"},
+    {"granite", "GraniteForCausalLM", "granite"},
 };
 
 }  // namespace
@@ -304,7 +310,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
+                       "' is not supported (supported: granite, llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
                        "qwen3moe, gemma3)");
   }
   json c;
@@ -368,6 +374,10 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   copy_float("rope.freq_base", "rope_theta");
   copy_float("final_logit_softcapping", "final_logit_softcapping");
   copy_float("attn_logit_softcapping", "attn_logit_softcapping");
+  copy_float("embedding_scale", "embedding_multiplier");
+  copy_float("residual_scale", "residual_multiplier");
+  copy_float("attention.scale", "attention_multiplier");
+  copy_float("logit_scale", "logits_scaling");
   if (!error.ok()) return error;
   if (!c.contains("vocab_size")) {
     if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {

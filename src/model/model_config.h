@@ -58,6 +58,14 @@ struct ModelConfig {
   double final_logit_softcapping = 0.0;
   double attn_logit_softcapping = 0.0;
 
+  // Granite's scalings: embeddings times embedding_multiplier, each attention / MLP output times
+  // residual_multiplier before its residual add, attention scores times attention_multiplier
+  // (0: 1/sqrt(head_dim)), logits divided by logits_scaling.
+  double embedding_multiplier = 1.0;
+  double residual_multiplier = 1.0;
+  double attention_multiplier = 0.0;
+  double logits_scaling = 1.0;
+
   // Mixture-of-experts FFN (Qwen3-MoE): every layer routes each token to num_experts_per_tok of
   // num_experts SiLU-gated experts of width moe_intermediate_size. 0 experts: a dense model.
   int64_t num_experts = 0;
@@ -87,7 +95,7 @@ Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
 // HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
-// olmo2, olmoe, qwen2, qwen2moe, qwen3, qwen3moe, gemma3).
+// granite, olmo2, olmoe, qwen2, qwen2moe, qwen3, qwen3moe, gemma3).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

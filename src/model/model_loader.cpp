@@ -246,7 +246,8 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   // An embedder or classifier checkpoint runs the decoder of its causal-LM relative.
   const std::string arch =
       config.hidden_states_only ? PoolingDecoderBase(config.architecture) : config.architecture;
-  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
+  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" ||
+      arch == "GraniteForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), {});
   }
   if (arch == "Qwen2ForCausalLM") {
@@ -285,7 +286,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
                        " is an encoder: it serves embeddings (--is-embedding), not generation");
   }
   return Unsupported("architecture " + arch +
-                     " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
+                     " is not supported (supported: GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Olmo2ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, "
                      "Gemma3ForCausalLM); "

@@ -132,8 +132,10 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::FromGguf(GgufFile gguf) {
   store->gguf_ = std::make_unique<GgufFile>(std::move(gguf));
   store->description_ = store->gguf_->path();
   auto arch = store->gguf_->GetString("general.architecture");
-  // llama.cpp's converter stores llama Q/K rows in Meta's interleaved rotary order.
-  if (arch.ok() && arch.value() && *arch.value() == "llama") {
+  // llama.cpp's converter stores Q/K rows in Meta's interleaved order for every architecture it
+  // runs with "normal" (non-NEOX) rotary embeddings.
+  if (arch.ok() && arch.value() &&
+      (*arch.value() == "llama" || *arch.value() == "granite" || *arch.value() == "smollm3")) {
     store->rope_layout_ = kernels::RopeLayout::kInterleaved;
   }
   for (const GgufTensorInfo& t : store->gguf_->tensors()) {

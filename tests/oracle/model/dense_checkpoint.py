@@ -7,18 +7,26 @@ SentencePiece vocabulary) so llama.cpp can load the file.
   olmo2: no input norms; RMSNorm on the attention and MLP outputs (post_attention_norm,
          post_ffw_norm), RMSNorm over each token's whole Q and whole K projection; NEOX rotary
          (HF's rotate-half rows, not permuted by the converter).
+  granite: Llama with Granite's four scalings (embedding, residual, attention, logits); normal
+         rotary, so the GGUF holds Q/K rows in Meta's interleaved order (permuted back for HF).
 """
 import json
 import os
 
 import numpy as np
 
-from moe_checkpoint import _stories_tokenizer
+from moe_checkpoint import _stories_tokenizer, to_rotate_half
 
 SHAPES = {
     "olmo2": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
                   rope_theta=500000.0, eps=1e-6),
+    # Scalings unlike their defaults so each one shows: attention 0.1 (not 1/sqrt(16)).
+    "granite": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
+                    rope_theta=10000.0, eps=1e-5, embedding_scale=2.0, residual_scale=0.5,
+                    attention_scale=0.1, logit_scale=3.0),
 }
+# Architectures whose GGUF Q/K rows are in the interleaved rotary order.
+INTERLEAVED = {"granite"}
 
 
 def random_weights(seed, vocab, arch):
@@ -44,6 +52,8 @@ def random_weights(seed, vocab, arch):
             p + "ffn_gate.weight": mat(I, H), p + "ffn_up.weight": mat(I, H),
             p + "ffn_down.weight": mat(H, I),
         })
+        if arch != "olmo2":
+            w.update({p + "attn_norm.weight": norm(H), p + "ffn_norm.weight": norm(H)})
         if arch == "olmo2":
             w.update({p + "attn_q_norm.weight": norm(q), p + "attn_k_norm.weight": norm(kv),
                       p + "post_attention_norm.weight": norm(H),
@@ -70,6 +80,11 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     writer.add_rope_dimension_count(s["head_dim"])
     writer.add_rope_freq_base(s["rope_theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
+    if arch == "granite":
+        writer.add_embedding_scale(s["embedding_scale"])
+        writer.add_residual_scale(s["residual_scale"])
+        writer.add_attention_scale(s["attention_scale"])
+        writer.add_logit_scale(s["logit_scale"])
     writer.add_tokenizer_model("llama")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tok["tokenizer.ggml.tokens"])
@@ -92,7 +107,7 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     return w
 
 
-HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2")}
+HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite")}
 
 
 def write_hf(folder, w, arch):
@@ -110,6 +125,17 @@ def write_hf(folder, w, arch):
         "tie_word_embeddings": False, "hidden_act": "silu", "attention_bias": False,
         "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
     }
+    if arch == "granite":
+        config.update({"embedding_multiplier": s["embedding_scale"],
+                       "residual_multiplier": s["residual_scale"],
+                       "attention_multiplier": s["attention_scale"],
+                       "logits_scaling": s["logit_scale"]})
+    if arch in INTERLEAVED:
+        w = dict(w)
+        for l in range(s["layers"]):
+            for name, heads in (("attn_q", s["heads"]), ("attn_k", s["kv_heads"])):
+                key = f"blk.{l}.{name}.weight"
+                w[key] = np.ascontiguousarray(to_rotate_half(w[key], heads))
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     hf = {"model.embed_tokens.weight": w["token_embd.weight"],
@@ -117,6 +143,8 @@ def write_hf(folder, w, arch):
     names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+    if arch != "olmo2":
+        names.update({"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"})
     if arch == "olmo2":
         names.update({"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
                       "post_attention_norm": "post_attention_layernorm",
