@@ -84,6 +84,7 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.sliding = c.layer_is_sliding[static_cast<size_t>(l)];
       layer.sliding_window = layer.sliding ? c.sliding_window : 0;
     }
+    if (!c.layer_uses_rope.empty()) layer.rope = c.layer_uses_rope[static_cast<size_t>(l)];
     if (spec_.pre_norms) {
       RADIX_ASSIGN_OR_RETURN(layer.attn_norm, w.RequireVector(p + "attn_norm.weight", H));
       RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, w.RequireVector(p + "ffn_norm.weight", H));
@@ -347,6 +348,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
         for (int64_t hd = 0; hd < c.num_kv_heads; ++hd)
           kt.rms_norm(kt_row + hd * D, layer.k_norm.data(), off, eps, kt_row + hd * D, D);
       }
+      if (!layer.rope) continue;
       const float* cos = step.rope_cos[rope_set] + t * half;
       const float* sin = step.rope_sin[rope_set] + t * half;
       kernels::ApplyRopeRows(qt, 1, q_stride, static_cast<int>(c.num_heads), static_cast<int>(D),

@@ -107,6 +107,7 @@ class DecoderStack {
     kernels::PackedWeight gate, up, down;
     std::optional<MoeFfn> moe;        // replaces gate/up/down when spec.moe
     bool sliding = false;             // local RoPE frequencies
+    bool rope = true;                 // false: a NoPE layer (SmolLM3)
     int64_t sliding_window = 0;       // 0: unlimited
   };
   struct Step;

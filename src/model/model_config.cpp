@@ -234,6 +234,18 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   } else if (c.sliding_window > 0 && cfg.value("use_sliding_window", true)) {
     c.layer_is_sliding.assign(static_cast<size_t>(c.num_layers), true);
   }
+  if (cfg.contains("no_rope_layers") && cfg["no_rope_layers"].is_array()) {
+    const json& flags = cfg["no_rope_layers"];
+    if (static_cast<int64_t>(flags.size()) != c.num_layers) {
+      return InvalidArgument(source + ": no_rope_layers must have num_hidden_layers entries");
+    }
+    for (const json& f : flags) c.layer_uses_rope.push_back(f.is_number() && f != 0);
+  } else if (cfg.contains("no_rope_layer_interval")) {
+    int64_t interval = 0;
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "no_rope_layer_interval", &interval, source));
+    if (interval < 1) return InvalidArgument(source + ": no_rope_layer_interval must be >= 1");
+    for (int64_t i = 0; i < c.num_layers; ++i) c.layer_uses_rope.push_back((i + 1) % interval);
+  }
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rope_local_base_freq", &c.rope_local_theta, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "query_pre_attn_scalar", &c.query_pre_attn_scalar, source));
   RADIX_RETURN_IF_ERROR(
@@ -295,6 +307,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"olmoe", "OlmoeForCausalLM", "olmoe"},
     {"olmo2", "Olmo2ForCausalLM", "olmo2"},
     {"granite", "GraniteForCausalLM", "granite"},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3"},
 };
 
 }  // namespace
@@ -311,7 +324,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
                        "' is not supported (supported: granite, llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
-                       "qwen3moe, gemma3)");
+                       "qwen3moe, smollm3, gemma3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});
@@ -415,6 +428,8 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (arch == "qwen2" || arch == "qwen2moe") c["attention_bias"] = true;
   // llama.cpp's qwen3moe graph always renormalizes the chosen experts' weights.
   if (arch == "qwen3moe") c["norm_topk_prob"] = true;
+  // llama.cpp's smollm3 graph skips RoPE in every 4th layer (no metadata key says so).
+  if (arch == "smollm3") c["no_rope_layer_interval"] = 4;
   if (arch == "gemma3") {
     c["hidden_activation"] = "gelu_pytorch_tanh";
     c["sliding_window_pattern"] = 6;

@@ -58,6 +58,10 @@ struct ModelConfig {
   double final_logit_softcapping = 0.0;
   double attn_logit_softcapping = 0.0;
 
+  // SmolLM3's NoPE layers: false for a layer whose attention applies no rotary embedding (HF
+  // no_rope_layers, or every no_rope_layer_interval-th layer); empty: every layer rotates.
+  std::vector<bool> layer_uses_rope;
+
   // Granite's scalings: embeddings times embedding_multiplier, each attention / MLP output times
   // residual_multiplier before its residual add, attention scores times attention_multiplier
   // (0: 1/sqrt(head_dim)), logits divided by logits_scaling.
@@ -95,7 +99,7 @@ Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
 // HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
-// granite, olmo2, olmoe, qwen2, qwen2moe, qwen3, qwen3moe, gemma3).
+// granite, olmo2, olmoe, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma3).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

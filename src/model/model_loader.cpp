@@ -247,7 +247,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   const std::string arch =
       config.hidden_states_only ? PoolingDecoderBase(config.architecture) : config.architecture;
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" ||
-      arch == "GraniteForCausalLM") {
+      arch == "GraniteForCausalLM" || arch == "SmolLM3ForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), {});
   }
   if (arch == "Qwen2ForCausalLM") {
@@ -287,7 +287,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
-                     "MixtralForCausalLM, Olmo2ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "MixtralForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, "
                      "Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "

@@ -9,6 +9,7 @@ SentencePiece vocabulary) so llama.cpp can load the file.
          (HF's rotate-half rows, not permuted by the converter).
   granite: Llama with Granite's four scalings (embedding, residual, attention, logits); normal
          rotary, so the GGUF holds Q/K rows in Meta's interleaved order (permuted back for HF).
+  smollm3: Llama whose every 4th layer applies no rotary embedding (NoPE); interleaved rows.
 """
 import json
 import os
@@ -24,9 +25,11 @@ SHAPES = {
     "granite": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
                     rope_theta=10000.0, eps=1e-5, embedding_scale=2.0, residual_scale=0.5,
                     attention_scale=0.1, logit_scale=3.0),
+    "smollm3": dict(hidden=64, layers=8, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
+                    rope_theta=5000000.0, eps=1e-6),
 }
 # Architectures whose GGUF Q/K rows are in the interleaved rotary order.
-INTERLEAVED = {"granite"}
+INTERLEAVED = {"granite", "smollm3"}
 
 
 def random_weights(seed, vocab, arch):
@@ -107,7 +110,8 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     return w
 
 
-HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite")}
+HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite"),
+              "smollm3": ("SmolLM3ForCausalLM", "smollm3")}
 
 
 def write_hf(folder, w, arch):
@@ -130,6 +134,10 @@ def write_hf(folder, w, arch):
                        "residual_multiplier": s["residual_scale"],
                        "attention_multiplier": s["attention_scale"],
                        "logits_scaling": s["logit_scale"]})
+    if arch == "smollm3":
+        config.update({"no_rope_layers": [int((i + 1) % 4 != 0) for i in range(s["layers"])],
+                       "no_rope_layer_interval": 4, "use_sliding_window": False,
+                       "sliding_window": None})
     if arch in INTERLEAVED:
         w = dict(w)
         for l in range(s["layers"]):
