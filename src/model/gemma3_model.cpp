@@ -5,8 +5,10 @@
 namespace radixserve::model {
 
 Expected<std::unique_ptr<CausalLM>> Gemma3Model::Create(ModelConfig config,
-                                                        std::unique_ptr<WeightStore> weights) {
-  std::unique_ptr<Gemma3Model> model(new Gemma3Model(std::move(config), std::move(weights)));
+                                                        std::unique_ptr<WeightStore> weights,
+                                                        bool gemma2) {
+  std::unique_ptr<Gemma3Model> model(
+      new Gemma3Model(std::move(config), std::move(weights), gemma2));
   RADIX_RETURN_IF_ERROR(model->Load());
   return std::unique_ptr<CausalLM>(std::move(model));
 }
@@ -20,13 +22,13 @@ Status Gemma3Model::Load() {
   }
   WeightStore& w = *weights_;
   if (w.Find("output.weight") != nullptr) {
-    return Unsupported(w.description() + ": Gemma 3 with an untied output.weight is not supported");
+    return Unsupported(w.description() + ": Gemma with an untied output.weight is not supported");
   }
   const int rot = static_cast<int>(c.rotary_dim);
   DecoderSpec spec;
   spec.norm_offset = w.from_gguf() ? 0.0f : 1.0f;  // GGUF norms already hold 1 + w
   spec.embed_scale = std::sqrt(static_cast<float>(c.hidden_size));
-  spec.qk_norm = true;
+  spec.qk_norm = !gemma2_;
   spec.sandwich_norms = true;
   spec.tie_word_embeddings = true;
   spec.activation = GatedActivation::kGeluTanh;
@@ -34,7 +36,8 @@ Status Gemma3Model::Load() {
   spec.inv_freq = kernels::RopeInvFreq(c.rope_theta, rot, c.rope_scaling);
   spec.rope_attention_factor = static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling));
   spec.sliding_window_layers = true;
-  spec.inv_freq_local = kernels::RopeInvFreq(c.rope_local_theta, rot, {});
+  spec.inv_freq_local =
+      gemma2_ ? spec.inv_freq : kernels::RopeInvFreq(c.rope_local_theta, rot, {});
   const double scalar =
       c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
   spec.attention = {static_cast<int>(c.num_heads), static_cast<int>(c.num_kv_heads),

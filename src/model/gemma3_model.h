@@ -3,6 +3,10 @@
 // Q/K head; norms after attention and after the MLP as well as before; GELU(tanh)-gated MLP;
 // sliding-window layers (local RoPE base) interleaved with global layers (global RoPE base and
 // scaling); attention scale 1/sqrt(query_pre_attn_scalar); optional final logit soft-capping.
+//
+// Gemma 2 (Gemma2ForCausalLM, `gemma2: true`) is the same decoder without the Q/K head norms,
+// with every other layer sliding (both kinds on the one RoPE base), attention scores soft-capped
+// (attn_logit_softcapping) and final logits soft-capped.
 #pragma once
 
 #include <memory>
@@ -17,7 +21,8 @@ namespace radixserve::model {
 class Gemma3Model final : public CausalLM {
  public:
   static Expected<std::unique_ptr<CausalLM>> Create(ModelConfig config,
-                                                    std::unique_ptr<WeightStore> weights);
+                                                    std::unique_ptr<WeightStore> weights,
+                                                    bool gemma2 = false);
 
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return weights_->used_bytes(); }
@@ -37,12 +42,13 @@ class Gemma3Model final : public CausalLM {
   }
 
  private:
-  Gemma3Model(ModelConfig config, std::unique_ptr<WeightStore> weights)
-      : config_(std::move(config)), weights_(std::move(weights)) {}
+  Gemma3Model(ModelConfig config, std::unique_ptr<WeightStore> weights, bool gemma2)
+      : config_(std::move(config)), weights_(std::move(weights)), gemma2_(gemma2) {}
   Status Load();
 
   ModelConfig config_;
   std::unique_ptr<WeightStore> weights_;
+  bool gemma2_;
   DecoderStack stack_;
 };
 

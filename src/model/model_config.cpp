@@ -218,6 +218,8 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   }
   int64_t pattern = 0;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "sliding_window_pattern", &pattern, source));
+  // Gemma 2 alternates sliding and global layers (older configs say so nowhere).
+  if (pattern == 0 && c.model_type == "gemma2") pattern = 2;
   c.layer_is_sliding.assign(static_cast<size_t>(c.num_layers), false);
   if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
     const json& types = cfg["layer_types"];
@@ -308,6 +310,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"olmo2", "Olmo2ForCausalLM", "olmo2"},
     {"granite", "GraniteForCausalLM", "granite"},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3"},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2"},
 };
 
 }  // namespace
@@ -324,7 +327,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
                        "' is not supported (supported: granite, llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
-                       "qwen3moe, smollm3, gemma3)");
+                       "qwen3moe, smollm3, gemma2, gemma3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});
@@ -430,6 +433,20 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (arch == "qwen3moe") c["norm_topk_prob"] = true;
   // llama.cpp's smollm3 graph skips RoPE in every 4th layer (no metadata key says so).
   if (arch == "smollm3") c["no_rope_layer_interval"] = 4;
+  if (arch == "gemma2") {
+    c["hidden_activation"] = "gelu_pytorch_tanh";
+    if (!c.contains("sliding_window")) c["sliding_window"] = 4096;  // llama.cpp's default
+    if (!c.contains("rope_theta")) c["rope_theta"] = 10000.0;
+    // llama.cpp scales by 1/sqrt(hidden / heads) for the 46-layer (27B) model, else by
+    // 1/sqrt(head_dim), as gemma_pytorch's config does.
+    const int64_t layers = c.value("num_hidden_layers", int64_t{0});
+    if (layers == 46 && c.contains("hidden_size") && c.contains("num_attention_heads")) {
+      c["query_pre_attn_scalar"] =
+          c["hidden_size"].get<int64_t>() / c["num_attention_heads"].get<int64_t>();
+    } else if (c.contains("head_dim")) {
+      c["query_pre_attn_scalar"] = c["head_dim"];
+    }
+  }
   if (arch == "gemma3") {
     c["hidden_activation"] = "gelu_pytorch_tanh";
     c["sliding_window_pattern"] = 6;

@@ -281,6 +281,9 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   if (arch == "Gemma3ForCausalLM") {
     return Gemma3Model::Create(std::move(config), std::move(weights));
   }
+  if (arch == "Gemma2ForCausalLM") {
+    return Gemma3Model::Create(std::move(config), std::move(weights), /*gemma2=*/true);
+  }
   if (IsEncoderArchitecture(arch)) {
     return Unsupported("architecture " + arch +
                        " is an encoder: it serves embeddings (--is-embedding), not generation");
@@ -289,7 +292,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
                      " is not supported (supported: GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, "
-                     "Gemma3ForCausalLM); "
+                     "Gemma2ForCausalLM, Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "
                      "radixserve does not run custom model code");
 }

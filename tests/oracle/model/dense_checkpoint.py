@@ -10,6 +10,10 @@ SentencePiece vocabulary) so llama.cpp can load the file.
   granite: Llama with Granite's four scalings (embedding, residual, attention, logits); normal
          rotary, so the GGUF holds Q/K rows in Meta's interleaved order (permuted back for HF).
   smollm3: Llama whose every 4th layer applies no rotary embedding (NoPE); interleaved rows.
+  gemma2: Gemma's (1 + w) norms (the GGUF stores 1 + w) before and after attention and MLP,
+         embeddings x sqrt(hidden), GELU(tanh) gating, tied LM head, every other layer sliding
+         (a 32-token window here, so the 481-token story crosses it), attention and final logit
+         soft-capping (small caps so both bite on random weights).
 """
 import json
 import os
@@ -27,6 +31,9 @@ SHAPES = {
                     attention_scale=0.1, logit_scale=3.0),
     "smollm3": dict(hidden=64, layers=8, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
                     rope_theta=5000000.0, eps=1e-6),
+    "gemma2": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, ffn=96, context=512,
+                   rope_theta=10000.0, eps=1e-6, sliding_window=32, attn_softcap=5.0,
+                   final_softcap=4.0, query_pre_attn_scalar=32),
 }
 # Architectures whose GGUF Q/K rows are in the interleaved rotary order.
 INTERLEAVED = {"granite", "smollm3"}
@@ -45,8 +52,9 @@ def random_weights(seed, vocab, arch):
     def norm(n):
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
-    w = {"token_embd.weight": mat(vocab, H, scale=1.0), "output_norm.weight": norm(H),
-         "output.weight": mat(vocab, H)}
+    w = {"token_embd.weight": mat(vocab, H, scale=1.0), "output_norm.weight": norm(H)}
+    if arch != "gemma2":  # Gemma ties the LM head to the embeddings
+        w["output.weight"] = mat(vocab, H)
     for l in range(s["layers"]):
         p = f"blk.{l}."
         w.update({
@@ -57,6 +65,9 @@ def random_weights(seed, vocab, arch):
         })
         if arch != "olmo2":
             w.update({p + "attn_norm.weight": norm(H), p + "ffn_norm.weight": norm(H)})
+        if arch == "gemma2":
+            w.update({p + "post_attention_norm.weight": norm(H),
+                      p + "post_ffw_norm.weight": norm(H)})
         if arch == "olmo2":
             w.update({p + "attn_q_norm.weight": norm(q), p + "attn_k_norm.weight": norm(kv),
                       p + "post_attention_norm.weight": norm(H),
@@ -80,7 +91,14 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     writer.add_feed_forward_length(s["ffn"])
     writer.add_head_count(s["heads"])
     writer.add_head_count_kv(s["kv_heads"])
-    writer.add_rope_dimension_count(s["head_dim"])
+    if arch == "gemma2":
+        writer.add_key_length(s["head_dim"])
+        writer.add_value_length(s["head_dim"])
+        writer.add_sliding_window(s["sliding_window"])
+        writer.add_attn_logit_softcapping(s["attn_softcap"])
+        writer.add_final_logit_softcapping(s["final_softcap"])
+    else:
+        writer.add_rope_dimension_count(s["head_dim"])
     writer.add_rope_freq_base(s["rope_theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
     if arch == "granite":
@@ -111,7 +129,8 @@ def write_gguf(path, arch, seed=0, quant="F32"):
 
 
 HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite"),
-              "smollm3": ("SmolLM3ForCausalLM", "smollm3")}
+              "smollm3": ("SmolLM3ForCausalLM", "smollm3"),
+              "gemma2": ("Gemma2ForCausalLM", "gemma2")}
 
 
 def write_hf(folder, w, arch):
@@ -134,6 +153,15 @@ def write_hf(folder, w, arch):
                        "residual_multiplier": s["residual_scale"],
                        "attention_multiplier": s["attention_scale"],
                        "logits_scaling": s["logit_scale"]})
+    if arch == "gemma2":
+        config.update({"head_dim": s["head_dim"], "hidden_activation": "gelu_pytorch_tanh",
+                       "hidden_act": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+                       "sliding_window": s["sliding_window"],
+                       "attn_logit_softcapping": s["attn_softcap"],
+                       "final_logit_softcapping": s["final_softcap"],
+                       "query_pre_attn_scalar": s["query_pre_attn_scalar"]})
+        # HF's Gemma norms hold w of (1 + w); the GGUF holds 1 + w.
+        w = {k: (t - 1.0 if k.endswith("norm.weight") else t) for k, t in w.items()}
     if arch == "smollm3":
         config.update({"no_rope_layers": [int((i + 1) % 4 != 0) for i in range(s["layers"])],
                        "no_rope_layer_interval": 4, "use_sliding_window": False,
@@ -147,11 +175,17 @@ def write_hf(folder, w, arch):
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     hf = {"model.embed_tokens.weight": w["token_embd.weight"],
-          "model.norm.weight": w["output_norm.weight"], "lm_head.weight": w["output.weight"]}
+          "model.norm.weight": w["output_norm.weight"]}
+    if "output.weight" in w:
+        hf["lm_head.weight"] = w["output.weight"]
     names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
-    if arch != "olmo2":
+    if arch == "gemma2":
+        names.update({"attn_norm": "input_layernorm", "post_attention_norm":
+                      "post_attention_layernorm", "ffn_norm": "pre_feedforward_layernorm",
+                      "post_ffw_norm": "post_feedforward_layernorm"})
+    elif arch != "olmo2":
         names.update({"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"})
     if arch == "olmo2":
         names.update({"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
 from torch_env import torch_python  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "../../fixtures")
-ARCHS = ["olmo2", "granite", "smollm3"]
+ARCHS = ["olmo2", "granite", "smollm3", "gemma2"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -35,7 +35,8 @@ def test_f32_matches_llama_cpp(tmp_path, arch):
     max_diff = np.abs(ours - ref).max()
     print(f"{arch} F32: {len(tokens)} tokens, top-1 {top1:.4f}, max |dlogit| {max_diff:.2e}")
     assert top1 == 1.0
-    assert max_diff < 1e-3
+    # Gemma: GELU through llama.cpp's float16 table on both sides, tanh soft-caps (measured 9e-4).
+    assert max_diff < (5e-3 if arch == "gemma2" else 1e-3)
     prompt = tokens[:24]
     cont = llama_cpp_greedy(model, prompt, 24)
     ours = run_radix(model, prompt + cont, tmp_path, "--threads", "2")
@@ -51,7 +52,9 @@ def test_hf_matches_transformers_and_gguf(tmp_path, arch):
     tokens = tokenize(model, STORY)[:128]
     ours_hf = run_radix(str(hf), tokens, tmp_path)
     ours_gguf = run_radix(model, tokens, tmp_path)
-    assert np.abs(ours_hf - ours_gguf).max() < 1e-3
+    # GGUF Gemma evaluates GELU through llama.cpp's float16 table (as llama.cpp does), the HF form
+    # exactly (as transformers does): the two forms differ by that rounding.
+    assert np.abs(ours_hf - ours_gguf).max() < (1e-2 if arch == "gemma2" else 1e-3)
     (tmp_path / "ids.json").write_text(json.dumps([tokens]))
     proc = subprocess.run(
         [torch_python(), os.path.join(FIXTURES, "hidden_states_reference.py"), "--model", str(hf),
