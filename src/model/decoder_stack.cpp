@@ -102,12 +102,31 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
                              w.RequireVector(p + "attn_k_norm.weight", full ? kv_dim : D));
     }
     kernels::WeightMatrix q, k, v, o, gate, up, down;
-    RADIX_ASSIGN_OR_RETURN(q, w.RequireMatrix(p + "attn_q.weight", q_dim, H));
-    RADIX_ASSIGN_OR_RETURN(k, w.RequireMatrix(p + "attn_k.weight", kv_dim, H));
-    RADIX_ASSIGN_OR_RETURN(v, w.RequireMatrix(p + "attn_v.weight", kv_dim, H));
+    // Rows [first, first + n) of a matrix: every format stores its rows independently.
+    auto rows = [](const kernels::WeightMatrix& m, int64_t first, int64_t n) {
+      return kernels::WeightMatrix{m.format, n, m.cols, m.row(first)};
+    };
+    if (w.Find(p + "attn_qkv.weight") != nullptr) {
+      // A checkpoint that stores Q, K and V stacked (Phi-3's qkv_proj).
+      kernels::WeightMatrix qkv;
+      RADIX_ASSIGN_OR_RETURN(qkv, w.RequireMatrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, H));
+      q = rows(qkv, 0, q_dim);
+      k = rows(qkv, q_dim, kv_dim);
+      v = rows(qkv, q_dim + kv_dim, kv_dim);
+    } else {
+      RADIX_ASSIGN_OR_RETURN(q, w.RequireMatrix(p + "attn_q.weight", q_dim, H));
+      RADIX_ASSIGN_OR_RETURN(k, w.RequireMatrix(p + "attn_k.weight", kv_dim, H));
+      RADIX_ASSIGN_OR_RETURN(v, w.RequireMatrix(p + "attn_v.weight", kv_dim, H));
+    }
     RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
     if (spec_.moe) {
       RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, p, w, pack));
+    } else if (spec_.gate_up_in_up) {
+      kernels::WeightMatrix gate_up;
+      RADIX_ASSIGN_OR_RETURN(gate_up, w.RequireMatrix(p + "ffn_up.weight", 2 * I, H));
+      gate = rows(gate_up, 0, I);
+      up = rows(gate_up, I, I);
+      RADIX_ASSIGN_OR_RETURN(down, w.RequireMatrix(p + "ffn_down.weight", H, I));
     } else {
       RADIX_ASSIGN_OR_RETURN(gate, w.RequireMatrix(p + "ffn_gate.weight", I, H));
       RADIX_ASSIGN_OR_RETURN(up, w.RequireMatrix(p + "ffn_up.weight", I, H));

@@ -52,6 +52,9 @@ struct DecoderSpec {
   // RMSNorm on the attention's and the MLP's inputs; false: they read the residual stream as is
   // and only their outputs are normed (OLMo 2: sandwich_norms without the pre-norms).
   bool pre_norms = true;
+  // The checkpoint stores the MLP's gate and up projections stacked in ffn_up ([gate; up], 2 x
+  // intermediate rows: Phi-3's gate_up_proj). Stacked Q/K/V (attn_qkv) are read when present.
+  bool gate_up_in_up = false;
   // Use token_embd as LM head when the checkpoint has no output.weight.
   bool tie_word_embeddings = false;
   GatedActivation activation = GatedActivation::kSilu;

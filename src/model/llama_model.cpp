@@ -43,6 +43,7 @@ Status LlamaModel::Load() {
   spec.qk_norm_full = variant_.qk_norm_full;
   spec.pre_norms = !variant_.post_norms_only;
   spec.sandwich_norms = variant_.post_norms_only;
+  spec.gate_up_in_up = variant_.gate_up_in_up;
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();

@@ -22,6 +22,7 @@ struct LlamaVariant {
   bool qk_norm_full = false;  // OLMoE: QK-norm over the whole Q and K projections
   // OLMo 2: no input norms; RMSNorm on the attention's and the MLP's outputs instead.
   bool post_norms_only = false;
+  bool gate_up_in_up = false;  // Phi-3: ffn_up holds [gate; up]
 };
 
 class LlamaModel final : public CausalLM {

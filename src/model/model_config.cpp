@@ -311,6 +311,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"granite", "GraniteForCausalLM", "granite"},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3"},
     {"gemma2", "Gemma2ForCausalLM", "gemma2"},
+    {"phi3", "Phi3ForCausalLM", "phi3"},
 };
 
 }  // namespace
@@ -327,7 +328,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
                        "' is not supported (supported: granite, llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
-                       "qwen3moe, smollm3, gemma2, gemma3)");
+                       "qwen3moe, smollm3, gemma2, gemma3, phi3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});

@@ -99,7 +99,7 @@ Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
 // HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
-// granite, olmo2, olmoe, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma3).
+// granite, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma2, gemma3).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

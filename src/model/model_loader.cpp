@@ -264,6 +264,10 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
         std::move(config), std::move(weights),
         LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true, .qk_norm_full = true});
   }
+  if (arch == "Phi3ForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.gate_up_in_up = true});
+  }
   if (arch == "Olmo2ForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.qk_norm = true,
@@ -290,7 +294,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
-                     "MixtralForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "MixtralForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, "
                      "Gemma2ForCausalLM, Gemma3ForCausalLM); "
                      "--trust-remote-code cannot help: "

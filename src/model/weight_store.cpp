@@ -70,6 +70,8 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"self_attn.k_proj", "attn_k"},
       {"self_attn.v_proj", "attn_v"},
       {"self_attn.o_proj", "attn_output"},
+      {"self_attn.qkv_proj", "attn_qkv"},  // Phi-3: Q, K, V stacked
+      {"mlp.gate_up_proj", "ffn_up"},      // Phi-3: [gate; up] stacked
       {"self_attn.q_norm", "attn_q_norm"},
       {"self_attn.k_norm", "attn_k_norm"},
       {"mlp.gate_proj", "ffn_gate"},

@@ -14,6 +14,8 @@ SentencePiece vocabulary) so llama.cpp can load the file.
          embeddings x sqrt(hidden), GELU(tanh) gating, tied LM head, every other layer sliding
          (a 32-token window here, so the 481-token story crosses it), attention and final logit
          soft-capping (small caps so both bite on random weights).
+  phi3:  Q/K/V stacked in attn_qkv, [gate; up] stacked in ffn_up, partial rotary (12 of 16
+         head dims, as Phi-4-mini's 0.75), NEOX rotary (rows not permuted).
 """
 import json
 import os
@@ -34,6 +36,8 @@ SHAPES = {
     "gemma2": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, ffn=96, context=512,
                    rope_theta=10000.0, eps=1e-6, sliding_window=32, attn_softcap=5.0,
                    final_softcap=4.0, query_pre_attn_scalar=32),
+    "phi3": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
+                 rope_theta=10000.0, eps=1e-5, rotary_dim=12),
 }
 # Architectures whose GGUF Q/K rows are in the interleaved rotary order.
 INTERLEAVED = {"granite", "smollm3"}
@@ -63,6 +67,12 @@ def random_weights(seed, vocab, arch):
             p + "ffn_gate.weight": mat(I, H), p + "ffn_up.weight": mat(I, H),
             p + "ffn_down.weight": mat(H, I),
         })
+        if arch == "phi3":
+            w[p + "attn_qkv.weight"] = np.concatenate(
+                [w.pop(p + "attn_q.weight"), w.pop(p + "attn_k.weight"),
+                 w.pop(p + "attn_v.weight")])
+            w[p + "ffn_up.weight"] = np.concatenate(
+                [w.pop(p + "ffn_gate.weight"), w[p + "ffn_up.weight"]])
         if arch != "olmo2":
             w.update({p + "attn_norm.weight": norm(H), p + "ffn_norm.weight": norm(H)})
         if arch == "gemma2":
@@ -83,7 +93,7 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     w = random_weights(seed, len(tok["tokenizer.ggml.tokens"]), arch)
     qtype = getattr(gguf.GGMLQuantizationType, quant)
     writer = gguf.GGUFWriter(str(path), arch=arch)
-    writer.add_name(f"{arch}-random")
+    writer.add_name("random weights")  # not "phi3...": llama.cpp keys vocab fixes on the name
     writer.add_file_type({"F32": 0, "Q8_0": 7}[quant])
     writer.add_context_length(s["context"])
     writer.add_embedding_length(s["hidden"])
@@ -98,7 +108,7 @@ def write_gguf(path, arch, seed=0, quant="F32"):
         writer.add_attn_logit_softcapping(s["attn_softcap"])
         writer.add_final_logit_softcapping(s["final_softcap"])
     else:
-        writer.add_rope_dimension_count(s["head_dim"])
+        writer.add_rope_dimension_count(s.get("rotary_dim", s["head_dim"]))
     writer.add_rope_freq_base(s["rope_theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
     if arch == "granite":
@@ -130,7 +140,7 @@ def write_gguf(path, arch, seed=0, quant="F32"):
 
 HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite"),
               "smollm3": ("SmolLM3ForCausalLM", "smollm3"),
-              "gemma2": ("Gemma2ForCausalLM", "gemma2")}
+              "gemma2": ("Gemma2ForCausalLM", "gemma2"), "phi3": ("Phi3ForCausalLM", "phi3")}
 
 
 def write_hf(folder, w, arch):
@@ -162,6 +172,10 @@ def write_hf(folder, w, arch):
                        "query_pre_attn_scalar": s["query_pre_attn_scalar"]})
         # HF's Gemma norms hold w of (1 + w); the GGUF holds 1 + w.
         w = {k: (t - 1.0 if k.endswith("norm.weight") else t) for k, t in w.items()}
+    if arch == "phi3":
+        config.update({"partial_rotary_factor": s["rotary_dim"] / s["head_dim"],
+                       "original_max_position_embeddings": s["context"], "rope_scaling": None,
+                       "sliding_window": None, "pad_token_id": 0})
     if arch == "smollm3":
         config.update({"no_rope_layers": [int((i + 1) % 4 != 0) for i in range(s["layers"])],
                        "no_rope_layer_interval": 4, "use_sliding_window": False,
@@ -181,6 +195,9 @@ def write_hf(folder, w, arch):
     names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+    if arch == "phi3":
+        names = {"attn_qkv": "self_attn.qkv_proj", "attn_output": "self_attn.o_proj",
+                 "ffn_up": "mlp.gate_up_proj", "ffn_down": "mlp.down_proj"}
     if arch == "gemma2":
         names.update({"attn_norm": "input_layernorm", "post_attention_norm":
                       "post_attention_layernorm", "ffn_norm": "pre_feedforward_layernorm",

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
 from torch_env import torch_python  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "../../fixtures")
-ARCHS = ["olmo2", "granite", "smollm3", "gemma2"]
+ARCHS = ["olmo2", "granite", "smollm3", "gemma2", "phi3"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
