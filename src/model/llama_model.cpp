@@ -36,6 +36,16 @@ Status LlamaModel::Load() {
   if (w.Find("rope_freqs.weight") != nullptr) {
     RADIX_ASSIGN_OR_RETURN(freq_factors, w.RequireVector("rope_freqs.weight", c.rotary_dim / 2));
   }
+  // LongRoPE: the long factors when the context exceeds the original one (llama.cpp's rule at
+  // its default context), from the config (HF) or the file's tensors (GGUF).
+  const bool long_rope = c.rope_original_max_position > 0 &&
+                         c.context_length > c.rope_original_max_position;
+  if (!c.rope_long_factor.empty()) {
+    freq_factors = long_rope ? c.rope_long_factor : c.rope_short_factor;
+  } else if (w.Find("rope_factors_long.weight") != nullptr) {
+    const char* name = long_rope ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    RADIX_ASSIGN_OR_RETURN(freq_factors, w.RequireVector(name, c.rotary_dim / 2));
+  }
   DecoderSpec spec;
   spec.qkv_bias = variant_.qkv_bias;
   spec.qk_norm = variant_.qk_norm;
@@ -50,7 +60,8 @@ Status LlamaModel::Load() {
   spec.inv_freq = kernels::RopeInvFreq(c.rope_theta, static_cast<int>(c.rotary_dim),
                                        c.rope_scaling,
                                        freq_factors.empty() ? nullptr : freq_factors.data());
-  spec.rope_attention_factor = static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling));
+  spec.rope_attention_factor = static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling) *
+                                                  c.rope_factor_attention);
   const float scale = c.attention_multiplier > 0
                           ? static_cast<float>(c.attention_multiplier)
                           : 1.0f / std::sqrt(static_cast<float>(c.head_dim));

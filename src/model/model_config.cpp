@@ -86,6 +86,44 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
                              ": rope_scaling yarn needs positive original_max_position_embeddings, "
                              "beta_fast and beta_slow");
     }
+  } else if (type == "longrope" || type == "su") {
+    // Divisors, not a scaling type of the kernels: LlamaModel passes the chosen set as the
+    // frequency factors.
+    const size_t half = static_cast<size_t>(c->rotary_dim / 2);
+    for (auto [key, out] : {std::pair{"long_factor", &c->rope_long_factor},
+                            {"short_factor", &c->rope_short_factor}}) {
+      auto f = it->find(key);
+      if (f == it->end() || !f->is_array() || f->size() != half) {
+        return InvalidArgument(source + ": rope_scaling " + type + " needs " + key + " with " +
+                               std::to_string(half) + " entries (rotary_dim / 2)");
+      }
+      for (const json& v : *f) {
+        if (!v.is_number() || !(v.get<double>() > 0)) {
+          return InvalidArgument(source + ": rope_scaling " + key + " entries must be positive");
+        }
+        out->push_back(v.get<float>());
+      }
+    }
+    c->rope_original_max_position = c->context_length;
+    RADIX_RETURN_IF_ERROR(ReadNumber(config, "original_max_position_embeddings",
+                                     &c->rope_original_max_position, source));
+    RADIX_RETURN_IF_ERROR(ReadNumber(*it, "original_max_position_embeddings",
+                                     &c->rope_original_max_position, source));
+    if (c->rope_original_max_position <= 0) {
+      return InvalidArgument(source + ": original_max_position_embeddings must be positive");
+    }
+    // transformers' rule: sqrt(1 + ln(factor) / ln(original)) for a context factor > 1.
+    const double factor = static_cast<double>(c->context_length) /
+                          static_cast<double>(c->rope_original_max_position);
+    c->rope_factor_attention =
+        factor <= 1.0 ? 1.0
+                      : std::sqrt(1.0 + std::log(factor) /
+                                            std::log(static_cast<double>(
+                                                c->rope_original_max_position)));
+    RADIX_RETURN_IF_ERROR(
+        ReadNumber(*it, "attention_factor", &c->rope_factor_attention, source));
+    s.type = kernels::RopeScalingType::kNone;
+    s.factor = 1.0;
   } else {
     return Unsupported(source + ": rope_scaling type '" + type + "' is not supported yet");
   }
@@ -235,6 +273,14 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
       c.layer_is_sliding[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
   } else if (c.sliding_window > 0 && cfg.value("use_sliding_window", true)) {
     c.layer_is_sliding.assign(static_cast<size_t>(c.num_layers), true);
+  }
+  // GGUF LongRoPE (GgufConfigJson's keys; the factors themselves are tensors the model reads).
+  if (cfg.contains("rope_factors_attention")) {
+    RADIX_RETURN_IF_ERROR(
+        ReadNumber(cfg, "rope_factors_attention", &c.rope_factor_attention, source));
+    c.rope_original_max_position = c.context_length;
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "original_max_position_embeddings",
+                                     &c.rope_original_max_position, source));
   }
   if (cfg.contains("no_rope_layers") && cfg["no_rope_layers"].is_array()) {
     const json& flags = cfg["no_rope_layers"];
@@ -395,6 +441,9 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   copy_float("residual_scale", "residual_multiplier");
   copy_float("attention.scale", "attention_multiplier");
   copy_float("logit_scale", "logits_scaling");
+  // LongRoPE files (phi3): the factor tensors come with these two keys.
+  copy_float("rope.scaling.attn_factor", "rope_factors_attention");
+  copy_int("rope.scaling.original_context_length", "original_max_position_embeddings");
   if (!error.ok()) return error;
   if (!c.contains("vocab_size")) {
     if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {

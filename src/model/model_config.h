@@ -58,6 +58,15 @@ struct ModelConfig {
   double final_logit_softcapping = 0.0;
   double attn_logit_softcapping = 0.0;
 
+  // LongRoPE (Phi-3.5, Phi-4-mini; HF rope_scaling type longrope / su, GGUF rope_factors_long /
+  // rope_factors_short tensors): per-dimension divisors of the rotary frequencies (rotary_dim / 2
+  // each). The long set applies when the model's context (max_position_embeddings) exceeds
+  // rope_original_max_position, as llama.cpp decides at its default context; cos and sin are
+  // multiplied by rope_factor_attention.
+  std::vector<float> rope_long_factor, rope_short_factor;
+  int64_t rope_original_max_position = 0;
+  double rope_factor_attention = 1.0;
+
   // SmolLM3's NoPE layers: false for a layer whose attention applies no rotary embedding (HF
   // no_rope_layers, or every no_rope_layer_interval-th layer); empty: every layer rotates.
   std::vector<bool> layer_uses_rope;

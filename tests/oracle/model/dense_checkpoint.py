@@ -16,6 +16,8 @@ SentencePiece vocabulary) so llama.cpp can load the file.
          soft-capping (small caps so both bite on random weights).
   phi3:  Q/K/V stacked in attn_qkv, [gate; up] stacked in ffn_up, partial rotary (12 of 16
          head dims, as Phi-4-mini's 0.75), NEOX rotary (rows not permuted).
+  phi3_longrope: the same with LongRoPE (Phi-3.5 / Phi-4-mini): context 1024 over an original
+         256, so the long factors and the attention factor sqrt(1 + ln 4 / ln 256) apply.
 """
 import json
 import os
@@ -38,9 +40,15 @@ SHAPES = {
                    final_softcap=4.0, query_pre_attn_scalar=32),
     "phi3": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
                  rope_theta=10000.0, eps=1e-5, rotary_dim=12),
+    "phi3_longrope": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96,
+                          context=1024, original_context=256, rope_theta=10000.0, eps=1e-5,
+                          rotary_dim=12,
+                          long_factor=[1.0, 1.5, 2.0, 3.0, 5.0, 8.0],
+                          short_factor=[1.0, 1.0, 1.1, 1.2, 1.5, 2.0]),
 }
 # Architectures whose GGUF Q/K rows are in the interleaved rotary order.
 INTERLEAVED = {"granite", "smollm3"}
+GGUF_ARCH = {"phi3_longrope": "phi3"}
 
 
 def random_weights(seed, vocab, arch):
@@ -67,7 +75,7 @@ def random_weights(seed, vocab, arch):
             p + "ffn_gate.weight": mat(I, H), p + "ffn_up.weight": mat(I, H),
             p + "ffn_down.weight": mat(H, I),
         })
-        if arch == "phi3":
+        if arch.startswith("phi3"):
             w[p + "attn_qkv.weight"] = np.concatenate(
                 [w.pop(p + "attn_q.weight"), w.pop(p + "attn_k.weight"),
                  w.pop(p + "attn_v.weight")])
@@ -92,7 +100,7 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     tok = _stories_tokenizer()
     w = random_weights(seed, len(tok["tokenizer.ggml.tokens"]), arch)
     qtype = getattr(gguf.GGMLQuantizationType, quant)
-    writer = gguf.GGUFWriter(str(path), arch=arch)
+    writer = gguf.GGUFWriter(str(path), arch=GGUF_ARCH.get(arch, arch))
     writer.add_name("random weights")  # not "phi3...": llama.cpp keys vocab fixes on the name
     writer.add_file_type({"F32": 0, "Q8_0": 7}[quant])
     writer.add_context_length(s["context"])
@@ -111,6 +119,12 @@ def write_gguf(path, arch, seed=0, quant="F32"):
         writer.add_rope_dimension_count(s.get("rotary_dim", s["head_dim"]))
     writer.add_rope_freq_base(s["rope_theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
+    if "long_factor" in s:
+        import math
+        scale = s["context"] / s["original_context"]
+        writer.add_rope_scaling_orig_ctx_len(s["original_context"])
+        writer.add_rope_scaling_attn_factors(
+            math.sqrt(1 + math.log(scale) / math.log(s["original_context"])))
     if arch == "granite":
         writer.add_embedding_scale(s["embedding_scale"])
         writer.add_residual_scale(s["residual_scale"])
@@ -126,6 +140,9 @@ def write_gguf(path, arch, seed=0, quant="F32"):
     writer.add_unk_token_id(0)
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
+    if "long_factor" in s:
+        w["rope_factors_long.weight"] = np.array(s["long_factor"], dtype=np.float32)
+        w["rope_factors_short.weight"] = np.array(s["short_factor"], dtype=np.float32)
     for name, t in w.items():
         if quant == "F32" or t.ndim == 1:
             writer.add_tensor(name, t)
@@ -140,7 +157,8 @@ def write_gguf(path, arch, seed=0, quant="F32"):
 
 HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite"),
               "smollm3": ("SmolLM3ForCausalLM", "smollm3"),
-              "gemma2": ("Gemma2ForCausalLM", "gemma2"), "phi3": ("Phi3ForCausalLM", "phi3")}
+              "gemma2": ("Gemma2ForCausalLM", "gemma2"), "phi3": ("Phi3ForCausalLM", "phi3"),
+              "phi3_longrope": ("Phi3ForCausalLM", "phi3")}
 
 
 def write_hf(folder, w, arch):
@@ -172,10 +190,14 @@ def write_hf(folder, w, arch):
                        "query_pre_attn_scalar": s["query_pre_attn_scalar"]})
         # HF's Gemma norms hold w of (1 + w); the GGUF holds 1 + w.
         w = {k: (t - 1.0 if k.endswith("norm.weight") else t) for k, t in w.items()}
-    if arch == "phi3":
+    if arch.startswith("phi3"):
         config.update({"partial_rotary_factor": s["rotary_dim"] / s["head_dim"],
                        "original_max_position_embeddings": s["context"], "rope_scaling": None,
                        "sliding_window": None, "pad_token_id": 0})
+    if arch == "phi3_longrope":
+        config.update({"original_max_position_embeddings": s["original_context"],
+                       "rope_scaling": {"type": "longrope", "long_factor": s["long_factor"],
+                                        "short_factor": s["short_factor"]}})
     if arch == "smollm3":
         config.update({"no_rope_layers": [int((i + 1) % 4 != 0) for i in range(s["layers"])],
                        "no_rope_layer_interval": 4, "use_sliding_window": False,
@@ -195,7 +217,7 @@ def write_hf(folder, w, arch):
     names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
-    if arch == "phi3":
+    if arch.startswith("phi3"):
         names = {"attn_qkv": "self_attn.qkv_proj", "attn_output": "self_attn.o_proj",
                  "ffn_up": "mlp.gate_up_proj", "ffn_down": "mlp.down_proj"}
     if arch == "gemma2":

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
 from torch_env import torch_python  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "../../fixtures")
-ARCHS = ["olmo2", "granite", "smollm3", "gemma2", "phi3"]
+ARCHS = ["olmo2", "granite", "smollm3", "gemma2", "phi3", "phi3_longrope"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -38,7 +38,8 @@ def test_f32_matches_llama_cpp(tmp_path, arch):
     # Gemma: GELU through llama.cpp's float16 table on both sides, tanh soft-caps (measured 9e-4).
     assert max_diff < (5e-3 if arch == "gemma2" else 1e-3)
     prompt = tokens[:24]
-    cont = llama_cpp_greedy(model, prompt, 24)
+    # A context past LongRoPE's original one, so llama.cpp picks the long factors as we do.
+    cont = llama_cpp_greedy(model, prompt, 24, n_ctx=512)
     ours = run_radix(model, prompt + cont, tmp_path, "--threads", "2")
     assert ours[len(prompt) - 1: -1].argmax(-1).tolist() == cont
 
@@ -49,7 +50,9 @@ def test_hf_matches_transformers_and_gguf(tmp_path, arch):
     w = write_gguf(model, arch, seed=12)
     hf = tmp_path / "hf"
     write_hf(str(hf), w, arch)
-    tokens = tokenize(model, STORY)[:128]
+    # LongRoPE: past the original context (256) transformers switches to the long factors, the
+    # set radixserve (and llama.cpp) use for a model whose context exceeds the original one.
+    tokens = tokenize(model, STORY)[:400 if arch == "phi3_longrope" else 128]
     ours_hf = run_radix(str(hf), tokens, tmp_path)
     ours_gguf = run_radix(model, tokens, tmp_path)
     # GGUF Gemma evaluates GELU through llama.cpp's float16 table (as llama.cpp does), the HF form

@@ -13,12 +13,12 @@ from moe_checkpoint import SHAPE, dequantized, write_gguf, write_hf
 from test_llama_oracle import STORY, _without_extra_buffer_types, llama_cpp_logits, tokenize
 
 
-def llama_cpp_greedy(model_path, prompt, n, lora_path=None):
+def llama_cpp_greedy(model_path, prompt, n, lora_path=None, n_ctx=256):
     """n tokens of llama.cpp's own greedy decoding (one token per step: its decode path), with a
     GGUF LoRA adapter at scale 1 when lora_path is given."""
     llama_cpp = pytest.importorskip("llama_cpp")
     _without_extra_buffer_types(llama_cpp)
-    llm = llama_cpp.Llama(model_path=model_path, lora_path=lora_path, n_ctx=256, n_threads=2,
+    llm = llama_cpp.Llama(model_path=model_path, lora_path=lora_path, n_ctx=n_ctx, n_threads=2,
                           verbose=False,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
     out = []
