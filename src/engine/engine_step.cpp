@@ -106,13 +106,7 @@ void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
   params.token_ids_logprob = request.token_ids_logprob;
   const int32_t token = entry.seq->input_ids[position];
   sampler_.ScoreRow(logits, token, params, sample_out_);
-  TokenLogprobInfo info;
-  info.token_id = token;
-  info.logprob = sample_out_.logprob;
-  for (const sampling::TokenLogprob& t : sample_out_.top_logprobs)
-    info.top.emplace_back(t.token_id, t.logprob);
-  info.token_ids_logprobs = sample_out_.token_ids_logprobs;
-  state.AddInputLogprob(position, std::move(info));
+  state.AddInputLogprob(position, MakeLogprobInfo(token, sample_out_));
 }
 
 void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> logits) {

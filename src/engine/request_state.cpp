@@ -52,6 +52,16 @@ void RequestState::AddInputLogprob(size_t pos, TokenLogprobInfo info) {
   pending_.input_logprobs[pos - input_logprob_start_] = std::move(info);
 }
 
+TokenLogprobInfo MakeLogprobInfo(int32_t token, const sampling::SampleOutput& sample) {
+  TokenLogprobInfo info;
+  info.token_id = token;
+  info.logprob = sample.logprob;
+  for (const sampling::TokenLogprob& t : sample.top_logprobs)
+    info.top.emplace_back(t.token_id, t.logprob);
+  info.token_ids_logprobs = sample.token_ids_logprobs;
+  return info;
+}
+
 void RequestState::AddHiddenRow(size_t pos, std::span<const float> row) {
   if (pos < hidden_sent_) return;
   const size_t i = pos - hidden_sent_;
@@ -63,15 +73,7 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
                            std::span<const int32_t> eos_ids, int64_t vocab_size,
                            int64_t cached_tokens, bool emit) {
   pending_.new_token_ids.push_back(token);
-  if (request_.return_logprob) {
-    TokenLogprobInfo info;
-    info.token_id = token;
-    info.logprob = sample.logprob;
-    for (const sampling::TokenLogprob& t : sample.top_logprobs)
-      info.top.emplace_back(t.token_id, t.logprob);
-    info.token_ids_logprobs = sample.token_ids_logprobs;
-    pending_.output_logprobs.push_back(std::move(info));
-  }
+  if (request_.return_logprob) pending_.output_logprobs.push_back(MakeLogprobInfo(token, sample));
   if (request_.return_entropy) pending_.output_entropy.push_back(sample.entropy);
   const sampling::TokenFinish check =
       sampling::CheckTokenFinish(request_.sampling, output_len, token, eos_ids, vocab_size);

@@ -50,6 +50,9 @@ inline FinishReason AbortFinish(std::string message, int status_code = 0) {
   return r;
 }
 
+// The logprob entry of `token` from the sampler's output for its row.
+TokenLogprobInfo MakeLogprobInfo(int32_t token, const sampling::SampleOutput& sample);
+
 class RequestState {
  public:
   RequestState(GenerateRequest request, EventSink sink, const tokenizer::Tokenizer* tokenizer,
