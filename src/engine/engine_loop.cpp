@@ -12,29 +12,6 @@
 
 namespace radixserve::engine {
 
-namespace {
-
-// kv::KvDtype and kernels::KvType name the same element types (src/kv and src/model may
-// not include each other, so the kernels folder carries its own enum).
-kernels::KvType ToKernelKvType(kv::KvDtype dtype) {
-  switch (dtype) {
-    case kv::KvDtype::kF32:
-      return kernels::KvType::kF32;
-    case kv::KvDtype::kBF16:
-      return kernels::KvType::kBF16;
-    case kv::KvDtype::kF16:
-      return kernels::KvType::kF16;
-    case kv::KvDtype::kFp8E4M3:
-      return kernels::KvType::kFp8E4M3;
-    case kv::KvDtype::kFp8E5M2:
-      return kernels::KvType::kFp8E5M2;
-  }
-  RADIX_CHECK_MSG(false, "unknown KV dtype");
-  return kernels::KvType::kF32;
-}
-
-}  // namespace
-
 EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory,
                        std::unique_ptr<sched::Scheduler> scheduler,
                        std::shared_ptr<const model::CausalLM> model,
@@ -54,10 +31,10 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
   kv::KvStorage& storage = memory_->pool().storage();
   for (int32_t l = 0; l < static_cast<int32_t>(mc.num_layers); ++l) {
     kv::KvLayerView layer = storage.layer(l);
-    kv_view_.k.emplace_back(layer.k, ToKernelKvType(layer.dtype), layer.k_scale);
-    kv_view_.v.emplace_back(layer.v, ToKernelKvType(layer.dtype), layer.v_scale);
+    kv_view_.k.emplace_back(layer.k, layer.dtype, layer.k_scale);
+    kv_view_.v.emplace_back(layer.v, layer.dtype, layer.v_scale);
   }
-  kv_view_.dtype = ToKernelKvType(storage.spec().dtype);
+  kv_view_.dtype = storage.spec().dtype;
   kv_view_.num_slots = static_cast<int64_t>(storage.spec().num_rows);
   kv_view_.num_kv_heads = mc.num_kv_heads;
   kv_view_.head_dim = mc.head_dim;

@@ -23,14 +23,9 @@
 
 #include "common/check.h"
 #include "kernels/kernel_table.h"
+#include "kernels/kv_type.h"
 
 namespace radixserve::kernels {
-
-// Element type of the KV cache buffers. Mirrors kv::KvDtype (src/kv may not be included here).
-enum class KvType : uint8_t { kF32, kBF16, kF16, kFp8E4M3, kFp8E5M2 };
-
-size_t KvTypeSize(KvType type);
-bool IsFp8(KvType type);
 
 // One layer's K or V buffer with its element type. Converts from float* so callers holding a
 // float32 cache need no change.

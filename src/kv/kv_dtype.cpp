@@ -8,22 +8,6 @@
 
 namespace radixserve::kv {
 
-size_t KvDtypeSize(KvDtype dtype) {
-  switch (dtype) {
-    case KvDtype::kF32:
-      return 4;
-    case KvDtype::kBF16:
-    case KvDtype::kF16:
-      return 2;
-    case KvDtype::kFp8E4M3:
-    case KvDtype::kFp8E5M2:
-      return 1;
-  }
-  RADIX_CHECK_MSG(false, "unknown KvDtype");
-}
-
-bool IsFp8(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 || dtype == KvDtype::kFp8E5M2; }
-
 std::string_view KvDtypeName(KvDtype dtype) {
   switch (dtype) {
     case KvDtype::kF32:

@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kernels/kv_type.h"
 
 namespace radixserve::kv {
 
-enum class KvDtype { kF32, kBF16, kF16, kFp8E4M3, kFp8E5M2 };
+// The kernels' element type (kernels/kv_type.h: also KvTypeSize and IsFp8, found by ADL).
+using KvDtype = kernels::KvType;
 
-// Bytes per element: 4 for f32, 2 for bf16 and fp16, 1 for the fp8 formats.
-size_t KvDtypeSize(KvDtype dtype);
-bool IsFp8(KvDtype dtype);
+inline size_t KvDtypeSize(KvDtype dtype) { return kernels::KvTypeSize(dtype); }
 
 // Canonical name, torch's spelling ("float32", "bfloat16", "float16", "float8_e4m3fn",
 // "float8_e5m2").
