@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -243,26 +244,17 @@ Expected<ItemOptions> ReadItemOptions(const ServerContext& ctx, const json& body
     return InvalidArgument("sampling_params must be an object (or a list of objects for a batch).");
   }
   out.sampling = *value;
-  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_logprob", i, batch, true));
-  if (!value->is_null() && !value->is_boolean()) {
-    return InvalidArgument("return_logprob must be a boolean.");
+  // The per-item flags: a boolean (every item) or a list of booleans, one per item.
+  for (auto [field, flag] : {std::pair{"return_logprob", &out.return_logprob},
+                             {"return_text_in_logprobs", &out.return_text},
+                             {"return_hidden_states", &out.return_hidden_states},
+                             {"return_entropy", &out.return_entropy}}) {
+    RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, field, i, batch, true));
+    if (!value->is_null() && !value->is_boolean()) {
+      return InvalidArgument(fmt::format("{} must be a boolean.", field));
+    }
+    *flag = value->is_boolean() && value->get<bool>();
   }
-  out.return_logprob = value->is_boolean() && value->get<bool>();
-  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_text_in_logprobs", i, batch, true));
-  if (!value->is_null() && !value->is_boolean()) {
-    return InvalidArgument("return_text_in_logprobs must be a boolean.");
-  }
-  out.return_text = value->is_boolean() && value->get<bool>();
-  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_hidden_states", i, batch, true));
-  if (!value->is_null() && !value->is_boolean()) {
-    return InvalidArgument("return_hidden_states must be a boolean.");
-  }
-  out.return_hidden_states = value->is_boolean() && value->get<bool>();
-  RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "return_entropy", i, batch, true));
-  if (!value->is_null() && !value->is_boolean()) {
-    return InvalidArgument("return_entropy must be a boolean.");
-  }
-  out.return_entropy = value->is_boolean() && value->get<bool>();
   if (out.return_hidden_states && !ctx.args->GetBool(args::key::kEnableReturnHiddenStates)) {
     return InvalidArgument(
         "The server is not configured to return the hidden states. Please set "

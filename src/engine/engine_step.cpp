@@ -134,8 +134,8 @@ EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& s
   // Jump-forward: text the grammar forces after the step's last token is appended now, without
   // sampling; the next decode step computes its K/V together with this token's. Requests that
   // return logprobs or entropies sample every token (a forced token has no distribution to
-  // report), and so do those returning hidden states (every output token's row is reported by the step that feeds
-  // it).
+  // report), and so do those returning hidden states (every output token's row is reported by
+  // the step that feeds it).
   std::vector<int32_t> forced;
   if (last && grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob &&
       !request.return_entropy && !request.return_hidden_states) {

@@ -373,8 +373,8 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: granite, llama, olmo2, olmoe, qwen2, qwen2moe, qwen3, "
-                       "qwen3moe, smollm3, gemma2, gemma3, phi3)");
+                       "' is not supported (supported: gemma2, gemma3, granite, llama, olmo2, "
+                       "olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});

@@ -293,10 +293,11 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
                        " is an encoder: it serves embeddings (--is-embedding), not generation");
   }
   return Unsupported("architecture " + arch +
-                     " is not supported (supported: GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
-                     "MixtralForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, OlmoeForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
-                     "Qwen3MoeForCausalLM, "
-                     "Gemma2ForCausalLM, Gemma3ForCausalLM); "
+                     " is not supported (supported: Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                     "GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
+                     "MixtralForCausalLM, Olmo2ForCausalLM, OlmoeForCausalLM, Phi3ForCausalLM, "
+                     "Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
+                     "Qwen3MoeForCausalLM, SmolLM3ForCausalLM); "
                      "--trust-remote-code cannot help: "
                      "radixserve does not run custom model code");
 }

@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from moe_checkpoint import _stories_tokenizer, to_rotate_half
+from moe_checkpoint import _stories_tokenizer, add_stories_tokenizer, to_rotate_half
 
 SHAPES = {
     "olmo2": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
@@ -130,16 +130,7 @@ def write_gguf(path, arch, seed=0, quant="F32"):
         writer.add_residual_scale(s["residual_scale"])
         writer.add_attention_scale(s["attention_scale"])
         writer.add_logit_scale(s["logit_scale"])
-    writer.add_tokenizer_model("llama")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tok["tokenizer.ggml.tokens"])
-    writer.add_token_scores(tok["tokenizer.ggml.scores"])
-    writer.add_token_types(tok["tokenizer.ggml.token_type"])
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
-    writer.add_add_bos_token(True)
-    writer.add_add_eos_token(False)
+    add_stories_tokenizer(writer, tok)
     if "long_factor" in s:
         w["rope_factors_long.weight"] = np.array(s["long_factor"], dtype=np.float32)
         w["rope_factors_short.weight"] = np.array(s["short_factor"], dtype=np.float32)

@@ -83,6 +83,20 @@ def _stories_tokenizer():
     return fields
 
 
+def add_stories_tokenizer(writer, tok):
+    """stories260K's SentencePiece vocabulary and special ids, as its GGUF has them."""
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tok["tokenizer.ggml.tokens"])
+    writer.add_token_scores(tok["tokenizer.ggml.scores"])
+    writer.add_token_types(tok["tokenizer.ggml.token_type"])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+
+
 def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     """A qwen3moe (or Mixtral: llama) GGUF; quant "Q8_0" quantizes every matrix but the router
     (as llama-quantize leaves ffn_gate_inp in F32). Returns the float32 weights the file was made
@@ -115,16 +129,7 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
         writer.add_expert_feed_forward_length(s["expert_ffn"])
     if arch == "qwen2moe":
         writer.add_expert_shared_feed_forward_length(s["shared_ffn"])
-    writer.add_tokenizer_model("llama")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tok["tokenizer.ggml.tokens"])
-    writer.add_token_scores(tok["tokenizer.ggml.scores"])
-    writer.add_token_types(tok["tokenizer.ggml.token_type"])
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
-    writer.add_add_bos_token(True)
-    writer.add_add_eos_token(False)
+    add_stories_tokenizer(writer, tok)
     for name, t in w.items():
         if quant == "F16" and t.ndim > 1:
             writer.add_tensor(name, t.astype(np.float16))
