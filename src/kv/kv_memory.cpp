@@ -119,6 +119,17 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
     memory_pools->radix_ = radix.get();
     memory_pools->cache_ = std::move(radix);
   }
+  if (options.hicache) {
+    if (memory_pools->radix_ == nullptr) {
+      return InvalidArgument(
+          "argument --enable-hierarchical-cache: needs the radix cache (drop "
+          "--disable-radix-cache)");
+    }
+    Expected<std::unique_ptr<HiCache>> hicache = HiCache::Create(
+        *options.hicache, memory_pools->radix_, memory_pools->pool_.get());
+    if (!hicache.ok()) return hicache.status();
+    memory_pools->hicache_ = std::move(hicache).value();
+  }
   return memory_pools;
 }
 
@@ -143,6 +154,8 @@ size_t KvMemory::allocatable_tokens() const {
 Status KvMemory::CheckIdle() const { return CheckKvLeak(*pool_, *cache_, req_pool_.get()); }
 
 Status KvMemory::Flush() {
+  // Loaded blocks kept for waiting sequences are not theirs yet: they go with the rest.
+  if (hicache_) hicache_->UnlockAll();
   const size_t rows_in_use = req_pool_->size() - req_pool_->available_size();
   if (rows_in_use > 0 || cache_->ProtectedSize() > 0) {
     return Status(StatusCode::kResourceExhausted,

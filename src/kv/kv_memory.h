@@ -19,6 +19,7 @@
 
 #include "common/status.h"
 #include "kv/eviction_policy.h"
+#include "kv/hicache.h"
 #include "kv/kv_dtype.h"
 #include "kv/memory_sizing.h"
 #include "kv/prefix_cache.h"
@@ -47,6 +48,8 @@ struct KvMemoryOptions {
   uint64_t weights_bytes = 0;
   // Data-parallel replicas sharing the weights and splitting the KV budget (memory_sizing.h).
   int32_t replicas = 1;
+  // The storage tier under the radix cache (--enable-hierarchical-cache with a storage backend).
+  std::optional<HiCacheOptions> hicache;
   // Host memory to size against; nullopt reads this machine (ReadHostMemory).
   std::optional<HostMemory> memory;
 };
@@ -68,6 +71,9 @@ class KvMemory {
   const PrefixCache& cache() const { return *cache_; }
   // The radix cache, or nullptr when the radix cache is disabled.
   RadixCache* radix_cache() { return radix_; }
+  // The storage tier, or nullptr when off.
+  HiCache* hicache() { return hicache_.get(); }
+  const HiCache* hicache() const { return hicache_.get(); }
 
   const KvSizing& sizing() const { return sizing_; }
   size_t max_total_num_tokens() const { return pool_->size(); }
@@ -101,6 +107,7 @@ class KvMemory {
   std::unique_ptr<ReqToTokenPool> req_pool_;
   std::unique_ptr<PrefixCache> cache_;
   RadixCache* radix_ = nullptr;
+  std::unique_ptr<HiCache> hicache_;  // destroyed before the cache it observes
 };
 
 }  // namespace radixserve::kv

@@ -56,6 +56,7 @@ RadixNode* RadixCache::SplitNode(RadixNode* child, size_t len) {
   upper->last_access = child->last_access;
   upper->creation = child->creation;
   upper->hit_count = child->hit_count;
+  upper->disk_backed = child->disk_backed;
 
   child->key.erase(child->key.begin(), child->key.begin() + len);
   child->value.erase(child->value.begin(), child->value.begin() + len);
@@ -107,11 +108,27 @@ std::pair<RadixNode*, size_t> RadixCache::Descend(std::string_view extra_key,
     const size_t len = MatchLength(child->key, tokens.subspan(pos));
     RADIX_CHECK(len > 0);
     if (len < child->key.size()) child = SplitNode(child, len);
+    if (hit && observer_ != nullptr) observer_->OnHit(*child);
     if (slots != nullptr) slots->insert(slots->end(), child->value.begin(), child->value.end());
     node = child;
     pos += len;  // after a split the next page differs, so the next lookup misses
   }
   return {node, pos};
+}
+
+size_t RadixCache::PeekMatchLength(const CacheKey& key) const {
+  const std::span<const int32_t> tokens = key.tokens.first(AlignDown(key.tokens.size()));
+  const RadixNode* node = root_.get();
+  size_t pos = 0;
+  while (pos < tokens.size()) {
+    auto it = node->children.find(ChildKey(key.extra_key, tokens.subspan(pos)));
+    if (it == node->children.end()) break;
+    const size_t len = MatchLength(it->second->key, tokens.subspan(pos));
+    pos += len;
+    if (len < it->second->key.size()) break;
+    node = it->second.get();
+  }
+  return pos;
 }
 
 MatchResult RadixCache::MatchPrefix(const CacheKey& key) {
@@ -139,6 +156,7 @@ size_t RadixCache::Insert(const CacheKey& key, std::span<const int32_t> value) {
     Unindex(node);  // no longer a leaf
     node->children.emplace(ChildKey(key.extra_key, leaf->key), std::move(leaf));
     Index(raw_leaf);
+    if (observer_ != nullptr) observer_->OnInsert(*raw_leaf);
   }
   return pos;
 }
@@ -176,6 +194,7 @@ void RadixCache::FreeSlots(std::span<const int32_t> slots) {
 
 void RadixCache::DeleteLeaf(RadixNode* leaf) {
   RADIX_CHECK(IsEvictableLeaf(leaf));
+  if (observer_ != nullptr) observer_->OnEvict(*leaf);
   Unindex(leaf);
   FreeSlots(leaf->value);
   evictable_size_ -= leaf->key.size();

@@ -42,6 +42,20 @@
 
 namespace radixserve::kv {
 
+// Hooks for the hierarchical cache's storage tier (hicache.h). Called on the engine thread from
+// inside RadixCache operations; an observer reads the node and its ancestors (keys, values,
+// extra_key) and may set disk_backed, and must not call back into the cache.
+class RadixCacheObserver {
+ public:
+  virtual ~RadixCacheObserver() = default;
+  // Insert created this node; its slots hold the KV of its tokens.
+  virtual void OnInsert(RadixNode& node) = 0;
+  // MatchPrefix passed through this node (its hit_count was just incremented).
+  virtual void OnHit(RadixNode& node) = 0;
+  // Eviction is about to free this leaf's slots.
+  virtual void OnEvict(RadixNode& leaf) = 0;
+};
+
 struct RadixCacheOptions {
   int32_t page_size = 1;
   EvictionPolicy eviction_policy = EvictionPolicy::kLru;
@@ -77,6 +91,13 @@ class RadixCache final : public PrefixCache {
   Status Reset() override;
   bool disabled() const override { return false; }
   void CollectCachedSlots(std::vector<int32_t>* out) const override;
+
+  // Length of the longest cached page-aligned prefix of key, without touching, splitting or
+  // counting a hit (a read-only MatchPrefix).
+  size_t PeekMatchLength(const CacheKey& key) const;
+
+  // At most one observer; nullptr detaches it.
+  void set_observer(RadixCacheObserver* observer) { observer_ = observer; }
 
   // Verifies the invariants listed above; the error names the first violation.
   Status CheckInvariants() const;
@@ -116,6 +137,7 @@ class RadixCache final : public PrefixCache {
   size_t protected_size_ = 0;
   uint64_t clock_ = 0;
   std::set<LeafEntry> evictable_leaves_;
+  RadixCacheObserver* observer_ = nullptr;
 };
 
 }  // namespace radixserve::kv

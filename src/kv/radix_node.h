@@ -24,6 +24,8 @@ struct RadixNode {
   uint64_t last_access = 0;  // logical clock of RadixCache
   uint64_t creation = 0;
   uint64_t hit_count = 0;
+  // The storage tier (hicache.h) has stored, or queued, every block that ends in this node.
+  bool disk_backed = false;
 };
 
 }  // namespace radixserve::kv

@@ -1,0 +1,354 @@
+#include "kv/hicache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "common/log.h"
+#include "kv/kv_block_hash.h"
+
+namespace radixserve::kv {
+namespace {
+
+// Tokens of the path from the root to `node` and their slots, in order.
+void PathOf(const RadixNode& node, std::vector<int32_t>* tokens, std::vector<int32_t>* slots) {
+  std::vector<const RadixNode*> path;
+  for (const RadixNode* n = &node; n->parent != nullptr; n = n->parent) path.push_back(n);
+  tokens->clear();
+  slots->clear();
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    tokens->insert(tokens->end(), (*it)->key.begin(), (*it)->key.end());
+    slots->insert(slots->end(), (*it)->value.begin(), (*it)->value.end());
+  }
+}
+
+// Loads may keep at most this share of the pool locked for waiting sequences.
+constexpr size_t kMaxLockedShareDivisor = 2;
+
+}  // namespace
+
+Expected<HiCacheWritePolicy> ParseHiCacheWritePolicy(std::string_view name) {
+  if (name == "write_through") return HiCacheWritePolicy::kWriteThrough;
+  if (name == "write_through_selective") return HiCacheWritePolicy::kWriteThroughSelective;
+  if (name == "write_back") return HiCacheWritePolicy::kWriteBack;
+  return InvalidArgument("unknown --hicache-write-policy: " + std::string(name));
+}
+
+Expected<HiCachePrefetchPolicy> ParseHiCachePrefetchPolicy(std::string_view name) {
+  if (name == "best_effort") return HiCachePrefetchPolicy::kBestEffort;
+  if (name == "wait_complete") return HiCachePrefetchPolicy::kWaitComplete;
+  if (name == "timeout") return HiCachePrefetchPolicy::kTimeout;
+  return InvalidArgument("unknown --hicache-storage-prefetch-policy: " + std::string(name));
+}
+
+HiCache::HiCache(const HiCacheOptions& options, RadixCache* cache, TokenToKVPool* pool,
+                 std::unique_ptr<DiskKvStore> store)
+    : options_(options), cache_(cache), pool_(pool), store_(std::move(store)) {}
+
+Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options,
+                                                   RadixCache* cache, TokenToKVPool* pool) {
+  RADIX_CHECK(cache != nullptr && pool != nullptr);
+  if (options.block_tokens == 0 ||
+      options.block_tokens % static_cast<size_t>(pool->page_size()) != 0) {
+    return InvalidArgument("hierarchical cache blocks must be a multiple of --page-size");
+  }
+  DiskKvStoreOptions store_options;
+  store_options.directory = options.directory;
+  store_options.capacity_bytes = options.capacity_bytes;
+  store_options.model_tag = options.model_tag;
+  store_options.block_tokens = options.block_tokens;
+  const KvStorage& storage = pool->storage();
+  store_options.payload_bytes =
+      options.block_tokens * storage.row_bytes() * 2 * static_cast<size_t>(storage.spec().num_layers);
+  Expected<std::unique_ptr<DiskKvStore>> store = DiskKvStore::Open(store_options);
+  if (!store.ok()) return store.status();
+  std::unique_ptr<HiCache> hicache(
+      new HiCache(options, cache, pool, std::move(store).value()));
+  cache->set_observer(hicache.get());
+  return hicache;
+}
+
+HiCache::~HiCache() { cache_->set_observer(nullptr); }
+
+size_t HiCache::payload_bytes() const { return store_->options().payload_bytes; }
+
+void HiCache::Gather(std::span<const int32_t> slots, std::byte* out) {
+  KvStorage& storage = pool_->storage();
+  const size_t row = storage.row_bytes();
+  for (int32_t layer = 0; layer < storage.spec().num_layers; ++layer) {
+    for (const void* base : {storage.k_base(layer), storage.v_base(layer)}) {
+      const auto* bytes = static_cast<const std::byte*>(base);
+      for (const int32_t slot : slots) {
+        std::memcpy(out, bytes + static_cast<size_t>(slot) * row, row);
+        out += row;
+      }
+    }
+  }
+}
+
+void HiCache::Scatter(const std::byte* in, size_t offset, std::span<const int32_t> slots) {
+  KvStorage& storage = pool_->storage();
+  const size_t row = storage.row_bytes();
+  const size_t block_rows = options_.block_tokens * row;
+  for (int32_t layer = 0; layer < storage.spec().num_layers; ++layer) {
+    for (void* base : {storage.k_base(layer), storage.v_base(layer)}) {
+      auto* bytes = static_cast<std::byte*>(base);
+      const std::byte* src = in + offset * row;
+      for (const int32_t slot : slots) {
+        std::memcpy(bytes + static_cast<size_t>(slot) * row, src, row);
+        src += row;
+      }
+      in += block_rows;
+    }
+  }
+}
+
+void HiCache::Backup(RadixNode& node) {
+  if (node.disk_backed) return;
+  node.disk_backed = true;
+  if (options_.persistable && !options_.persistable(node.extra_key)) return;
+  const size_t b = options_.block_tokens;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> slots;
+  PathOf(node, &tokens, &slots);
+  const size_t end = tokens.size();
+  const size_t start = end - node.key.size();
+  const size_t first = start / b;
+  const size_t last = end / b;  // exclusive
+  if (first >= last) return;
+  const uint64_t seed = BlockChainSeed(store_->options().model_tag, node.extra_key);
+  const std::vector<uint64_t> hashes =
+      BlockHashes(seed, std::span(tokens).first(last * b), b);
+  for (size_t i = first; i < last; ++i) {
+    if (store_->Has(hashes[i])) continue;
+    auto payload = std::make_shared<std::vector<std::byte>>(payload_bytes());
+    Gather(std::span(slots).subspan(i * b, b), payload->data());
+    KvBlock block;
+    block.hash = hashes[i];
+    block.parent_hash = i == 0 ? seed : hashes[i - 1];
+    block.tokens.assign(tokens.begin() + static_cast<ptrdiff_t>(i * b),
+                        tokens.begin() + static_cast<ptrdiff_t>((i + 1) * b));
+    block.extra_key = node.extra_key;
+    block.payload = std::move(payload);
+    if (!store_->Write(std::move(block))) {
+      node.disk_backed = false;  // the write queue is full: try again on a later event
+      return;
+    }
+  }
+}
+
+void HiCache::OnInsert(RadixNode& node) {
+  if (inserting_loaded_) {
+    node.disk_backed = true;  // it came from storage
+    return;
+  }
+  if (options_.write_policy == HiCacheWritePolicy::kWriteThrough) Backup(node);
+}
+
+void HiCache::OnHit(RadixNode& node) {
+  if (options_.write_policy == HiCacheWritePolicy::kWriteThroughSelective &&
+      node.hit_count >= 2) {
+    Backup(node);
+  }
+}
+
+void HiCache::OnEvict(RadixNode& leaf) {
+  if (options_.write_policy == HiCacheWritePolicy::kWriteBack) Backup(leaf);
+}
+
+uint64_t HiCache::Prefetch(std::span<const int32_t> tokens, std::string_view extra_key) {
+  if (options_.persistable && !options_.persistable(extra_key)) return 0;
+  const size_t b = options_.block_tokens;
+  const size_t blocks = tokens.size() / b;
+  if (blocks == 0) return 0;
+  const size_t matched = cache_->PeekMatchLength(CacheKey{tokens, extra_key});
+  const size_t first = matched / b;
+  if (first >= blocks) return 0;
+  const uint64_t seed = BlockChainSeed(store_->options().model_tag, extra_key);
+  const std::vector<uint64_t> hashes = BlockHashes(seed, tokens.first(blocks * b), b);
+  size_t last = first;
+  while (last < blocks && (store_->Contains(hashes[last]) || loads_.count(hashes[last]) != 0)) {
+    ++last;
+  }
+  const size_t new_tokens = last * b - matched;
+  if (last == first || new_tokens < options_.prefetch_threshold) return 0;
+
+  const uint64_t id = next_op_++;
+  Op& op = ops_[id];
+  op.tokens.assign(tokens.begin(), tokens.begin() + static_cast<ptrdiff_t>(last * b));
+  op.extra_key = std::string(extra_key);
+  op.first_block = first;
+  op.hashes.assign(hashes.begin() + static_cast<ptrdiff_t>(first),
+                   hashes.begin() + static_cast<ptrdiff_t>(last));
+  op.parent = first == 0 ? seed : hashes[first - 1];
+  const double timeout =
+      options_.prefetch_timeout_base +
+      options_.prefetch_timeout_per_ki_token * static_cast<double>(new_tokens) / 1024.0;
+  op.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(timeout));
+  for (const uint64_t hash : op.hashes) {
+    Load& load = loads_[hash];
+    if (load.refs++ == 0) store_->Read(hash);
+  }
+  ++stats_.prefetch_ops;
+  return id;
+}
+
+bool HiCache::Ready(uint64_t id, Clock::time_point now) const {
+  auto it = ops_.find(id);
+  if (it == ops_.end() || it->second.finished) return true;
+  switch (options_.prefetch_policy) {
+    case HiCachePrefetchPolicy::kBestEffort:
+      return true;
+    case HiCachePrefetchPolicy::kWaitComplete:
+      return false;
+    case HiCachePrefetchPolicy::kTimeout:
+      return now >= it->second.deadline;
+  }
+  return true;
+}
+
+size_t HiCache::Release(uint64_t id, size_t matched_len) {
+  auto it = ops_.find(id);
+  if (it == ops_.end()) return 0;
+  Op& op = it->second;
+  size_t hit = 0;
+  if (op.loaded_end > op.loaded_from && matched_len > op.loaded_from) {
+    hit = std::min(matched_len, op.loaded_end) - op.loaded_from;
+  }
+  stats_.storage_hit_tokens += hit;
+  if (op.locked != nullptr) {
+    cache_->DecLockRef(op.locked);
+    locked_tokens_ -= op.loaded_end;
+    op.locked = nullptr;
+  }
+  op.released = true;
+  if (op.finished) ops_.erase(it);
+  return hit;
+}
+
+void HiCache::UnlockAll() {
+  for (auto& [id, op] : ops_) {
+    if (op.locked == nullptr) continue;
+    cache_->DecLockRef(op.locked);
+    locked_tokens_ -= op.loaded_end;
+    op.locked = nullptr;
+  }
+}
+
+void HiCache::Poll() {
+  for (DiskKvStore::Completed& done : store_->TakeCompleted()) {
+    if (done.is_write) {
+      if (done.ok) stats_.backuped_tokens += options_.block_tokens;
+      continue;
+    }
+    auto it = loads_.find(done.block.hash);
+    if (it == loads_.end()) continue;
+    it->second.done = true;
+    it->second.ok = done.ok;
+    it->second.block = std::move(done.block);
+  }
+  for (auto it = ops_.begin(); it != ops_.end();) {
+    Op& op = it->second;
+    if (!op.finished &&
+        std::all_of(op.hashes.begin(), op.hashes.end(),
+                    [this](uint64_t h) { return loads_.at(h).done; })) {
+      Finish(op);
+    }
+    if (op.finished && op.released) {
+      it = ops_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void HiCache::Finish(Op& op) {
+  op.finished = true;
+  size_t good = 0;
+  uint64_t parent = op.parent;
+  const size_t b = options_.block_tokens;
+  for (size_t i = 0; i < op.hashes.size() && !op.stale; ++i) {
+    const Load& load = loads_.at(op.hashes[i]);
+    const auto expected = std::span(op.tokens).subspan((op.first_block + i) * b, b);
+    if (!load.ok || load.block.parent_hash != parent || load.block.extra_key != op.extra_key ||
+        !std::equal(expected.begin(), expected.end(), load.block.tokens.begin(),
+                    load.block.tokens.end())) {
+      break;
+    }
+    parent = op.hashes[i];
+    ++good;
+  }
+  if (good > 0) InsertLoaded(op, good);
+  DropRefs(op);
+}
+
+void HiCache::DropRefs(const Op& op) {
+  for (const uint64_t hash : op.hashes) {
+    auto it = loads_.find(hash);
+    if (--it->second.refs == 0) loads_.erase(it);
+  }
+}
+
+void HiCache::InsertLoaded(Op& op, size_t blocks) {
+  const size_t b = options_.block_tokens;
+  const size_t begin = op.first_block * b;
+  const size_t end = begin + blocks * b;
+  const CacheKey key{std::span(op.tokens).first(end), op.extra_key};
+  MatchResult match = cache_->MatchPrefix(key);
+  const size_t matched = match.matched_len();
+  if (matched >= end) return;  // another load (or a computation) got there first
+  if (matched < begin) return;  // the RAM part it continues was evicted meanwhile
+  const size_t need = end - matched;
+  cache_->IncLockRef(match.last_node);
+  if (pool_->available_size() < need) cache_->Evict(need - pool_->available_size());
+  Expected<std::vector<int32_t>> slots = pool_->Alloc(need);
+  if (!slots.ok()) {
+    cache_->DecLockRef(match.last_node);
+    return;
+  }
+  for (size_t pos = matched; pos < end;) {
+    const size_t block = pos / b;
+    const size_t offset = pos % b;
+    const size_t count = std::min(b - offset, end - pos);
+    const Load& load = loads_.at(op.hashes[block - op.first_block]);
+    Scatter(load.block.payload->data(), offset,
+            std::span(*slots).subspan(pos - matched, count));
+    pos += count;
+  }
+  std::vector<int32_t> value = std::move(match.device_indices);
+  value.insert(value.end(), slots->begin(), slots->end());
+  inserting_loaded_ = true;
+  const size_t already = cache_->Insert(key, value);
+  inserting_loaded_ = false;
+  RADIX_CHECK_MSG(already == matched, "the radix tree changed under a storage load");
+  MatchResult inserted = cache_->MatchPrefix(key);
+  RADIX_CHECK(inserted.matched_len() == end);
+  const bool lock = !op.released && locked_tokens_ + end <= pool_->size() / kMaxLockedShareDivisor;
+  if (lock) {
+    cache_->IncLockRef(inserted.last_node);
+    op.locked = inserted.last_node;
+    locked_tokens_ += end;
+  }
+  cache_->DecLockRef(match.last_node);
+  op.loaded_from = matched;
+  op.loaded_end = end;
+  stats_.prefetched_tokens += need;
+}
+
+void HiCache::SetModelTag(uint64_t tag) {
+  options_.model_tag = tag;
+  store_->SetModelTag(tag);
+  for (auto& [id, op] : ops_) op.stale = true;
+}
+
+void HiCache::ClearStorage() { store_->Clear(); }
+
+HiCacheStats HiCache::stats() const {
+  HiCacheStats out = stats_;
+  out.store = store_->stats();
+  return out;
+}
+
+}  // namespace radixserve::kv
