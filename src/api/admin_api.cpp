@@ -132,6 +132,15 @@ void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   });
 }
 
+void HandleClearHiCacheStorage(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  // SGLang answers in plain text: 200 once cleared, 400 without a storage tier.
+  ctx.engine->ClearStorageAsync([writer](Status cleared) {
+    writer->Send(cleared.ok() ? 200 : 400, "text/plain",
+                 cleared.ok() ? "Hierarchical cache storage backend cleared.\n"
+                              : cleared.message() + "\n");
+  });
+}
+
 void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
   if (ctx.metrics == nullptr) {
     writer->Send(404, "application/json",

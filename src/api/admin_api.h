@@ -12,6 +12,8 @@ void HandleModelInfo(ServerContext& ctx, const ApiRequest& request, ResponseWrit
 void HandleServerInfo(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleGetLoad(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleFlushCache(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+void HandleClearHiCacheStorage(ServerContext& ctx, const ApiRequest& request,
+                               ResponseWriterPtr writer);
 void HandleAbortRequest(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);

@@ -200,6 +200,7 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
   choice.prompt_tokens = event.prompt_tokens;
   choice.completion_tokens = event.completion_tokens;
   choice.cached_tokens = event.cached_tokens;
+  choice.storage_cached_tokens = event.storage_cached_tokens;
   choice.spec_verify_ct = event.spec_verify_ct;
   choice.e2e_latency_s = event.e2e_latency_s;
   RecordMetrics(choice, event);

@@ -183,6 +183,15 @@ json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInf
                {"weight_version", ctx.weight_version.Get()},
                {"total_retractions", 0}};
   if (choice.finished) meta["e2e_latency"] = choice.e2e_latency_s;
+  if (choice.storage_cached_tokens >= 0) {
+    // SGLang's breakdown with a storage tier: on a CPU the RAM pool is the device tier and
+    // there is no separate host tier.
+    meta["cached_tokens_details"] = {
+        {"device", choice.cached_tokens - choice.storage_cached_tokens},
+        {"host", 0},
+        {"storage", choice.storage_cached_tokens},
+        {"storage_backend", "HiCacheFile"}};
+  }
   if (choice.spec_verify_ct) meta["spec_verify_ct"] = *choice.spec_verify_ct;
   if (info.shape.return_logprob) {
     AddLogprobs(ctx, info.shape, choice.input_logprobs, "input", meta);

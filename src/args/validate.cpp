@@ -92,6 +92,63 @@ Status CheckNgramArgs(const ServerArgs& args) {
   return Status::Ok();
 }
 
+// The hierarchical cache: a storage tier needs the flag and the radix cache; the file backend is
+// the one radixserve has; the extra config holds known keys of the right types only.
+Status ValidateHiCache(const ServerArgs& args, std::vector<std::string>& warnings) {
+  const bool enabled = args.GetBool(key::kEnableHierarchicalCache);
+  const bool storage = !args.IsNull(key::kHicacheStorageBackend);
+  if (storage && !enabled) {
+    return Invalid(key::kHicacheStorageBackend, "requires --enable-hierarchical-cache");
+  }
+  if (storage && args.GetString(key::kHicacheStorageBackend) != "file") {
+    return Invalid(key::kHicacheStorageBackend,
+                   fmt::format("'{}' is a distributed store radixserve does not link; the 'file' "
+                               "backend is available",
+                               args.GetString(key::kHicacheStorageBackend)));
+  }
+  if (enabled && args.GetBool(key::kDisableRadixCache)) {
+    return Invalid(key::kEnableHierarchicalCache,
+                   "needs the radix cache; drop --disable-radix-cache");
+  }
+  if (enabled && !storage) {
+    warnings.push_back(
+        "--enable-hierarchical-cache without --hicache-storage-backend: on device cpu the KV pool "
+        "is host memory already, so there is no second tier; add --hicache-storage-backend file "
+        "for the disk tier");
+  }
+  if (args.GetFloat(key::kHicacheRatio) <= 0) {
+    return Invalid(key::kHicacheRatio, "must be positive");
+  }
+  if (args.GetInt(key::kHicacheSize) < 0) return Invalid(key::kHicacheSize, "must be >= 0");
+  if (args.IsNull(key::kHicacheStorageBackendExtraConfig)) return Status::Ok();
+  if (!storage) {
+    return Invalid(key::kHicacheStorageBackendExtraConfig,
+                   "configures the storage tier; give --hicache-storage-backend too");
+  }
+  const nlohmann::json& extra = args.Get(key::kHicacheStorageBackendExtraConfig);
+  if (!extra.is_object()) {
+    return Invalid(key::kHicacheStorageBackendExtraConfig, "must be a JSON object");
+  }
+  for (const auto& [name, value] : extra.items()) {
+    if (name == "prefetch_threshold") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+        return Invalid(key::kHicacheStorageBackendExtraConfig,
+                       "prefetch_threshold must be an integer >= 0");
+      }
+    } else if (name == "prefetch_timeout_base" || name == "prefetch_timeout_per_ki_token") {
+      if (!value.is_number() || value.get<double>() < 0) {
+        return Invalid(key::kHicacheStorageBackendExtraConfig, name + " must be a number >= 0");
+      }
+    } else {
+      return Invalid(key::kHicacheStorageBackendExtraConfig,
+                     fmt::format("unknown key '{}' (the file backend reads prefetch_threshold, "
+                                 "prefetch_timeout_base and prefetch_timeout_per_ki_token)",
+                                 name));
+    }
+  }
+  return Status::Ok();
+}
+
 // Device-only arguments: accepted, with one warning each when set to a non-default value.
 void WarnInapplicable(const ServerArgs& args, std::vector<std::string>& warnings) {
   for (const ArgSpec& spec : AllArgs()) {
@@ -277,6 +334,7 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
       return Invalid(key::kQuantizationParamPath, "is supported with --tp-size 1 only");
     }
   }
+  RADIX_RETURN_IF_ERROR(ValidateHiCache(args, warnings));
   const int64_t page_size = args.GetInt(key::kPageSize);
   const int64_t chunk = args.GetInt(key::kChunkedPrefillSize);
   if (chunk > 0 && chunk % page_size != 0) {

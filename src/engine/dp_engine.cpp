@@ -87,6 +87,11 @@ void DpEngine::FlushCacheAsync(std::function<void(Status)> done) {
   for (auto& replica : replicas_) replica->FlushCacheAsync(joined);
 }
 
+void DpEngine::ClearStorageAsync(std::function<void(Status)> done) {
+  auto joined = JoinStatuses(replicas_.size(), std::move(done));
+  for (auto& replica : replicas_) replica->ClearStorageAsync(joined);
+}
+
 void DpEngine::PauseAsync(PauseMode mode, std::function<void()> done) {
   auto joined = JoinStatuses(replicas_.size(), [done = std::move(done)](Status) { done(); });
   for (auto& replica : replicas_) {

@@ -34,6 +34,7 @@ class DpEngine final : public Engine {
   Status Submit(GenerateRequest request, EventSink sink) override;
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
+  void ClearStorageAsync(std::function<void(Status)> done) override;
   void PauseAsync(PauseMode mode, std::function<void()> done) override;
   void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
                         UpdateModelDone done) override;

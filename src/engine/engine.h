@@ -104,6 +104,12 @@ class Engine {
   // Never blocks the caller: safe on HTTP I/O threads.
   virtual void FlushCacheAsync(std::function<void(Status)> done) = 0;
 
+  // /clear_hicache_storage_backend: deletes every KV block the hierarchical cache's storage tier
+  // holds. kInvalidArgument when the server has no storage tier. `done` as for FlushCacheAsync.
+  virtual void ClearStorageAsync(std::function<void(Status)> done) {
+    done(InvalidArgument("Hierarchical cache storage backend is not enabled."));
+  }
+
   // FlushCacheAsync, waiting for the result. Blocks until the current step ends: never call it
   // from an HTTP I/O thread.
   Status FlushCache();

@@ -1,7 +1,11 @@
 #include "engine/engine_factory.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -10,6 +14,7 @@
 #include "engine/engine_config.h"
 #include "engine/engine_loop.h"
 #include "engine/load_balancer.h"
+#include "kv/kv_block_hash.h"
 #include "kv/kv_memory.h"
 #include "kv/kv_scales_file.h"
 #include "model/model_loader.h"
@@ -37,6 +42,88 @@ kv::KvDtype AutoKvDtype(const args::ServerArgs& args, const model::ModelConfig& 
   if (format == kernels::WeightFormat::kBF16) return kv::KvDtype::kBF16;
   if (format == kernels::WeightFormat::kF32) return kv::KvDtype::kF32;
   return kv::KvDtype::kF16;  // half, float16, and quantized GGUF files
+}
+
+// What makes a token's K/V what it is, beyond the tokens before it: the weights (each weight
+// file's name, size and modification time), the arguments that change the computation, the KV
+// element type, scales and geometry. Stored blocks of another tag are never used.
+uint64_t ModelTag(const args::ServerArgs& args, const model::ModelConfig& mc,
+                  const kv::KvMemoryOptions& kv_options, size_t block_tokens) {
+  namespace fs = std::filesystem;
+  std::string id = fmt::format("{}|{}|{}|{}|{}|{}|{}", mc.model_type, mc.num_layers,
+                               mc.num_kv_heads, mc.head_dim, mc.vocab_size,
+                               kv::KvDtypeName(kv_options.dtype), block_tokens);
+  for (const args::ArgKey k : {key::kModelPath, key::kRevision, key::kDtype, key::kQuantization,
+                               key::kJsonModelOverrideArgs, key::kContextLength, key::kTpSize,
+                               key::kLoadFormat}) {
+    id += '|';
+    id += args.Get(k).dump();
+  }
+  std::error_code ec;
+  const fs::path path = fs::weakly_canonical(args.GetString(key::kModelPath), ec);
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
+      if (entry.is_regular_file(ec)) files.push_back(entry.path());
+    }
+  } else {
+    files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& file : files) {
+    const auto size = fs::file_size(file, ec);
+    const auto mtime = fs::last_write_time(file, ec).time_since_epoch().count();
+    id += fmt::format("|{}:{}:{}", file.filename().string(), ec ? 0 : size,
+                      static_cast<int64_t>(mtime));
+  }
+  uint64_t tag = kv::HashString(0, id);
+  for (const std::vector<float>* scales : {&kv_options.scales.k, &kv_options.scales.v}) {
+    tag = kv::HashBytes(tag, scales->data(), scales->size() * sizeof(float));
+  }
+  return tag;
+}
+
+// The storage tier's settings: --hicache-* and the file backend's directory
+// ($SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR, else /tmp/hicache, as SGLang's HiCacheFile).
+Expected<kv::HiCacheOptions> MakeHiCacheOptions(const args::ServerArgs& args,
+                                                const model::ModelConfig& mc,
+                                                const kv::KvMemoryOptions& kv_options,
+                                                int32_t replicas) {
+  kv::HiCacheOptions options;
+  const char* dir = std::getenv("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR");
+  options.directory = dir != nullptr && *dir != '\0' ? dir : "/tmp/hicache";
+  // Blocks of at least 64 tokens (one file each), whole pages.
+  const auto page = static_cast<size_t>(kv_options.page_size);
+  options.block_tokens = page >= 64 ? page : (64 + page - 1) / page * page;
+  const int64_t size_gb = args.GetInt(key::kHicacheSize);
+  if (size_gb > 0) {
+    options.capacity_bytes = static_cast<uint64_t>(size_gb) * (1ull << 30) /
+                             static_cast<uint64_t>(std::max(replicas, 1));
+  } else {
+    options.capacity_ratio = args.GetFloat(key::kHicacheRatio);
+  }
+  Expected<kv::HiCacheWritePolicy> write =
+      kv::ParseHiCacheWritePolicy(args.GetString(key::kHicacheWritePolicy));
+  if (!write.ok()) return write.status();
+  options.write_policy = *write;
+  Expected<kv::HiCachePrefetchPolicy> prefetch =
+      kv::ParseHiCachePrefetchPolicy(args.GetString(key::kHicacheStoragePrefetchPolicy));
+  if (!prefetch.ok()) return prefetch.status();
+  options.prefetch_policy = *prefetch;
+  if (!args.IsNull(key::kHicacheStorageBackendExtraConfig)) {
+    // ResolveServerArgs checked the keys and types.
+    const nlohmann::json& extra = args.Get(key::kHicacheStorageBackendExtraConfig);
+    options.prefetch_threshold =
+        extra.value("prefetch_threshold", static_cast<int64_t>(options.prefetch_threshold));
+    options.prefetch_timeout_base =
+        extra.value("prefetch_timeout_base", options.prefetch_timeout_base);
+    options.prefetch_timeout_per_ki_token =
+        extra.value("prefetch_timeout_per_ki_token", options.prefetch_timeout_per_ki_token);
+  }
+  options.model_tag = ModelTag(args, mc, kv_options, options.block_tokens);
+  // LoRA namespaces ("L<load id>:") name adapters by a per-process id: never stored.
+  options.persistable = [](std::string_view ns) { return ns.empty() || ns.front() != 'L'; };
+  return options;
 }
 
 Expected<std::unique_ptr<EngineLoop>> CreateReplica(
@@ -85,6 +172,11 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   options.disable_radix_cache = args.GetBool(key::kDisableRadixCache);
   options.eviction_policy = *eviction_policy;
   options.weights_bytes = static_cast<uint64_t>(model->weight_bytes());
+  if (!args.IsNull(key::kHicacheStorageBackend)) {
+    Expected<kv::HiCacheOptions> hicache = MakeHiCacheOptions(args, mc, options, place.size);
+    if (!hicache.ok()) return hicache.status();
+    options.hicache = std::move(hicache).value();
+  }
   Expected<std::unique_ptr<kv::KvMemory>> memory = kv::KvMemory::Create(options);
   if (!memory.ok()) return memory.status();
 

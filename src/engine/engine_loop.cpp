@@ -1,5 +1,7 @@
 #include "engine/engine_loop.h"
 
+#include "kv/kv_block_hash.h"
+
 #include <future>
 #include <limits>
 #include <optional>
@@ -57,6 +59,9 @@ void EngineLoop::Start() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     thread_live_ = true;
+  }
+  if (kv::HiCache* hicache = memory_->hicache(); hicache != nullptr) {
+    hicache->set_notifier([this] { PostCommand([] {}); });  // a finished load wakes the loop
   }
   thread_ = std::thread([this] { Run(); });
   WatchdogOptions watchdog;
@@ -220,6 +225,10 @@ void EngineLoop::MaybeSwapModel() {
   PendingModel pending = std::move(*pending_model_);
   pending_model_.reset();
   model_ = std::move(pending.model);
+  if (kv::HiCache* hicache = memory_->hicache(); hicache != nullptr) {
+    // Stored KV came from the old weights: the new ones key their blocks apart.
+    hicache->SetModelTag(kv::HashString(hicache->options().model_tag, "new weights"));
+  }
   released_.weights = false;  // new weights serve: nothing left to resume for them
   std::string note;
   if (pending.flush_cache) {
@@ -374,6 +383,8 @@ void EngineLoop::Shutdown() {
   }
   if (thread_.joinable()) thread_.join();
   if (watchdog_) watchdog_->Stop();
+  // The storage tier's I/O thread outlives this object's mutex otherwise.
+  if (memory_ && memory_->hicache() != nullptr) memory_->hicache()->set_notifier(nullptr);
 }
 
 void EngineLoop::Run() {
@@ -386,7 +397,11 @@ void EngineLoop::Run() {
     AbortFlagged();
     MaybeSwapModel();
     if (ngram_ && !halted()) ProposeDrafts();
+    PollPrefetches();
     sched::StepPlan plan = halted() ? sched::StepPlan{} : scheduler_->PlanStep();
+    for (const sched::StepEntry& entry : plan.entries) {
+      if (entry.seq->prefetch_op != 0) ReleasePrefetch(entry.seq, states_.at(entry.seq).get());
+    }
     for (const sched::DroppedSeq& dropped : plan.dropped) {
       if (dropped.reason == sched::DropReason::kOutOfMemory) {
         FinishSequence(dropped.seq, AbortFinish("Out of KV cache memory for this request.", 500),
@@ -516,8 +531,11 @@ void EngineLoop::AdmitSubmission(Submission submission) {
     return;
   }
   prompt_tokens_total_ += static_cast<int64_t>(raw->input_ids.size());
+  if (memory_->hicache() != nullptr) state->set_storage_cached_tokens(0);
   states_.emplace(raw, std::move(state));
+  StartPrefetch(raw);
   if (displaced) {
+    ReleasePrefetch(displaced.get(), nullptr);
     auto it = states_.find(displaced.get());
     it->second->Finish(AbortFinish("The request is aborted by a higher priority request.", 503), 0,
                        0);
@@ -532,6 +550,7 @@ void EngineLoop::AbortMatching(const AbortOrder& order) {
     return seq.rid.compare(0, order.rid.size(), order.rid) == 0;
   };
   for (std::unique_ptr<sched::Sequence>& seq : scheduler_->TakeWaiting(matches)) {
+    ReleasePrefetch(seq.get(), nullptr);
     auto it = states_.find(seq.get());
     it->second->Finish(AbortFinish("Abort in waiting queue"), 0, 0);
     states_.erase(it);
@@ -552,6 +571,7 @@ void EngineLoop::AbortFlagged() {
 }
 
 void EngineLoop::FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv) {
+  ReleasePrefetch(seq, nullptr);
   auto it = states_.find(seq);
   if (it != states_.end()) {
     it->second->Finish(std::move(reason), static_cast<int64_t>(seq->output_ids.size()),

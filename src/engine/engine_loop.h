@@ -55,6 +55,7 @@ class EngineLoop final : public Engine {
   Status Submit(GenerateRequest request, EventSink sink) override;
   void Abort(std::string_view rid, AbortMatch match) override;
   void FlushCacheAsync(std::function<void(Status)> done) override;
+  void ClearStorageAsync(std::function<void(Status)> done) override;
   void PauseAsync(PauseMode mode, std::function<void()> done) override;
   void UpdateModelAsync(std::shared_ptr<const model::CausalLM> model, bool flush_cache,
                         UpdateModelDone done) override;
@@ -86,6 +87,12 @@ class EngineLoop final : public Engine {
   void AbortMatching(const AbortOrder& order);
   void AbortFlagged();
   void FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv);
+  // The hierarchical cache's storage tier (engine_hicache.cpp): a queued sequence starts loading
+  // its stored prefix; before each plan finished loads go into the radix cache and the prefetch
+  // policy decides who may be admitted; an admitted (or ended) sequence gives up its load.
+  void StartPrefetch(sched::Sequence* seq);
+  void PollPrefetches();
+  void ReleasePrefetch(sched::Sequence* seq, RequestState* state);
   // engine_step.cpp
   void RunStep(sched::StepPlan& plan);
   void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);

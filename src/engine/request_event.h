@@ -64,6 +64,8 @@ struct RequestEvent {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  // Of those, the ones the hierarchical cache loaded from storage; -1 without a storage tier.
+  int64_t storage_cached_tokens = -1;
   // Speculative decoding (nullopt when the server runs none): decode steps that verified drafts
   // for this request (every decode step of a speculative request, with or without a draft).
   std::optional<int64_t> spec_verify_ct;

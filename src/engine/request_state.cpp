@@ -180,6 +180,7 @@ void RequestState::Emit(bool final, int64_t output_len, int64_t cached_tokens) {
   event.prompt_tokens = static_cast<int64_t>(request_.input_ids.size());
   event.completion_tokens = output_len;
   event.cached_tokens = cached_tokens;
+  event.storage_cached_tokens = storage_cached_tokens_;
   event.spec_verify_ct = spec_verify_ct_;
   event.e2e_latency_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - request_.arrival).count();

@@ -96,6 +96,9 @@ class RequestState {
 
   // Ends the request with an abort (or another given reason) and emits the final event.
   void Finish(FinishReason reason, int64_t output_len, int64_t cached_tokens);
+  // With the hierarchical cache's storage tier: how many of the cached prompt tokens came from
+  // storage (events then carry the cache-source breakdown).
+  void set_storage_cached_tokens(int64_t tokens) { storage_cached_tokens_ = tokens; }
 
  private:
   void Emit(bool final, int64_t output_len, int64_t cached_tokens);
@@ -117,6 +120,7 @@ class RequestState {
   bool text_stopped_ = false;   // a stop string or stop regex matched: no more text
   int64_t last_emit_len_ = 0;   // output length at the last progress event
   bool finished_ = false;
+  int64_t storage_cached_tokens_ = -1;  // -1: no storage tier
   bool input_logprobs_sent_ = false;
   size_t input_logprob_start_ = 0;
   RequestEvent pending_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -191,6 +192,11 @@ void DiskKvStore::Forget(uint64_t hash) {
   index_.erase(it);
 }
 
+void DiskKvStore::set_notifier(std::function<void()> notifier) {
+  std::lock_guard<std::mutex> lock(notify_mutex_);
+  notifier_ = std::move(notifier);
+}
+
 void DiskKvStore::Touch(uint64_t hash) {
   auto it = index_.find(hash);
   if (it == index_.end()) return;
@@ -315,14 +321,15 @@ void DiskKvStore::IoThread() {
       busy_ = true;
     }
     RunJob(job);
-    std::function<void()> notify;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = false;
       if (reads_.empty() && others_.empty()) idle_.notify_all();
-      if (job.kind == Job::Kind::kRead || job.kind == Job::Kind::kWrite) notify = notifier_;
     }
-    if (notify) notify();
+    if (job.kind == Job::Kind::kRead || job.kind == Job::Kind::kWrite) {
+      std::lock_guard<std::mutex> lock(notify_mutex_);
+      if (notifier_) notifier_();
+    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   idle_.notify_all();
@@ -392,7 +399,10 @@ void DiskKvStore::RunJob(Job& job) {
 
 bool DiskKvStore::WriteFile(const KvBlock& block, std::string* error) {
   const std::string path = PathOf(block.hash);
-  const std::string temp = path + "." + std::to_string(::getpid()) + std::string(kTempSuffix);
+  // Unique per process and store: data-parallel replicas share a directory.
+  static std::atomic<uint64_t> next_temp{0};
+  const std::string temp = path + "." + std::to_string(::getpid()) + "-" +
+                           std::to_string(next_temp.fetch_add(1)) + std::string(kTempSuffix);
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.version = kVersion;

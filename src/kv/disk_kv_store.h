@@ -14,8 +14,8 @@
 // failed read, never as data.
 //
 // Threads: every method is for one owner thread (the engine thread). File I/O runs on the store's
-// own thread; finished reads and writes come back through TakeCompleted, and the notifier (set
-// once, before the first request) is called on the I/O thread after each, to wake the owner.
+// own thread; finished reads and writes come back through TakeCompleted, and the notifier is
+// called on the I/O thread after each, to wake the owner.
 #pragma once
 
 #include <condition_variable>
@@ -102,7 +102,8 @@ class DiskKvStore {
   // Finished reads and writes since the last call; updates the index (a written block becomes
   // Contains, a failed read's block is forgotten) and evicts beyond the capacity.
   std::vector<Completed> TakeCompleted();
-  void set_notifier(std::function<void()> notifier) { notifier_ = std::move(notifier); }
+  // Any thread; once it returns, the previous notifier is not running and is never called again.
+  void set_notifier(std::function<void()> notifier);
 
   // Deletes every block file in the directory (this model's and others') and forgets them.
   // Queued writes still land afterwards.
@@ -150,6 +151,7 @@ class DiskKvStore {
   std::list<uint64_t> lru_;  // front: least recently used
   std::unordered_set<uint64_t> pending_writes_;
   uint64_t pending_write_bytes_ = 0;
+  std::mutex notify_mutex_;  // held while the notifier runs
   std::function<void()> notifier_;
   DiskKvStoreStats owner_stats_;
 

@@ -56,6 +56,12 @@ Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options
   DiskKvStoreOptions store_options;
   store_options.directory = options.directory;
   store_options.capacity_bytes = options.capacity_bytes;
+  if (store_options.capacity_bytes == 0) {
+    const double pool_bytes = static_cast<double>(pool->size()) *
+                              static_cast<double>(pool->storage().row_bytes()) * 2.0 *
+                              static_cast<double>(pool->storage().spec().num_layers);
+    store_options.capacity_bytes = static_cast<uint64_t>(options.capacity_ratio * pool_bytes);
+  }
   store_options.model_tag = options.model_tag;
   store_options.block_tokens = options.block_tokens;
   const KvStorage& storage = pool->storage();

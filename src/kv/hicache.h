@@ -56,7 +56,10 @@ Expected<HiCachePrefetchPolicy> ParseHiCachePrefetchPolicy(std::string_view name
 
 struct HiCacheOptions {
   std::string directory;
+  // The storage tier's size bound: capacity_bytes, or when 0, capacity_ratio times the RAM
+  // pool's KV bytes.
   uint64_t capacity_bytes = 0;
+  double capacity_ratio = 2.0;
   uint64_t model_tag = 0;
   // Tokens per stored block; a multiple of the pool's page size.
   size_t block_tokens = 64;

@@ -111,6 +111,7 @@ void Scheduler::PlanPrefill(StepPlan& plan) {
         static_cast<int64_t>(loras.size()) >= config_.max_loras_per_batch) {
       continue;  // waits for a batch with room for its adapter (SGLang skips it the same way)
     }
+    if (seq->prefetch_wait) continue;  // its prefix is still coming from storage
     MatchSequencePrefix(seq, memory_->cache());
     if (batch_full) {
       if (!config_.enable_priority_scheduling) break;

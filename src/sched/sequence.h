@@ -59,6 +59,10 @@ struct Sequence {
   size_t cached_tokens = 0;  // prompt tokens served by the prefix cache (first admission)
   int32_t retraction_count = 0;
   bool finished = false;  // set by the engine; the scheduler then releases it
+  // The hierarchical cache's load for this sequence (the engine's; 0: none) and whether
+  // admission waits for it (the prefetch policy): PlanStep skips the sequence meanwhile.
+  uint64_t prefetch_op = 0;
+  bool prefetch_wait = false;
 
   // Scratch of one scheduling pass (policies and admission).
   kv::MatchResult match;
