@@ -105,6 +105,23 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   if (stats.released.weights) released.push_back("weights");
   state["memory_released"] = released;
   state["num_retracted_reqs"] = stats.num_retractions;
+  if (stats.storage_tier) {
+    // The hierarchical cache's storage tier (docs/kv_cache.md), totals since start.
+    const kv::HiCacheStats& h = stats.storage;
+    state["hicache_storage"] = {{"backend", "file"},
+                                {"stored_blocks", h.store.files},
+                                {"stored_bytes", h.store.bytes},
+                                {"backuped_tokens", h.backuped_tokens},
+                                {"prefetched_tokens", h.prefetched_tokens},
+                                {"prefetch_ops", h.prefetch_ops},
+                                {"storage_hit_tokens", h.storage_hit_tokens},
+                                {"read_blocks", h.store.read_blocks},
+                                {"written_blocks", h.store.written_blocks},
+                                {"failed_reads", h.store.failed_reads},
+                                {"failed_writes", h.store.failed_writes},
+                                {"dropped_writes", h.store.dropped_writes},
+                                {"evicted_blocks", h.store.evicted_files}};
+  }
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;
@@ -166,6 +183,13 @@ void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
   scheduler.max_total_num_tokens = stats.max_total_num_tokens;
   scheduler.num_retracted_reqs = stats.num_retractions;
   ctx.metrics->Scheduler().LogStats(scheduler);
+  for (const engine::EngineStats& replica : ctx.engine->ReplicaStats()) {
+    if (!replica.storage_tier) continue;
+    ctx.metrics->LogStorageStats(
+        {static_cast<int64_t>(replica.storage.prefetched_tokens),
+         static_cast<int64_t>(replica.storage.backuped_tokens)},
+        replica.dp_rank);
+  }
   writer->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics->Expose());
 }
 

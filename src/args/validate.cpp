@@ -92,8 +92,8 @@ Status CheckNgramArgs(const ServerArgs& args) {
   return Status::Ok();
 }
 
-// The hierarchical cache: a storage tier needs the flag and the radix cache; the file backend is
-// the one radixserve has; the extra config holds known keys of the right types only.
+// The hierarchical cache (ResolveServerArgs already refused it without the radix cache): a
+// storage tier needs the flag; the file backend is the one radixserve has; the extra config holds known keys of the right types only.
 Status ValidateHiCache(const ServerArgs& args, std::vector<std::string>& warnings) {
   const bool enabled = args.GetBool(key::kEnableHierarchicalCache);
   const bool storage = !args.IsNull(key::kHicacheStorageBackend);
@@ -105,10 +105,6 @@ Status ValidateHiCache(const ServerArgs& args, std::vector<std::string>& warning
                    fmt::format("'{}' is a distributed store radixserve does not link; the 'file' "
                                "backend is available",
                                args.GetString(key::kHicacheStorageBackend)));
-  }
-  if (enabled && args.GetBool(key::kDisableRadixCache)) {
-    return Invalid(key::kEnableHierarchicalCache,
-                   "needs the radix cache; drop --disable-radix-cache");
   }
   if (enabled && !storage) {
     warnings.push_back(

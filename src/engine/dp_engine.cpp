@@ -158,6 +158,8 @@ EngineStats DpEngine::Stats() const {
     used_weighted += s.token_usage * static_cast<double>(s.max_total_num_tokens);
     total.gen_throughput += s.gen_throughput;
     total.num_retractions += s.num_retractions;
+    total.storage_tier = total.storage_tier || s.storage_tier;
+    total.storage.Add(s.storage);
     total.paused = total.paused || s.paused;
     total.released.kv_cache = total.released.kv_cache || s.released.kv_cache;
     total.released.weights = total.released.weights || s.released.weights;

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "engine/embed_request.h"
 #include "engine/request.h"
+#include "kv/hicache.h"
 #include "engine/request_event.h"
 #include "engine/step_profiler.h"
 
@@ -77,6 +78,9 @@ struct EngineStats {
   MemoryRegions released;  // between /release_memory_occupation and /resume_memory_occupation
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
+  // The hierarchical cache's storage tier, when on (totals since start).
+  bool storage_tier = false;
+  kv::HiCacheStats storage;
 };
 
 class Engine {

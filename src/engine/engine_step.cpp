@@ -288,6 +288,10 @@ void EngineLoop::PublishStats() {
   stats.spec_accept_rate = last_accept_rate_;
   stats.prompt_tokens_total = prompt_tokens_total_;
   stats.cached_prompt_tokens_total = cached_tokens_total_;
+  if (const kv::HiCache* hicache = memory_->hicache(); hicache != nullptr) {
+    stats.storage_tier = true;
+    stats.storage = hicache->stats();
+  }
   stats.paused = paused_;
   stats.released = released_;
   const bool idle = scheduler_->num_sequences() == 0;

@@ -217,7 +217,7 @@ bool DiskKvStore::Write(KvBlock block) {
   RADIX_CHECK(block.payload != nullptr && block.payload->size() == options_.payload_bytes);
   RADIX_CHECK(block.tokens.size() == options_.block_tokens);
   const uint64_t bytes = block.payload->size();
-  if (pending_write_bytes_ + bytes > options_.max_pending_write_bytes) {
+  if (!CanQueue(bytes)) {
     ++owner_stats_.dropped_writes;
     return false;
   }

@@ -91,6 +91,12 @@ class DiskKvStore {
   // Queues a write (skipped when the block is already there or queued). False when refused
   // because the pending bytes are at their bound.
   bool Write(KvBlock block);
+  // Counts blocks a caller did not offer because CanQueue said no.
+  void CountDropped(uint64_t blocks) { owner_stats_.dropped_writes += blocks; }
+  // Whether writes of this many more bytes would be accepted now.
+  bool CanQueue(uint64_t bytes) const {
+    return pending_write_bytes_ + bytes <= options_.max_pending_write_bytes;
+  }
   // Queues a read of a block the store contains; the result arrives through TakeCompleted.
   void Read(uint64_t hash);
 

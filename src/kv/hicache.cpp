@@ -126,7 +126,16 @@ void HiCache::Backup(RadixNode& node) {
   const uint64_t seed = BlockChainSeed(store_->options().model_tag, node.extra_key);
   const std::vector<uint64_t> hashes =
       BlockHashes(seed, std::span(tokens).first(last * b), b);
-  for (size_t i = first; i < last; ++i) {
+  size_t missing = 0;
+  for (size_t i = first; i < last; ++i) missing += store_->Has(hashes[i]) ? 0 : 1;
+  if (!store_->CanQueue(missing * payload_bytes())) {
+    store_->CountDropped(missing);
+    node.disk_backed = false;  // the write queue is full: try again on a later event
+    return;
+  }
+  // Deepest block first: the store's LRU order then evicts a chain from its end, never leaving
+  // later blocks whose prefix is gone.
+  for (size_t i = last; i-- > first;) {
     if (store_->Has(hashes[i])) continue;
     auto payload = std::make_shared<std::vector<std::byte>>(payload_bytes());
     Gather(std::span(slots).subspan(i * b, b), payload->data());
@@ -137,10 +146,7 @@ void HiCache::Backup(RadixNode& node) {
                         tokens.begin() + static_cast<ptrdiff_t>((i + 1) * b));
     block.extra_key = node.extra_key;
     block.payload = std::move(payload);
-    if (!store_->Write(std::move(block))) {
-      node.disk_backed = false;  // the write queue is full: try again on a later event
-      return;
-    }
+    RADIX_CHECK(store_->Write(std::move(block)));
   }
 }
 
@@ -193,9 +199,9 @@ uint64_t HiCache::Prefetch(std::span<const int32_t> tokens, std::string_view ext
       options_.prefetch_timeout_per_ki_token * static_cast<double>(new_tokens) / 1024.0;
   op.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(timeout));
-  for (const uint64_t hash : op.hashes) {
-    Load& load = loads_[hash];
-    if (load.refs++ == 0) store_->Read(hash);
+  for (auto it = op.hashes.rbegin(); it != op.hashes.rend(); ++it) {  // deepest first (LRU)
+    Load& load = loads_[*it];
+    if (load.refs++ == 0) store_->Read(*it);
   }
   ++stats_.prefetch_ops;
   return id;
@@ -350,6 +356,25 @@ void HiCache::SetModelTag(uint64_t tag) {
 }
 
 void HiCache::ClearStorage() { store_->Clear(); }
+
+void HiCacheStats::Add(const HiCacheStats& o) {
+  store.files += o.store.files;
+  store.bytes += o.store.bytes;
+  store.written_blocks += o.store.written_blocks;
+  store.written_bytes += o.store.written_bytes;
+  store.write_seconds += o.store.write_seconds;
+  store.read_blocks += o.store.read_blocks;
+  store.read_bytes += o.store.read_bytes;
+  store.read_seconds += o.store.read_seconds;
+  store.failed_writes += o.store.failed_writes;
+  store.failed_reads += o.store.failed_reads;
+  store.dropped_writes += o.store.dropped_writes;
+  store.evicted_files += o.store.evicted_files;
+  backuped_tokens += o.backuped_tokens;
+  prefetched_tokens += o.prefetched_tokens;
+  prefetch_ops += o.prefetch_ops;
+  storage_hit_tokens += o.storage_hit_tokens;
+}
 
 HiCacheStats HiCache::stats() const {
   HiCacheStats out = stats_;

@@ -78,6 +78,9 @@ struct HiCacheStats {
   uint64_t prefetched_tokens = 0;  // tokens loaded from storage into the RAM tree
   uint64_t prefetch_ops = 0;       // loads started
   uint64_t storage_hit_tokens = 0;  // tokens sequences matched that a load brought in
+
+  // Sums (data-parallel replicas).
+  void Add(const HiCacheStats& other);
 };
 
 class HiCache final : public RadixCacheObserver {

@@ -127,7 +127,10 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
     }
     Expected<std::unique_ptr<HiCache>> hicache = HiCache::Create(
         *options.hicache, memory_pools->radix_, memory_pools->pool_.get());
-    if (!hicache.ok()) return hicache.status();
+    if (!hicache.ok()) {
+      return Status(hicache.status().code(),
+                    "argument --hicache-storage-backend: " + hicache.status().message());
+    }
     memory_pools->hicache_ = std::move(hicache).value();
   }
   return memory_pools;

@@ -145,6 +145,9 @@ radixserve::Expected<std::unique_ptr<radixserve::metrics::ServingMetrics>> MakeM
   options.prompt_tokens_buckets = Words(args, key::kPromptTokensBuckets);
   options.generation_tokens_buckets = Words(args, key::kGenerationTokensBuckets);
   options.allowed_customer_labels = Words(args, key::kTokenizerMetricsAllowedCustomerLabels);
+  if (!args.IsNull(key::kHicacheStorageBackend)) {
+    options.storage_backend = args.GetString(key::kHicacheStorageBackend);
+  }
   return radixserve::metrics::ServingMetrics::Create(options);
 }
 

@@ -155,7 +155,27 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
 
   http_responses_total_ = &r.AddCounter("sglang:http_responses_total", "HTTP responses sent.",
                                         {"endpoint", "status_code", "method"});
+  if (!options.storage_backend.empty()) {
+    const std::vector<std::string> storage_labels = {"storage_backend", "tp_rank", "dp_rank"};
+    prefetched_tokens_total_ = &r.AddCounter("sglang:prefetched_tokens_total",
+                                             "Number of prefetched prompt tokens.", storage_labels);
+    backuped_tokens_total_ =
+        &r.AddCounter("sglang:backuped_tokens_total", "Number of backuped tokens.", storage_labels);
+  }
   return Status::Ok();
+}
+
+void ServingMetrics::LogStorageStats(const StorageStats& stats, int dp_rank) {
+  if (prefetched_tokens_total_ == nullptr) return;
+  const std::vector<std::string> labels = {options_.storage_backend, "0", std::to_string(dp_rank)};
+  // Scrapes read totals; a counter moves by what is new since the last one.
+  const auto advance = [&](MetricFamily<Counter>* family, int64_t total) {
+    Counter& counter = family->Labels(labels);
+    const double delta = static_cast<double>(total) - counter.Value();
+    if (delta > 0) counter.Inc(delta);
+  };
+  advance(prefetched_tokens_total_, stats.prefetched_tokens);
+  advance(backuped_tokens_total_, stats.backuped_tokens);
 }
 
 void ServingMetrics::CountHttpResponse(const std::string& endpoint, int status_code,

@@ -44,7 +44,16 @@ struct ServingMetricsOptions {
   std::vector<std::string> generation_tokens_buckets{};
   // --tokenizer-metrics-allowed-customer-labels: extra tokenizer-side label names.
   std::vector<std::string> allowed_customer_labels{};
+  // --hicache-storage-backend ("" without a storage tier): SGLang's storage counters exist only
+  // with one, labeled by it.
+  std::string storage_backend{};
 };
+
+// Totals of the hierarchical cache's storage tier since start (one replica).
+struct StorageStats {
+  int64_t prefetched_tokens = 0;  // tokens loaded from storage into the RAM cache
+  int64_t backuped_tokens = 0;    // tokens written to storage
+}; 
 
 class ServingMetrics {
  public:
@@ -68,6 +77,10 @@ class ServingMetrics {
   // takes a lock (one label lookup), which is fine at HTTP-response rate.
   void CountHttpResponse(const std::string& endpoint, int status_code, const std::string& method);
 
+  // Moves SGLang's storage counters (sglang:prefetched_tokens_total, sglang:backuped_tokens_total)
+  // up to these totals. A no-op without a storage backend.
+  void LogStorageStats(const StorageStats& stats, int dp_rank = 0);
+
   Registry& registry() { return registry_; }
   std::string Expose() const { return registry_.Expose(); }
 
@@ -80,6 +93,8 @@ class ServingMetrics {
   RequestFamilies request_families_;
   SchedulerFamilies scheduler_families_;
   MetricFamily<Counter>* http_responses_total_ = nullptr;
+  MetricFamily<Counter>* prefetched_tokens_total_ = nullptr;
+  MetricFamily<Counter>* backuped_tokens_total_ = nullptr;
   std::mutex mutex_;
   std::map<std::vector<std::string>, std::unique_ptr<RequestMetrics>> requests_;
   std::map<int, std::unique_ptr<SchedulerMetrics>> schedulers_;

@@ -26,14 +26,16 @@ def free_port():
 class Server:
     """radixserve on a free loopback port; `url` is its base URL."""
 
-    def __init__(self, model, *args, startup_timeout=180):
+    def __init__(self, model, *args, startup_timeout=180, env=None, preexec_fn=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [str(BUILD / "radixserve"), "--model-path", str(model), "--host", "127.0.0.1",
                "--port", str(self.port), "--max-total-tokens", "16384", *map(str, args)]
         self.log_path = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"radixserve-{self.port}.log"
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=None if env is None else {**os.environ, **env},
+                                     preexec_fn=preexec_fn)
         deadline = time.time() + startup_timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

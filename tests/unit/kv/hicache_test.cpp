@@ -501,6 +501,39 @@ TEST_P(HiCacheTest, AFileLostBeforeTheLoadLoadsTheBlocksBeforeIt) {
   EXPECT_TRUE(leaks.ok()) << leaks.message();
 }
 
+TEST_P(HiCacheTest, AFullStoreDropsTheEndOfAChainNotItsStart) {
+  hicache_->store().Drain();
+  const std::vector<int32_t> probe = Tokens(kBlock, 1);
+  InsertComputed(probe);
+  Settle();
+  const uint64_t file_bytes = hicache_->store().stats().bytes;
+  hicache_->ClearStorage();
+  Settle();
+  EvictAll();
+  // A store with room for three blocks, and a chain of four.
+  hicache_.reset();
+  HiCacheOptions options;
+  options.directory = dir_;
+  options.capacity_bytes = 3 * file_bytes;
+  options.model_tag = 1;
+  options.block_tokens = kBlock;
+  options.prefetch_policy = HiCachePrefetchPolicy::kWaitComplete;
+  options.prefetch_threshold = kBlock;
+  Expected<std::unique_ptr<HiCache>> hicache = HiCache::Create(options, cache_.get(), pool_.get());
+  ASSERT_TRUE(hicache.ok());
+  hicache_ = std::move(hicache).value();
+  const std::vector<int32_t> tokens = Tokens(4 * kBlock, 1000);
+  InsertComputed(tokens);
+  Settle();
+  EXPECT_EQ(BlockFiles(dir_).size(), 3u);
+  EvictAll();
+  const uint64_t op = hicache_->Prefetch(tokens, "B");
+  ASSERT_NE(op, 0u);
+  Settle();
+  ExpectRows(tokens, 3 * kBlock);
+  hicache_->Release(op, 0);
+}
+
 TEST_P(HiCacheTest, ShortLoadsBelowTheThresholdAreNotStarted) {
   const std::vector<int32_t> tokens = Tokens(kBlock + 2, 1000);
   InsertComputed(tokens);
