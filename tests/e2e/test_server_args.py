@@ -76,6 +76,8 @@ OVERRIDES = {
     "tool-call-parser": (["llama3"], "llama3"),
     "prompt-tokens-buckets": (["customer", "1", "5"], ["customer", "1", "5"]),
     "generation-tokens-buckets": (["tse", "100", "2", "8"], ["tse", "100", "2", "8"]),
+    "hicache-storage-backend-extra-config": (['{"prefetch_threshold": 128}'],
+                                             {"prefetch_threshold": 128}),
 }
 EXTRA_ARGS = {
     "enable-dp-attention": ["--dp-size", "2", "--tp-size", "2"],
@@ -84,6 +86,9 @@ EXTRA_ARGS = {
     "enable-priority-scheduling": ["--schedule-policy", "fcfs"],
     "served-model-name": [],
     "quantization-param-path": ["--kv-cache-dtype", "fp8_e4m3"],
+    "hicache-storage-backend": ["--enable-hierarchical-cache"],
+    "hicache-storage-backend-extra-config": ["--enable-hierarchical-cache",
+                                             "--hicache-storage-backend", "file"],
 }
 # Deprecated switches land on their replacement (SGLang maps them the same way).
 DEPRECATED = {"enable-ep-moe", "enable-deepep-moe", "enable-triton-kernel-moe",
