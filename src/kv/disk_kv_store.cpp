@@ -463,7 +463,8 @@ bool DiskKvStore::ReadFile(uint64_t hash, KvBlock* block, std::string* error) {
     ours = false;
     *error = path + " belongs to another model";
   } else if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 ||
-             header.version != kVersion || header.hash != hash || header.block_tokens != options_.block_tokens ||
+             header.version != kVersion || header.hash != hash ||
+             header.block_tokens != options_.block_tokens ||
              header.payload_bytes != options_.payload_bytes ||
              header.header_bytes != sizeof(FileHeader) +
                                         uint64_t{header.block_tokens} * sizeof(int32_t) +

@@ -65,8 +65,8 @@ Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options
   store_options.model_tag = options.model_tag;
   store_options.block_tokens = options.block_tokens;
   const KvStorage& storage = pool->storage();
-  store_options.payload_bytes =
-      options.block_tokens * storage.row_bytes() * 2 * static_cast<size_t>(storage.spec().num_layers);
+  store_options.payload_bytes = options.block_tokens * storage.row_bytes() * 2 *
+                                static_cast<size_t>(storage.spec().num_layers);
   Expected<std::unique_ptr<DiskKvStore>> store = DiskKvStore::Open(store_options);
   if (!store.ok()) return store.status();
   std::unique_ptr<HiCache> hicache(

@@ -26,9 +26,9 @@ import requests
 
 from server_util import BUILD, MODELS, SMOLLM2, Server
 
-# Three documents of roughly 600-700 tokens each: a 1536-token RAM pool holds two at most.
-DOCS = [" ".join(f"Record {i} of ledger {name}: the {name} shipment number {i * 13} arrived at dock "
-                 f"{i % 9} carrying {i * 7} crates." for i in range(36))
+# Three documents of about 1,000-1,100 tokens each: a 1536-token RAM pool holds one at a time.
+DOCS = [" ".join(f"Record {i} of ledger {name}: the {name} shipment number {i * 13} arrived at "
+                 f"dock {i % 9} carrying {i * 7} crates." for i in range(36))
         for name in ("alpha", "bravo", "charlie")]
 POOL = "1536"
 BLOCK = 64  # tokens per stored block at page sizes up to 64
@@ -336,14 +336,17 @@ def wait_empty(directory, timeout=10):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--hicache-storage-backend", "file"], "--hicache-storage-backend: requires --enable-hierarchical-cache"),
+    (["--hicache-storage-backend", "file"],
+     "--hicache-storage-backend: requires --enable-hierarchical-cache"),
     (["--enable-hierarchical-cache", "--hicache-storage-backend", "mooncake"], "'mooncake'"),
-    (["--enable-hierarchical-cache", "--disable-radix-cache"], "cannot be combined with --disable-radix-cache"),
+    (["--enable-hierarchical-cache", "--disable-radix-cache"],
+     "cannot be combined with --disable-radix-cache"),
     (["--enable-hierarchical-cache", "--hicache-storage-backend", "file",
       "--hicache-storage-backend-extra-config", '{"prefetch_threshold": "x"}'],
      "prefetch_threshold must be an integer"),
     (["--enable-hierarchical-cache", "--hicache-storage-backend", "file",
-      "--hicache-storage-backend-extra-config", '{"file_path": "/x"}'], "unknown key 'file_path'"),
+      "--hicache-storage-backend-extra-config", '{"file_path": "/x"}'],
+     "unknown key 'file_path'"),
 ])
 def test_bad_arguments_exit_with_status_2(args, message):
     proc = subprocess.run([str(BUILD / "radixserve"), "--model-path", str(SMOLLM2), *args],

@@ -246,7 +246,8 @@ class HiCacheTest : public ::testing::TestWithParam<int32_t> {
     fs::remove_all(dir_);
   }
 
-  void Build(HiCacheWritePolicy policy, uint64_t tag = 1) {
+  // A new process: fresh pool and radix cache, the tier over the same directory.
+  void Build(HiCacheWritePolicy policy, uint64_t tag = 1, uint64_t capacity = 64 << 20) {
     hicache_.reset();
     cache_.reset();
     TokenToKVPoolOptions options;
@@ -264,7 +265,7 @@ class HiCacheTest : public ::testing::TestWithParam<int32_t> {
                                           RadixCacheOptions{GetParam(), EvictionPolicy::kLru});
     HiCacheOptions hoptions;
     hoptions.directory = dir_;
-    hoptions.capacity_bytes = 64 << 20;
+    hoptions.capacity_bytes = capacity;
     hoptions.model_tag = tag;
     hoptions.block_tokens = kBlock;
     hoptions.write_policy = policy;
@@ -323,9 +324,20 @@ class HiCacheTest : public ::testing::TestWithParam<int32_t> {
       }
     }
   }
+  // Loads the stored continuation of tokens' RAM match and checks the first `len` cached rows.
+  void ExpectLoadedBack(const std::vector<int32_t>& tokens, size_t len,
+                        const std::string& ns = "B") {
+    const uint64_t op = hicache_->Prefetch(tokens, ns);
+    ASSERT_NE(op, 0u);
+    Settle();
+    ExpectRows(tokens, len, ns);
+    hicache_->Release(op, 0);
+  }
+  // Every queued read and write done and taken in (and the deletions that caused).
   void Settle() {
     hicache_->store().Drain();
     hicache_->Poll();
+    hicache_->store().Drain();
   }
   void EvictAll() { cache_->Evict(cache_->EvictableSize()); }
   void ExpectHealthy() {
@@ -428,11 +440,7 @@ TEST_P(HiCacheTest, WriteBackStoresOnlyWhatIsEvicted) {
   EvictAll();
   Settle();
   EXPECT_EQ(BlockFiles(dir_).size(), 3u);
-  const uint64_t op = hicache_->Prefetch(tokens, "B");
-  ASSERT_NE(op, 0u);
-  Settle();
-  ExpectRows(tokens, 3 * kBlock);
-  hicache_->Release(op, 0);
+  ExpectLoadedBack(tokens, 3 * kBlock);
 }
 
 TEST_P(HiCacheTest, SelectiveWriteThroughWaitsForTheSecondHit) {
@@ -452,11 +460,7 @@ TEST_P(HiCacheTest, BlocksSurviveARestartButNotAModelChange) {
   InsertComputed(tokens);
   Settle();
   Build(HiCacheWritePolicy::kWriteThrough);  // a new process: empty RAM, same directory
-  const uint64_t op = hicache_->Prefetch(tokens, "B");
-  ASSERT_NE(op, 0u);
-  Settle();
-  ExpectRows(tokens, 3 * kBlock);
-  hicache_->Release(op, 0);
+  ExpectLoadedBack(tokens, 3 * kBlock);
 
   Build(HiCacheWritePolicy::kWriteThrough, /*tag=*/2);  // other weights
   EXPECT_EQ(hicache_->Prefetch(tokens, "B"), 0u);
@@ -473,11 +477,7 @@ TEST_P(HiCacheTest, NamespacesAreSeparateAndAdaptersAreNeverStored) {
   EvictAll();
   EXPECT_EQ(hicache_->Prefetch(tokens, "B"), 0u);
   EXPECT_EQ(hicache_->Prefetch(tokens, "L1:"), 0u);
-  const uint64_t op = hicache_->Prefetch(tokens, "Bsalt");
-  ASSERT_NE(op, 0u);
-  Settle();
-  ExpectRows(tokens, 3 * kBlock, "Bsalt");
-  hicache_->Release(op, 0);
+  ExpectLoadedBack(tokens, 3 * kBlock, "Bsalt");
 }
 
 TEST_P(HiCacheTest, AFileLostBeforeTheLoadLoadsTheBlocksBeforeIt) {
@@ -491,47 +491,26 @@ TEST_P(HiCacheTest, AFileLostBeforeTheLoadLoadsTheBlocksBeforeIt) {
   char name[32];
   std::snprintf(name, sizeof(name), "/%016llx.rkv", static_cast<unsigned long long>(hashes[2]));
   ASSERT_TRUE(fs::remove(dir_ + name));
-  const uint64_t op = hicache_->Prefetch(tokens, "B");
-  ASSERT_NE(op, 0u);
-  Settle();
-  ExpectRows(tokens, 2 * kBlock);
-  hicache_->Release(op, 0);
+  ExpectLoadedBack(tokens, 2 * kBlock);
   ExpectHealthy();
   Status leaks = CheckKvLeak(*pool_, *cache_, req_pool_.get());
   EXPECT_TRUE(leaks.ok()) << leaks.message();
 }
 
 TEST_P(HiCacheTest, AFullStoreDropsTheEndOfAChainNotItsStart) {
-  hicache_->store().Drain();
-  const std::vector<int32_t> probe = Tokens(kBlock, 1);
-  InsertComputed(probe);
+  InsertComputed(Tokens(kBlock, 1));
   Settle();
   const uint64_t file_bytes = hicache_->store().stats().bytes;
   hicache_->ClearStorage();
   Settle();
-  EvictAll();
   // A store with room for three blocks, and a chain of four.
-  hicache_.reset();
-  HiCacheOptions options;
-  options.directory = dir_;
-  options.capacity_bytes = 3 * file_bytes;
-  options.model_tag = 1;
-  options.block_tokens = kBlock;
-  options.prefetch_policy = HiCachePrefetchPolicy::kWaitComplete;
-  options.prefetch_threshold = kBlock;
-  Expected<std::unique_ptr<HiCache>> hicache = HiCache::Create(options, cache_.get(), pool_.get());
-  ASSERT_TRUE(hicache.ok());
-  hicache_ = std::move(hicache).value();
+  Build(HiCacheWritePolicy::kWriteThrough, /*tag=*/1, /*capacity=*/3 * file_bytes);
   const std::vector<int32_t> tokens = Tokens(4 * kBlock, 1000);
   InsertComputed(tokens);
   Settle();
   EXPECT_EQ(BlockFiles(dir_).size(), 3u);
   EvictAll();
-  const uint64_t op = hicache_->Prefetch(tokens, "B");
-  ASSERT_NE(op, 0u);
-  Settle();
-  ExpectRows(tokens, 3 * kBlock);
-  hicache_->Release(op, 0);
+  ExpectLoadedBack(tokens, 3 * kBlock);
 }
 
 TEST_P(HiCacheTest, ShortLoadsBelowTheThresholdAreNotStarted) {
