@@ -185,9 +185,14 @@ void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
   ctx.metrics->Scheduler().LogStats(scheduler);
   for (const engine::EngineStats& replica : ctx.engine->ReplicaStats()) {
     if (!replica.storage_tier) continue;
+    const kv::HiCacheStats& h = replica.storage;
+    const auto distribution = [](const kv::BucketCounts& b) {
+      return metrics::StorageStats::Distribution{b.counts, b.sum};
+    };
     ctx.metrics->LogStorageStats(
-        {static_cast<int64_t>(replica.storage.prefetched_tokens),
-         static_cast<int64_t>(replica.storage.backuped_tokens)},
+        {static_cast<int64_t>(h.prefetched_tokens), static_cast<int64_t>(h.backuped_tokens),
+         distribution(h.prefetch_pgs), distribution(h.backup_pgs),
+         distribution(h.prefetch_bandwidth), distribution(h.backup_bandwidth)},
         replica.dp_rank);
   }
   writer->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics->Expose());

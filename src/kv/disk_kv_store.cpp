@@ -367,18 +367,19 @@ void DiskKvStore::RunJob(Job& job) {
           last_write_error_ = error;
         }
       }
-      Completed done{true, ok, std::move(job.block)};
+      Completed done{true, ok, std::move(job.block), seconds};
       done.block.payload.reset();
       completed_.push_back(std::move(done));
       return;
     }
     case Job::Kind::kRead: {
       const auto start = std::chrono::steady_clock::now();
-      Completed done{false, false, {}};
+      Completed done{false, false, {}, 0.0};
       done.block.hash = job.hash;
       std::string error;
       done.ok = ReadFile(job.hash, &done.block, &error);
       const double seconds = SecondsSince(start);
+      done.seconds = seconds;
       if (!done.ok) {
         RADIX_LOG_WARN("KV storage: {}; the block is recomputed", error);
         done.block.payload.reset();

@@ -104,6 +104,7 @@ class DiskKvStore {
     bool is_write = false;
     bool ok = false;
     KvBlock block;  // for reads: what the file holds (payload set when ok)
+    double seconds = 0.0;  // the I/O thread's time on it
   };
   // Finished reads and writes since the last call; updates the index (a written block becomes
   // Contains, a failed read's block is forgotten) and evicts beyond the capacity.

@@ -133,6 +133,7 @@ void HiCache::Backup(RadixNode& node) {
     node.disk_backed = false;  // the write queue is full: try again on a later event
     return;
   }
+  if (missing > 0) stats_.backup_pgs.Observe(static_cast<double>(missing));
   // Deepest block first: the store's LRU order then evicts a chain from its end, never leaving
   // later blocks whose prefix is gone.
   for (size_t i = last; i-- > first;) {
@@ -197,7 +198,8 @@ uint64_t HiCache::Prefetch(std::span<const int32_t> tokens, std::string_view ext
   const double timeout =
       options_.prefetch_timeout_base +
       options_.prefetch_timeout_per_ki_token * static_cast<double>(new_tokens) / 1024.0;
-  op.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+  op.start = Clock::now();
+  op.deadline = op.start + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(timeout));
   for (auto it = op.hashes.rbegin(); it != op.hashes.rend(); ++it) {  // deepest first (LRU)
     Load& load = loads_[*it];
@@ -250,9 +252,15 @@ void HiCache::UnlockAll() {
 }
 
 void HiCache::Poll() {
+  double written_bytes = 0.0;
+  double write_seconds = 0.0;
   for (DiskKvStore::Completed& done : store_->TakeCompleted()) {
     if (done.is_write) {
-      if (done.ok) stats_.backuped_tokens += options_.block_tokens;
+      if (done.ok) {
+        stats_.backuped_tokens += options_.block_tokens;
+        written_bytes += static_cast<double>(payload_bytes());
+        write_seconds += done.seconds;
+      }
       continue;
     }
     auto it = loads_.find(done.block.hash);
@@ -261,6 +269,7 @@ void HiCache::Poll() {
     it->second.ok = done.ok;
     it->second.block = std::move(done.block);
   }
+  if (write_seconds > 0) stats_.backup_bandwidth.Observe(written_bytes / write_seconds / 1e9);
   for (auto it = ops_.begin(); it != ops_.end();) {
     Op& op = it->second;
     if (!op.finished &&
@@ -292,7 +301,15 @@ void HiCache::Finish(Op& op) {
     parent = op.hashes[i];
     ++good;
   }
-  if (good > 0) InsertLoaded(op, good);
+  if (good > 0) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - op.start).count();
+    stats_.prefetch_pgs.Observe(static_cast<double>(good));
+    if (seconds > 0) {
+      stats_.prefetch_bandwidth.Observe(static_cast<double>(good * payload_bytes()) / seconds /
+                                        1e9);
+    }
+    InsertLoaded(op, good);
+  }
   DropRefs(op);
 }
 
@@ -357,6 +374,21 @@ void HiCache::SetModelTag(uint64_t tag) {
 
 void HiCache::ClearStorage() { store_->Clear(); }
 
+void BucketCounts::Observe(double value) {
+  const size_t bucket = static_cast<size_t>(
+      std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin());
+  ++counts[bucket];
+  sum += value;
+  ++count;
+}
+
+void BucketCounts::Add(const BucketCounts& other) {
+  if (counts.size() != other.counts.size()) return;
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
+  sum += other.sum;
+  count += other.count;
+}
+
 void HiCacheStats::Add(const HiCacheStats& o) {
   store.files += o.store.files;
   store.bytes += o.store.bytes;
@@ -374,6 +406,10 @@ void HiCacheStats::Add(const HiCacheStats& o) {
   prefetched_tokens += o.prefetched_tokens;
   prefetch_ops += o.prefetch_ops;
   storage_hit_tokens += o.storage_hit_tokens;
+  prefetch_pgs.Add(o.prefetch_pgs);
+  backup_pgs.Add(o.backup_pgs);
+  prefetch_bandwidth.Add(o.prefetch_bandwidth);
+  backup_bandwidth.Add(o.backup_bandwidth);
 }
 
 HiCacheStats HiCache::stats() const {

@@ -72,12 +72,32 @@ struct HiCacheOptions {
   std::function<bool(std::string_view)> persistable;
 };
 
+// A distribution kept as per-bucket counts over fixed upper bounds (the last bucket is +Inf), so
+// snapshots can be copied around and a metrics layer can export what is new since its last look.
+struct BucketCounts {
+  std::vector<double> bounds;    // increasing upper bounds, without +Inf
+  std::vector<uint64_t> counts;  // bounds.size() + 1 buckets
+  double sum = 0.0;
+  uint64_t count = 0;
+
+  explicit BucketCounts(std::vector<double> upper = {})
+      : bounds(std::move(upper)), counts(bounds.size() + 1, 0) {}
+  void Observe(double value);
+  void Add(const BucketCounts& other);
+};
+
 struct HiCacheStats {
   DiskKvStoreStats store;
   uint64_t backuped_tokens = 0;    // tokens written to storage
   uint64_t prefetched_tokens = 0;  // tokens loaded from storage into the RAM tree
   uint64_t prefetch_ops = 0;       // loads started
   uint64_t storage_hit_tokens = 0;  // tokens sequences matched that a load brought in
+  // SGLang's storage histograms: blocks per load / per backup, and GB/s of loads and of the
+  // writes finished between two polls (buckets as sglang:prefetch_pgs etc.).
+  BucketCounts prefetch_pgs{{1, 5, 10, 50, 100}};
+  BucketCounts backup_pgs{{1, 5, 10, 50, 100}};
+  BucketCounts prefetch_bandwidth{{0.1, 0.5, 1, 5, 10, 50, 100}};
+  BucketCounts backup_bandwidth{{0.1, 0.5, 1, 5, 10, 50, 100}};
 
   // Sums (data-parallel replicas).
   void Add(const HiCacheStats& other);
@@ -140,6 +160,7 @@ class HiCache final : public RadixCacheObserver {
     size_t first_block = 0;
     std::vector<uint64_t> hashes;  // of blocks [first_block, first_block + hashes.size())
     uint64_t parent = 0;           // key before the first block
+    Clock::time_point start;
     Clock::time_point deadline;
     bool finished = false;
     bool released = false;

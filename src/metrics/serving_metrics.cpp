@@ -1,5 +1,7 @@
 #include "metrics/serving_metrics.h"
 
+#include <cmath>
+
 #include "metrics/bucket_rule.h"
 #include "metrics/sglang_buckets.h"
 #include "metrics/text_format.h"
@@ -161,6 +163,19 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
                                              "Number of prefetched prompt tokens.", storage_labels);
     backuped_tokens_total_ =
         &r.AddCounter("sglang:backuped_tokens_total", "Number of backuped tokens.", storage_labels);
+    const std::vector<double> pages = {1, 5, 10, 50, 100};
+    const std::vector<double> bandwidth = {0.1, 0.5, 1, 5, 10, 50, 100};
+    prefetch_pgs_ = &r.AddHistogram("sglang:prefetch_pgs",
+                                    "Histogram of prefetch pages of batches.", storage_labels,
+                                    pages);
+    backup_pgs_ = &r.AddHistogram("sglang:backup_pgs", "Histogram of backup pages of batches.",
+                                  storage_labels, pages);
+    prefetch_bandwidth_ =
+        &r.AddHistogram("sglang:prefetch_bandwidth", "Histogram of prefetch bandwidth in GB/s.",
+                        storage_labels, bandwidth);
+    backup_bandwidth_ =
+        &r.AddHistogram("sglang:backup_bandwidth", "Histogram of backup bandwidth in GB/s.",
+                        storage_labels, bandwidth);
   }
   return Status::Ok();
 }
@@ -176,6 +191,29 @@ void ServingMetrics::LogStorageStats(const StorageStats& stats, int dp_rank) {
   };
   advance(prefetched_tokens_total_, stats.prefetched_tokens);
   advance(backuped_tokens_total_, stats.backuped_tokens);
+  // Each bucket gets the observations it gained since the last scrape.
+  const auto catch_up = [&](MetricFamily<Histogram>* family,
+                            const StorageStats::Distribution& totals) {
+    Histogram& histogram = family->Labels(labels);
+    const HistogramSnapshot seen = histogram.Snapshot();
+    const std::vector<double>& bounds = histogram.upper_bounds();
+    if (totals.counts.size() != bounds.size()) return;
+    bool first = true;
+    uint64_t below = 0;
+    for (size_t i = 0; i < bounds.size(); ++i) {
+      const uint64_t had = seen.cumulative_counts[i] - below;
+      below = seen.cumulative_counts[i];
+      if (totals.counts[i] <= had) continue;
+      // A value inside bucket i: its bound, or above the last finite one for +Inf.
+      const double inside = std::isinf(bounds[i]) ? bounds[i - 1] * 2 : bounds[i];
+      histogram.ObserveMany(inside, totals.counts[i] - had, first ? totals.sum - seen.sum : 0.0);
+      first = false;
+    }
+  };
+  catch_up(prefetch_pgs_, stats.prefetch_pgs);
+  catch_up(backup_pgs_, stats.backup_pgs);
+  catch_up(prefetch_bandwidth_, stats.prefetch_bandwidth);
+  catch_up(backup_bandwidth_, stats.backup_bandwidth);
 }
 
 void ServingMetrics::CountHttpResponse(const std::string& endpoint, int status_code,

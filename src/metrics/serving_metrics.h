@@ -53,7 +53,14 @@ struct ServingMetricsOptions {
 struct StorageStats {
   int64_t prefetched_tokens = 0;  // tokens loaded from storage into the RAM cache
   int64_t backuped_tokens = 0;    // tokens written to storage
-}; 
+  // Cumulative per-bucket counts (the last bucket +Inf) and sums, over SGLang's bounds
+  // (pages: 1 5 10 50 100; GB/s: 0.1 0.5 1 5 10 50 100).
+  struct Distribution {
+    std::vector<uint64_t> counts;
+    double sum = 0.0;
+  };
+  Distribution prefetch_pgs, backup_pgs, prefetch_bandwidth, backup_bandwidth;
+};
 
 class ServingMetrics {
  public:
@@ -78,7 +85,8 @@ class ServingMetrics {
   void CountHttpResponse(const std::string& endpoint, int status_code, const std::string& method);
 
   // Moves SGLang's storage counters (sglang:prefetched_tokens_total, sglang:backuped_tokens_total)
-  // up to these totals. A no-op without a storage backend.
+  // and histograms (sglang:prefetch_pgs, backup_pgs, prefetch_bandwidth, backup_bandwidth) up to
+  // these totals. A no-op without a storage backend.
   void LogStorageStats(const StorageStats& stats, int dp_rank = 0);
 
   Registry& registry() { return registry_; }
@@ -95,6 +103,10 @@ class ServingMetrics {
   MetricFamily<Counter>* http_responses_total_ = nullptr;
   MetricFamily<Counter>* prefetched_tokens_total_ = nullptr;
   MetricFamily<Counter>* backuped_tokens_total_ = nullptr;
+  MetricFamily<Histogram>* prefetch_pgs_ = nullptr;
+  MetricFamily<Histogram>* backup_pgs_ = nullptr;
+  MetricFamily<Histogram>* prefetch_bandwidth_ = nullptr;
+  MetricFamily<Histogram>* backup_bandwidth_ = nullptr;
   std::mutex mutex_;
   std::map<std::vector<std::string>, std::unique_ptr<RequestMetrics>> requests_;
   std::map<int, std::unique_ptr<SchedulerMetrics>> schedulers_;

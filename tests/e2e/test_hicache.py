@@ -119,12 +119,22 @@ def test_evicted_prefixes_come_back_from_disk(tmp_path, reference, page_size, po
         assert state["failed_reads"] == 0 and state["failed_writes"] == 0
         metrics = requests.get(server.url + "/metrics", timeout=10).text
         values = {}
+        names = ("sglang:prefetched_tokens_total", "sglang:backuped_tokens_total",
+                 "sglang:prefetch_pgs_count", "sglang:prefetch_pgs_sum",
+                 "sglang:backup_pgs_count", "sglang:prefetch_bandwidth_count",
+                 "sglang:backup_bandwidth_count")
         for line in metrics.splitlines():
-            for name in ("sglang:prefetched_tokens_total", "sglang:backuped_tokens_total"):
+            for name in names:
                 if line.startswith(name + "{") and 'storage_backend="file"' in line:
                     values[name] = float(line.rsplit(" ", 1)[1])
         assert values["sglang:prefetched_tokens_total"] == state["prefetched_tokens"]
         assert values["sglang:backuped_tokens_total"] == state["backuped_tokens"] > 0
+        # One load per second-round request, its blocks summed; backups and their bandwidth.
+        assert values["sglang:prefetch_pgs_count"] == 3
+        assert values["sglang:prefetch_pgs_sum"] * BLOCK >= state["prefetched_tokens"]
+        assert values["sglang:prefetch_bandwidth_count"] == 3
+        assert values["sglang:backup_pgs_count"] >= 3
+        assert values["sglang:backup_bandwidth_count"] >= 1
         server.assert_no_leak()
     finally:
         server.stop()
