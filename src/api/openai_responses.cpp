@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <map>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -113,6 +116,12 @@ std::optional<ApiError> AppendInput(const ordered_json& input, const std::string
                                                where + ".content"));
       // Chat templates know system turns; OpenAI's developer turns are their successor.
       messages.push_back({{"role", role == "developer" ? "system" : role}, {"content", text}});
+      // Listed (input_items) as OpenAI lists messages: typed, with content parts.
+      shown["type"] = "message";
+      if (shown["content"].is_string()) {
+        shown["content"] = json::array(
+            {{{"type", role == "assistant" ? "output_text" : "input_text"}, {"text", text}}});
+      }
     } else if (type == "function_call") {
       if (!item.contains("name") || !item["name"].is_string() || !item.contains("arguments") ||
           !item["arguments"].is_string() || !item.contains("call_id") ||
@@ -809,6 +818,7 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
 
   ServingPlan plan = std::move(call.plan);
   plan.end_marker = false;  // OpenAI's Responses streams end after response.completed
+  plan.named_events = true;  // and name each event ("event: response.output_text.delta")
   plan.formatter = std::make_shared<ResponsesFormatter>(std::move(o), std::move(call.output),
                                                         ctx.response_store);
   return plan;
@@ -818,10 +828,63 @@ void HandleResponses(ServerContext& ctx, const std::string& body, ResponseWriter
   Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, ParseResponses(ctx, body));
 }
 
+namespace {
+
+// GET /v1/responses/{id}/input_items: OpenAI's list page over a stored response's input items
+// (limit 1-100, default 20; order desc (default) or asc; after / before an item id).
+ApiExpected<json> InputItemsPage(const json& items, const std::map<std::string, std::string>& q) {
+  int64_t limit = 20;
+  if (auto it = q.find("limit"); it != q.end()) {
+    char* end = nullptr;
+    limit = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || limit < 1 || limit > 100) {
+      return FieldError("limit", "limit must be an integer from 1 to 100");
+    }
+  }
+  std::string order = "desc";
+  if (auto it = q.find("order"); it != q.end()) order = it->second;
+  if (order != "asc" && order != "desc") return FieldError("order", "order must be asc or desc");
+  std::vector<json> ordered(items.begin(), items.end());
+  if (order == "desc") std::reverse(ordered.begin(), ordered.end());
+  size_t begin = 0;
+  size_t end = ordered.size();
+  const auto position = [&](const std::string& field) -> ApiExpected<size_t> {
+    const std::string& cursor = q.at(field);
+    for (size_t i = 0; i < ordered.size(); ++i) {
+      if (ordered[i].value("id", "") == cursor) return i;
+    }
+    return FieldError(field, fmt::format("no input item with id '{}'", cursor));
+  };
+  if (q.count("after")) {
+    ApiExpected<size_t> at = position("after");
+    if (!at.ok()) return at.status();
+    begin = *at + 1;
+  }
+  if (q.count("before")) {
+    ApiExpected<size_t> at = position("before");
+    if (!at.ok()) return at.status();
+    end = std::min(end, *at);
+  }
+  json data = json::array();
+  for (size_t i = begin; i < end && data.size() < static_cast<size_t>(limit); ++i) {
+    data.push_back(ordered[i]);
+  }
+  const bool has_more = begin + data.size() < end;
+  return json{{"object", "list"},
+              {"data", data},
+              {"first_id", data.empty() ? json(nullptr) : data.front()["id"]},
+              {"last_id", data.empty() ? json(nullptr) : data.back()["id"]},
+              {"has_more", has_more}};
+}
+
+}  // namespace
+
 void HandleResponseById(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
   std::string id = request.path_param;
   const bool cancel = id.ends_with("/cancel");
   if (cancel) id.resize(id.size() - std::string_view("/cancel").size());
+  const bool input_items = id.ends_with("/input_items");
+  if (input_items) id.resize(id.size() - std::string_view("/input_items").size());
   auto not_found = [&id] {
     return ApiError{404, fmt::format("Response with id '{}' not found.", id), "NotFoundError", {}};
   };
@@ -836,6 +899,13 @@ void HandleResponseById(ServerContext& ctx, const ApiRequest& request, ResponseW
     }
     return SendResult(*writer, BadRequest("Cannot cancel a synchronous response: only "
                                           "background responses can be cancelled."));
+  }
+  if (input_items) {
+    if (request.method != "GET") {
+      return SendResult(*writer, ApiError{405, "Use GET to list input items.", "MethodNotAllowed",
+                                          {}});
+    }
+    return SendResult(*writer, InputItemsPage(stored->input_items, request.query));
   }
   if (request.method == "DELETE") {
     ctx.response_store->Erase(id);

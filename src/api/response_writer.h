@@ -23,6 +23,11 @@ class ResponseWriter {
   // 200 with Content-Type text/event-stream; then each SendEvent writes "data: <data>\n\n".
   virtual void StartStream() = 0;
   virtual void SendEvent(std::string data) = 0;
+  // An event with an "event: <name>" line before its data (OpenAI's Responses streams); writers
+  // without names send the data alone.
+  virtual void SendNamedEvent(std::string /*name*/, std::string data) {
+    SendEvent(std::move(data));
+  }
   virtual void EndStream() = 0;
 
   // `callback` runs once (on any thread) if the client goes away before the response

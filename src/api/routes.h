@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct ApiRequest {
   std::string path_param;    // the {model} part of /v1/models/{model}; empty otherwise
   std::string content_type;  // the Content-Type header, lower-cased, parameters stripped
   std::string body;
+  // Decoded query parameters ('+' is a space); the first of repeated names.
+  std::map<std::string, std::string> query;
 };
 
 using ApiHandler = std::function<void(ServerContext&, const ApiRequest&, ResponseWriterPtr)>;

@@ -23,22 +23,27 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
                            : errors == ErrorStyle::kRtpLlm ? "[done]"
                                                            : nullptr;
 
-  auto on_event = [formatter, stream](CallTracker& call, size_t index,
-                                      const engine::RequestEvent& event) {
+  const bool named = plan->named_events;
+  const auto send = [named](ResponseWriter& writer, const nlohmann::json& data) {
+    if (named && data.is_object() && data.contains("type") && data["type"].is_string()) {
+      writer.SendNamedEvent(data["type"].get<std::string>(), ToJsonText(data));
+    } else {
+      writer.SendEvent(ToJsonText(data));
+    }
+  };
+  auto on_event = [formatter, stream, send](CallTracker& call, size_t index,
+                                            const engine::RequestEvent& event) {
     if (!stream) return;
     ResponseWriter& writer = call.writer();
     formatter->StreamEvent(call.context(), call.choices(), index, event,
-                           [&writer](const nlohmann::json& data) {
-                             writer.SendEvent(ToJsonText(data));
-                           });
+                           [&writer, &send](const nlohmann::json& data) { send(writer, data); });
   };
-  auto on_done = [formatter, stream, end_marker, on_end](CallTracker& call) {
+  auto on_done = [formatter, stream, end_marker, on_end, send](CallTracker& call) {
     if (*on_end) (*on_end)(&call.choices());
     ResponseWriter& writer = call.writer();
     if (stream) {
-      formatter->StreamEnd(call.context(), call.choices(), [&writer](const nlohmann::json& data) {
-        writer.SendEvent(ToJsonText(data));
-      });
+      formatter->StreamEnd(call.context(), call.choices(),
+                           [&writer, &send](const nlohmann::json& data) { send(writer, data); });
       if (end_marker != nullptr) writer.SendEvent(end_marker);
       writer.EndStream();
       return;

@@ -65,6 +65,9 @@ struct ServingPlan {
   // kNative, "[done]" for kRtpLlm, none for the others). RTP-LLM leaves it out when the client
   // asked with "stream": true.
   bool end_marker = true;
+  // Each streamed event also gets an "event: <type>" line naming its data's "type" (OpenAI's
+  // Responses streams).
+  bool named_events = false;
   std::shared_ptr<ResponseFormatter> formatter;
   // Runs once when the call ends, before its last answer is written: with the choices when every
   // one has finished, with nullptr when the call was refused. Optional (sessions record outputs).

@@ -45,7 +45,8 @@ class Responder {
   // (a multi-line `data` becomes several data: lines). EndStream finishes the response; the
   // caller sends "[DONE]" itself if its protocol wants it.
   void StartStream(HeaderList headers = {});
-  void SendEvent(std::string_view data);
+  // With `event`, an "event: <event>" line precedes the data (OpenAI's Responses streams).
+  void SendEvent(std::string_view data, std::string_view event = {});
   void EndStream();
 
   void OnDisconnect(std::function<void()> callback);

@@ -24,9 +24,14 @@ std::string FormatResponseHead(int status, const HeaderList& headers) {
   return out;
 }
 
-std::string FormatSseEvent(std::string_view data) {
+std::string FormatSseEvent(std::string_view data, std::string_view event) {
   std::string out;
-  out.reserve(data.size() + 8);
+  out.reserve(data.size() + event.size() + 16);
+  if (!event.empty()) {
+    out += "event: ";
+    out += event;
+    out += '\n';
+  }
   std::size_t start = 0;
   while (true) {
     std::size_t nl = data.find('\n', start);

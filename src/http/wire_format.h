@@ -14,7 +14,7 @@ namespace radixserve::http {
 std::string FormatResponseHead(int status, const HeaderList& headers);
 
 // One SSE event: every line of `data` prefixed with "data: ", then a blank line.
-std::string FormatSseEvent(std::string_view data);
+std::string FormatSseEvent(std::string_view data, std::string_view event = {});
 
 // One chunk of chunked transfer coding ("<hex size>\r\n<data>\r\n"); empty data is not allowed.
 std::string FormatChunk(std::string_view data);

@@ -1,10 +1,13 @@
 #include "main/api_bridge.h"
 
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "api/json_fields.h"
 #include "api/routes.h"
+#include "http/request.h"
 
 namespace radixserve {
 namespace {
@@ -18,6 +21,9 @@ class ResponderWriter final : public api::ResponseWriter {
   }
   void StartStream() override { responder_->StartStream(); }
   void SendEvent(std::string data) override { responder_->SendEvent(data); }
+  void SendNamedEvent(std::string name, std::string data) override {
+    responder_->SendEvent(data, name);
+  }
   void EndStream() override { responder_->EndStream(); }
   void OnDisconnect(std::function<void()> callback) override {
     responder_->OnDisconnect(std::move(callback));
@@ -27,6 +33,23 @@ class ResponderWriter final : public api::ResponseWriter {
  private:
   http::ResponderPtr responder_;
 };
+
+// The decoded name=value pairs of a raw query string; pairs that do not decode are skipped, and
+// a repeated name keeps its first value.
+std::map<std::string, std::string> QueryParams(std::string_view query) {
+  std::map<std::string, std::string> out;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    std::optional<std::string> name = http::PercentDecode(pair.substr(0, eq), true);
+    std::optional<std::string> value = http::PercentDecode(
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
+    if (name && value && !name->empty()) out.emplace(std::move(*name), std::move(*value));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -39,7 +62,8 @@ http::Router BuildRouter(api::ServerContext& ctx) {
                                   .path = request.path,
                                   .path_param = request.path_param,
                                   .content_type = request.media_type(),
-                                  .body = request.body};
+                                  .body = request.body,
+                                  .query = QueryParams(request.query)};
       auto writer = std::make_shared<ResponderWriter>(std::move(responder));
       if (!ctx.metrics_labels_header.empty()) {
         if (std::optional<std::string_view> value = request.header(ctx.metrics_labels_header)) {

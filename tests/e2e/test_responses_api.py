@@ -114,6 +114,25 @@ def test_stream_events_rebuild_the_same_response(plain):
     assert text == final.output_text == whole.output_text
 
 
+def test_stream_events_carry_their_type_as_the_sse_event_name(plain):
+    """Each Responses stream event is framed as OpenAI frames it: an `event: <type>` line, then
+    the data whose "type" it names; no [DONE] marker."""
+    body = {"model": "default", "input": "Say hi.", "stream": True, "max_output_tokens": 4,
+            "temperature": 0}
+    with requests.post(plain.url + "/v1/responses", json=body, stream=True, timeout=120) as r:
+        assert r.status_code == 200
+        text = r.content.decode()
+    frames = [f for f in text.split("\n\n") if f.strip()]
+    assert len(frames) >= 3
+    for frame in frames:
+        lines = frame.split("\n")
+        assert lines[0].startswith("event: ") and lines[1].startswith("data: "), frame
+        assert json.loads(lines[1][len("data: "):])["type"] == lines[0][len("event: "):]
+    assert frames[0].startswith("event: response.created")
+    assert frames[-1].split("\n")[0] in ("event: response.completed",
+                                          "event: response.incomplete")
+
+
 def test_previous_response_id_continues_the_conversation(plain):
     client = client_of(plain)
     first = client.responses.create(model="default", input="My name is Ada. Say hello.",
@@ -142,6 +161,36 @@ def test_previous_response_id_continues_the_conversation(plain):
     # Only background responses can be cancelled.
     with pytest.raises(openai.BadRequestError):
         client.responses.cancel(second.id)
+
+
+def test_input_items_list_pages_like_openai(plain):
+    """GET /v1/responses/{id}/input_items through the SDK: newest first by default, pages of
+    `limit` that the SDK's auto-pagination (after=last_id) walks to the end."""
+    client = client_of(plain)
+    turns = [{"role": "user", "content": "Count: one."},
+             {"role": "assistant", "content": "two"},
+             {"role": "user", "content": "three?"}]
+    resp = client.responses.create(model="default", input=turns, temperature=0,
+                                   max_output_tokens=4)
+    newest_first = client.responses.input_items.list(resp.id)
+    assert [item.role for item in newest_first.data] == ["user", "assistant", "user"]
+    texts = [item.content[0].text for item in newest_first.data]
+    assert texts == ["three?", "two", "Count: one."]
+    assert newest_first.has_more is False
+
+    page = client.responses.input_items.list(resp.id, limit=2, order="asc")
+    assert [item.content[0].text for item in page.data] == ["Count: one.", "two"]
+    assert page.has_more is True
+    walked = [item.content[0].text
+              for item in client.responses.input_items.list(resp.id, limit=1, order="asc")]
+    assert walked == ["Count: one.", "two", "three?"]
+    ids = [item.id for item in newest_first.data]
+    assert len(set(ids)) == 3
+
+    bad = requests.get(f"{plain.url}/v1/responses/{resp.id}/input_items?limit=0", timeout=30)
+    assert bad.status_code == 400 and "limit" in bad.text
+    gone = requests.get(f"{plain.url}/v1/responses/resp_nope/input_items", timeout=30)
+    assert gone.status_code == 404
 
 
 def test_function_calls_and_their_outputs(smol):

@@ -15,6 +15,7 @@ TEST(WireFormatTest, SseAndChunks) {
   EXPECT_EQ(FormatSseEvent("{\"a\":1}"), "data: {\"a\":1}\n\n");
   EXPECT_EQ(FormatSseEvent("[DONE]"), "data: [DONE]\n\n");
   EXPECT_EQ(FormatSseEvent("x\ny"), "data: x\ndata: y\n\n");
+  EXPECT_EQ(FormatSseEvent("{\"type\":\"t\"}", "t"), "event: t\ndata: {\"type\":\"t\"}\n\n");
   EXPECT_EQ(FormatChunk(std::string(26, 'a')), "1a\r\n" + std::string(26, 'a') + "\r\n");
 }
 
