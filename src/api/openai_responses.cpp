@@ -241,6 +241,7 @@ struct ResponsesOptions {
   bool logprobs = false;
   std::optional<int64_t> max_tool_calls;
   bool store = true;
+  bool background = false;  // answered at once as "queued"; the result is polled with GET
   ordered_json history = ordered_json::array();  // stored conversation, before this output
   json input_items = json::array();
 };
@@ -358,9 +359,29 @@ class ResponsesFormatter final : public ResponseFormatter {
          emit);
   }
 
+  bool background() const { return o_.background; }
+
+  // A background response before its result: stored (so GET polls it and cancel finds it) and
+  // returned as the immediate answer.
+  json KeepQueued() const {
+    json response = Response("queued", json::array(), nullptr);
+    Keep(response, /*with_output=*/false);
+    return response;
+  }
+
+  // A background response that ended without a result (refused, failed): stored as failed.
+  void KeepFailed(const json& error) const {
+    json response = Response("failed", json::array(), nullptr);
+    response["error"] = error;
+    Keep(response, /*with_output=*/false);
+  }
+
   FormattedResponse Complete(const ServerContext& ctx,
                              const std::vector<ChoiceState>& choices) override {
-    if (auto failed = FailedChoice(choices)) return {failed->status, failed->OpenAiBody()};
+    if (auto failed = FailedChoice(choices)) {
+      if (o_.background) KeepFailed({{"code", failed->type}, {"message", failed->message}});
+      return {failed->status, failed->OpenAiBody()};
+    }
     const ChoiceState& choice = choices[0];
     const char* status = StatusOf(choice);
     json message = output_->Message(choice.text);
@@ -431,12 +452,17 @@ class ResponsesFormatter final : public ResponseFormatter {
   }
 
   // store: true keeps the answer for GET and previous_response_id.
-  void Keep(const json& response) const {
+  void Keep(const json& response, bool with_output = true) const {
     if (!o_.store || store_ == nullptr) return;
+    if (o_.background) {
+      // A cancelled background response stays cancelled, whatever its call ends with.
+      std::optional<StoredResponse> current = store_->Get(o_.id);
+      if (current && current->response.value("status", "") == "cancelled") return;
+    }
     StoredResponse entry;
     entry.response = response;
     entry.messages = o_.history;
-    entry.messages.push_back(AssistantTurn(response["output"]));
+    if (with_output) entry.messages.push_back(AssistantTurn(response["output"]));
     entry.input_items = o_.input_items;
     store_->Put(o_.id, std::move(entry));
   }
@@ -624,10 +650,18 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
   if (!body.contains("input")) {
     return InvalidRequest("Missing required parameter: 'input'.");
   }
-  if (!IsNullOr(body, "background") && body["background"] != false) {
+  bool background = false;
+  if (!IsNullOr(body, "background")) {
+    if (!body["background"].is_boolean()) return FieldError("background", "must be a boolean.");
+    background = body["background"].get<bool>();
+  }
+  if (background && !IsNullOr(body, "stream") && body["stream"] == true) {
     return FieldError("background",
-                      "background responses are not supported; use stream: true to watch a "
-                      "long response as it is made.");
+                      "background responses are polled with GET /v1/responses/{id}; streaming "
+                      "them is not supported.");
+  }
+  if (background && !IsNullOr(body, "store") && body["store"] == false) {
+    return FieldError("background", "background responses need store: true.");
   }
   if (!IsNullOr(body, "truncation") && body["truncation"] != "disabled") {
     return FieldError("truncation",
@@ -709,6 +743,7 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
   o.logprobs = logprobs;
   o.max_tool_calls = max_tool_calls;
   o.store = store;
+  o.background = background;
 
   // The conversation: the previous response's, then this input.
   if (!IsNullOr(body, "previous_response_id")) {
@@ -792,7 +827,7 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
     return IsNullOr(body, key) ? json(nullptr) : json(body[key]);
   };
   o.echo = {
-      {"background", false},
+      {"background", background},
       {"instructions", echoed("instructions")},
       {"max_output_tokens", echoed("max_output_tokens")},
       {"max_tool_calls", max_tool_calls ? json(*max_tool_calls) : json(nullptr)},
@@ -824,8 +859,44 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
   return plan;
 }
 
+namespace {
+
+// Where a background response's call writes: nowhere. Its result reaches the response store
+// through the formatter (Complete keeps it; a refusal is kept as failed here).
+class DetachedWriter final : public ResponseWriter {
+ public:
+  explicit DetachedWriter(std::shared_ptr<ResponsesFormatter> formatter)
+      : formatter_(std::move(formatter)) {}
+  void Send(int status, std::string, std::string body) override {
+    if (status == 200) return;
+    json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    json error = parsed.is_object() && parsed.contains("error") ? parsed["error"]
+                                                                : json{{"message", body}};
+    formatter_->KeepFailed({{"code", error.value("type", "server_error")},
+                            {"message", error.value("message", body)}});
+  }
+  void StartStream() override {}
+  void SendEvent(std::string) override {}
+  void EndStream() override {}
+  void OnDisconnect(std::function<void()>) override {}
+
+ private:
+  std::shared_ptr<ResponsesFormatter> formatter_;
+};
+
+}  // namespace
+
 void HandleResponses(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
-  Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, ParseResponses(ctx, body));
+  ApiExpected<ServingPlan> plan = ParseResponses(ctx, body);
+  std::shared_ptr<ResponsesFormatter> formatter =
+      plan.ok() ? std::dynamic_pointer_cast<ResponsesFormatter>(plan->formatter) : nullptr;
+  if (formatter == nullptr || !formatter->background()) {
+    return Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, std::move(plan));
+  }
+  // Background: answer "queued" now; the call runs on, and GET /v1/responses/{id} polls it.
+  const json queued = formatter->KeepQueued();
+  Serve(ctx, std::make_shared<DetachedWriter>(formatter), ErrorStyle::kOpenAi, std::move(plan));
+  SendResult(*writer, queued);
 }
 
 namespace {
@@ -897,8 +968,20 @@ void HandleResponseById(ServerContext& ctx, const ApiRequest& request, ResponseW
     if (request.method != "POST") {
       return SendResult(*writer, ApiError{405, "Use POST to cancel.", "MethodNotAllowed", {}});
     }
-    return SendResult(*writer, BadRequest("Cannot cancel a synchronous response: only "
-                                          "background responses can be cancelled."));
+    if (stored->response.value("background", false) != true) {
+      return SendResult(*writer, BadRequest("Cannot cancel a synchronous response: only "
+                                            "background responses can be cancelled."));
+    }
+    const std::string status = stored->response.value("status", "");
+    if (status != "queued" && status != "in_progress") {
+      return SendResult(*writer, BadRequest(fmt::format(
+                                     "Cannot cancel a response with status '{}'.", status)));
+    }
+    // The engine request carries the response id as its rid; its end keeps "cancelled" too.
+    ctx.engine->Abort(id, engine::AbortMatch::kExactRid);
+    stored->response["status"] = "cancelled";
+    ctx.response_store->Put(id, *stored);
+    return SendResult(*writer, stored->response);
   }
   if (input_items) {
     if (request.method != "GET") {

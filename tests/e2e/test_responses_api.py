@@ -10,6 +10,7 @@ produces.
 """
 import json
 import re
+import time
 
 import jsonschema
 import openai
@@ -193,6 +194,39 @@ def test_input_items_list_pages_like_openai(plain):
     assert gone.status_code == 404
 
 
+def test_background_responses_are_polled_and_cancelled(plain):
+    """background: true answers "queued" at once; GET polls until the result is stored, which
+    equals the same request run in the foreground; cancel aborts a long one."""
+    client = client_of(plain)
+    kwargs = dict(model="default", input="Name three colors.", temperature=0,
+                  max_output_tokens=24)
+    foreground = client.responses.create(**kwargs)
+    queued = client.responses.create(background=True, **kwargs)
+    assert queued.status == "queued" and queued.background is True
+    deadline = time.time() + 60
+    got = client.responses.retrieve(queued.id)
+    while got.status in ("queued", "in_progress") and time.time() < deadline:
+        time.sleep(0.05)
+        got = client.responses.retrieve(queued.id)
+    assert got.status in ("completed", "incomplete")
+    assert got.output_text == foreground.output_text
+    with pytest.raises(openai.BadRequestError):
+        client.responses.cancel(queued.id)  # finished: nothing to cancel
+
+    long = client.responses.create(background=True, model="default", input="Count upward.",
+                                   max_output_tokens=2000, extra_body={"ignore_eos": True})
+    cancelled = client.responses.cancel(long.id)
+    assert cancelled.status == "cancelled"
+    time.sleep(0.5)
+    assert client.responses.retrieve(long.id).status == "cancelled"
+    plain.assert_no_leak()
+
+    for body in ({"background": True, "stream": True}, {"background": True, "store": False}):
+        reply = requests.post(plain.url + "/v1/responses", timeout=30,
+                              json={"model": "default", "input": "hi", **body})
+        assert reply.status_code == 400 and "background" in reply.text
+
+
 def test_function_calls_and_their_outputs(smol):
     client = client_of(smol)
     ask = "What is the weather in Paris?"
@@ -292,7 +326,7 @@ def test_logprobs_ride_on_the_output_text(plain):
 
 
 @pytest.mark.parametrize("body, field", [
-    ({"input": "hi", "background": True}, "background"),
+    ({"input": "hi", "background": True, "stream": True}, "background"),
     ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0]"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
      "input[0].content"),
