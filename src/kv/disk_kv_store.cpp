@@ -40,6 +40,11 @@ struct FileHeader {
 };
 static_assert(sizeof(FileHeader) == 64);
 
+// Bytes before the payload: the header, the block's tokens and its namespace.
+uint64_t HeaderBytes(uint64_t block_tokens, uint64_t extra_key_bytes) {
+  return sizeof(FileHeader) + block_tokens * sizeof(int32_t) + extra_key_bytes;
+}
+
 uint64_t Checksum(const std::vector<std::byte>& payload) {
   return HashBytes(0x5eed, payload.data(), payload.size());
 }
@@ -234,11 +239,15 @@ void DiskKvStore::Read(uint64_t hash) {
   Post(Job(Job::Kind::kRead, hash));
 }
 
-void DiskKvStore::Clear() {
+void DiskKvStore::ForgetAll() {
   index_.clear();
   lru_.clear();
   owner_stats_.files = 0;
   owner_stats_.bytes = 0;
+}
+
+void DiskKvStore::Clear() {
+  ForgetAll();
   Post(Job(Job::Kind::kClear));
 }
 
@@ -247,10 +256,7 @@ void DiskKvStore::SetModelTag(uint64_t tag) {
     std::lock_guard<std::mutex> lock(mutex_);
     options_.model_tag = tag;
   }
-  index_.clear();
-  lru_.clear();
-  owner_stats_.files = 0;
-  owner_stats_.bytes = 0;
+  ForgetAll();
 }
 
 void DiskKvStore::Post(Job job) {
@@ -277,8 +283,8 @@ std::vector<DiskKvStore::Completed> DiskKvStore::TakeCompleted() {
       pending_writes_.erase(c.block.hash);
       pending_write_bytes_ -= options_.payload_bytes;
       if (c.ok) {
-        AddToIndex(c.block.hash, sizeof(FileHeader) + c.block.tokens.size() * sizeof(int32_t) +
-                                     c.block.extra_key.size() + options_.payload_bytes);
+        AddToIndex(c.block.hash, HeaderBytes(c.block.tokens.size(), c.block.extra_key.size()) +
+                                     options_.payload_bytes);
       } else if (owner_stats_.bytes > 0 && options_.capacity_bytes > owner_stats_.bytes) {
         // The disk (or a size limit) said no: what is stored now is the most there is room for,
         // so later writes make room by evicting the oldest blocks.
@@ -298,11 +304,7 @@ DiskKvStoreStats DiskKvStore::stats() const {
   DiskKvStoreStats out = owner_stats_;
   std::lock_guard<std::mutex> lock(mutex_);
   out.written_blocks = io_stats_.written_blocks;
-  out.written_bytes = io_stats_.written_bytes;
-  out.write_seconds = io_stats_.write_seconds;
   out.read_blocks = io_stats_.read_blocks;
-  out.read_bytes = io_stats_.read_bytes;
-  out.read_seconds = io_stats_.read_seconds;
   out.failed_writes = io_stats_.failed_writes;
   out.failed_reads = io_stats_.failed_reads;
   return out;
@@ -357,8 +359,6 @@ void DiskKvStore::RunJob(Job& job) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (ok) {
         ++io_stats_.written_blocks;
-        io_stats_.written_bytes += job.block.payload->size();
-        io_stats_.write_seconds += seconds;
         last_write_error_.clear();
       } else {
         ++io_stats_.failed_writes;
@@ -378,20 +378,13 @@ void DiskKvStore::RunJob(Job& job) {
       done.block.hash = job.hash;
       std::string error;
       done.ok = ReadFile(job.hash, &done.block, &error);
-      const double seconds = SecondsSince(start);
-      done.seconds = seconds;
+      done.seconds = SecondsSince(start);
       if (!done.ok) {
         RADIX_LOG_WARN("KV storage: {}; the block is recomputed", error);
         done.block.payload.reset();
       }
       std::lock_guard<std::mutex> lock(mutex_);
-      if (done.ok) {
-        ++io_stats_.read_blocks;
-        io_stats_.read_bytes += done.block.payload->size();
-        io_stats_.read_seconds += seconds;
-      } else {
-        ++io_stats_.failed_reads;
-      }
+      ++(done.ok ? io_stats_.read_blocks : io_stats_.failed_reads);
       completed_.push_back(std::move(done));
       return;
     }
@@ -407,8 +400,8 @@ bool DiskKvStore::WriteFile(const KvBlock& block, std::string* error) {
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.version = kVersion;
-  header.header_bytes = static_cast<uint32_t>(
-      sizeof(FileHeader) + block.tokens.size() * sizeof(int32_t) + block.extra_key.size());
+  header.header_bytes =
+      static_cast<uint32_t>(HeaderBytes(block.tokens.size(), block.extra_key.size()));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     header.model_tag = options_.model_tag;
@@ -467,9 +460,7 @@ bool DiskKvStore::ReadFile(uint64_t hash, KvBlock* block, std::string* error) {
              header.version != kVersion || header.hash != hash ||
              header.block_tokens != options_.block_tokens ||
              header.payload_bytes != options_.payload_bytes ||
-             header.header_bytes != sizeof(FileHeader) +
-                                        uint64_t{header.block_tokens} * sizeof(int32_t) +
-                                        header.extra_key_bytes ||
+             header.header_bytes != HeaderBytes(header.block_tokens, header.extra_key_bytes) ||
              header.extra_key_bytes > (1u << 20)) {
     ok = false;
     *error = path + " has a header that does not match its name, model or geometry";

@@ -59,11 +59,7 @@ struct DiskKvStoreStats {
   uint64_t files = 0;
   uint64_t bytes = 0;
   uint64_t written_blocks = 0;
-  uint64_t written_bytes = 0;
-  double write_seconds = 0.0;
   uint64_t read_blocks = 0;
-  uint64_t read_bytes = 0;
-  double read_seconds = 0.0;
   uint64_t failed_writes = 0;
   uint64_t failed_reads = 0;
   uint64_t dropped_writes = 0;  // refused because too many bytes were pending
@@ -148,6 +144,7 @@ class DiskKvStore {
   void Post(Job job);
   void AddToIndex(uint64_t hash, uint64_t bytes);
   void Forget(uint64_t hash);
+  void ForgetAll();
   void EvictOverCapacity();
 
   DiskKvStoreOptions options_;

@@ -393,11 +393,7 @@ void HiCacheStats::Add(const HiCacheStats& o) {
   store.files += o.store.files;
   store.bytes += o.store.bytes;
   store.written_blocks += o.store.written_blocks;
-  store.written_bytes += o.store.written_bytes;
-  store.write_seconds += o.store.write_seconds;
   store.read_blocks += o.store.read_blocks;
-  store.read_bytes += o.store.read_bytes;
-  store.read_seconds += o.store.read_seconds;
   store.failed_writes += o.store.failed_writes;
   store.failed_reads += o.store.failed_reads;
   store.dropped_writes += o.store.dropped_writes;

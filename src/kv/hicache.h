@@ -44,6 +44,7 @@
 #include "kv/disk_kv_store.h"
 #include "kv/radix_cache.h"
 #include "kv/token_to_kv_pool.h"
+#include "metrics/sglang_buckets.h"
 
 namespace radixserve::kv {
 
@@ -94,10 +95,10 @@ struct HiCacheStats {
   uint64_t storage_hit_tokens = 0;  // tokens sequences matched that a load brought in
   // SGLang's storage histograms: blocks per load / per backup, and GB/s of loads and of the
   // writes finished between two polls (buckets as sglang:prefetch_pgs etc.).
-  BucketCounts prefetch_pgs{{1, 5, 10, 50, 100}};
-  BucketCounts backup_pgs{{1, 5, 10, 50, 100}};
-  BucketCounts prefetch_bandwidth{{0.1, 0.5, 1, 5, 10, 50, 100}};
-  BucketCounts backup_bandwidth{{0.1, 0.5, 1, 5, 10, 50, 100}};
+  BucketCounts prefetch_pgs{metrics::StoragePagesBuckets()};
+  BucketCounts backup_pgs{metrics::StoragePagesBuckets()};
+  BucketCounts prefetch_bandwidth{metrics::StorageBandwidthBuckets()};
+  BucketCounts backup_bandwidth{metrics::StorageBandwidthBuckets()};
 
   // Sums (data-parallel replicas).
   void Add(const HiCacheStats& other);

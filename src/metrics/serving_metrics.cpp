@@ -163,19 +163,17 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
                                              "Number of prefetched prompt tokens.", storage_labels);
     backuped_tokens_total_ =
         &r.AddCounter("sglang:backuped_tokens_total", "Number of backuped tokens.", storage_labels);
-    const std::vector<double> pages = {1, 5, 10, 50, 100};
-    const std::vector<double> bandwidth = {0.1, 0.5, 1, 5, 10, 50, 100};
     prefetch_pgs_ = &r.AddHistogram("sglang:prefetch_pgs",
                                     "Histogram of prefetch pages of batches.", storage_labels,
-                                    pages);
+                                    StoragePagesBuckets());
     backup_pgs_ = &r.AddHistogram("sglang:backup_pgs", "Histogram of backup pages of batches.",
-                                  storage_labels, pages);
+                                  storage_labels, StoragePagesBuckets());
     prefetch_bandwidth_ =
         &r.AddHistogram("sglang:prefetch_bandwidth", "Histogram of prefetch bandwidth in GB/s.",
-                        storage_labels, bandwidth);
+                        storage_labels, StorageBandwidthBuckets());
     backup_bandwidth_ =
         &r.AddHistogram("sglang:backup_bandwidth", "Histogram of backup bandwidth in GB/s.",
-                        storage_labels, bandwidth);
+                        storage_labels, StorageBandwidthBuckets());
   }
   return Status::Ok();
 }

@@ -53,8 +53,8 @@ struct ServingMetricsOptions {
 struct StorageStats {
   int64_t prefetched_tokens = 0;  // tokens loaded from storage into the RAM cache
   int64_t backuped_tokens = 0;    // tokens written to storage
-  // Cumulative per-bucket counts (the last bucket +Inf) and sums, over SGLang's bounds
-  // (pages: 1 5 10 50 100; GB/s: 0.1 0.5 1 5 10 50 100).
+  // Cumulative per-bucket counts (the last bucket +Inf) and sums, over StoragePagesBuckets()
+  // and StorageBandwidthBuckets() (sglang_buckets.h).
   struct Distribution {
     std::vector<uint64_t> counts;
     double sum = 0.0;

@@ -33,6 +33,16 @@ const std::vector<double>& DefaultTokensBuckets() {
   return kBounds;
 }
 
+const std::vector<double>& StoragePagesBuckets() {
+  static const std::vector<double> kBounds = {1, 5, 10, 50, 100};
+  return kBounds;
+}
+
+const std::vector<double>& StorageBandwidthBuckets() {
+  static const std::vector<double> kBounds = {0.1, 0.5, 1, 5, 10, 50, 100};
+  return kBounds;
+}
+
 const std::vector<double>& DefaultRetractionsBuckets() {
   static const std::vector<double> kBounds = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,
                                               10, 15, 20, 25, 30, 40, 50, 75, 100};

@@ -20,5 +20,9 @@ const std::vector<double>& DefaultRetractionsBuckets();
 const std::vector<double>& DefaultQueueTimeBuckets();
 // sglang:per_stage_req_latency_seconds: 30 exponential bounds from 1 ms, factor 1.62.
 const std::vector<double>& DefaultPerStageLatencyBuckets();
+// sglang:prefetch_pgs and sglang:backup_pgs (pages per storage load / backup)
+const std::vector<double>& StoragePagesBuckets();
+// sglang:prefetch_bandwidth and sglang:backup_bandwidth (GB/s)
+const std::vector<double>& StorageBandwidthBuckets();
 
 }  // namespace radixserve::metrics
