@@ -13,6 +13,8 @@ namespace radixserve::args {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+// --speculative-num-steps at most: each drafting sequence holds this many scratch KV rows.
+constexpr int64_t kMaxSpeculativeSteps = 32;
 
 Status Invalid(ArgKey arg, const std::string& message) {
   return InvalidArgument(fmt::format("argument --{}: {}", arg.name(), message));
@@ -53,14 +55,63 @@ void MapDeprecated(ServerArgs& args, std::vector<std::string>& warnings) {
   }
 }
 
-// Speculative decoding: only NGRAM is implemented, with chain drafts.
-Status CheckNgramArgs(const ServerArgs& args) {
+// STANDALONE: a draft model proposing one chain (top-k 1) of --speculative-num-steps tokens.
+// SGLang's defaults (3 steps, top-k 1, 4 draft tokens) fill what is unset; with top-k 1 the
+// draft token count is steps + 1, adjusted with a warning as SGLang does.
+Status ResolveStandaloneArgs(ServerArgs& args, std::vector<std::string>& warnings) {
+  if (args.IsNull(key::kSpeculativeDraftModelPath)) {
+    return Invalid(key::kSpeculativeDraftModelPath,
+                   "--speculative-algorithm STANDALONE needs a draft model");
+  }
+  if (!args.IsNull(key::kSpeculativeEagleTopk) && args.GetInt(key::kSpeculativeEagleTopk) != 1) {
+    return Invalid(key::kSpeculativeEagleTopk,
+                   "the draft model proposes a single chain (top-k 1); tree drafts are not "
+                   "implemented");
+  }
+  args.Set(key::kSpeculativeEagleTopk, int64_t{1});
+  if (args.IsNull(key::kSpeculativeNumSteps)) {
+    const int64_t steps = args.IsNull(key::kSpeculativeNumDraftTokens)
+                              ? 3
+                              : args.GetInt(key::kSpeculativeNumDraftTokens) - 1;
+    args.Set(key::kSpeculativeNumSteps, steps);
+  }
+  const int64_t steps = args.GetInt(key::kSpeculativeNumSteps);
+  if (steps < 1 || steps > kMaxSpeculativeSteps) {
+    return Invalid(key::kSpeculativeNumSteps,
+                   fmt::format("must be between 1 and {}", kMaxSpeculativeSteps));
+  }
+  if (!args.IsNull(key::kSpeculativeNumDraftTokens) &&
+      args.GetInt(key::kSpeculativeNumDraftTokens) != steps + 1) {
+    warnings.push_back(fmt::format(
+        "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 = {} when "
+        "speculative_eagle_topk == 1",
+        steps + 1));
+  }
+  args.Set(key::kSpeculativeNumDraftTokens, steps + 1);
+  return Status::Ok();
+}
+
+// Speculative decoding: NGRAM (chain drafts from the n-gram table) and STANDALONE (a draft
+// model); EAGLE / EAGLE3 (NEXTN resolves to EAGLE) need trained draft heads.
+Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnings) {
   const std::string algorithm = args.GetString(key::kSpeculativeAlgorithm);
+  if (args.GetInt(key::kSpeculativeDisableByBatchSize) < 0) {
+    return Invalid(key::kSpeculativeDisableByBatchSize, "must be >= 0 (0: never disabled)");
+  }
+  if (algorithm == "STANDALONE") return ResolveStandaloneArgs(args, warnings);
   if (algorithm != "NGRAM") {
     return Invalid(key::kSpeculativeAlgorithm,
-                   fmt::format("{} is not implemented (it needs a draft model or trained draft "
-                               "heads); only NGRAM is available",
+                   fmt::format("{} needs trained draft heads (EAGLE / MTP modules), which "
+                               "radixserve does not run; use STANDALONE with a small draft model "
+                               "of the same tokenizer, or NGRAM",
                                algorithm));
+  }
+  for (ArgKey draft_only : {key::kSpeculativeDraftModelPath, key::kSpeculativeNumSteps,
+                            key::kSpeculativeEagleTopk}) {
+    if (!args.IsNull(draft_only)) {
+      return Invalid(draft_only, "applies to --speculative-algorithm STANDALONE, not NGRAM "
+                                 "(NGRAM's draft length is --speculative-num-draft-tokens)");
+    }
   }
   for (ArgKey breadth :
        {key::kSpeculativeNgramMinBfsBreadth, key::kSpeculativeNgramMaxBfsBreadth}) {
@@ -73,9 +124,6 @@ Status CheckNgramArgs(const ServerArgs& args) {
       args.GetInt(key::kSpeculativeNumDraftTokens) < 2) {
     return Invalid(key::kSpeculativeNumDraftTokens,
                    "must be at least 2 (the last sampled token and one draft)");
-  }
-  if (args.GetInt(key::kSpeculativeDisableByBatchSize) < 0) {
-    return Invalid(key::kSpeculativeDisableByBatchSize, "must be >= 0 (0: never disabled)");
   }
   const int64_t min_window = args.GetInt(key::kSpeculativeNgramMinMatchWindowSize);
   if (min_window < 1) return Invalid(key::kSpeculativeNgramMinMatchWindowSize, "must be >= 1");
@@ -352,7 +400,7 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
     if (args.GetString(key::kSpeculativeAlgorithm) == "NEXTN") {
       args.Set(key::kSpeculativeAlgorithm, "EAGLE");
     }
-    if (Status ngram = CheckNgramArgs(args); !ngram.ok()) return ngram;
+    if (Status spec = ResolveSpeculativeArgs(args, warnings); !spec.ok()) return spec;
     if (args.GetBool(key::kEnableMixedChunk)) {
       args.Set(key::kEnableMixedChunk, false);
       warnings.push_back("--enable-mixed-chunk is turned off: speculative decoding needs whole "
@@ -386,6 +434,11 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
     return Invalid(key::kRevision,
                    "radixserve loads local files only and cannot fetch a revision from a model "
                    "hub; point --model-path at the checkout you want");
+  }
+  if (!args.IsNull(key::kSpeculativeDraftModelRevision)) {
+    return Invalid(key::kSpeculativeDraftModelRevision,
+                   "radixserve loads local files only and cannot fetch a revision from a model "
+                   "hub; point --speculative-draft-model-path at the checkout you want");
   }
 
   std::string device = args.IsNull(key::kDevice) ? "auto" : args.GetString(key::kDevice);

@@ -66,10 +66,16 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
           .value_or(static_cast<int64_t>(std::random_device{}() % ((1u << 30) + 1))));
   s.random_seed = config.random_seed;
   if (!args.IsNull(key::kSpeculativeAlgorithm)) {
-    // Validation admits only NGRAM. SGLang's draft token count includes the verified last token.
-    const int64_t tokens =
-        args.GetOptionalInt(key::kSpeculativeNumDraftTokens).value_or(kDefaultNgramDraftTokens);
-    config.spec_num_drafts = static_cast<size_t>(std::max<int64_t>(tokens - 1, 0));
+    // Validation admits NGRAM and STANDALONE (and resolved STANDALONE's step count). SGLang's
+    // draft token count includes the verified last token.
+    if (args.GetString(key::kSpeculativeAlgorithm) == "STANDALONE") {
+      config.spec_draft_model = true;
+      config.spec_num_drafts = static_cast<size_t>(args.GetInt(key::kSpeculativeNumSteps));
+    } else {
+      const int64_t tokens = args.GetOptionalInt(key::kSpeculativeNumDraftTokens)
+                                 .value_or(kDefaultNgramDraftTokens);
+      config.spec_num_drafts = static_cast<size_t>(std::max<int64_t>(tokens - 1, 0));
+    }
     config.spec_disable_batch =
         static_cast<size_t>(args.GetInt(key::kSpeculativeDisableByBatchSize));
     spec::NgramTableOptions& n = config.ngram;

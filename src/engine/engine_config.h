@@ -15,6 +15,9 @@ namespace radixserve::engine {
 
 // --speculative-num-draft-tokens when NGRAM is on and the argument is unset.
 inline constexpr int64_t kDefaultNgramDraftTokens = 8;
+// STANDALONE: sequences that draft in one step at most (the draft KV's scratch rows are this many
+// times --speculative-num-steps); further ones decode without drafts that step.
+inline constexpr size_t kMaxDraftingSequences = 64;
 
 struct EngineConfig {
   sched::SchedulerConfig sched;
@@ -32,9 +35,11 @@ struct EngineConfig {
   bool grammar_jump_forward = true;
   // LightLLM's --eos_id: the token ids that end generation, replacing the model's when not empty.
   std::vector<int32_t> eos_override;
-  // Speculative decoding (--speculative-algorithm NGRAM): draft tokens proposed per decode step
-  // of an eligible sequence (--speculative-num-draft-tokens - 1); 0 is off.
+  // Speculative decoding: draft tokens proposed per decode step of an eligible sequence
+  // (NGRAM: --speculative-num-draft-tokens - 1; STANDALONE: --speculative-num-steps); 0 is off.
   size_t spec_num_drafts = 0;
+  // STANDALONE: a draft model proposes (engine_factory passes it); else the n-gram table.
+  bool spec_draft_model = false;
   // --speculative-disable-by-batch-size: no drafts while this many sequences decode (0: none).
   size_t spec_disable_batch = 0;
   spec::NgramTableOptions ngram;  // the --speculative-ngram-* arguments

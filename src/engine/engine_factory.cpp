@@ -129,7 +129,7 @@ Expected<kv::HiCacheOptions> MakeHiCacheOptions(const args::ServerArgs& args,
 Expected<std::unique_ptr<EngineLoop>> CreateReplica(
     const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
-    const ReplicaPlace& place) {
+    const ReplicaPlace& place, std::shared_ptr<const model::CausalLM> draft_model) {
   const model::ModelConfig& mc = model->config();
   const std::string dtype_flag =
       !args.IsNull(key::kKvCacheDtype)
@@ -172,6 +172,16 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   options.disable_radix_cache = args.GetBool(key::kDisableRadixCache);
   options.eviction_policy = *eviction_policy;
   options.weights_bytes = static_cast<uint64_t>(model->weight_bytes());
+  if (draft_model != nullptr) {
+    // The replicas share the draft's weights as they share the target's.
+    const model::ModelConfig& dc = draft_model->config();
+    options.weights_bytes += static_cast<uint64_t>(draft_model->weight_bytes());
+    options.draft = kv::KvMemoryOptions::DraftGeometry{static_cast<int32_t>(dc.num_layers),
+                                                       static_cast<int32_t>(dc.num_kv_heads),
+                                                       static_cast<int32_t>(dc.head_dim)};
+    options.draft_scratch_rows =
+        kMaxDraftingSequences * static_cast<size_t>(args.GetInt(key::kSpeculativeNumSteps));
+  }
   if (!args.IsNull(key::kHicacheStorageBackend)) {
     Expected<kv::HiCacheOptions> hicache = MakeHiCacheOptions(args, mc, options, place.size);
     if (!hicache.ok()) return hicache.status();
@@ -200,7 +210,7 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
 
   auto engine = std::make_unique<EngineLoop>(std::move(config).value(), std::move(memory).value(),
                                              std::move(scheduler).value(), std::move(model),
-                                             std::move(tokenizer), pool);
+                                             std::move(tokenizer), pool, std::move(draft_model));
   engine->Start();
   return engine;
 }
@@ -209,12 +219,28 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
 
 Expected<std::unique_ptr<Engine>> CreateEngine(
     const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
-    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool) {
+    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
+    std::shared_ptr<const model::CausalLM> draft_model) {
   RADIX_CHECK(model != nullptr && pool != nullptr);
+  const bool standalone = !args.IsNull(key::kSpeculativeAlgorithm) &&
+                          args.GetString(key::kSpeculativeAlgorithm) == "STANDALONE";
+  if (standalone != (draft_model != nullptr)) {
+    return InvalidArgument(
+        "argument --speculative-draft-model-path: a draft model goes with (and only with) "
+        "--speculative-algorithm STANDALONE");
+  }
+  if (draft_model != nullptr &&
+      draft_model->config().vocab_size != model->config().vocab_size) {
+    return InvalidArgument(fmt::format(
+        "argument --speculative-draft-model-path: the draft model's vocabulary ({} tokens) "
+        "differs from the target's ({}); STANDALONE needs the same tokenizer",
+        draft_model->config().vocab_size, model->config().vocab_size));
+  }
   const auto dp_size = static_cast<int32_t>(args.GetOptionalInt(key::kDpSize).value_or(1));
   if (dp_size < 1) return InvalidArgument("--dp-size must be at least 1");
   if (dp_size == 1) {
-    auto replica = CreateReplica(args, std::move(model), std::move(tokenizer), pool, {});
+    auto replica = CreateReplica(args, std::move(model), std::move(tokenizer), pool, {},
+                                 std::move(draft_model));
     if (!replica.ok()) return replica.status();
     return std::unique_ptr<Engine>(std::move(replica).value());
   }
@@ -236,7 +262,7 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
   for (int32_t rank = 0; rank < dp_size; ++rank) {
     pools.push_back(std::make_unique<ThreadPool>(threads));
     place.rank = rank;
-    auto replica = CreateReplica(args, model, tokenizer, pools.back().get(), place);
+    auto replica = CreateReplica(args, model, tokenizer, pools.back().get(), place, draft_model);
     if (!replica.ok()) {
       for (auto& started : replicas) started->Shutdown();
       return replica.status();

@@ -11,6 +11,10 @@
 //   * Limits: max_running_requests and context_len as SGLang derives them; logs SGLang's
 //     "max_total_num_tokens=..., chunked_prefill_size=..., ..." startup line.
 //   * Watchdog: --watchdog-timeout / --soft-watchdog-timeout (watchdog.h).
+//   * Speculative decoding: --speculative-algorithm NGRAM builds each replica's n-gram table;
+//     STANDALONE needs `draft_model` (loaded from --speculative-draft-model-path, same
+//     vocabulary size, else kInvalidArgument), whose KV gets a storage of its own beside the
+//     pool, counted in the sizing (kv::KvMemoryOptions::draft).
 // The model, tokenizer (may be null: token ids only) and thread pool are shared, read-only (the
 // pool is used by the engine thread only) and must outlive the engine.
 #pragma once
@@ -28,6 +32,7 @@ namespace radixserve::engine {
 
 Expected<std::unique_ptr<Engine>> CreateEngine(
     const args::ServerArgs& args, std::shared_ptr<const model::CausalLM> model,
-    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool);
+    std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
+    std::shared_ptr<const model::CausalLM> draft_model = nullptr);
 
 }  // namespace radixserve::engine

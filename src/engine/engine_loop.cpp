@@ -17,7 +17,8 @@ namespace radixserve::engine {
 EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory,
                        std::unique_ptr<sched::Scheduler> scheduler,
                        std::shared_ptr<const model::CausalLM> model,
-                       std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool)
+                       std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
+                       std::shared_ptr<const model::CausalLM> draft_model)
     : config_(std::move(config)),
       memory_(std::move(memory)),
       scheduler_(std::move(scheduler)),
@@ -49,7 +50,17 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
     }
   }
   if (config_.dp_size > 1) log_prefix_ = fmt::format("[DP{}] ", config_.dp_rank);
-  if (config_.spec_num_drafts > 0) ngram_ = std::make_unique<spec::NgramTable>(config_.ngram);
+  if (config_.spec_num_drafts > 0 && config_.spec_draft_model) {
+    RADIX_CHECK(draft_model != nullptr && memory_->draft_storage() != nullptr);
+    spec::DraftRunnerOptions options;
+    options.max_steps = config_.spec_num_drafts;
+    options.max_jobs = kMaxDraftingSequences;
+    draft_ = std::make_unique<spec::DraftRunner>(std::move(draft_model), memory_->draft_storage(),
+                                                 &memory_->pool(), memory_->draft_scratch_row(),
+                                                 options);
+  } else if (config_.spec_num_drafts > 0) {
+    ngram_ = std::make_unique<spec::NgramTable>(config_.ngram);
+  }
   PublishStats();
 }
 
@@ -396,7 +407,7 @@ void EngineLoop::Run() {
     }
     AbortFlagged();
     MaybeSwapModel();
-    if (ngram_ && !halted()) ProposeDrafts();
+    if (speculating() && !halted()) ProposeDrafts();
     PollPrefetches();
     sched::StepPlan plan = halted() ? sched::StepPlan{} : scheduler_->PlanStep();
     for (const sched::StepEntry& entry : plan.entries) {
@@ -522,7 +533,7 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   auto state =
       std::make_unique<RequestState>(std::move(submission.request), std::move(submission.sink),
                                      tokenizer_.get(), seed, config_.stream_interval);
-  if (ngram_) state->EnableSpecCount();
+  if (speculating()) state->EnableSpecCount();
   sched::Sequence* raw = seq.get();
   std::unique_ptr<sched::Sequence> displaced;
   Status status = scheduler_->Enqueue(std::move(seq), &displaced);

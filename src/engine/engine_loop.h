@@ -36,6 +36,7 @@
 #include "sampling/sampler.h"
 #include "sampling/seed_source.h"
 #include "sched/scheduler.h"
+#include "spec/draft_runner.h"
 #include "spec/ngram_table.h"
 #include "tokenizer/tokenizer.h"
 
@@ -46,7 +47,8 @@ class EngineLoop final : public Engine {
   EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory,
              std::unique_ptr<sched::Scheduler> scheduler,
              std::shared_ptr<const model::CausalLM> model,
-             std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool);
+             std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ThreadPool* pool,
+             std::shared_ptr<const model::CausalLM> draft_model = nullptr);
   ~EngineLoop() override;
 
   // Starts the engine thread and its watchdog (CreateEngine does).
@@ -115,8 +117,10 @@ class EngineLoop final : public Engine {
   // states (greedy or sampled, with logprobs or a grammar: verification samples each row as the
   // one-token path would, so the output is the same either way).
   bool Speculates(const RequestState& state) const;
-  // Records the new tokens of every running speculative sequence into the n-gram table and sets
-  // its draft_ids for the next step.
+  bool speculating() const { return ngram_ != nullptr || draft_ != nullptr; }
+  // Sets the draft_ids of every running speculative sequence for the next step: from the n-gram
+  // table (after recording the sequence's new tokens in it), or from the draft model (one batched
+  // run for all of them; a failed run only means no drafts this step).
   void ProposeDrafts();
   // Swaps in a pending model once no sequence is running or mid-prefill (or the engine is
   // paused), flushes the prefix cache if asked, and resumes admission.
@@ -169,9 +173,13 @@ class EngineLoop final : public Engine {
   // return_hidden_states: the hidden rows of the current step and (entry, fill position) of each.
   std::vector<float> hidden_;
   std::vector<std::pair<size_t, size_t>> hidden_positions_;
-  // Speculative decoding: the replica's n-gram table (null when off) and the decode log
-  // interval's verify figures.
+  // Speculative decoding: the replica's n-gram table or draft model (both null when off) and the
+  // decode log interval's verify figures.
   std::unique_ptr<spec::NgramTable> ngram_;
+  std::unique_ptr<spec::DraftRunner> draft_;
+  std::vector<spec::DraftJob> draft_jobs_;
+  std::vector<std::vector<int32_t>> draft_tokens_;  // the jobs' token lists
+  std::vector<sched::Sequence*> draft_seqs_;
   int64_t spec_steps_ = 0;     // decode steps of speculative sequences
   int64_t spec_tokens_ = 0;    // tokens those steps appended
   int64_t spec_drafted_ = 0;   // draft tokens verified

@@ -1,5 +1,5 @@
-// EngineLoop's speculative decoding: n-gram drafts before planning, verification after the
-// forward.
+// EngineLoop's speculative decoding: drafts before planning (from the n-gram table, or from the
+// draft model's greedy chain: spec/draft_runner.h), verification after the forward.
 //
 // Verification samples every row exactly as the one-token path samples it (SampleToken: same
 // processed logits, same seed, same step index into the request's random stream) and keeps a
@@ -7,20 +7,24 @@
 // produced without speculation (bit for bit under --enable-deterministic-inference), for greedy
 // and sampled requests alike, so the target distribution is preserved trivially. For a draft x
 // the acceptance probability is p(x), the same as speculative rejection sampling's min(1, p/q)
-// with a point-mass proposal; on a rejection the row's own sample is the corrected token.
+// with a point-mass proposal (both drafters propose one token per position with certainty); on
+// a rejection the row's own sample is the corrected token.
 #include <algorithm>
 
+#include "common/log.h"
 #include "engine/engine_loop.h"
 
 namespace radixserve::engine {
 
 bool EngineLoop::Speculates(const RequestState& state) const {
   const GenerateRequest& request = state.request();
-  return ngram_ != nullptr && !request.return_hidden_states;
+  return speculating() && !request.return_hidden_states;
 }
 
 void EngineLoop::ProposeDrafts() {
   std::vector<int32_t> fill;
+  draft_jobs_.clear();
+  draft_seqs_.clear();
   // A large decode batch is compute-bound: drafts would cost more than they save. The table
   // still records every speculating sequence, so drafting resumes with full knowledge.
   const bool drafting = config_.spec_disable_batch == 0 ||
@@ -30,15 +34,43 @@ void EngineLoop::ProposeDrafts() {
     auto it = states_.find(seq);
     if (it == states_.end() || !Speculates(*it->second)) continue;
     RequestState& state = *it->second;
-    fill = seq->FillIds(seq->fill_len());
-    ngram_->Record(fill, state.ngram_recorded());
-    state.set_ngram_recorded(fill.size());
+    if (ngram_) {
+      fill = seq->FillIds(seq->fill_len());
+      ngram_->Record(fill, state.ngram_recorded());
+      state.set_ngram_recorded(fill.size());
+    }
     // A step appends at most drafts + 1 tokens: drafts past max_new_tokens would be wasted.
     const int64_t room = seq->remaining_new_tokens() - 1;
     if (!drafting || room <= 0 || seq->decode_len() != 1) continue;
     const size_t budget = state.draft_budget() > 0 ? state.draft_budget() : config_.spec_num_drafts;
     const size_t wanted = std::min(budget, static_cast<size_t>(room));
-    seq->draft_ids = ngram_->Draft(fill, wanted);
+    if (ngram_) {
+      seq->draft_ids = ngram_->Draft(fill, wanted);
+      continue;
+    }
+    if (draft_seqs_.size() == draft_->options().max_jobs) continue;
+    draft_seqs_.push_back(seq);
+    draft_jobs_.emplace_back().wanted = std::min(wanted, draft_->options().max_steps);
+  }
+  if (draft_seqs_.empty()) return;
+  // The draft model: every job's tokens and the target's slots of the positions with K/V.
+  draft_tokens_.resize(draft_seqs_.size());
+  for (size_t j = 0; j < draft_seqs_.size(); ++j) {
+    sched::Sequence* seq = draft_seqs_[j];
+    draft_tokens_[j] = seq->FillIds(seq->fill_len());
+    RADIX_CHECK(seq->kv_len + 1 == draft_tokens_[j].size());
+    spec::DraftJob& job = draft_jobs_[j];
+    job.tokens = draft_tokens_[j];
+    job.slots = memory_->req_pool().Slice(seq->kv.req_pool_slot, 0, seq->kv_len);
+  }
+  if (Status run = draft_->Propose(draft_jobs_, pool_); !run.ok()) {
+    // Drafts only decide how many tokens a step gains: the step goes on without them.
+    RADIX_LOG_WARN("{}Draft model step failed, decoding without drafts: {}", log_prefix_,
+                   run.message());
+    return;
+  }
+  for (size_t j = 0; j < draft_seqs_.size(); ++j) {
+    draft_seqs_[j]->draft_ids = std::move(draft_jobs_[j].drafts);
   }
 }
 

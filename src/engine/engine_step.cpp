@@ -78,7 +78,7 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
     }
     if (entry.is_decode) {
       ++decoded;
-      if (ngram_) {
+      if (speculating()) {
         // A speculative sequence without a draft this step verifies nothing but still counts.
         auto it = states_.find(entry.seq);
         if (it != states_.end() && Speculates(*it->second)) {
@@ -244,7 +244,7 @@ void EngineLoop::LogDecode() {
   tokens_since_log_ = 0;
   last_decode_log_ = now;
   std::string spec;
-  if (ngram_) {
+  if (speculating()) {
     // SGLang's speculative decode line: accept length in place of the graph flag.
     last_accept_length_ = spec_steps_ > 0 ? static_cast<double>(spec_tokens_) /
                                                 static_cast<double>(spec_steps_)

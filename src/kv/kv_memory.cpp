@@ -41,6 +41,10 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   KvSizingInput input;
   input.kv_bytes_per_token =
       KvBytesPerToken(options.num_layers, options.kv_heads, options.head_dim, options.dtype);
+  if (options.draft) {
+    input.kv_bytes_per_token += KvBytesPerToken(options.draft->num_layers, options.draft->kv_heads,
+                                                options.draft->head_dim, options.dtype);
+  }
   input.memory = memory;
   input.weights_bytes = options.weights_bytes;
   input.mem_fraction_static = options.mem_fraction_static;
@@ -102,6 +106,17 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   memory_pools->sizing_ = *sizing;
   memory_pools->max_running_requests_ = running;
   memory_pools->pool_ = std::make_unique<TokenToKVPool>(std::move(pool).value());
+  if (options.draft) {
+    KvStorageSpec spec;
+    spec.num_layers = options.draft->num_layers;
+    spec.kv_heads = options.draft->kv_heads;
+    spec.head_dim = options.draft->head_dim;
+    spec.dtype = options.dtype;
+    spec.num_rows = memory_pools->draft_scratch_row() + options.draft_scratch_rows;
+    Expected<KvStorage> draft = KvStorage::Create(spec);
+    if (!draft.ok()) return draft.status();
+    memory_pools->draft_storage_ = std::make_unique<KvStorage>(std::move(draft).value());
+  }
   Expected<std::unique_ptr<ReqToTokenPool>> req_pool = ReqToTokenPool::Create(
       static_cast<size_t>(req_pool_size), static_cast<size_t>(options.context_len + kRowHeadroom));
   if (!req_pool.ok()) {
@@ -170,6 +185,7 @@ Status KvMemory::Flush() {
   req_pool_->Clear();
   // Nothing holds KV data now: give the pages back instead of keeping the peak resident.
   pool_->storage().ReleaseMemory();
+  if (draft_storage_) draft_storage_->ReleaseMemory();
   return Status::Ok();
 }
 

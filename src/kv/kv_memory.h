@@ -52,6 +52,17 @@ struct KvMemoryOptions {
   std::optional<HiCacheOptions> hicache;
   // Host memory to size against; nullopt reads this machine (ReadHostMemory).
   std::optional<HostMemory> memory;
+  // A draft model's KV (--speculative-algorithm STANDALONE): a second storage with a row for
+  // every slot of the pool (the draft's K/V of a token lives at the target's slot) plus
+  // `draft_scratch_rows` rows after them for the draft's own steps. Its bytes per token count
+  // in the sizing. Same dtype as the target's, without fp8 scales.
+  struct DraftGeometry {
+    int32_t num_layers = 0;
+    int32_t kv_heads = 0;
+    int32_t head_dim = 0;
+  };
+  std::optional<DraftGeometry> draft;
+  size_t draft_scratch_rows = 0;
 };
 
 class KvMemory {
@@ -71,6 +82,10 @@ class KvMemory {
   const PrefixCache& cache() const { return *cache_; }
   // The radix cache, or nullptr when the radix cache is disabled.
   RadixCache* radix_cache() { return radix_; }
+  // The draft model's KV storage (KvMemoryOptions::draft), or nullptr; its first rows match the
+  // pool's storage rows, the scratch rows follow (draft_scratch_row()).
+  KvStorage* draft_storage() { return draft_storage_.get(); }
+  size_t draft_scratch_row() const { return pool_->storage().spec().num_rows; }
   // The storage tier, or nullptr when off.
   HiCache* hicache() { return hicache_.get(); }
   const HiCache* hicache() const { return hicache_.get(); }
@@ -108,6 +123,7 @@ class KvMemory {
   std::unique_ptr<PrefixCache> cache_;
   RadixCache* radix_ = nullptr;
   std::unique_ptr<HiCache> hicache_;  // destroyed before the cache it observes
+  std::unique_ptr<KvStorage> draft_storage_;
 };
 
 }  // namespace radixserve::kv

@@ -43,7 +43,10 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
 }
 
 TokenToKVPool::TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage storage)
-    : num_pages_(num_pages), page_size_(page_size), storage_(std::move(storage)) {
+    : num_pages_(num_pages),
+      page_size_(page_size),
+      page_generation_(num_pages + 1, 0),
+      storage_(std::move(storage)) {
   Clear();
 }
 
@@ -73,6 +76,7 @@ int32_t TokenToKVPool::PopFreePage() {
   const int32_t page = free_pages_.front();
   free_pages_.pop_front();
   page_free_[page] = 0;
+  ++page_generation_[page];
   return page;
 }
 

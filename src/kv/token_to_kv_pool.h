@@ -77,6 +77,11 @@ class TokenToKVPool {
   int32_t page_size() const { return page_size_; }
   size_t num_pages() const { return num_pages_; }  // usable pages, excluding page 0
   bool IsPageFree(size_t page) const;
+  // How many times `page` has been handed out since the pool was created (0: never). A slot's
+  // contents belong to the current allocation only while this is unchanged, so a companion
+  // buffer indexed by slot (the draft model's KV) records it to know which of its rows are
+  // current. Clear does not reset it.
+  uint32_t page_generation(size_t page) const { return page_generation_[page]; }
 
   KvStorage& storage() { return storage_; }
   const KvStorage& storage() const { return storage_; }
@@ -90,6 +95,7 @@ class TokenToKVPool {
   int32_t page_size_ = 1;
   std::deque<int32_t> free_pages_;
   std::vector<uint8_t> page_free_;  // indexed by page id; page 0 is never free
+  std::vector<uint32_t> page_generation_;  // indexed by page id
   KvStorage storage_;
 };
 

@@ -215,7 +215,8 @@ int main(int argc, char** argv) {
   auto engine =
       assets->encoder != nullptr
           ? MakeEmbeddingEngine(args, assets->encoder, &pool)
-          : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool);
+          : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool,
+                                     assets->draft_model);
   if (!engine.ok()) {
     // Arguments that only prove impossible against the model and the machine are still usage
     // errors (exit status 2, the message names the argument).

@@ -95,6 +95,49 @@ Status ReadMatryoshka(const std::string& model_path, api::ModelFacts& facts) {
   return Status::Ok();
 }
 
+// STANDALONE's draft model. Its tokenizer (when it has one) must name every token as the
+// target's does: drafts are token ids the target verifies.
+Status LoadDraftModel(const args::ServerArgs& args, const model::ModelConfig& target,
+                      const tokenizer::Tokenizer* target_tokenizer, ModelAssets& assets) {
+  const std::string path = args.GetString(args::key::kSpeculativeDraftModelPath);
+  model::LoadOptions options = ModelLoadOptions(args, path);
+  options.context_length = target.context_length;
+  // --load-format was resolved from the target's files (gguf / safetensors); the draft's own
+  // files decide for it, except for random (dummy) weights.
+  if (options.load_format != "dummy") options.load_format = "auto";
+  auto draft = model::LoadModel(options);
+  if (!draft.ok()) {
+    return InvalidArgument("argument --speculative-draft-model-path: " + draft.status().message());
+  }
+  const model::ModelConfig& dc = (*draft)->config();
+  RADIX_LOG_INFO("Draft model {}: {} layers, hidden {}, vocab {}, {:.2f} GB of weights", path,
+                 dc.num_layers, dc.hidden_size, dc.vocab_size,
+                 static_cast<double>((*draft)->weight_bytes()) / (1 << 30));
+  if (target_tokenizer != nullptr) {
+    auto tokenizer = tokenizer::LoadTokenizer(options.model_path);
+    if (!tokenizer.ok()) {
+      RADIX_LOG_WARN("Draft model {}: no tokenizer to compare with the target's ({}); its "
+                     "vocabulary size matches",
+                     path, tokenizer.status().message());
+    } else {
+      const size_t n = std::min((*tokenizer)->vocab_size(), target_tokenizer->vocab_size());
+      for (size_t id = 0; id < n; ++id) {
+        const auto token = static_cast<tokenizer::TokenId>(id);
+        const std::string* a = target_tokenizer->IdToToken(token);
+        const std::string* b = (*tokenizer)->IdToToken(token);
+        if ((a == nullptr) != (b == nullptr) || (a != nullptr && *a != *b)) {
+          return InvalidArgument(fmt::format(
+              "argument --speculative-draft-model-path: the draft model's tokenizer differs from "
+              "the target's at token {} ('{}' vs '{}'); STANDALONE needs the same vocabulary",
+              id, b != nullptr ? *b : "", a != nullptr ? *a : ""));
+        }
+      }
+    }
+  }
+  assets.draft_model = std::shared_ptr<const model::CausalLM>(std::move(draft).value());
+  return Status::Ok();
+}
+
 }  // namespace
 
 model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::string& model_path) {
@@ -150,6 +193,11 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
     auto chat_template = LoadTemplate(args, tokenizer_path);
     if (!chat_template.ok()) return chat_template.status();
     assets.chat_template = std::move(chat_template).value();
+  }
+
+  if (assets.model != nullptr && !args.IsNull(args::key::kSpeculativeAlgorithm) &&
+      args.GetString(args::key::kSpeculativeAlgorithm) == "STANDALONE") {
+    RADIX_RETURN_IF_ERROR(LoadDraftModel(args, config, assets.tokenizer.get(), assets));
   }
 
   assets.facts.model_type = config.model_type;

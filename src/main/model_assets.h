@@ -18,6 +18,9 @@ namespace radixserve {
 
 struct ModelAssets {
   std::shared_ptr<const model::CausalLM> model;  // null on an embedding server
+  // --speculative-algorithm STANDALONE: the draft model (--speculative-draft-model-path), loaded
+  // with the target's load options and context length; else null.
+  std::shared_ptr<const model::CausalLM> draft_model;
   // The encoder of an embedding server (--is-embedding, or an encoder architecture); else null.
   std::shared_ptr<const model::EncoderModel> encoder;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null with --skip-tokenizer-init

@@ -282,7 +282,6 @@ def test_smollm2_equal_without_speculation(smol_oracle):
 @pytest.mark.parametrize("args, named", [
     (["--speculative-algorithm", "EAGLE"], "--speculative-algorithm"),
     (["--speculative-algorithm", "NEXTN"], "--speculative-algorithm"),
-    (["--speculative-algorithm", "STANDALONE"], "--speculative-algorithm"),
     (["--speculative-algorithm", "NGRAM", "--speculative-ngram-max-bfs-breadth", "4"],
      "--speculative-ngram-max-bfs-breadth"),
     (["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "1"],
