@@ -91,6 +91,52 @@ Status ResolveStandaloneArgs(ServerArgs& args, std::vector<std::string>& warning
   return Status::Ok();
 }
 
+// RTP-LLM's and LightLLM's speculative arguments, onto SGLang's. RTP-LLM's --sp-type
+// deterministic is prompt lookup: NGRAM matching --sp-min/max-token-match tokens and drafting
+// --gen-num-per-cycle tokens; vanilla is a small draft model: STANDALONE when a draft model is
+// named (--speculative-draft-model-path), else off. mtp / eagle / eagle3 and LightLLM's
+// --mtp-mode need trained draft heads.
+Status MapOtherSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnings) {
+  if (!args.IsNull(key::kMtpMode)) {
+    return Invalid(key::kMtpMode,
+                   fmt::format("{} needs the checkpoint's multi-token-prediction modules, which "
+                               "radixserve does not run; use --speculative-algorithm STANDALONE "
+                               "with --mtp_draft_model_dir, or NGRAM",
+                               args.GetString(key::kMtpMode)));
+  }
+  const std::string sp_type = args.GetString(key::kSpType);
+  if (sp_type.empty()) return Status::Ok();
+  if (sp_type != "deterministic" && sp_type != "vanilla") {
+    return Invalid(key::kSpType,
+                   fmt::format("'{}' needs trained draft heads, which radixserve does not run; "
+                               "use vanilla (a draft model) or deterministic (prompt lookup)",
+                               sp_type));
+  }
+  if (!args.IsNull(key::kSpeculativeAlgorithm)) {
+    return Invalid(key::kSpType, "give either --sp-type or --speculative-algorithm, not both");
+  }
+  const int64_t per_cycle = args.GetInt(key::kGenNumPerCycle);
+  if (per_cycle < 1) return Invalid(key::kGenNumPerCycle, "must be at least 1");
+  if (sp_type == "deterministic") {
+    args.Set(key::kSpeculativeAlgorithm, std::string("NGRAM"));
+    args.Set(key::kSpeculativeNgramMinMatchWindowSize, args.GetInt(key::kSpMinTokenMatch));
+    args.Set(key::kSpeculativeNgramMaxMatchWindowSize, args.GetInt(key::kSpMaxTokenMatch));
+    args.Set(key::kSpeculativeNumDraftTokens, per_cycle + 1);
+    warnings.push_back(fmt::format(
+        "--sp-type deterministic runs as --speculative-algorithm NGRAM "
+        "--speculative-ngram-min-match-window-size {} --speculative-ngram-max-match-window-size "
+        "{} --speculative-num-draft-tokens {}",
+        args.GetInt(key::kSpMinTokenMatch), args.GetInt(key::kSpMaxTokenMatch), per_cycle + 1));
+  } else if (!args.IsNull(key::kSpeculativeDraftModelPath)) {
+    args.Set(key::kSpeculativeAlgorithm, std::string("STANDALONE"));
+    args.Set(key::kSpeculativeNumSteps, per_cycle);
+    warnings.push_back(fmt::format(
+        "--sp-type vanilla runs as --speculative-algorithm STANDALONE --speculative-num-steps {}",
+        per_cycle));
+  }
+  return Status::Ok();
+}
+
 // Speculative decoding: NGRAM (chain drafts from the n-gram table) and STANDALONE (a draft
 // model); EAGLE / EAGLE3 (NEXTN resolves to EAGLE) need trained draft heads.
 Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnings) {
@@ -396,6 +442,7 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
                      "speculative decoding");
     }
   }
+  if (Status other = MapOtherSpeculativeArgs(args, warnings); !other.ok()) return other;
   if (!args.IsNull(key::kSpeculativeAlgorithm)) {
     if (args.GetString(key::kSpeculativeAlgorithm) == "NEXTN") {
       args.Set(key::kSpeculativeAlgorithm, "EAGLE");

@@ -281,3 +281,54 @@ def test_num_draft_tokens_is_adjusted_to_steps_plus_one(radixserve_bin):
     assert proc.returncode == 0, proc.stderr
     assert '"speculative_num_draft_tokens": 3' in proc.stdout.replace('":3', '": 3')
     assert "speculative_num_draft_tokens is adjusted" in proc.stderr + proc.stdout
+
+
+def print_config(radixserve_bin, *args):
+    proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout[proc.stdout.index("{"):]), proc.stderr
+
+
+def test_rtp_llm_sp_type_maps_onto_sglangs_algorithms(radixserve_bin):
+    # RTP-LLM's prompt lookup: NGRAM with its match window and per-cycle draft count.
+    config, stderr = print_config(radixserve_bin, "--sp-type", "deterministic",
+                                  "--sp-min-token-match", "1", "--sp-max-token-match", "3",
+                                  "--gen-num-per-cycle", "6")
+    assert config["speculative_algorithm"] == "NGRAM"
+    assert config["speculative_ngram_min_match_window_size"] == 1
+    assert config["speculative_ngram_max_match_window_size"] == 3
+    assert config["speculative_num_draft_tokens"] == 7
+    assert "--sp-type deterministic runs as" in stderr
+    # vanilla with a small model: STANDALONE drafting gen_num_per_cycle tokens; without one: off.
+    config, _ = print_config(radixserve_bin, "--sp-type", "vanilla", "--gen-num-per-cycle", "4",
+                             "--speculative-draft-model-path", str(STORIES_HF))
+    assert config["speculative_algorithm"] == "STANDALONE"
+    assert config["speculative_num_steps"] == 4
+    config, _ = print_config(radixserve_bin, "--sp-type", "vanilla")
+    assert config["speculative_algorithm"] is None
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--sp-type", "mtp"], "--sp-type"),
+    (["--sp-type", "eagle3"], "--sp-type"),
+    (["--sp-type", "deterministic", "--speculative-algorithm", "NGRAM"], "--sp-type"),
+    (["--mtp_mode", "deepseekv3"], "--mtp"),
+])
+def test_draft_head_arguments_of_other_servers_exit_2(radixserve_bin, args, named):
+    proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config", *args)
+    assert proc.returncode == 2, proc.stdout
+    assert named in proc.stderr
+
+
+def test_lightllm_mtp_arguments_drive_a_draft_model(story_oracle):
+    # LightLLM's --mtp_draft_model_dir and --mtp_step are SGLang's draft path and step count.
+    srv = serve(STORIES, "--speculative-algorithm", "STANDALONE", "--mtp_draft_model_dir",
+                str(STORIES_HF), "--mtp_step", "2")
+    try:
+        want = run_batch(story_oracle, PROMPTS[:4], 32)
+        got = run_batch(srv, PROMPTS[:4], 32)
+        check_same(want, got)
+        check_accept_length(got, 2)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
