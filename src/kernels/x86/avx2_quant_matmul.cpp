@@ -17,6 +17,8 @@ namespace radixserve::kernels::x86 {
 namespace {
 
 constexpr int64_t kRows = 8;
+// Tokens per tile. 8 (tried with the 16-bit sums below) spills and measured 0.7-1.0x of 4 from
+// 32 tokens on; it only helped at 1-4 tokens, which are bandwidth-bound anyway.
 constexpr int kMaxTokens = 4;
 // How far ahead of the sub-block being read the kernels prefetch their panel (measured on Zen 3:
 // 2-16 KB all beat no prefetch by 1.6-1.9x on a 1B Q4_K_M decode; 8 KB was best).
@@ -38,13 +40,18 @@ RADIX_AVX2 inline void PrefetchAhead(const uint8_t* p, int64_t bytes) {
   }
 }
 
-// Four codes times four activation bytes per dword lane, summed into `dot`. Signed codes (Q8_0)
-// use |w| times sign(w) * x, since vpmaddubsw takes its first operand unsigned.
+// Pairs of code x activation byte products summed into 16-bit lanes (vpmaddubsw). Signed codes
+// (Q8_0) use |w| times sign(w) * x, since vpmaddubsw takes its first operand unsigned.
+template <bool kSigned>
+RADIX_AVX2 inline __m256i PairProducts(__m256i w, __m256i x) {
+  return kSigned ? _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
+                 : _mm256_maddubs_epi16(w, x);
+}
+
+// Four codes times four activation bytes per dword lane, summed into `dot`.
 template <bool kSigned>
 RADIX_AVX2 inline __m256i DotAdd(__m256i dot, __m256i w, __m256i x, __m256i ones) {
-  const __m256i prod = kSigned ? _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
-                               : _mm256_maddubs_epi16(w, x);
-  return _mm256_add_epi32(dot, _mm256_madd_epi16(prod, ones));
+  return _mm256_add_epi32(dot, _mm256_madd_epi16(PairProducts<kSigned>(w, x), ones));
 }
 
 // The T accumulators' first `valid` rows into y[t0 + t][...].
@@ -139,6 +146,10 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
   constexpr bool kQ4K = kFormat == WeightFormat::kQ4_K || kQ5K;  // Q5_K: Q4_K's scales and mins
   constexpr bool kMin = kQ4K || kFormat == WeightFormat::kQ4_1;
   constexpr int kSubs = kLegacy ? 1 : kQ4K ? 8 : 16, kW = kFormat == WeightFormat::kQ6_K ? 4 : 8;
+  // Code registers whose 16-bit products may be summed before widening: codes below 16 (Q4),
+  // 32 (Q5_K) or 64 (Q6_K) times activations of at most 127 in magnitude, two per 16-bit lane;
+  // Q8_0's products can fill a lane on their own.
+  constexpr int kGroup = kQ8 ? 1 : kFormat == WeightFormat::kQ6_K ? 2 : kQ5K ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
   const int64_t subs = a.subs, block_bytes = CompactLayoutBlockBytes(kFormat, kRows);
   const int8_t* q = a.q.data() + t0 * a.cols;
@@ -177,17 +188,27 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
         scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
         min = _mm256_mul_ps(neg_dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
       }
-      // Codes outer, tokens inner: one code register and T integer sums live at a time (codes of
-      // a whole sub-block plus T accumulators spilled to the stack at T = 4).
+      // Codes outer, tokens inner: one code register and T integer sums live at a time. The
+      // 16-bit pair sums of kGroup code registers are added as 16-bit lanes before one vpmaddwd
+      // widens them (exact: kGroup * 2 * max code * 127 stays below 32768), instead of one
+      // vpmaddwd per register.
       const uint8_t* sub_regs =
           p + js * (kFormat == WeightFormat::kQ6_K ? 3 : kQ8 ? 8 : kQ5K ? 5 : 4) * kLanes;
       __m256i dot[T];
       for (int t = 0; t < T; ++t) dot[t] = _mm256_set1_epi32(bias[t * subs + j]);
-      for (int k = 0; k < kW; ++k) {
-        const __m256i w = CompactCode<kFormat>(sub_regs, k);
+      for (int k0 = 0; k0 < kW; k0 += kGroup) {
+        __m256i sum16[T];
+        for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+        for (int g = 0; g < kGroup; ++g) {
+          const __m256i w = CompactCode<kFormat>(sub_regs, k0 + g);
+          for (int t = 0; t < T; ++t) {
+            const __m256i x =
+                _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * (k0 + g)));
+            sum16[t] = _mm256_add_epi16(sum16[t], PairProducts<kQ8>(w, x));
+          }
+        }
         for (int t = 0; t < T; ++t) {
-          const __m256i x = _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * k));
-          dot[t] = DotAdd<kQ8>(dot[t], w, x, ones);
+          dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(sum16[t], ones));
         }
       }
       for (int t = 0; t < T; ++t) {

@@ -26,11 +26,13 @@ constexpr WeightFormat kQuantFormats[] = {
     WeightFormat::kQ5_1, WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 
 // Random block bytes whose float16 scale fields hold small finite values.
+// Blocks of random codes (or, with all_ones, every code and sub-block scale at its largest
+// value) and small random half-precision block scales.
 std::vector<uint8_t> RandomBlocks(WeightFormat format, int64_t rows, int64_t cols,
-                                  std::mt19937& rng) {
+                                  std::mt19937& rng, bool all_ones = false) {
   std::vector<uint8_t> data(static_cast<size_t>(rows * *StorageBytes(format, cols)));
   std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : data) b = static_cast<uint8_t>(byte(rng));
+  for (auto& b : data) b = all_ones ? 0xFF : static_cast<uint8_t>(byte(rng));
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
   auto put_half = [&](uint8_t* p) {
     const uint16_t h = F32ToF16(scale(rng));
@@ -178,6 +180,36 @@ TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
         ASSERT_TRUE(QuantMatMul(*table, nullptr, x.data(), n, w, want.data()));
         MatMul(*table, nullptr, x.data(), n, packed, got.data(), ActivationMode::kGgmlRounded);
         EXPECT_EQ(got, want) << "n=" << n;
+      }
+    }
+  }
+}
+
+// The largest codes times activations that all quantize to +-127: the AVX2 compact kernels sum
+// up to eight registers of 16-bit products before widening, which must stay exact there too.
+TEST(QuantMatMulTest, CompactPanelsAreExactAtTheLargestCodesAndActivations) {
+  std::mt19937 rng(17);
+  for (const KernelTable* table : FastTables()) {
+    for (WeightFormat format : {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0,
+                                WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K}) {
+      SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
+      const int64_t rows = 8, cols = 2 * 256;
+      const auto bytes = RandomBlocks(format, rows, cols, rng, /*all_ones=*/true);
+      const WeightMatrix w{format, rows, cols, bytes.data()};
+      const PackedWeight packed = Pack(*table, nullptr, w);
+      for (const float value : {1.0f, -1.0f}) {
+        const int64_t n = 4;
+        const std::vector<float> x(static_cast<size_t>(n * cols), value);
+        std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+        ASSERT_TRUE(QuantMatMul(*table, nullptr, x.data(), n, w, want.data()));
+        MatMul(*table, nullptr, x.data(), n, packed, got.data(), ActivationMode::kGgmlRounded);
+        EXPECT_EQ(got, want) << value;
+        // And against the dequantized weights (the products are exact integers here).
+        std::vector<float> reference(want.size());
+        MatMul(*table, nullptr, x.data(), n, w, reference.data(), ActivationMode::kGgmlRounded);
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_NEAR(got[i], reference[i], 1e-3f * std::max(1.0f, std::fabs(reference[i])));
+        }
       }
     }
   }
