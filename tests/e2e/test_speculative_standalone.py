@@ -16,6 +16,7 @@ import json
 import pathlib
 import re
 import sys
+import time
 
 import pytest
 import requests
@@ -332,3 +333,31 @@ def test_lightllm_mtp_arguments_drive_a_draft_model(story_oracle):
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
+
+
+def test_prefix_loaded_from_the_disk_tier_gets_its_draft_rows_computed(story_oracle, tmp_path):
+    # The disk tier stores the target's K/V only: a prefix loaded from it in a new server has no
+    # draft rows, which the draft model then computes before drafting (accept length unchanged).
+    prompt = ("Once upon a time, there was a little girl named Lily. She liked to play outside "
+              "in the sun with her friends and her dog Max. One day, ") * 6
+    want = generate(story_oracle, prompt, 60)
+    env = {"SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR": str(tmp_path)}
+    stored = []
+    for _ in range(2):
+        srv = Server(STORIES, "--skip-server-warmup", "--enable-deterministic-inference",
+                     "--enable-hierarchical-cache", "--hicache-storage-backend", "file",
+                     "--hicache-storage-prefetch-policy", "wait_complete",
+                     *standalone(STORIES_HF, 3), env=env)
+        try:
+            got = generate(srv, prompt, 60)
+            assert got["output_ids"] == want["output_ids"]
+            check_accept_length([got], 3)
+            stored.append(got["meta_info"]["cached_tokens_details"]["storage"])
+            srv.assert_no_leak()
+            # The blocks are written by the tier's I/O thread: wait for them before stopping.
+            deadline = time.time() + 30
+            while len(list(tmp_path.glob("*.rkv"))) < 4 and time.time() < deadline:
+                time.sleep(0.1)
+        finally:
+            assert srv.stop() == 0, srv.logs()
+    assert stored[0] == 0 and stored[1] >= 64, stored
