@@ -39,8 +39,8 @@ Json RunTools(const Json& c) {
   out["normal_text"] = parsed.normal_text;
   out["calls"] = Json::array();
   for (const auto& call : parsed.calls) {
-    out["calls"].push_back({{"name", call.name}, {"arguments", call.arguments},
-                            {"tool_index", call.tool_index}});
+    out["calls"].push_back(
+        {{"name", call.name}, {"arguments", call.arguments}, {"tool_index", call.tool_index}});
   }
   out["has_tool_call"] = (*parser)->HasToolCall(text);
   if (c.contains("chunks")) {

@@ -53,10 +53,9 @@ int main() {
     config = std::move(read.value());
   }
   chat::SpecialTokens tokens = chat::SpecialTokensFromConfig(config);
-  for (auto [key, field] : {std::pair{"bos_token", &tokens.bos_token},
-                            std::pair{"eos_token", &tokens.eos_token},
-                            std::pair{"unk_token", &tokens.unk_token},
-                            std::pair{"pad_token", &tokens.pad_token}}) {
+  for (auto [key, field] :
+       {std::pair{"bos_token", &tokens.bos_token}, std::pair{"eos_token", &tokens.eos_token},
+        std::pair{"unk_token", &tokens.unk_token}, std::pair{"pad_token", &tokens.pad_token}}) {
     if (request.contains(key)) *field = StringField(request, key);
   }
 
@@ -64,8 +63,8 @@ int main() {
   if (request.contains("template")) {
     source = StringField(request, "template");
   } else if (request.contains("template_file") || request.contains("chat_template_arg")) {
-    std::string arg = StringField(request, request.contains("template_file") ? "template_file"
-                                                                             : "chat_template_arg");
+    std::string arg = StringField(
+        request, request.contains("template_file") ? "template_file" : "chat_template_arg");
     auto resolved = chat::ResolveChatTemplateArg(arg);
     if (!resolved.ok()) return Fail(resolved.status().message());
     source = std::move(resolved.value());

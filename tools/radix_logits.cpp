@@ -89,9 +89,8 @@ int RopeInfo(const model::LoadOptions& options) {
   std::vector<float> inv_freq = radixserve::kernels::RopeInvFreq(
       c.rope_theta, static_cast<int>(c.rotary_dim), c.rope_scaling);
   const double attention_factor = radixserve::kernels::RopeAttentionFactor(c.rope_scaling);
-  nlohmann::json report{{"inv_freq", inv_freq},
-                        {"attention_factor", attention_factor},
-                        {"rotary_dim", c.rotary_dim}};
+  nlohmann::json report{
+      {"inv_freq", inv_freq}, {"attention_factor", attention_factor}, {"rotary_dim", c.rotary_dim}};
   std::cout << report.dump() << std::endl;
   return 0;
 }
@@ -144,10 +143,10 @@ int main(int argc, char** argv) {
       const std::string name = next();
       using radixserve::kernels::KvType;
       const std::pair<const char*, KvType> kNames[] = {{"f32", KvType::kF32},
-                                                        {"bf16", KvType::kBF16},
-                                                        {"fp16", KvType::kF16},
-                                                        {"fp8_e4m3", KvType::kFp8E4M3},
-                                                        {"fp8_e5m2", KvType::kFp8E5M2}};
+                                                       {"bf16", KvType::kBF16},
+                                                       {"fp16", KvType::kF16},
+                                                       {"fp8_e4m3", KvType::kFp8E4M3},
+                                                       {"fp8_e5m2", KvType::kFp8E5M2}};
       bool known = false;
       for (const auto& [spelled, type] : kNames) {
         if (name == spelled) kv_type = type, known = true;

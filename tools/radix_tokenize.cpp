@@ -47,8 +47,8 @@ json Handle(const Tokenizer& tok, const json& req) {
     EncodeOptions eopts;
     eopts.add_special_tokens = req.value("add_special_tokens", true);
     eopts.parse_special = req.value("parse_special", true);
-    const std::string text =
-        req.contains("hex") ? FromHex(req.at("hex").get<std::string>()) : req.at("text").get<std::string>();
+    const std::string text = req.contains("hex") ? FromHex(req.at("hex").get<std::string>())
+                                                 : req.at("text").get<std::string>();
     return {{"ids", tok.Encode(text, eopts)}};
   }
   if (op == "decode") {

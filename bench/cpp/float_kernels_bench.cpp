@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
-#include <string>
-#include <utility>
 #include <numeric>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/float_matmul.h"
@@ -93,7 +93,8 @@ void BenchAttention(ThreadPool& pool) {
           for (const kernels::KvBuffer& buf :
                {kv.view().k[static_cast<size_t>(l)], kv.view().v[static_cast<size_t>(l)]}) {
             for (float& x : row) x = dist(rng);
-            ak.store(row.data(), width, type, 1.0f, static_cast<uint8_t*>(buf.data) + s * row_bytes);
+            ak.store(row.data(), width, type, 1.0f,
+                     static_cast<uint8_t*>(buf.data) + s * row_bytes);
           }
         }
       }
@@ -120,7 +121,8 @@ void BenchAttention(ThreadPool& pool) {
         std::printf(
             "attention %s kv=%s depth=%4ld threads=%d: %8.1f us per token (30 layers), "
             "%5.1f GB/s of KV\n",
-            std::string(ak.name).c_str(), type == kernels::KvType::kF32    ? "f32 "
+            std::string(ak.name).c_str(),
+            type == kernels::KvType::kF32    ? "f32 "
             : type == kernels::KvType::kBF16 ? "bf16"
                                              : "fp8 ",
             static_cast<long>(depth), p ? p->size() : 1, s * 1e6, bytes / s / 1e9);

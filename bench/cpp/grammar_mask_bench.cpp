@@ -57,12 +57,10 @@ struct Stats {
     auto at = [&](double q) {
       return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))];
     };
-    return {{"n", us.size()},
-            {"mean_us", us.empty() ? 0.0 : sum / static_cast<double>(us.size())},
-            {"p50_us", at(0.5)},
-            {"p90_us", at(0.9)},
-            {"p99_us", at(0.99)},
-            {"max_us", us.empty() ? 0.0 : us.back()}};
+    return {
+        {"n", us.size()},     {"mean_us", us.empty() ? 0.0 : sum / static_cast<double>(us.size())},
+        {"p50_us", at(0.5)},  {"p90_us", at(0.9)},
+        {"p99_us", at(0.99)}, {"max_us", us.empty() ? 0.0 : us.back()}};
   }
 };
 

@@ -80,9 +80,8 @@ void BenchFormat(ThreadPool& pool, WeightFormat format) {
                         kernels::ActivationMode::kGgmlRounded);
       });
       std::printf("%-5s %5lld x %-5lld n=%-4lld %8.2f ms  %7.1f GMAC/s\n",
-                  std::string(kernels::FormatName(format)).c_str(),
-                  static_cast<long long>(rows), static_cast<long long>(cols),
-                  static_cast<long long>(n), s * 1e3,
+                  std::string(kernels::FormatName(format)).c_str(), static_cast<long long>(rows),
+                  static_cast<long long>(cols), static_cast<long long>(n), s * 1e3,
                   static_cast<double>(rows * cols * n) / s * 1e-9);
     }
   }
@@ -94,11 +93,11 @@ void BenchFormat(ThreadPool& pool, WeightFormat format) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   radixserve::ThreadPool pool(threads);
-  std::printf("quant MatMul variant: %s, %d threads\n",
-              std::string(radixserve::kernels::QuantMatMulVariant(
-                              radixserve::kernels::ActiveKernels()))
-                  .c_str(),
-              threads);
+  std::printf(
+      "quant MatMul variant: %s, %d threads\n",
+      std::string(radixserve::kernels::QuantMatMulVariant(radixserve::kernels::ActiveKernels()))
+          .c_str(),
+      threads);
   using radixserve::kernels::WeightFormat;
   for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K, WeightFormat::kQ4_1,
                               WeightFormat::kQ5_K, WeightFormat::kQ8_0}) {

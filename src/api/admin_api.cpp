@@ -48,7 +48,6 @@ int64_t ResidentBytes() {
   return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
 }
 
-
 }  // namespace
 
 void HandleHealth(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
@@ -152,9 +151,9 @@ void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
 void HandleClearHiCacheStorage(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
   // SGLang answers in plain text: 200 once cleared, 400 without a storage tier.
   ctx.engine->ClearStorageAsync([writer](Status cleared) {
-    writer->Send(cleared.ok() ? 200 : 400, "text/plain",
-                 cleared.ok() ? "Hierarchical cache storage backend cleared.\n"
-                              : cleared.message() + "\n");
+    writer->Send(
+        cleared.ok() ? 200 : 400, "text/plain",
+        cleared.ok() ? "Hierarchical cache storage backend cleared.\n" : cleared.message() + "\n");
   });
 }
 

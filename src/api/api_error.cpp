@@ -42,12 +42,16 @@ nlohmann::json TgiBody(const ApiError& error) {
 }
 
 nlohmann::json RtpLlmBody(const ApiError& error) {
-  static const std::pair<const char*, int> kTypes[] = {
-      {"CONCURRENCY_LIMIT_ERROR", 409},   {"CANCELLED_ERROR", 499},
-      {"ERROR_INPUT_FORMAT_ERROR", 507},  {"NO_PROMPT_ERROR", 509},
-      {"EMPTY_PROMPT_ERROR", 510},        {"LONG_PROMPT_ERROR", 511},
-      {"UNKNOWN_ERROR", 514},             {"UNSUPPORTED_OPERATION", 515},
-      {"ERROR_GENERATE_CONFIG_FORMAT", 604}, {"INVALID_PARAMS", 605}};
+  static const std::pair<const char*, int> kTypes[] = {{"CONCURRENCY_LIMIT_ERROR", 409},
+                                                       {"CANCELLED_ERROR", 499},
+                                                       {"ERROR_INPUT_FORMAT_ERROR", 507},
+                                                       {"NO_PROMPT_ERROR", 509},
+                                                       {"EMPTY_PROMPT_ERROR", 510},
+                                                       {"LONG_PROMPT_ERROR", 511},
+                                                       {"UNKNOWN_ERROR", 514},
+                                                       {"UNSUPPORTED_OPERATION", 515},
+                                                       {"ERROR_GENERATE_CONFIG_FORMAT", 604},
+                                                       {"INVALID_PARAMS", 605}};
   const char* name = error.status == 503   ? "CONCURRENCY_LIMIT_ERROR"
                      : error.status == 499 ? "CANCELLED_ERROR"
                      : error.status < 500  ? "ERROR_INPUT_FORMAT_ERROR"

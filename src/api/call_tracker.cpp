@@ -30,9 +30,9 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
   }
   // A constraint missing from the grammar cache: compile it on the grammar queue, then submit
   // from there (AttachConstraints only attaches cached grammars when a queue exists).
-  auto call = std::make_shared<PendingCall>(PendingCall{
-      std::move(writer), std::move(requests), std::move(on_event), std::move(on_done),
-      std::move(on_rejected), n, stream});
+  auto call = std::make_shared<PendingCall>(PendingCall{std::move(writer), std::move(requests),
+                                                        std::move(on_event), std::move(on_done),
+                                                        std::move(on_rejected), n, stream});
   ctx.grammar_queue->Post([&ctx, call] {
     for (engine::GenerateRequest& request : call->requests) {
       if (Status compiled = CompileConstraint(ctx, request); !compiled.ok()) {
@@ -114,28 +114,27 @@ void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
   pending->remaining = warmups.size();
   for (engine::GenerateRequest& warm : warmups) {
     std::string warm_rid = warm.rid;
-    Status submitted = ctx.engine->Submit(std::move(warm),
-                                          [call, pending, on_rejected,
-                                           warm_rid](engine::RequestEvent event) {
-                                            if (!event.finished) return;
-                                            call->ctx_.rids.Release(warm_rid);
-                                            std::vector<engine::GenerateRequest> ready;
-                                            {
-                                              std::lock_guard lock(pending->mu);
-                                              if (--pending->remaining != 0) return;
-                                              ready = std::move(pending->requests);
-                                            }
-                                            bool gone = false;
-                                            {
-                                              std::lock_guard lock(call->mu_);
-                                              gone = call->disconnected_ || call->rejected_;
-                                            }
-                                            if (gone) {
-                                              call->ReleaseUnfinishedRids();
-                                              return;
-                                            }
-                                            call->SubmitAll(std::move(ready), on_rejected);
-                                          });
+    Status submitted = ctx.engine->Submit(
+        std::move(warm), [call, pending, on_rejected, warm_rid](engine::RequestEvent event) {
+          if (!event.finished) return;
+          call->ctx_.rids.Release(warm_rid);
+          std::vector<engine::GenerateRequest> ready;
+          {
+            std::lock_guard lock(pending->mu);
+            if (--pending->remaining != 0) return;
+            ready = std::move(pending->requests);
+          }
+          bool gone = false;
+          {
+            std::lock_guard lock(call->mu_);
+            gone = call->disconnected_ || call->rejected_;
+          }
+          if (gone) {
+            call->ReleaseUnfinishedRids();
+            return;
+          }
+          call->SubmitAll(std::move(ready), on_rejected);
+        });
     if (!submitted.ok()) {
       {
         std::lock_guard lock(call->mu_);
@@ -162,12 +161,11 @@ void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
   for (size_t i = 0; i < requests.size(); ++i) {
     // The engine thread only hands the event over; folding and formatting run on the
     // connection's I/O strand.
-    Status submitted = ctx_.engine->Submit(
-        std::move(requests[i]), [self, i](engine::RequestEvent event) {
+    Status submitted =
+        ctx_.engine->Submit(std::move(requests[i]), [self, i](engine::RequestEvent event) {
           ResponseWriter& writer = *self->writer_;
-          writer.Post([self, i, event = std::move(event)]() mutable {
-            self->Handle(i, std::move(event));
-          });
+          writer.Post(
+              [self, i, event = std::move(event)]() mutable { self->Handle(i, std::move(event)); });
         });
     if (!submitted.ok()) {
       {

@@ -20,10 +20,10 @@
 
 #include "api/api_error.h"
 #include "api/response_writer.h"
-#include "metrics/request_metrics.h"
 #include "api/server_context.h"
 #include "engine/request.h"
 #include "engine/request_event.h"
+#include "metrics/request_metrics.h"
 
 namespace radixserve::api {
 
@@ -40,7 +40,7 @@ struct ChoiceState {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
-  int64_t storage_cached_tokens = -1;  // of which from the storage tier; -1: no such tier
+  int64_t storage_cached_tokens = -1;     // of which from the storage tier; -1: no such tier
   std::optional<int64_t> spec_verify_ct;  // with speculative decoding on
   double e2e_latency_s = 0.0;
   bool finished = false;

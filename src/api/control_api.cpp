@@ -58,10 +58,12 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
   ProfileRequest out;
   for (const auto& [key, value] : body.items()) {
     static const std::set<std::string> kFields = {
-        "output_dir",  "start_step",     "num_steps",      "activities",     "profile_by_stage",
-        "with_stack",  "record_shapes",  "profile_id",     "merge_profiles", "profile_prefix",
-        "profile_stages", "detailed_annotations", "req_type"};
-    if (kFields.count(key) == 0) return InvalidRequest("ProfileReq got an unexpected field '" + key + "'");
+        "output_dir",       "start_step",     "num_steps",      "activities",
+        "profile_by_stage", "with_stack",     "record_shapes",  "profile_id",
+        "merge_profiles",   "profile_prefix", "profile_stages", "detailed_annotations",
+        "req_type"};
+    if (kFields.count(key) == 0)
+      return InvalidRequest("ProfileReq got an unexpected field '" + key + "'");
     (void)value;
   }
   ApiExpected<std::optional<std::string>> dir = Field(ReadOptionalString(body, "output_dir"));
@@ -85,11 +87,11 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
   out.merge = merge->value_or(false);
   ApiExpected<std::optional<std::string>> id = Field(ReadOptionalString(body, "profile_id"));
   if (!id.ok()) return id.status();
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   out.profile_id = id->value_or(fmt::format("{:.6f}", now));
-  ApiExpected<std::optional<std::string>> prefix = Field(ReadOptionalString(body, "profile_prefix"));
+  ApiExpected<std::optional<std::string>> prefix =
+      Field(ReadOptionalString(body, "profile_prefix"));
   if (!prefix.ok()) return prefix.status();
   out.prefix = prefix->value_or("");
   for (const char* list : {"activities", "profile_stages"}) {
@@ -97,7 +99,8 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
     if (it == body.end() || it->is_null()) continue;
     if (!it->is_array()) return InvalidRequest(std::string(list) + " must be a list of strings.");
     for (const json& item : *it) {
-      if (!item.is_string()) return InvalidRequest(std::string(list) + " must be a list of strings.");
+      if (!item.is_string())
+        return InvalidRequest(std::string(list) + " must be a list of strings.");
       const std::string name = item.get<std::string>();
       if (std::string_view(list) == "profile_stages") {
         if (name != "prefill" && name != "decode" && name != "mixed") {
@@ -112,16 +115,16 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
   }
   // The device-side activities and torch's operator details have nothing to record on CPU.
   static std::once_flag warned;
-  const bool device_asked =
-      body.contains("activities") && body["activities"].is_array() &&
-      std::any_of(body["activities"].begin(), body["activities"].end(),
-                  [](const json& a) { return a != "CPU"; });
+  const bool device_asked = body.contains("activities") && body["activities"].is_array() &&
+                            std::any_of(body["activities"].begin(), body["activities"].end(),
+                                        [](const json& a) { return a != "CPU"; });
   const bool torch_asked = (body.contains("with_stack") && body["with_stack"] == true) ||
                            (body.contains("record_shapes") && body["record_shapes"] == true);
   if (device_asked || torch_asked) {
     std::call_once(warned, [] {
-      RADIX_LOG_WARN("start_profile: radixserve records CPU step timings only; GPU/MEM/RPD "
-                     "activities, with_stack and record_shapes have nothing to record on cpu.");
+      RADIX_LOG_WARN(
+          "start_profile: radixserve records CPU step timings only; GPU/MEM/RPD "
+          "activities, with_stack and record_shapes have nothing to record on cpu.");
     });
   }
   return out;
@@ -132,9 +135,9 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
 json TraceJson(const std::vector<engine::StepTrace>& traces) {
   json events = json::array();
   for (const engine::StepTrace& trace : traces) {
-    const int64_t origin_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                  trace.started.time_since_epoch())
-                                  .count();
+    const int64_t origin_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(trace.started.time_since_epoch())
+            .count();
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
                       {"pid", trace.dp_rank},
@@ -254,7 +257,8 @@ void HandleContinueGeneration(ServerContext& ctx, const ApiRequest& request,
   if (!body.ok()) return SendResult(*writer, body);
   // torch_empty_cache returns CUDA allocator blocks to the driver: there are none on CPU, so the
   // field is read for its type only.
-  ApiExpected<std::optional<bool>> empty_cache = Field(ReadOptionalBool(*body, "torch_empty_cache"));
+  ApiExpected<std::optional<bool>> empty_cache =
+      Field(ReadOptionalBool(*body, "torch_empty_cache"));
   if (!empty_cache.ok()) return SendResult(*writer, empty_cache.status());
   ctx.engine->Continue();
   SendResult(*writer, json{{"message", "Generation continued successfully."}, {"status", "ok"}});
@@ -266,7 +270,8 @@ void HandleUpdateWeightVersion(ServerContext& ctx, const ApiRequest& request,
   if (!body.ok()) return SendResult(*writer, body);
   ApiExpected<std::optional<std::string>> version = Field(ReadOptionalString(*body, "new_version"));
   if (!version.ok()) return SendResult(*writer, version.status());
-  if (!version->has_value()) return SendResult(*writer, InvalidRequest("Field 'new_version' is required."));
+  if (!version->has_value())
+    return SendResult(*writer, InvalidRequest("Field 'new_version' is required."));
   ApiExpected<std::optional<bool>> abort_all = Field(ReadOptionalBool(*body, "abort_all_requests"));
   if (!abort_all.ok()) return SendResult(*writer, abort_all.status());
   if (abort_all->value_or(true)) ctx.engine->Abort("", engine::AbortMatch::kRidPrefix);
@@ -280,16 +285,15 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
                                  ResponseWriterPtr writer) {
   auto answer = [writer](bool success, const std::string& message, int64_t held) {
     writer->Send(success ? 200 : 400, "application/json",
-                 ToJsonText(json{{"success", success},
-                                 {"message", message},
-                                 {"num_paused_requests", held}}));
+                 ToJsonText(json{
+                     {"success", success}, {"message", message}, {"num_paused_requests", held}}));
   };
   ApiExpected<json> body = ReadBody(request);
   if (!body.ok()) return SendResult(*writer, body);
   for (auto it = body->begin(); it != body->end(); ++it) {
     static const std::set<std::string> kFields = {
-        "model_path", "load_format", "abort_all_requests", "weight_version", "is_async",
-        "torch_empty_cache", "keep_pause", "recapture_cuda_graph", "token_step", "flush_cache",
+        "model_path",        "load_format", "abort_all_requests",   "weight_version", "is_async",
+        "torch_empty_cache", "keep_pause",  "recapture_cuda_graph", "token_step",     "flush_cache",
         "manifest"};
     if (kFields.count(it.key()) == 0) {
       return SendResult(*writer, InvalidRequest("Unsupported field '" + it.key() +
@@ -298,13 +302,15 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
   }
   ApiExpected<std::optional<std::string>> path = Field(ReadOptionalString(*body, "model_path"));
   if (!path.ok()) return SendResult(*writer, path.status());
-  if (!path->has_value()) return SendResult(*writer, InvalidRequest("Field 'model_path' is required."));
+  if (!path->has_value())
+    return SendResult(*writer, InvalidRequest("Field 'model_path' is required."));
   ApiExpected<std::optional<std::string>> format = Field(ReadOptionalString(*body, "load_format"));
   if (!format.ok()) return SendResult(*writer, format.status());
-  ApiExpected<std::optional<std::string>> version = Field(ReadOptionalString(*body, "weight_version"));
+  ApiExpected<std::optional<std::string>> version =
+      Field(ReadOptionalString(*body, "weight_version"));
   if (!version.ok()) return SendResult(*writer, version.status());
-  std::map<std::string, bool> flags = {{"abort_all_requests", false}, {"is_async", false},
-                                       {"torch_empty_cache", false},  {"keep_pause", false},
+  std::map<std::string, bool> flags = {{"abort_all_requests", false},   {"is_async", false},
+                                       {"torch_empty_cache", false},    {"keep_pause", false},
                                        {"recapture_cuda_graph", false}, {"flush_cache", true}};
   for (auto& [name, value] : flags) {
     ApiExpected<std::optional<bool>> flag = Field(ReadOptionalBool(*body, name));
@@ -328,8 +334,9 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
   if (flags["torch_empty_cache"] || flags["recapture_cuda_graph"]) {
     static std::once_flag warned;
     std::call_once(warned, [] {
-      RADIX_LOG_WARN("update_weights_from_disk: torch_empty_cache and recapture_cuda_graph have "
-                     "no effect on cpu (no CUDA cache, no CUDA graphs).");
+      RADIX_LOG_WARN(
+          "update_weights_from_disk: torch_empty_cache and recapture_cuda_graph have "
+          "no effect on cpu (no CUDA cache, no CUDA graphs).");
     });
   }
   if (ctx.weight_loader == nullptr) {
@@ -338,8 +345,7 @@ void HandleUpdateWeightsFromDisk(ServerContext& ctx, const ApiRequest& request,
   if (flags["abort_all_requests"]) ctx.engine->Abort("", engine::AbortMatch::kRidPrefix);
   RADIX_LOG_INFO("Start update_weights. Load format={}", format->value_or("(the server's)"));
   auto task = [&ctx, writer, answer, path = **path, format = format->value_or(""),
-               version = *version, flush = flags["flush_cache"],
-               keep_pause = flags["keep_pause"]] {
+               version = *version, flush = flags["flush_cache"], keep_pause = flags["keep_pause"]] {
     Expected<std::shared_ptr<const model::CausalLM>> model = ctx.weight_loader->Load(path, format);
     if (!model.ok()) {
       return answer(false, "Failed to update weights: " + model.status().message(), 0);
@@ -392,11 +398,10 @@ void HandleGetWeightsByName(ServerContext& ctx, const ApiRequest& request,
     return SendResult(*writer, BadRequest("Get parameter by name failed: the weights are released "
                                           "(/release_memory_occupation); resume them first."));
   }
-  Expected<model::CausalLM::WeightRows> rows =
-      model->ReadWeight(**name, truncate->value_or(100));
+  Expected<model::CausalLM::WeightRows> rows = model->ReadWeight(**name, truncate->value_or(100));
   if (!rows.ok()) {
-    return SendResult(*writer, BadRequest("Get parameter by name failed: " +
-                                          rows.status().message()));
+    return SendResult(*writer,
+                      BadRequest("Get parameter by name failed: " + rows.status().message()));
   }
   SendResult(*writer, rows->one_dim ? json(rows->rows.at(0)) : json(rows->rows));
 }
@@ -435,15 +440,17 @@ ApiExpected<engine::MemoryRegions> ReadMemoryTags(ServerContext& ctx, const ApiR
       } else if (ctx.weight_loader != nullptr) {
         static std::once_flag warned;
         std::call_once(warned, [] {
-          RADIX_LOG_WARN("memory occupation: the weights stay loaded; start the server with "
-                         "--enable-memory-saver to release them.");
+          RADIX_LOG_WARN(
+              "memory occupation: the weights stay loaded; start the server with "
+              "--enable-memory-saver to release them.");
         });
       }
     } else if (tag == "cuda_graph") {
       static std::once_flag warned;
       std::call_once(warned, [] {
-        RADIX_LOG_WARN("memory occupation: tag cuda_graph has nothing to release on cpu (no CUDA "
-                       "graphs).");
+        RADIX_LOG_WARN(
+            "memory occupation: tag cuda_graph has nothing to release on cpu (no CUDA "
+            "graphs).");
       });
     } else {
       return InvalidRequest("Unknown memory tag '" + tag +
@@ -487,9 +494,9 @@ void HandleResumeMemoryOccupation(ServerContext& ctx, const ApiRequest& request,
       // The released weights are read again from the checkpoint they came from.
       Expected<std::shared_ptr<const model::CausalLM>> loaded = ctx.weight_loader->Reload();
       if (!loaded.ok()) {
-        return SendMemoryResult(*writer, Status(loaded.status().code(),
-                                                "Failed to reload the weights: " +
-                                                    loaded.status().message()));
+        return SendMemoryResult(
+            *writer, Status(loaded.status().code(),
+                            "Failed to reload the weights: " + loaded.status().message()));
       }
       model = *loaded;
     }
@@ -508,9 +515,9 @@ void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
   if (!body.ok()) return SendResult(*writer, body);
   // SGLang's request dumps and log formats other than its text lines are not implemented here:
   // asking for them is an error rather than a silent no-op.
-  for (const char* unsupported : {"log_requests_format", "dump_requests_folder",
-                                  "dump_requests_threshold", "crash_dump_folder",
-                                  "dump_requests_exclude_meta_keys"}) {
+  for (const char* unsupported :
+       {"log_requests_format", "dump_requests_folder", "dump_requests_threshold",
+        "crash_dump_folder", "dump_requests_exclude_meta_keys"}) {
     if (body->contains(unsupported) && !(*body)[unsupported].is_null()) {
       return SendResult(*writer, BadRequest(std::string("configure_logging: '") + unsupported +
                                             "' is not supported by radixserve (request logs are "
@@ -520,13 +527,15 @@ void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
   }
   ApiExpected<std::optional<bool>> log_requests = Field(ReadOptionalBool(*body, "log_requests"));
   if (!log_requests.ok()) return SendResult(*writer, log_requests.status());
-  ApiExpected<std::optional<int64_t>> level = Field(ReadOptionalInt(*body, "log_requests_level", 0, 3));
+  ApiExpected<std::optional<int64_t>> level =
+      Field(ReadOptionalInt(*body, "log_requests_level", 0, 3));
   if (!level.ok()) return SendResult(*writer, level.status());
   ApiExpected<std::optional<std::string>> log_level = Field(ReadOptionalString(*body, "log_level"));
   if (!log_level.ok()) return SendResult(*writer, log_level.status());
   if (log_level->has_value() && !SetLogLevel(**log_level)) {
     return SendResult(*writer, InvalidRequest("log_level must be one of debug, info, warning, "
-                                              "error, critical; got '" + **log_level + "'."));
+                                              "error, critical; got '" +
+                                              **log_level + "'."));
   }
   // The request log in force: on/off from log_requests, its level from log_requests_level (or
   // the current log's, else --log-requests-level).
@@ -610,7 +619,8 @@ void HandleCloseSession(ServerContext& ctx, const ApiRequest& request, ResponseW
   if (!body.ok()) return SendResult(*writer, body);
   ApiExpected<std::optional<std::string>> id = Field(ReadOptionalString(*body, "session_id"));
   if (!id.ok()) return SendResult(*writer, id.status());
-  if (!id->has_value()) return SendResult(*writer, InvalidRequest("Field 'session_id' is required."));
+  if (!id->has_value())
+    return SendResult(*writer, InvalidRequest("Field 'session_id' is required."));
   if (ctx.sessions != nullptr) {
     for (const std::string& rid : ctx.sessions->Close(**id)) {
       ctx.engine->Abort(rid, engine::AbortMatch::kExactRid);

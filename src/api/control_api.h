@@ -36,7 +36,8 @@ void HandleReleaseMemoryOccupation(ServerContext& ctx, const ApiRequest& request
                                    ResponseWriterPtr writer);
 void HandleResumeMemoryOccupation(ServerContext& ctx, const ApiRequest& request,
                                   ResponseWriterPtr writer);
-void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer);
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStopProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleSetInternalState(ServerContext& ctx, const ApiRequest& request,

@@ -245,8 +245,9 @@ int CrashDump::DumpFromSignal(char* path_out, std::size_t path_cap) {
   FixedString path{path_out, path_cap};
   path.Add("");
   if (dumped_.exchange(true, std::memory_order_acq_rel)) {
-    WriteText(2, "SIGTERM/SIGQUIT/Exception triggered, but crash dump already performed, "
-                 "skipping.\n");
+    WriteText(2,
+              "SIGTERM/SIGQUIT/Exception triggered, but crash dump already performed, "
+              "skipping.\n");
     return 0;
   }
   const double now = NowEpochSeconds();

@@ -57,10 +57,12 @@ Expected<std::vector<int32_t>> ReadIds(const json& v, const ServerContext& ctx) 
 
 Expected<EmbedInput> FromText(const ServerContext& ctx, const std::string& text) {
   if (ctx.tokenizer == nullptr) {
-    return InvalidArgument("Text input needs the tokenizer, which --skip-tokenizer-init turned "
-                           "off; send token ids instead.");
+    return InvalidArgument(
+        "Text input needs the tokenizer, which --skip-tokenizer-init turned "
+        "off; send token ids instead.");
   }
-  return EmbedInput{.ids = ctx.tokenizer->Encode(text, {}), .token_type_ids = {}, .from_text = true};
+  return EmbedInput{
+      .ids = ctx.tokenizer->Encode(text, {}), .token_type_ids = {}, .from_text = true};
 }
 
 // input / text / input_ids: a string, a list of strings, a list of ids, a list of id lists.
@@ -80,7 +82,8 @@ Expected<std::vector<EmbedInput>> ReadInputs(const ServerContext& ctx, const jso
     return inputs;
   }
   const std::string shapes =
-      "'" + field + "' must be a string, a list of strings, a list of token ids or a list of "
+      "'" + field +
+      "' must be a string, a list of strings, a list of token ids or a list of "
       "token-id lists (non-empty)";
   if (!v.is_array() || v.empty()) return InvalidArgument(shapes);
   *single = false;
@@ -178,7 +181,8 @@ void RunEmbedCall(ServerContext& ctx, const std::string& base, std::vector<Embed
 namespace {
 
 // The body as a JSON object whose keys are all in `fields` (a 400 naming the first other key).
-ApiExpected<json> ReadBody(const std::string& body, std::initializer_list<std::string_view> fields) {
+ApiExpected<json> ReadBody(const std::string& body,
+                           std::initializer_list<std::string_view> fields) {
   auto parsed = ParseJsonBody(body);
   if (!parsed.ok()) return FromStatus(parsed.status());
   if (!parsed->is_object()) return BadRequest("The body must be a JSON object.");
@@ -228,8 +232,7 @@ void Truncate(std::vector<float>& v, int64_t dims, bool normalized) {
 }
 
 std::string Base64(const std::vector<float>& values) {
-  static const char kTable[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(values.size() * sizeof(float), '\0');
   std::memcpy(bytes.data(), values.data(), bytes.size());  // little-endian on x86-64
   std::string out;
@@ -261,7 +264,8 @@ void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWrite
   auto parsed = ReadBody(body, {"input", "model", "encoding_format", "dimensions"});
   if (!parsed.ok()) return SendApiError(*writer, parsed.status(), false);
   const json& req = *parsed;
-  if (!req.contains("input")) return SendApiError(*writer, BadRequest("'input' is required."), false);
+  if (!req.contains("input"))
+    return SendApiError(*writer, BadRequest("'input' is required."), false);
   std::string format = "float";
   if (req.contains("encoding_format") && !req["encoding_format"].is_null()) {
     if (!req["encoding_format"].is_string() ||
@@ -289,27 +293,27 @@ void HandleEmbeddings(ServerContext& ctx, const std::string& body, ResponseWrite
   const std::string model = ctx.served_model_name;
   const std::string base = "embd-" + std::to_string(ctx.next_rid.fetch_add(1));
   RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
-      [writer, format, model, dimensions, normalized = ctx.model.normalized_embeddings](
-          std::vector<engine::EmbedResult>& results, double) {
-        json data = json::array();
-        int64_t tokens = 0;
-        for (size_t i = 0; i < results.size(); ++i) {
-          if (dimensions) Truncate(results[i].embedding, *dimensions, normalized);
-          json item{{"object", "embedding"}, {"index", i}};
-          if (format == "base64") {
-            item["embedding"] = Base64(results[i].embedding);
-          } else {
-            item["embedding"] = results[i].embedding;
-          }
-          data.push_back(std::move(item));
-          tokens += results[i].prompt_tokens;
-        }
-        json out{{"object", "list"},
-                 {"data", std::move(data)},
-                 {"model", model},
-                 {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
-        writer->Send(200, "application/json", ToJsonText(out));
-      });
+               [writer, format, model, dimensions, normalized = ctx.model.normalized_embeddings](
+                   std::vector<engine::EmbedResult>& results, double) {
+                 json data = json::array();
+                 int64_t tokens = 0;
+                 for (size_t i = 0; i < results.size(); ++i) {
+                   if (dimensions) Truncate(results[i].embedding, *dimensions, normalized);
+                   json item{{"object", "embedding"}, {"index", i}};
+                   if (format == "base64") {
+                     item["embedding"] = Base64(results[i].embedding);
+                   } else {
+                     item["embedding"] = results[i].embedding;
+                   }
+                   data.push_back(std::move(item));
+                   tokens += results[i].prompt_tokens;
+                 }
+                 json out{{"object", "list"},
+                          {"data", std::move(data)},
+                          {"model", model},
+                          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+                 writer->Send(200, "application/json", ToJsonText(out));
+               });
 }
 
 void HandleClassify(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
@@ -333,8 +337,8 @@ void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWrite
     return SendApiError(*writer, BadRequest("Input cannot be empty"), false);
   }
   const json& input = req["input"];
-  if (input.is_string() && input.get<std::string>().find_first_not_of(" \t\r\n") ==
-                               std::string::npos) {
+  if (input.is_string() &&
+      input.get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) {
     return SendApiError(*writer, BadRequest("Input cannot be empty or whitespace only"), false);
   }
   if (input.is_array() && input[0].is_string()) {
@@ -343,11 +347,10 @@ void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWrite
         return SendApiError(*writer, BadRequest("All items in input list must be strings"), false);
       }
       if (input[i].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) {
-        return SendApiError(
-            *writer,
-            BadRequest("Input at index " + std::to_string(i) +
-                       " cannot be empty or whitespace only"),
-            false);
+        return SendApiError(*writer,
+                            BadRequest("Input at index " + std::to_string(i) +
+                                       " cannot be empty or whitespace only"),
+                            false);
       }
     }
   }
@@ -361,35 +364,35 @@ void HandleV1Classify(ServerContext& ctx, const std::string& body, ResponseWrite
   const std::string model = ctx.served_model_name;
   const std::vector<std::string> labels = ctx.model.labels;
   RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
-      [writer, base, model, labels](std::vector<engine::EmbedResult>& results, double) {
-        json data = json::array();
-        int64_t tokens = 0;
-        for (size_t i = 0; i < results.size(); ++i) {
-          const std::vector<float>& logits = results[i].embedding;
-          const std::vector<double> probs = Softmax(logits);
-          const size_t best = static_cast<size_t>(
-              std::max_element(logits.begin(), logits.end()) - logits.begin());
-          data.push_back({{"index", i},
-                          {"label", labels[best]},
-                          {"probs", probs},
-                          {"num_classes", probs.size()}});
-          tokens += results[i].prompt_tokens;
-        }
-        const auto created = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-        json out{{"id", base},
-                 {"object", "list"},
-                 {"created", created},
-                 {"model", model},
-                 {"data", std::move(data)},
-                 {"usage",
-                  {{"prompt_tokens", tokens},
-                   {"total_tokens", tokens},
-                   {"completion_tokens", 0},
-                   {"prompt_tokens_details", nullptr}}}};
-        writer->Send(200, "application/json", ToJsonText(out));
-      });
+               [writer, base, model, labels](std::vector<engine::EmbedResult>& results, double) {
+                 json data = json::array();
+                 int64_t tokens = 0;
+                 for (size_t i = 0; i < results.size(); ++i) {
+                   const std::vector<float>& logits = results[i].embedding;
+                   const std::vector<double> probs = Softmax(logits);
+                   const size_t best = static_cast<size_t>(
+                       std::max_element(logits.begin(), logits.end()) - logits.begin());
+                   data.push_back({{"index", i},
+                                   {"label", labels[best]},
+                                   {"probs", probs},
+                                   {"num_classes", probs.size()}});
+                   tokens += results[i].prompt_tokens;
+                 }
+                 const auto created = std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count();
+                 json out{{"id", base},
+                          {"object", "list"},
+                          {"created", created},
+                          {"model", model},
+                          {"data", std::move(data)},
+                          {"usage",
+                           {{"prompt_tokens", tokens},
+                            {"total_tokens", tokens},
+                            {"completion_tokens", 0},
+                            {"prompt_tokens_details", nullptr}}}};
+                 writer->Send(200, "application/json", ToJsonText(out));
+               });
 }
 
 void HandleGetScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
@@ -415,12 +418,12 @@ void HandleGetScore(ServerContext& ctx, const std::string& body, ResponseWriterP
   if (Status s = FitContext(ctx, *inputs); !s.ok()) return fail(FromStatus(s));
   const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
   RunEmbedCall(ctx, base, std::move(inputs).value(), writer, false,
-      [writer](std::vector<engine::EmbedResult>& results, double) {
-        json out{{"score", results[0].embedding[0]},
-                 {"prompt_tokens", results[0].prompt_tokens},
-                 {"finish_reason", "length"}};
-        writer->Send(200, "application/json", ToJsonText(out));
-      });
+               [writer](std::vector<engine::EmbedResult>& results, double) {
+                 json out{{"score", results[0].embedding[0]},
+                          {"prompt_tokens", results[0].prompt_tokens},
+                          {"finish_reason", "length"}};
+                 writer->Send(200, "application/json", ToJsonText(out));
+               });
 }
 
 void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
@@ -444,8 +447,8 @@ void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr
       }
     }
   }
-  if (inputs.ok() && has_ids && (req["input_ids"].is_string() ||
-                                 (!single && !req["input_ids"][0].is_array()))) {
+  if (inputs.ok() && has_ids &&
+      (req["input_ids"].is_string() || (!single && !req["input_ids"][0].is_array()))) {
     return SendApiError(*writer, BadRequest("'input_ids' must be token ids or lists of them."),
                         true);
   }
@@ -455,17 +458,17 @@ void HandleEncode(ServerContext& ctx, const std::string& body, ResponseWriterPtr
   }
   const std::string base = "encode-" + std::to_string(ctx.next_rid.fetch_add(1));
   RunEmbedCall(ctx, base, std::move(inputs).value(), writer, true,
-      [writer, single, base](std::vector<engine::EmbedResult>& results, double seconds) {
-        json out = json::array();
-        for (size_t i = 0; i < results.size(); ++i) {
-          out.push_back({{"embedding", results[i].embedding},
-                         {"meta_info",
-                          {{"id", base + "-" + std::to_string(i)},
-                           {"prompt_tokens", results[i].prompt_tokens},
-                           {"e2e_latency", seconds}}}});
-        }
-        writer->Send(200, "application/json", ToJsonText(single ? out[0] : out));
-      });
+               [writer, single, base](std::vector<engine::EmbedResult>& results, double seconds) {
+                 json out = json::array();
+                 for (size_t i = 0; i < results.size(); ++i) {
+                   out.push_back({{"embedding", results[i].embedding},
+                                  {"meta_info",
+                                   {{"id", base + "-" + std::to_string(i)},
+                                    {"prompt_tokens", results[i].prompt_tokens},
+                                    {"e2e_latency", seconds}}}});
+                 }
+                 writer->Send(200, "application/json", ToJsonText(single ? out[0] : out));
+               });
 }
 
 }  // namespace radixserve::api

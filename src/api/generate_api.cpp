@@ -24,8 +24,8 @@ using nlohmann::json;
 // GenerateReqInput's fields; anything else is rejected like an unexpected keyword argument.
 // The fields of SGLang's GenerateReqInput (0.5.23), by what radixserve does with them.
 enum class FieldUse {
-  kUsed,      // read by this handler or the request builder
-  kMetadata,  // routing / tracing metadata that cannot change a single server's answer
+  kUsed,         // read by this handler or the request builder
+  kMetadata,     // routing / tracing metadata that cannot change a single server's answer
   kDefaultOnly,  // a feature radixserve does not have: accepted at SGLang's default value (what
                  // clients send unless they ask for it), refused with a 400 naming it otherwise
 };
@@ -33,43 +33,82 @@ enum class FieldUse {
 const std::map<std::string, FieldUse, std::less<>>& Fields() {
   using enum FieldUse;
   static const std::map<std::string, FieldUse, std::less<>> fields = {
-      {"text", kUsed}, {"input_ids", kUsed}, {"input_embeds", kUsed},
-      {"sampling_params", kUsed}, {"rid", kUsed}, {"return_logprob", kUsed},
-      {"logprob_start_len", kUsed}, {"top_logprobs_num", kUsed}, {"token_ids_logprob", kUsed},
-      {"return_text_in_logprobs", kUsed}, {"stream", kUsed}, {"priority", kUsed},
-      {"extra_key", kUsed}, {"cache_salt", kUsed},
+      {"text", kUsed},
+      {"input_ids", kUsed},
+      {"input_embeds", kUsed},
+      {"sampling_params", kUsed},
+      {"rid", kUsed},
+      {"return_logprob", kUsed},
+      {"logprob_start_len", kUsed},
+      {"top_logprobs_num", kUsed},
+      {"token_ids_logprob", kUsed},
+      {"return_text_in_logprobs", kUsed},
+      {"stream", kUsed},
+      {"priority", kUsed},
+      {"extra_key", kUsed},
+      {"cache_salt", kUsed},
       // Metadata: the HTTP worker, trace headers, arrival time, router keys.
-      {"http_worker_ipc", kMetadata}, {"external_trace_header", kMetadata},
-      {"received_time", kMetadata}, {"routing_key", kMetadata}, {"conversation_id", kMetadata},
-      {"session_id", kMetadata}, {"log_metrics", kMetadata},
+      {"http_worker_ipc", kMetadata},
+      {"external_trace_header", kMetadata},
+      {"received_time", kMetadata},
+      {"routing_key", kMetadata},
+      {"conversation_id", kMetadata},
+      {"session_id", kMetadata},
+      {"log_metrics", kMetadata},
       // SGLang's router (sglang-router) names the model it routed for; one server serves one.
       {"model", kMetadata},
       // Multimodal inputs, LoRA, disaggregation, sessions, hidden states and the rest.
-      {"image_data", kDefaultOnly}, {"video_data", kDefaultOnly}, {"audio_data", kDefaultOnly},
-      {"mm_hashes", kDefaultOnly}, {"mm_content_hashes", kDefaultOnly},
-      {"use_audio_in_video", kDefaultOnly}, {"video_config", kDefaultOnly},
-      {"watermark", kDefaultOnly}, {"return_sampling_mask", kDefaultOnly},
-      {"sampling_logprobs_mode", kDefaultOnly}, {"return_flat_raw_top_logprobs", kDefaultOnly},
+      {"image_data", kDefaultOnly},
+      {"video_data", kDefaultOnly},
+      {"audio_data", kDefaultOnly},
+      {"mm_hashes", kDefaultOnly},
+      {"mm_content_hashes", kDefaultOnly},
+      {"use_audio_in_video", kDefaultOnly},
+      {"video_config", kDefaultOnly},
+      {"watermark", kDefaultOnly},
+      {"return_sampling_mask", kDefaultOnly},
+      {"sampling_logprobs_mode", kDefaultOnly},
+      {"return_flat_raw_top_logprobs", kDefaultOnly},
       {"return_flat_raw_output_top_logprobs", kDefaultOnly},
       {"return_flat_raw_top_logprobs_b64", kDefaultOnly},
-      {"return_hidden_states", kUsed}, {"return_routed_experts", kDefaultOnly},
-      {"routed_experts_start_len", kDefaultOnly}, {"return_indexer_topk", kDefaultOnly},
-      {"modalities", kDefaultOnly}, {"session_params", kUsed}, {"lora_path", kUsed},
-      {"lora_id", kDefaultOnly}, {"custom_logit_processor", kDefaultOnly},
-      {"positional_embed_overrides", kDefaultOnly}, {"bootstrap_host", kDefaultOnly},
-      {"bootstrap_port", kDefaultOnly}, {"bootstrap_room", kDefaultOnly},
-      {"bootstrap_pair_key", kDefaultOnly}, {"decode_tp_size", kDefaultOnly},
-      {"routed_dp_rank", kUsed}, {"data_parallel_rank", kUsed},
-      {"disagg_prefill_dp_rank", kDefaultOnly}, {"background", kDefaultOnly},
-      {"require_reasoning", kDefaultOnly}, {"max_thinking_tokens", kDefaultOnly},
-      {"no_logs", kDefaultOnly}, {"custom_labels", kUsed}, {"return_bytes", kDefaultOnly},
-      {"return_entropy", kUsed}, {"return_prompt_token_ids", kDefaultOnly},
-      {"need_wait_for_mm_inputs", kDefaultOnly}, {"num_items_assigned", kDefaultOnly},
-      {"encoder_urls", kDefaultOnly}, {"max_dynamic_patch", kDefaultOnly},
-      {"min_dynamic_patch", kDefaultOnly}, {"image_max_dynamic_patch", kDefaultOnly},
-      {"video_max_dynamic_patch", kDefaultOnly}, {"images_config", kDefaultOnly},
-      {"mm_processor_kwargs", kDefaultOnly}, {"multi_item_delimiter_indices", kDefaultOnly},
-      {"token_indices_to_pool", kDefaultOnly}, {"kv_hints", kDefaultOnly},
+      {"return_hidden_states", kUsed},
+      {"return_routed_experts", kDefaultOnly},
+      {"routed_experts_start_len", kDefaultOnly},
+      {"return_indexer_topk", kDefaultOnly},
+      {"modalities", kDefaultOnly},
+      {"session_params", kUsed},
+      {"lora_path", kUsed},
+      {"lora_id", kDefaultOnly},
+      {"custom_logit_processor", kDefaultOnly},
+      {"positional_embed_overrides", kDefaultOnly},
+      {"bootstrap_host", kDefaultOnly},
+      {"bootstrap_port", kDefaultOnly},
+      {"bootstrap_room", kDefaultOnly},
+      {"bootstrap_pair_key", kDefaultOnly},
+      {"decode_tp_size", kDefaultOnly},
+      {"routed_dp_rank", kUsed},
+      {"data_parallel_rank", kUsed},
+      {"disagg_prefill_dp_rank", kDefaultOnly},
+      {"background", kDefaultOnly},
+      {"require_reasoning", kDefaultOnly},
+      {"max_thinking_tokens", kDefaultOnly},
+      {"no_logs", kDefaultOnly},
+      {"custom_labels", kUsed},
+      {"return_bytes", kDefaultOnly},
+      {"return_entropy", kUsed},
+      {"return_prompt_token_ids", kDefaultOnly},
+      {"need_wait_for_mm_inputs", kDefaultOnly},
+      {"num_items_assigned", kDefaultOnly},
+      {"encoder_urls", kDefaultOnly},
+      {"max_dynamic_patch", kDefaultOnly},
+      {"min_dynamic_patch", kDefaultOnly},
+      {"image_max_dynamic_patch", kDefaultOnly},
+      {"video_max_dynamic_patch", kDefaultOnly},
+      {"images_config", kDefaultOnly},
+      {"mm_processor_kwargs", kDefaultOnly},
+      {"multi_item_delimiter_indices", kDefaultOnly},
+      {"token_indices_to_pool", kDefaultOnly},
+      {"kv_hints", kDefaultOnly},
   };
   return fields;
 }
@@ -90,8 +129,10 @@ std::optional<std::string> CheckFields(const json& body) {
       return fmt::format("GenerateReqInput got an unexpected field '{}'", shown);
     }
     if (it->second == FieldUse::kDefaultOnly && !IsDefaultValue(value)) {
-      return fmt::format("'{}' is not supported by radixserve: send it unset (null/false) or "
-                         "leave it out.", shown);
+      return fmt::format(
+          "'{}' is not supported by radixserve: send it unset (null/false) or "
+          "leave it out.",
+          shown);
     }
   }
   return std::nullopt;
@@ -276,8 +317,8 @@ Expected<ItemOptions> ReadItemOptions(const ServerContext& ctx, const json& body
   }
   RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "top_logprobs_num", i, batch, true));
   if (!value->is_null()) {
-    RADIX_ASSIGN_OR_RETURN(out.top_logprobs_num, ReadInt(*value, "top_logprobs_num", 0,
-                                                         ctx.limits.max_top_logprobs));
+    RADIX_ASSIGN_OR_RETURN(out.top_logprobs_num,
+                           ReadInt(*value, "top_logprobs_num", 0, ctx.limits.max_top_logprobs));
   }
   // token_ids_logprob is a list already: a batch gives a list of lists.
   RADIX_ASSIGN_OR_RETURN(value, ItemValue(body, "token_ids_logprob", i,
@@ -627,8 +668,7 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     // LightLLM's /generate; a "stream" field picks its streamed answer, as its POST / does.
     auto stream = ReadOptionalBool(*body, "stream");
     if (!stream.ok()) {
-      return SendResult(*writer, InvalidRequest(stream.status().message()),
-                        ErrorStyle::kLightLlm);
+      return SendResult(*writer, InvalidRequest(stream.status().message()), ErrorStyle::kLightLlm);
     }
     body->erase("stream");
     return ServeLightLlm(ctx, *body, stream->value_or(false), /*list_answer=*/false,

@@ -40,16 +40,15 @@ Expected<int64_t> ReadInt(const nlohmann::json& value, std::string_view name, in
   return out;
 }
 
-Expected<std::optional<bool>> ReadOptionalBool(const nlohmann::json& object,
-                                               std::string_view key) {
+Expected<std::optional<bool>> ReadOptionalBool(const nlohmann::json& object, std::string_view key) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::optional<bool>();
   if (!it->is_boolean()) return InvalidArgument(fmt::format("{} must be a boolean.", key));
   return std::optional<bool>(it->get<bool>());
 }
 
-Expected<std::optional<int64_t>> ReadOptionalInt(const nlohmann::json& object,
-                                                 std::string_view key, int64_t min, int64_t max) {
+Expected<std::optional<int64_t>> ReadOptionalInt(const nlohmann::json& object, std::string_view key,
+                                                 int64_t min, int64_t max) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::optional<int64_t>();
   int64_t value = 0;
@@ -73,8 +72,8 @@ Expected<std::map<std::string, std::string>> ReadLabelMap(const nlohmann::json& 
   std::map<std::string, std::string> labels;
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (!it->is_string()) {
-      return InvalidArgument(fmt::format("{}: the value of label '{}' must be a string.", name,
-                                         it.key()));
+      return InvalidArgument(
+          fmt::format("{}: the value of label '{}' must be a string.", name, it.key()));
     }
     labels[it.key()] = it->get<std::string>();
   }
@@ -85,9 +84,9 @@ std::map<std::string, std::string> ParseLabelHeader(std::string_view value,
                                                     std::string_view header) {
   const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   Expected<std::map<std::string, std::string>> labels =
-      parsed.is_discarded() ? Expected<std::map<std::string, std::string>>(
-                                  InvalidArgument("not JSON"))
-                            : ReadLabelMap(parsed, header);
+      parsed.is_discarded()
+          ? Expected<std::map<std::string, std::string>>(InvalidArgument("not JSON"))
+          : ReadLabelMap(parsed, header);
   if (!labels.ok()) {
     RADIX_LOG_WARN("Ignoring the {} header (custom metric labels): {}", header,
                    labels.status().message());
@@ -111,8 +110,9 @@ Expected<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& value, std::st
                               ? item.get<uint64_t>() < static_cast<uint64_t>(vocab_size)
                               : item.get<int64_t>() >= 0 && item.get<int64_t>() < vocab_size;
     if (!in_range) {
-      return InvalidArgument(fmt::format("{} holds the token id {}, outside the vocabulary [0, {}).",
-                                         name, item.dump(), vocab_size));
+      return InvalidArgument(
+          fmt::format("{} holds the token id {}, outside the vocabulary [0, {}).", name,
+                      item.dump(), vocab_size));
     }
     ids.push_back(static_cast<int32_t>(item.get<int64_t>()));
   }

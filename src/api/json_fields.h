@@ -28,10 +28,9 @@ Expected<int64_t> ReadInt(const nlohmann::json& value, std::string_view name,
 
 // Optional fields of `object`: absent or null -> nullopt; otherwise the value must have the type.
 Expected<std::optional<bool>> ReadOptionalBool(const nlohmann::json& object, std::string_view key);
-Expected<std::optional<int64_t>> ReadOptionalInt(
-    const nlohmann::json& object, std::string_view key,
-    int64_t min = std::numeric_limits<int64_t>::min(),
-    int64_t max = std::numeric_limits<int64_t>::max());
+Expected<std::optional<int64_t>> ReadOptionalInt(const nlohmann::json& object, std::string_view key,
+                                                 int64_t min = std::numeric_limits<int64_t>::min(),
+                                                 int64_t max = std::numeric_limits<int64_t>::max());
 Expected<std::optional<std::string>> ReadOptionalString(const nlohmann::json& object,
                                                         std::string_view key);
 

@@ -24,11 +24,26 @@ constexpr int64_t kMaxBestOf = 8;
 
 // The parameters radixserve gives their LightLLM meaning.
 const std::set<std::string, std::less<>>& UsedParameters() {
-  static const std::set<std::string, std::less<>> used = {
-      "do_sample", "temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty",
-      "repetition_penalty", "max_new_tokens", "min_new_tokens", "stop_sequences", "ignore_eos",
-      "skip_special_tokens", "add_special_tokens", "add_spaces_between_special_tokens",
-      "regular_constraint", "guided_grammar", "guided_json", "n", "best_of", "return_details"};
+  static const std::set<std::string, std::less<>> used = {"do_sample",
+                                                          "temperature",
+                                                          "top_p",
+                                                          "top_k",
+                                                          "presence_penalty",
+                                                          "frequency_penalty",
+                                                          "repetition_penalty",
+                                                          "max_new_tokens",
+                                                          "min_new_tokens",
+                                                          "stop_sequences",
+                                                          "ignore_eos",
+                                                          "skip_special_tokens",
+                                                          "add_special_tokens",
+                                                          "add_spaces_between_special_tokens",
+                                                          "regular_constraint",
+                                                          "guided_grammar",
+                                                          "guided_json",
+                                                          "n",
+                                                          "best_of",
+                                                          "return_details"};
   return used;
 }
 
@@ -167,7 +182,8 @@ ApiExpected<LightLlmParams> ReadParameters(const ServerContext& ctx, const json&
   }
   if (out.n != best) return BadRequest("current only supported n == best_of");
   if (out.n > ctx.limits.max_n) {
-    return BadRequest(fmt::format("n must be at most {} (the server's --max-n).", ctx.limits.max_n));
+    return BadRequest(
+        fmt::format("n must be at most {} (the server's --max-n).", ctx.limits.max_n));
   }
   if (presence.value_or(0.0) < 0.0) {
     return BadRequest(fmt::format("presence_penalty must >= 0.0, got {}", *presence));
@@ -190,9 +206,8 @@ ApiExpected<LightLlmParams> ReadParameters(const ServerContext& ctx, const json&
     return BadRequest(fmt::format("min_new_tokens must be at least 1, got {}.", min_new_tokens));
   }
   if (min_new_tokens > max_new_tokens) {
-    return BadRequest(fmt::format(
-        "min_new_tokens must <= max_new_tokens, but got min {}, max {}.", min_new_tokens,
-        max_new_tokens));
+    return BadRequest(fmt::format("min_new_tokens must <= max_new_tokens, but got min {}, max {}.",
+                                  min_new_tokens, max_new_tokens));
   }
 
   json& s = out.sampling;
@@ -213,16 +228,16 @@ ApiExpected<LightLlmParams> ReadParameters(const ServerContext& ctx, const json&
     if (auto error = ReadStops(*it, ctx, s)) return *error;
   }
   int constraints = 0;
-  for (auto [from, to] : {std::pair{"regular_constraint", "regex"},
-                          std::pair{"guided_grammar", "ebnf"}}) {
+  for (auto [from, to] :
+       {std::pair{"regular_constraint", "regex"}, std::pair{"guided_grammar", "ebnf"}}) {
     auto it = params.find(from);
     if (it == params.end() || it->is_null() || (it->is_string() && it->empty())) continue;
     if (!it->is_string()) return InvalidRequest(fmt::format("{} must be a string.", from));
     s[to] = *it;
     ++constraints;
   }
-  if (auto it = params.find("guided_json"); it != params.end() && !it->is_null() &&
-                                            !(it->is_string() && it->empty())) {
+  if (auto it = params.find("guided_json");
+      it != params.end() && !it->is_null() && !(it->is_string() && it->empty())) {
     if (!it->is_string() && !it->is_object()) {
       return InvalidRequest("guided_json must be a JSON schema (object) or its text.");
     }
@@ -248,25 +263,39 @@ struct TgiParams {
 };
 
 ApiExpected<TgiParams> ReadTgiParameters(const ServerContext& ctx, const json& params) {
-  static const std::set<std::string, std::less<>> kKnown = {
-      "best_of", "details", "do_sample", "max_new_tokens", "repetition_penalty",
-      "frequency_penalty", "return_full_text", "stop", "seed", "temperature", "top_k", "top_p",
-      "truncate", "typical_p", "watermark", "decoder_input_details", "top_n_tokens", "grammar",
-      "adapter_id"};
+  static const std::set<std::string, std::less<>> kKnown = {"best_of",
+                                                            "details",
+                                                            "do_sample",
+                                                            "max_new_tokens",
+                                                            "repetition_penalty",
+                                                            "frequency_penalty",
+                                                            "return_full_text",
+                                                            "stop",
+                                                            "seed",
+                                                            "temperature",
+                                                            "top_k",
+                                                            "top_p",
+                                                            "truncate",
+                                                            "typical_p",
+                                                            "watermark",
+                                                            "decoder_input_details",
+                                                            "top_n_tokens",
+                                                            "grammar",
+                                                            "adapter_id"};
   for (const auto& [key, value] : params.items()) {
     if (!kKnown.contains(key)) {
       return InvalidRequest(fmt::format("parameters got an unexpected field '{}'",
                                         key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
   }
-  for (auto [key, off] : {std::pair{"truncate", json(nullptr)}, std::pair{"typical_p", json(1.0)},
-                          std::pair{"watermark", json(false)},
-                          std::pair{"top_n_tokens", json(nullptr)},
-                          std::pair{"adapter_id", json(nullptr)}}) {
+  for (auto [key, off] :
+       {std::pair{"truncate", json(nullptr)}, std::pair{"typical_p", json(1.0)},
+        std::pair{"watermark", json(false)}, std::pair{"top_n_tokens", json(nullptr)},
+        std::pair{"adapter_id", json(nullptr)}}) {
     auto it = params.find(key);
     if (it != params.end() && !IsOff(*it, off)) {
-      return BadRequest(fmt::format(
-          "parameters.{} is not supported by radixserve: leave it out or null.", key));
+      return BadRequest(
+          fmt::format("parameters.{} is not supported by radixserve: leave it out or null.", key));
     }
   }
   TgiParams out;
@@ -295,8 +324,8 @@ ApiExpected<TgiParams> ReadTgiParameters(const ServerContext& ctx, const json& p
   if (s.contains("top_p") && s["top_p"].get<double>() >= 1.0) {
     return InvalidRequest("`top_p` must be > 0.0 and < 1.0");
   }
-  warped = (s.contains("temperature") && s["temperature"].get<double>() != 1.0) ||
-           s.contains("top_p");
+  warped =
+      (s.contains("temperature") && s["temperature"].get<double>() != 1.0) || s.contains("top_p");
   auto top_k = ReadOptionalInt(params, "top_k", 1);
   auto max_new = ReadOptionalInt(params, "max_new_tokens", 1);
   auto best_of = ReadOptionalInt(params, "best_of", 1, kMaxBestOf);
@@ -319,12 +348,13 @@ ApiExpected<TgiParams> ReadTgiParameters(const ServerContext& ctx, const json& p
   if (out.best_of > 1 && !do_sample && !warped) {
     return InvalidRequest("you must use sampling when `best_of` is > 1");
   }
-  if (out.best_of > 1 && *seed) return InvalidRequest("`seed` must not be set when `best_of` is > 1");
+  if (out.best_of > 1 && *seed)
+    return InvalidRequest("`seed` must not be set when `best_of` is > 1");
   out.seed = *seed;
   if (out.seed) s["sampling_seed"] = *out.seed;
   if (auto it = params.find("stop"); it != params.end() && !it->is_null()) {
-    if (!it->is_array() || !std::all_of(it->begin(), it->end(),
-                                        [](const json& stop) { return stop.is_string(); })) {
+    if (!it->is_array() ||
+        !std::all_of(it->begin(), it->end(), [](const json& stop) { return stop.is_string(); })) {
       return InvalidRequest("stop must be a list of strings.");
     }
     if (!it->empty()) s["stop"] = *it;
@@ -386,10 +416,10 @@ void PerToken(const engine::RequestEvent& event, TokenEvent&& token_event) {
   const size_t count = event.new_token_ids.size();
   for (size_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
-    json logprob = i < event.output_logprobs.size() ? json(event.output_logprobs[i].logprob)
-                                                    : json(nullptr);
-    token_event(event.new_token_ids[i], last ? event.text_delta : std::string(),
-                std::move(logprob), i, last);
+    json logprob =
+        i < event.output_logprobs.size() ? json(event.output_logprobs[i].logprob) : json(nullptr);
+    token_event(event.new_token_ids[i], last ? event.text_delta : std::string(), std::move(logprob),
+                i, last);
   }
 }
 
@@ -468,14 +498,14 @@ class LightLlmFormatter final : public ResponseFormatter {
     json tokens = json::array();
     for (size_t i = 0; i < choice.output_ids.size(); ++i) {
       const int32_t id = choice.output_ids[i];
-      tokens.push_back({{"id", id},
-                        {"text", TokenText(ctx, id)},
-                        {"logprob", i < choice.output_logprobs.size()
-                                        ? json(choice.output_logprobs[i].logprob)
-                                        : json(nullptr)},
-                        {"special", IsSpecial(ctx, id)},
-                        {"count_output_tokens", i + 1},
-                        {"prompt_tokens", choice.prompt_tokens}});
+      tokens.push_back(
+          {{"id", id},
+           {"text", TokenText(ctx, id)},
+           {"logprob", i < choice.output_logprobs.size() ? json(choice.output_logprobs[i].logprob)
+                                                         : json(nullptr)},
+           {"special", IsSpecial(ctx, id)},
+           {"count_output_tokens", i + 1},
+           {"prompt_tokens", choice.prompt_tokens}});
     }
     return tokens;
   }
@@ -488,9 +518,9 @@ class TgiFormatter final : public ResponseFormatter {
  public:
   struct Options {
     bool details = false;
-    bool prefill = false;       // decoder_input_details
-    bool list_answer = false;   // POST / answers [GenerateResponse]
-    std::string full_text;      // return_full_text: the prompt, prepended
+    bool prefill = false;      // decoder_input_details
+    bool list_answer = false;  // POST / answers [GenerateResponse]
+    std::string full_text;     // return_full_text: the prompt, prepended
     std::optional<int64_t> seed;
   };
 
@@ -601,9 +631,10 @@ class TgiFormatter final : public ResponseFormatter {
     json prefill = json::array();
     if (!o_.prefill) return prefill;
     for (const auto& info : choice.input_logprobs) {
-      prefill.push_back({{"id", info.token_id},
-                         {"text", TokenText(ctx, info.token_id)},
-                         {"logprob", std::isnan(info.logprob) ? json(nullptr) : json(info.logprob)}});
+      prefill.push_back(
+          {{"id", info.token_id},
+           {"text", TokenText(ctx, info.token_id)},
+           {"logprob", std::isnan(info.logprob) ? json(nullptr) : json(info.logprob)}});
     }
     return prefill;
   }
@@ -617,14 +648,14 @@ bool IsLightLlmBody(const json& body) {
   return body.contains("inputs") && !body.contains("text") && !body.contains("input_ids");
 }
 
-ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, bool stream,
-                                       bool tgi, bool list_answer) {
+ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, bool stream, bool tgi,
+                                       bool list_answer) {
   for (const auto& [key, value] : body.items()) {
     static const std::set<std::string, std::less<>> kTopLevel = {"inputs", "parameters",
                                                                  "multimodal_params"};
     if (!kTopLevel.contains(key)) {
-      return InvalidRequest(fmt::format("unexpected field '{}'",
-                                        key.size() > 64 ? key.substr(0, 64) + "..." : key));
+      return InvalidRequest(
+          fmt::format("unexpected field '{}'", key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
   }
   auto inputs = body.find("inputs");
@@ -632,7 +663,8 @@ ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, boo
     return InvalidRequest("Field 'inputs' is required and must be a string.");
   }
   if (auto mm = body.find("multimodal_params"); mm != body.end() && !IsOff(*mm, json::object())) {
-    return BadRequest("multimodal_params is not supported by radixserve: this model takes text only.");
+    return BadRequest(
+        "multimodal_params is not supported by radixserve: this model takes text only.");
   }
   json params = json::object();
   if (auto it = body.find("parameters"); it != body.end() && !it->is_null()) {
@@ -647,7 +679,8 @@ ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, boo
   if (tgi) {
     TgiParams read;
     RADIX_ASSIGN_OR_RETURN(read, ReadTgiParameters(ctx, params));
-    if (stream && read.best_of != 1) return InvalidRequest("`best_of` != 1 is not allowed for streaming");
+    if (stream && read.best_of != 1)
+      return InvalidRequest("`best_of` != 1 is not allowed for streaming");
     sampling = std::move(read.sampling);
     n = read.best_of;
     prompt_logprobs = read.decoder_input_details;

@@ -48,7 +48,8 @@ Expected<json> BodyObject(const ServerContext& ctx, const ApiRequest& request) {
 
 }  // namespace
 
-void HandleLoadLoraAdapter(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
+void HandleLoadLoraAdapter(ServerContext& ctx, const ApiRequest& request,
+                           ResponseWriterPtr writer) {
   auto body = BodyObject(ctx, request);
   if (!body.ok()) return Answer(ctx, *writer, body.status());
   for (const auto& [key, value] : body->items()) {

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "api/openai_api.h"
 #include "api/chat_output.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
+#include "api/openai_api.h"
 #include "api/openai_common.h"
 #include "api/openai_tools.h"
 #include "api/request_builder.h"
@@ -155,8 +155,8 @@ class ChatFormatter final : public ResponseFormatter {
       if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);
       out_choices.push_back(std::move(choice));
     }
-    return {200, Envelope(ctx, o_.id, "chat.completion", o_.created, o_.model, std::move(out_choices),
-                          Usage(ctx, choices, o_.group))};
+    return {200, Envelope(ctx, o_.id, "chat.completion", o_.created, o_.model,
+                          std::move(out_choices), Usage(ctx, choices, o_.group))};
   }
 
  private:
@@ -168,12 +168,9 @@ class ChatFormatter final : public ResponseFormatter {
   };
 
   json Chunk(json choice) const {
-    return {{"id", o_.id},
-            {"object", "chat.completion.chunk"},
-            {"created", o_.created},
-            {"model", o_.model},
-            {"choices", json::array({std::move(choice)})},
-            {"usage", nullptr}};
+    return {
+        {"id", o_.id},       {"object", "chat.completion.chunk"},           {"created", o_.created},
+        {"model", o_.model}, {"choices", json::array({std::move(choice)})}, {"usage", nullptr}};
   }
 
   // Sends one delta of choice `index` (with this step's logprobs) as a chunk.
@@ -200,8 +197,7 @@ struct ReasoningSetup {
 };
 
 ApiExpected<ReasoningSetup> SetUpReasoning(const ServerContext& ctx, FieldReader& reader,
-                                           const json& body,
-                                           const chat::Json& template_kwargs) {
+                                           const json& body, const chat::Json& template_kwargs) {
   ReasoningSetup out;
   const bool separate = reader.Bool(body, "separate_reasoning").value_or(true);
   const bool stream_reasoning = reader.Bool(body, "stream_reasoning").value_or(true);
@@ -220,7 +216,8 @@ ApiExpected<ReasoningSetup> SetUpReasoning(const ServerContext& ctx, FieldReader
   // With thinking on, constraints apply to the answer only: the grammar starts after the
   // end-of-thinking token (when it is one token of the vocabulary; otherwise, and with thinking
   // off, it constrains the whole output).
-  if (parser->force_reasoning() && ctx.tokenizer != nullptr && !parser->format().think_end.empty()) {
+  if (parser->force_reasoning() && ctx.tokenizer != nullptr &&
+      !parser->format().think_end.empty()) {
     if (auto id = ctx.tokenizer->TokenToId(parser->format().think_end)) {
       out.grammar_start_token = static_cast<int32_t>(*id);
     }
@@ -266,8 +263,8 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
     }
   }
   chat::ChatRenderInput input;
-  RADIX_ASSIGN_OR_RETURN(input.messages, PrepareMessages(ordered["messages"],
-                                                         ctx.chat_template->content_format()));
+  RADIX_ASSIGN_OR_RETURN(input.messages,
+                         PrepareMessages(ordered["messages"], ctx.chat_template->content_format()));
   input.tools = tools->template_tools;
   input.continue_final_message = continue_final;
   input.add_generation_prompt = !continue_final;
@@ -326,13 +323,13 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
     plan.requests.push_back(std::move(*built.request));
   }
   const size_t choices = plan.requests.size();
-  ChatCall call{.plan = std::move(plan),
-                .output = std::make_unique<ChatOutput>(tools, tool_parser, reasoning.parser,
-                                                       choices),
-                .model = common.model,
-                .logprobs = logprobs,
-                .include_usage = common.include_usage,
-                .hidden_states = common.return_hidden_states};
+  ChatCall call{
+      .plan = std::move(plan),
+      .output = std::make_unique<ChatOutput>(tools, tool_parser, reasoning.parser, choices),
+      .model = common.model,
+      .logprobs = logprobs,
+      .include_usage = common.include_usage,
+      .hidden_states = common.return_hidden_states};
   return call;
 }
 
@@ -350,8 +347,8 @@ ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_vi
                                 .include_usage = call.include_usage,
                                 .hidden_states = call.hidden_states,
                                 .group = plan.group};
-  plan.formatter =
-      std::make_shared<ChatFormatter>(std::move(format), std::move(call.output), plan.requests.size());
+  plan.formatter = std::make_shared<ChatFormatter>(std::move(format), std::move(call.output),
+                                                   plan.requests.size());
   return plan;
 }
 

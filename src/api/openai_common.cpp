@@ -46,9 +46,8 @@ json SamplingFromOpenAi(FieldReader& reader, const json& body,
     }
   }
   if (auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
-    if (!it->is_array() || !std::all_of(it->begin(), it->end(), [](const json& id) {
-          return id.is_number_integer();
-        })) {
+    if (!it->is_array() || !std::all_of(it->begin(), it->end(),
+                                        [](const json& id) { return id.is_number_integer(); })) {
       reader.Fail(InvalidRequest(WrongType("stop_token_ids", "a list of integers")));
     } else {
       sampling["stop_token_ids"] = *it;
@@ -67,9 +66,8 @@ json SamplingFromOpenAi(FieldReader& reader, const json& body,
   }
   ApplyResponseFormat(reader, ordered_body, sampling);
   if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
-    if (!it->is_object() || !std::all_of(it->begin(), it->end(), [](const json& bias) {
-          return bias.is_number();
-        })) {
+    if (!it->is_object() ||
+        !std::all_of(it->begin(), it->end(), [](const json& bias) { return bias.is_number(); })) {
       reader.Fail(InvalidRequest(WrongType("logit_bias", "an object of token id to bias")));
     } else {
       sampling["logit_bias"] = *it;
@@ -149,8 +147,8 @@ OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, con
   out.n = ReadN(reader, ctx, body, "n");
   out.rid = reader.String(body, "rid");
   out.priority = reader.Int(body, "priority");
-  out.cache_namespace =
-      reader.String(body, "cache_salt").value_or("") + reader.String(body, "extra_key").value_or("");
+  out.cache_namespace = reader.String(body, "cache_salt").value_or("") +
+                        reader.String(body, "extra_key").value_or("");
   std::optional<std::string> adapter = reader.String(body, "lora_path");
   if (auto from_model = AdapterOfModel(ctx, out.model)) adapter = from_model;
   if (auto lora = ResolveLora(ctx, adapter); lora.ok()) {
@@ -160,9 +158,9 @@ OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, con
   }
   out.return_hidden_states = reader.Bool(body, "return_hidden_states").value_or(false);
   if (out.return_hidden_states && !ctx.args->GetBool(args::key::kEnableReturnHiddenStates)) {
-    reader.Fail(InvalidRequest(
-        "The server is not configured to return the hidden states. Please set "
-        "`--enable-return-hidden-states` to enable this feature."));
+    reader.Fail(
+        InvalidRequest("The server is not configured to return the hidden states. Please set "
+                       "`--enable-return-hidden-states` to enable this feature."));
   }
   out.sampling = SamplingFromOpenAi(reader, body, ordered);
   return out;
@@ -198,8 +196,7 @@ void ApplyResponseFormat(FieldReader& reader, const nlohmann::ordered_json& body
     // accepted, and the schema is always enforced strictly.
     auto spec = format.find("json_schema");
     if (spec == format.end() || !spec->is_object()) {
-      reader.Fail(
-          InvalidRequest("response_format.json_schema must be an object with a 'schema'."));
+      reader.Fail(InvalidRequest("response_format.json_schema must be an object with a 'schema'."));
       return;
     }
     auto schema = spec->find("schema");

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "api/openai_api.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
+#include "api/openai_api.h"
 #include "api/openai_common.h"
 #include "api/request_builder.h"
 #include "api/serving.h"
@@ -150,18 +150,17 @@ class CompletionsFormatter final : public ResponseFormatter {
     if (auto failed = FailedChoice(choices)) return {failed->status, failed->OpenAiBody()};
     json out_choices = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
-      json choice = {
-          {"index", i},
-          {"text", o_.echo_text[i] + choices[i].text},
-          {"logprobs",
-           o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo) : json(nullptr)},
-          {"finish_reason", FinishReasonName(choices[i])},
-          {"matched_stop", MatchedStop(choices[i])}};
+      json choice = {{"index", i},
+                     {"text", o_.echo_text[i] + choices[i].text},
+                     {"logprobs", o_.logprobs ? CompletionLogprobs(ctx, choices[i], 0, o_.echo)
+                                              : json(nullptr)},
+                     {"finish_reason", FinishReasonName(choices[i])},
+                     {"matched_stop", MatchedStop(choices[i])}};
       if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);
       out_choices.push_back(std::move(choice));
     }
-    return {200, Envelope(ctx, o_.id, "text_completion", o_.created, o_.model, std::move(out_choices),
-                          Usage(ctx, choices, o_.group))};
+    return {200, Envelope(ctx, o_.id, "text_completion", o_.created, o_.model,
+                          std::move(out_choices), Usage(ctx, choices, o_.group))};
   }
 
  private:
@@ -199,8 +198,9 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
   const int64_t max_tokens = reader.Int(body, "max_tokens").value_or(16);
   if (!reader.ok()) return reader.error();
   if (!suffix.empty() && ctx.completion_template == nullptr) {
-    return BadRequest("suffix needs a fill-in-the-middle template: start the server with "
-                      "--completion-template.");
+    return BadRequest(
+        "suffix needs a fill-in-the-middle template: start the server with "
+        "--completion-template.");
   }
   if (body.contains("best_of") && !body["best_of"].is_null() && best_of != common.n) {
     return BadRequest("best_of is not supported: use n to get several choices.");

@@ -24,26 +24,43 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 // SGLang's sampling extras, read by the chat parse as they are on /v1/chat/completions.
-constexpr std::array kChatExtras = {
-    "top_k",          "min_p",         "repetition_penalty", "frequency_penalty",
-    "presence_penalty", "stop",        "seed",               "sampling_seed",
-    "ignore_eos",     "min_tokens",    "stop_token_ids",     "no_stop_trim",
-    "skip_special_tokens", "spaces_between_special_tokens", "logit_bias", "priority",
-    "cache_salt",     "extra_key",     "regex",              "ebnf",
-    "stop_regex",     "separate_reasoning"};
+constexpr std::array kChatExtras = {"top_k",
+                                    "min_p",
+                                    "repetition_penalty",
+                                    "frequency_penalty",
+                                    "presence_penalty",
+                                    "stop",
+                                    "seed",
+                                    "sampling_seed",
+                                    "ignore_eos",
+                                    "min_tokens",
+                                    "stop_token_ids",
+                                    "no_stop_trim",
+                                    "skip_special_tokens",
+                                    "spaces_between_special_tokens",
+                                    "logit_bias",
+                                    "priority",
+                                    "cache_salt",
+                                    "extra_key",
+                                    "regex",
+                                    "ebnf",
+                                    "stop_regex",
+                                    "separate_reasoning"};
 
 // Fields OpenAI defines that have no effect possible here: a clear 400 instead of silence.
 constexpr std::array kUnsupported = {
-    std::pair{"conversation", "the Conversations API is not served; chain turns with "
-                              "previous_response_id"},
+    std::pair{"conversation",
+              "the Conversations API is not served; chain turns with "
+              "previous_response_id"},
     std::pair{"prompt", "stored prompt templates are not served; send input and instructions"},
     std::pair{"context_management", "server-side context compaction is not supported"},
     std::pair{"background_options", "background responses are not supported"},
     std::pair{"access_programs", "access programs are not supported"},
     std::pair{"image", "image generation is not supported"},
     std::pair{"moderation", "moderation is not supported"},
-    std::pair{"prompt_cache_options", "prompt cache options are not supported (the radix cache "
-                                      "keeps every prefix it can)"}};
+    std::pair{"prompt_cache_options",
+              "prompt cache options are not supported (the radix cache "
+              "keeps every prefix it can)"}};
 
 bool IsNullOr(const ordered_json& body, const char* key) {
   return !body.contains(key) || body[key].is_null();
@@ -62,10 +79,9 @@ ApiExpected<std::string> ContentText(const ordered_json& content, const std::str
   if (!content.is_array()) return FieldError(where, "content must be a string or a list of parts.");
   std::string text;
   for (const auto& part : content) {
-    const std::string type =
-        part.is_object() && part.contains("type") && part["type"].is_string()
-            ? part["type"].get<std::string>()
-            : "";
+    const std::string type = part.is_object() && part.contains("type") && part["type"].is_string()
+                                 ? part["type"].get<std::string>()
+                                 : "";
     if (type != "input_text" && type != "output_text" && type != "text") {
       return FieldError(where, fmt::format("content parts of type '{}' are not supported: this "
                                            "model takes text only.",
@@ -87,14 +103,14 @@ std::string StringOr(const ordered_json& object, const char* key, std::string fa
 // Appends the request's input to `messages` (chat form) and to `items` (Responses form, as
 // GET /v1/responses/{id} shows them); the error when an item cannot be.
 std::optional<ApiError> AppendInput(const ordered_json& input, const std::string& id,
-                              ordered_json& messages, json& items) {
+                                    ordered_json& messages, json& items) {
   if (input.is_string()) {
     messages.push_back({{"role", "user"}, {"content", input.get<std::string>()}});
-    items.push_back({{"type", "message"},
-                     {"id", fmt::format("msg_{}_in0", id)},
-                     {"role", "user"},
-                     {"content", json::array({{{"type", "input_text"},
-                                               {"text", input.get<std::string>()}}})}});
+    items.push_back(
+        {{"type", "message"},
+         {"id", fmt::format("msg_{}_in0", id)},
+         {"role", "user"},
+         {"content", json::array({{{"type", "input_text"}, {"text", input.get<std::string>()}}})}});
     return std::nullopt;
   }
   if (!input.is_array()) return FieldError("input", "must be a string or a list of items.");
@@ -111,9 +127,9 @@ std::optional<ApiError> AppendInput(const ordered_json& input, const std::string
         return FieldError(where, fmt::format("unknown message role '{}'.", role));
       }
       std::string text;
-      RADIX_ASSIGN_OR_RETURN(text, ContentText(item.contains("content") ? item["content"]
-                                                                         : ordered_json(),
-                                               where + ".content"));
+      RADIX_ASSIGN_OR_RETURN(
+          text, ContentText(item.contains("content") ? item["content"] : ordered_json(),
+                            where + ".content"));
       // Chat templates know system turns; OpenAI's developer turns are their successor.
       messages.push_back({{"role", role == "developer" ? "system" : role}, {"content", text}});
       // Listed (input_items) as OpenAI lists messages: typed, with content parts.
@@ -128,9 +144,10 @@ std::optional<ApiError> AppendInput(const ordered_json& input, const std::string
           !item["call_id"].is_string()) {
         return FieldError(where, "a function_call item needs string call_id, name and arguments.");
       }
-      ordered_json call = {{"id", item["call_id"]},
-                           {"type", "function"},
-                           {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
+      ordered_json call = {
+          {"id", item["call_id"]},
+          {"type", "function"},
+          {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
       // Calls right after an assistant turn (or after other calls) belong to that turn.
       if (!messages.empty() && messages.back()["role"] == "assistant") {
         ordered_json& turn = messages.back();
@@ -146,9 +163,9 @@ std::optional<ApiError> AppendInput(const ordered_json& input, const std::string
         return FieldError(where, "a function_call_output item needs a string call_id.");
       }
       std::string output;
-      RADIX_ASSIGN_OR_RETURN(output, ContentText(item.contains("output") ? item["output"]
-                                                                          : ordered_json(),
-                                                 where + ".output"));
+      RADIX_ASSIGN_OR_RETURN(output,
+                             ContentText(item.contains("output") ? item["output"] : ordered_json(),
+                                         where + ".output"));
       messages.push_back(
           {{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", std::move(output)}});
     } else if (type == "reasoning") {
@@ -217,7 +234,8 @@ ApiExpected<std::optional<ordered_json>> ChatResponseFormat(const ordered_json& 
   const ordered_json& format = text["format"];
   const std::string type = format.is_object() ? StringOr(format, "type") : "";
   if (type == "text") return std::optional<ordered_json>();
-  if (type == "json_object") return std::optional<ordered_json>(ordered_json{{"type", "json_object"}});
+  if (type == "json_object")
+    return std::optional<ordered_json>(ordered_json{{"type", "json_object"}});
   if (type == "json_schema") {
     if (!format.contains("schema") || !format["schema"].is_object()) {
       return FieldError("text.format.schema", "a json_schema format needs a 'schema' object.");
@@ -227,7 +245,8 @@ ApiExpected<std::optional<ordered_json>> ChatResponseFormat(const ordered_json& 
     if (format.contains("strict") && format["strict"].is_boolean()) {
       schema["strict"] = format["strict"];
     }
-    return std::optional<ordered_json>(ordered_json{{"type", "json_schema"}, {"json_schema", schema}});
+    return std::optional<ordered_json>(
+        ordered_json{{"type", "json_schema"}, {"json_schema", schema}});
   }
   return FieldError("text.format.type", "must be \"text\", \"json_object\" or \"json_schema\".");
 }
@@ -287,8 +306,8 @@ json ReasoningItem(const std::string& id, const char* status, const std::string&
 
 json CallItem(const std::string& id, const char* status, const std::string& call_id,
               const std::string& name, const std::string& arguments) {
-  return {{"type", "function_call"}, {"id", id},     {"status", status}, {"call_id", call_id},
-          {"name", name},            {"arguments", arguments}};
+  return {{"type", "function_call"}, {"id", id},     {"status", status},
+          {"call_id", call_id},      {"name", name}, {"arguments", arguments}};
 }
 
 // The chat assistant turn an output amounts to, for previous_response_id.
@@ -337,8 +356,11 @@ class ResponsesFormatter final : public ResponseFormatter {
     Start(emit);
     if (auto failed = FailedChoice(choices)) {
       json error = {{"code", failed->type}, {"message", failed->message}};
-      Send({{"type", "error"}, {"code", failed->type}, {"message", failed->message},
-            {"param", nullptr}}, emit);
+      Send({{"type", "error"},
+            {"code", failed->type},
+            {"message", failed->message},
+            {"param", nullptr}},
+           emit);
       json response = Response("failed", json::array(), nullptr);
       response["error"] = std::move(error);
       Send({{"type", "response.failed"}, {"response", std::move(response)}}, emit);
@@ -391,9 +413,8 @@ class ResponsesFormatter final : public ResponseFormatter {
       reasoning = message["reasoning_content"].get<std::string>();
       output.push_back(ReasoningItem("rs_" + o_.id, "completed", reasoning));
     }
-    const std::string content = message["content"].is_string()
-                                    ? message["content"].get<std::string>()
-                                    : std::string();
+    const std::string content =
+        message["content"].is_string() ? message["content"].get<std::string>() : std::string();
     const bool calls = message["tool_calls"].is_array() && !message["tool_calls"].empty();
     if (!content.empty() || !calls) {
       json lp = o_.logprobs ? ChatLogprobEntries(ctx, choice, 0) : json::array();
@@ -492,12 +513,18 @@ class ResponsesFormatter final : public ResponseFormatter {
     json item;
     if (kind == Kind::kReasoning) {
       item_id_ = fmt::format("rs_{}", o_.id);
-      item = {{"type", "reasoning"}, {"id", item_id_}, {"status", "in_progress"},
-              {"summary", json::array()}, {"content", json::array()}};
+      item = {{"type", "reasoning"},
+              {"id", item_id_},
+              {"status", "in_progress"},
+              {"summary", json::array()},
+              {"content", json::array()}};
     } else if (kind == Kind::kMessage) {
       item_id_ = fmt::format("msg_{}", o_.id);
-      item = {{"type", "message"}, {"id", item_id_}, {"status", "in_progress"},
-              {"role", "assistant"}, {"content", json::array()}};
+      item = {{"type", "message"},
+              {"id", item_id_},
+              {"status", "in_progress"},
+              {"role", "assistant"},
+              {"content", json::array()}};
     } else {
       item_id_ = fmt::format("fc_{}_{}", o_.id, item_index_);
       const json& function = call_delta.contains("function") ? call_delta["function"] : json();
@@ -509,15 +536,22 @@ class ResponsesFormatter final : public ResponseFormatter {
     Send({{"type", "response.output_item.added"}, {"output_index", item_index_}, {"item", item}},
          emit);
     if (kind == Kind::kReasoning) {
-      Send({{"type", "response.content_part.added"}, {"item_id", item_id_},
-            {"output_index", item_index_}, {"content_index", 0},
+      Send({{"type", "response.content_part.added"},
+            {"item_id", item_id_},
+            {"output_index", item_index_},
+            {"content_index", 0},
             {"part", {{"type", "reasoning_text"}, {"text", ""}}}},
            emit);
     } else if (kind == Kind::kMessage) {
-      Send({{"type", "response.content_part.added"}, {"item_id", item_id_},
-            {"output_index", item_index_}, {"content_index", 0},
-            {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()},
-                      {"logprobs", json::array()}}}},
+      Send({{"type", "response.content_part.added"},
+            {"item_id", item_id_},
+            {"output_index", item_index_},
+            {"content_index", 0},
+            {"part",
+             {{"type", "output_text"},
+              {"text", ""},
+              {"annotations", json::array()},
+              {"logprobs", json::array()}}}},
            emit);
     }
   }
@@ -529,27 +563,32 @@ class ResponsesFormatter final : public ResponseFormatter {
     const json base = {{"item_id", item_id_}, {"output_index", item_index_}};
     if (kind_ == Kind::kReasoning) {
       json done = base;
-      done.update({{"type", "response.reasoning_text.done"}, {"content_index", 0},
-                   {"text", item_text_}});
+      done.update(
+          {{"type", "response.reasoning_text.done"}, {"content_index", 0}, {"text", item_text_}});
       Send(std::move(done), emit);
       json part = base;
-      part.update({{"type", "response.content_part.done"}, {"content_index", 0},
+      part.update({{"type", "response.content_part.done"},
+                   {"content_index", 0},
                    {"part", {{"type", "reasoning_text"}, {"text", item_text_}}}});
       Send(std::move(part), emit);
       item = ReasoningItem(item_id_, "completed", item_text_);
     } else if (kind_ == Kind::kMessage) {
       json done = base;
-      done.update({{"type", "response.output_text.done"}, {"content_index", 0},
-                   {"text", item_text_}, {"logprobs", item_logprobs_}});
+      done.update({{"type", "response.output_text.done"},
+                   {"content_index", 0},
+                   {"text", item_text_},
+                   {"logprobs", item_logprobs_}});
       Send(std::move(done), emit);
       item = MessageItem(item_id_, status, item_text_, item_logprobs_);
       json part = base;
-      part.update({{"type", "response.content_part.done"}, {"content_index", 0},
+      part.update({{"type", "response.content_part.done"},
+                   {"content_index", 0},
                    {"part", item["content"][0]}});
       Send(std::move(part), emit);
     } else {
       json done = base;
-      done.update({{"type", "response.function_call_arguments.done"}, {"name", call_name_},
+      done.update({{"type", "response.function_call_arguments.done"},
+                   {"name", call_name_},
                    {"arguments", item_text_}});
       Send(std::move(done), emit);
       item = CallItem(item_id_, "completed", call_id_, call_name_, item_text_);
@@ -567,8 +606,11 @@ class ResponsesFormatter final : public ResponseFormatter {
       reasoning_text_ += text;
       Open(Kind::kReasoning, -1, nullptr, emit);
       item_text_ += text;
-      Send({{"type", "response.reasoning_text.delta"}, {"item_id", item_id_},
-            {"output_index", item_index_}, {"content_index", 0}, {"delta", text}},
+      Send({{"type", "response.reasoning_text.delta"},
+            {"item_id", item_id_},
+            {"output_index", item_index_},
+            {"content_index", 0},
+            {"delta", text}},
            emit);
     } else if (delta.contains("content")) {
       const std::string text = delta["content"].get<std::string>();
@@ -577,8 +619,11 @@ class ResponsesFormatter final : public ResponseFormatter {
       item_text_ += text;
       if (!lp.is_array()) lp = json::array();
       for (const json& entry : lp) item_logprobs_.push_back(entry);
-      Send({{"type", "response.output_text.delta"}, {"item_id", item_id_},
-            {"output_index", item_index_}, {"content_index", 0}, {"delta", text},
+      Send({{"type", "response.output_text.delta"},
+            {"item_id", item_id_},
+            {"output_index", item_index_},
+            {"content_index", 0},
+            {"delta", text},
             {"logprobs", std::move(lp)}},
            emit);
     } else if (delta.contains("tool_calls")) {
@@ -593,8 +638,10 @@ class ResponsesFormatter final : public ResponseFormatter {
             call.contains("function") ? StringOf(call["function"], "arguments") : "";
         if (arguments.empty()) continue;
         item_text_ += arguments;
-        Send({{"type", "response.function_call_arguments.delta"}, {"item_id", item_id_},
-              {"output_index", item_index_}, {"delta", arguments}},
+        Send({{"type", "response.function_call_arguments.delta"},
+              {"item_id", item_id_},
+              {"output_index", item_index_},
+              {"delta", arguments}},
              emit);
       }
     }
@@ -629,20 +676,41 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
   for (const auto& [key, why] : kUnsupported) {
     if (!IsNullOr(body, key)) return FieldError(key, why);
   }
-  static const std::array kKnown = {
-      "model",      "input",        "instructions",        "max_output_tokens",
-      "temperature", "top_p",       "stream",              "stream_options",
-      "store",      "previous_response_id", "metadata",    "tools",
-      "tool_choice", "parallel_tool_calls", "max_tool_calls", "text",
-      "reasoning",  "top_logprobs", "include",             "truncation",
-      "background", "service_tier", "user",                "safety_identifier",
-      "prompt_cache_key", "prompt_cache_retention", "request_id", "chat_template_kwargs"};
+  static const std::array kKnown = {"model",
+                                    "input",
+                                    "instructions",
+                                    "max_output_tokens",
+                                    "temperature",
+                                    "top_p",
+                                    "stream",
+                                    "stream_options",
+                                    "store",
+                                    "previous_response_id",
+                                    "metadata",
+                                    "tools",
+                                    "tool_choice",
+                                    "parallel_tool_calls",
+                                    "max_tool_calls",
+                                    "text",
+                                    "reasoning",
+                                    "top_logprobs",
+                                    "include",
+                                    "truncation",
+                                    "background",
+                                    "service_tier",
+                                    "user",
+                                    "safety_identifier",
+                                    "prompt_cache_key",
+                                    "prompt_cache_retention",
+                                    "request_id",
+                                    "chat_template_kwargs"};
   for (const auto& entry : body.items()) {
     const std::string& key = entry.key();
     const auto known = [&key](const char* name) { return key == name; };
     if (std::none_of(kKnown.begin(), kKnown.end(), known) &&
         std::none_of(kChatExtras.begin(), kChatExtras.end(), known)) {
-      ApiError error = InvalidRequest(fmt::format("Unrecognized request argument supplied: {}", key));
+      ApiError error =
+          InvalidRequest(fmt::format("Unrecognized request argument supplied: {}", key));
       error.param = key;
       return error;
     }
@@ -852,7 +920,7 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
   if (!store) o.history = ordered_json::array();
 
   ServingPlan plan = std::move(call.plan);
-  plan.end_marker = false;  // OpenAI's Responses streams end after response.completed
+  plan.end_marker = false;   // OpenAI's Responses streams end after response.completed
   plan.named_events = true;  // and name each event ("event: response.output_text.delta")
   plan.formatter = std::make_shared<ResponsesFormatter>(std::move(o), std::move(call.output),
                                                         ctx.response_store);
@@ -870,10 +938,10 @@ class DetachedWriter final : public ResponseWriter {
   void Send(int status, std::string, std::string body) override {
     if (status == 200) return;
     json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    json error = parsed.is_object() && parsed.contains("error") ? parsed["error"]
-                                                                : json{{"message", body}};
-    formatter_->KeepFailed({{"code", error.value("type", "server_error")},
-                            {"message", error.value("message", body)}});
+    json error =
+        parsed.is_object() && parsed.contains("error") ? parsed["error"] : json{{"message", body}};
+    formatter_->KeepFailed(
+        {{"code", error.value("type", "server_error")}, {"message", error.value("message", body)}});
   }
   void StartStream() override {}
   void SendEvent(std::string) override {}
@@ -974,8 +1042,8 @@ void HandleResponseById(ServerContext& ctx, const ApiRequest& request, ResponseW
     }
     const std::string status = stored->response.value("status", "");
     if (status != "queued" && status != "in_progress") {
-      return SendResult(*writer, BadRequest(fmt::format(
-                                     "Cannot cancel a response with status '{}'.", status)));
+      return SendResult(
+          *writer, BadRequest(fmt::format("Cannot cancel a response with status '{}'.", status)));
     }
     // The engine request carries the response id as its rid; its end keeps "cancelled" too.
     ctx.engine->Abort(id, engine::AbortMatch::kExactRid);
@@ -985,8 +1053,8 @@ void HandleResponseById(ServerContext& ctx, const ApiRequest& request, ResponseW
   }
   if (input_items) {
     if (request.method != "GET") {
-      return SendResult(*writer, ApiError{405, "Use GET to list input items.", "MethodNotAllowed",
-                                          {}});
+      return SendResult(*writer,
+                        ApiError{405, "Use GET to list input items.", "MethodNotAllowed", {}});
     }
     return SendResult(*writer, InputItemsPage(stored->input_items, request.query));
   }

@@ -19,16 +19,16 @@ const chat::Json* Field(const chat::Json& object, const char* key) {
 // One function's entry of the call-array schema: {"name": <that name>, "parameters": <its
 // parameters schema>}.
 chat::Json CallItemSchema(const chat::ToolSpec& tool) {
-  chat::Json parameters = tool.parameters.is_object() && !tool.parameters.empty()
-                              ? tool.parameters
-                              : chat::Json{{"type", "object"}, {"properties", chat::Json::object()}};
+  chat::Json parameters =
+      tool.parameters.is_object() && !tool.parameters.empty()
+          ? tool.parameters
+          : chat::Json{{"type", "object"}, {"properties", chat::Json::object()}};
   // "type": "object" is explicit (SGLang leaves it out; without it a bare number would match).
-  return chat::Json{
-      {"type", "object"},
-      {"properties",
-       {{"name", {{"type", "string"}, {"enum", chat::Json::array({tool.name})}}},
-        {"parameters", std::move(parameters)}}},
-      {"required", chat::Json::array({"name", "parameters"})}};
+  return chat::Json{{"type", "object"},
+                    {"properties",
+                     {{"name", {{"type", "string"}, {"enum", chat::Json::array({tool.name})}}},
+                      {"parameters", std::move(parameters)}}},
+                    {"required", chat::Json::array({"name", "parameters"})}};
 }
 
 nlohmann::json CallJson(const std::string& id, int index, const std::string& name,
@@ -93,9 +93,8 @@ ApiExpected<ToolRequest> ReadToolRequest(const chat::Json& body) {
     }
   } else if (choice->is_object()) {
     const chat::Json* function = Field(*choice, "function");
-    const chat::Json* name = function != nullptr && function->is_object()
-                                 ? Field(*function, "name")
-                                 : nullptr;
+    const chat::Json* name =
+        function != nullptr && function->is_object() ? Field(*function, "name") : nullptr;
     if (name == nullptr || !name->is_string()) {
       return InvalidRequest("tool_choice.function.name must be a string.");
     }
@@ -105,17 +104,18 @@ ApiExpected<ToolRequest> ReadToolRequest(const chat::Json& body) {
     return InvalidRequest("tool_choice must be a string or an object.");
   }
   if (out.mode != ToolChoiceMode::kNone && out.tools.empty()) {
-    return BadRequest("Tools cannot be empty when tool_choice is \"auto\", \"required\" or a "
-                       "named function.");
+    return BadRequest(
+        "Tools cannot be empty when tool_choice is \"auto\", \"required\" or a "
+        "named function.");
   }
   if (out.mode == ToolChoiceMode::kNamed) {
     bool found = false;
     for (const chat::ToolSpec& tool : out.tools) found = found || tool.name == out.named_function;
     if (!found) {
       return BadRequest(fmt::format("Tool '{}' not found in 'tools'.",
-                                     out.named_function.size() > 80
-                                         ? out.named_function.substr(0, 80) + "..."
-                                         : out.named_function));
+                                    out.named_function.size() > 80
+                                        ? out.named_function.substr(0, 80) + "..."
+                                        : out.named_function));
     }
   }
   if (const chat::Json* parallel = Field(body, "parallel_tool_calls")) {
@@ -225,8 +225,8 @@ ToolCallAnswer ParseToolCalls(const ToolRequest& request, const chat::ToolCallPa
         return out;
       }
       const std::string name = call["name"].get<std::string>();
-      tool_calls.push_back(CallJson(ToolCallId(parser, name, request.history_calls + index),
-                                    index, name, chat::PyJsonDumps(call["parameters"])));
+      tool_calls.push_back(CallJson(ToolCallId(parser, name, request.history_calls + index), index,
+                                    name, chat::PyJsonDumps(call["parameters"])));
       ++index;
     }
     return {"", std::move(tool_calls)};
@@ -271,10 +271,9 @@ ToolCallStreamer::Out ToolCallStreamer::FromParser(chat::ToolCallStreamResult re
   for (chat::ToolCallDelta& delta : result.calls) {
     if (delta.name) {
       if (ids_.size() <= static_cast<size_t>(delta.index)) ids_.resize(delta.index + 1);
-      ids_[delta.index] =
-          ToolCallId(parser_, *delta.name, request_.history_calls + delta.index);
-      out.tool_calls.push_back(CallJson(ids_[delta.index], delta.index, *delta.name,
-                                        std::move(delta.arguments)));
+      ids_[delta.index] = ToolCallId(parser_, *delta.name, request_.history_calls + delta.index);
+      out.tool_calls.push_back(
+          CallJson(ids_[delta.index], delta.index, *delta.name, std::move(delta.arguments)));
       called_ = true;
     } else {
       out.tool_calls.push_back(
@@ -317,8 +316,8 @@ ToolCallStreamer::Out ToolCallStreamer::ScanArray() {
             call.contains("parameters")) {
           const std::string name = call["name"].get<std::string>();
           out.tool_calls.push_back(
-              CallJson(ToolCallId(parser_, name, request_.history_calls + next_index_),
-                       next_index_, name, chat::PyJsonDumps(call["parameters"])));
+              CallJson(ToolCallId(parser_, name, request_.history_calls + next_index_), next_index_,
+                       name, chat::PyJsonDumps(call["parameters"])));
           ++next_index_;
           called_ = true;
         }

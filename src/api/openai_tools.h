@@ -39,9 +39,9 @@ struct ToolRequest {
   chat::Json template_tools;          // what the chat template gets: null for "none", only the
                                       // chosen function for a named choice
   ToolChoiceMode mode = ToolChoiceMode::kNone;
-  std::string named_function;         // kNamed only
-  bool parallel = true;               // parallel_tool_calls
-  int history_calls = 0;              // tool calls of assistant messages already in the chat
+  std::string named_function;  // kNamed only
+  bool parallel = true;        // parallel_tool_calls
+  int history_calls = 0;       // tool calls of assistant messages already in the chat
 
   bool constrained() const {
     return mode == ToolChoiceMode::kRequired || mode == ToolChoiceMode::kNamed;

@@ -43,8 +43,11 @@ std::string ValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto b = static_cast<unsigned char>(s[i]);
-    size_t len = b < 0x80 ? 1 : (b >= 0xC2 && b <= 0xDF) ? 2 : (b >> 4) == 0xE ? 3
-               : (b >= 0xF0 && b <= 0xF4) ? 4 : 0;
+    size_t len = b < 0x80                   ? 1
+                 : (b >= 0xC2 && b <= 0xDF) ? 2
+                 : (b >> 4) == 0xE          ? 3
+                 : (b >= 0xF0 && b <= 0xF4) ? 4
+                                            : 0;
     bool ok = len > 0 && i + len <= s.size();
     uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
     for (size_t k = 1; ok && k < len; ++k) {

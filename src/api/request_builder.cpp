@@ -26,8 +26,8 @@ Expected<int64_t> CheckN(const nlohmann::json& value, const RequestLimits& limit
   RADIX_ASSIGN_OR_RETURN(n, ReadInt(value, field));
   if (n < 1) return InvalidArgument(fmt::format("{} must be at least 1, got {}.", field, n));
   if (n > limits.max_n) {
-    return InvalidArgument(fmt::format(
-        "{} must be at most {} (the server's --max-n), got {}.", field, limits.max_n, n));
+    return InvalidArgument(fmt::format("{} must be at most {} (the server's --max-n), got {}.",
+                                       field, limits.max_n, n));
   }
   return n;
 }
@@ -174,9 +174,10 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
     }
   }
   if (options.top_logprobs_num < 0 || options.top_logprobs_num > ctx.limits.max_top_logprobs) {
-    out.error = BadRequest(fmt::format("top_logprobs_num must be in [0, {}] (the server's "
-                                       "--max-top-logprobs), got {}.",
-                                       ctx.limits.max_top_logprobs, options.top_logprobs_num));
+    out.error =
+        BadRequest(fmt::format("top_logprobs_num must be in [0, {}] (the server's "
+                               "--max-top-logprobs), got {}.",
+                               ctx.limits.max_top_logprobs, options.top_logprobs_num));
     return out;
   }
   // SGLang's TokenizerManager length checks (the engine truncates instead under

@@ -26,14 +26,14 @@ struct BuildOptions {
   std::string rid;
   bool stream = false;
   std::optional<int64_t> priority;
-  std::string extra_key;  // prefix-cache namespace (cache_salt + extra_key)
+  std::string extra_key;                // prefix-cache namespace (cache_salt + extra_key)
   std::optional<engine::LoraRef> lora;  // the adapter (ResolveLora); nullopt: the base model
   bool return_logprob = false;
   int64_t logprob_start_len = -1;
   int32_t top_logprobs_num = 0;
   std::vector<int32_t> token_ids_logprob;
   bool return_text_in_logprobs = false;
-  bool return_hidden_states = false;     // checked against --enable-return-hidden-states
+  bool return_hidden_states = false;  // checked against --enable-return-hidden-states
   bool return_entropy = false;
   bool add_special_tokens = true;        // when tokenizing text
   bool apply_model_defaults = false;     // generation_config.json defaults (chat completions)

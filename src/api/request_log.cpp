@@ -9,8 +9,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const std::set<std::string> kMetadataOnlySkip = {"text",       "input_ids", "input_embeds",
-                                                 "image_data", "audio_data", "lora_path",
+const std::set<std::string> kMetadataOnlySkip = {"text",           "input_ids",  "input_embeds",
+                                                 "image_data",     "audio_data", "lora_path",
                                                  "sampling_params"};
 const std::set<std::string> kOutputSkip = {"text", "output_ids", "embedding"};
 
@@ -92,7 +92,8 @@ void RequestLog::LogFinish(const Json& obj, const Json& out) const {
 Json RequestObjJson(const ServerContext& ctx, const engine::GenerateRequest& req) {
   Json obj = Json::object();
   obj["text"] = nullptr;
-  if (ctx.tokenizer != nullptr) obj["text"] = ctx.tokenizer->Decode(req.input_ids, {.skip_special_tokens = false});
+  if (ctx.tokenizer != nullptr)
+    obj["text"] = ctx.tokenizer->Decode(req.input_ids, {.skip_special_tokens = false});
   obj["input_ids"] = req.input_ids;
   obj["sampling_params"] = SamplingJson(req.sampling);
   obj["return_logprob"] = req.return_logprob;

@@ -32,7 +32,8 @@ class RequestLog {
   int level() const { return level_; }
 
   std::string ReceiveLine(const nlohmann::ordered_json& obj) const;
-  std::string FinishLine(const nlohmann::ordered_json& obj, const nlohmann::ordered_json& out) const;
+  std::string FinishLine(const nlohmann::ordered_json& obj,
+                         const nlohmann::ordered_json& out) const;
   void LogReceive(const nlohmann::ordered_json& obj) const;
   void LogFinish(const nlohmann::ordered_json& obj, const nlohmann::ordered_json& out) const;
 

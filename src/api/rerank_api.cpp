@@ -50,12 +50,12 @@ ApiExpected<RerankRequest> ParseRerank(const std::string& body_text) {
   RerankRequest out;
   const json query = body.value("query", json());
   const json documents = body.value("documents", json());
-  if (query.is_array() || (documents.is_array() && std::any_of(documents.begin(), documents.end(),
-                                                               [](const json& d) {
-                                                                 return d.is_array();
-                                                               }))) {
-    return BadRequest("Multimodal rerank content (lists of content parts) is not supported: "
-                      "send the query and the documents as strings.");
+  if (query.is_array() ||
+      (documents.is_array() && std::any_of(documents.begin(), documents.end(),
+                                           [](const json& d) { return d.is_array(); }))) {
+    return BadRequest(
+        "Multimodal rerank content (lists of content parts) is not supported: "
+        "send the query and the documents as strings.");
   }
   if (query.is_null() || (query.is_string() && query.get<std::string>().empty())) {
     return BadRequest("Query cannot be empty");
@@ -187,8 +187,8 @@ void RunCrossEncoderRerank(ServerContext& ctx, RerankRequest request, ResponseWr
   if (ctx.model.labels.empty()) {
     return SendResult(*writer,
                       BadRequest("/v1/rerank needs a cross-encoder (*ForSequenceClassification) "
-                                 "or an LLM reranker; " + ctx.served_model_name +
-                                 " is an embedding model."));
+                                 "or an LLM reranker; " +
+                                 ctx.served_model_name + " is an embedding model."));
   }
   if (ctx.tokenizer == nullptr) {
     return SendResult(*writer, BadRequest("/v1/rerank needs the tokenizer (--skip-tokenizer-init "

@@ -17,12 +17,31 @@ using nlohmann::json;
 
 // GenerateConfig fields radixserve gives their RTP-LLM meaning.
 const std::set<std::string, std::less<>>& UsedFields() {
-  static const std::set<std::string, std::less<>> used = {
-      "max_new_tokens", "top_k", "top_p", "temperature", "do_sample", "repetition_penalty",
-      "presence_penalty", "frequency_penalty", "min_new_tokens", "random_seed", "stop_words_str",
-      "stop_words_list", "print_stop_words", "ignore_eos", "skip_special_tokens", "json_schema",
-      "regex", "ebnf", "structural_tag", "num_return_sequences", "return_output_ids",
-      "return_input_ids", "aux_info", "return_incremental", "adapter_name"};
+  static const std::set<std::string, std::less<>> used = {"max_new_tokens",
+                                                          "top_k",
+                                                          "top_p",
+                                                          "temperature",
+                                                          "do_sample",
+                                                          "repetition_penalty",
+                                                          "presence_penalty",
+                                                          "frequency_penalty",
+                                                          "min_new_tokens",
+                                                          "random_seed",
+                                                          "stop_words_str",
+                                                          "stop_words_list",
+                                                          "print_stop_words",
+                                                          "ignore_eos",
+                                                          "skip_special_tokens",
+                                                          "json_schema",
+                                                          "regex",
+                                                          "ebnf",
+                                                          "structural_tag",
+                                                          "num_return_sequences",
+                                                          "return_output_ids",
+                                                          "return_input_ids",
+                                                          "aux_info",
+                                                          "return_incremental",
+                                                          "adapter_name"};
   return used;
 }
 
@@ -30,36 +49,87 @@ const std::set<std::string, std::less<>>& UsedFields() {
 // accepted at that value only.
 const std::map<std::string, json, std::less<>>& DefaultOnlyFields() {
   static const std::map<std::string, json, std::less<>> fields = {
-      {"max_input_tokens", 32000}, {"max_thinking_tokens", 32000}, {"in_think_mode", false},
-      {"thinking_mode", 0}, {"chat_template_kwargs", nullptr},
-      {"begin_think_token_ids", json::array()}, {"end_think_token_ids", json::array()},
-      {"num_beams", 1}, {"variable_num_beams", json::array()}, {"no_repeat_ngram_size", nullptr},
-      {"combo_token_size", 0}, {"banned_combo_token_ids", json::array()},
-      {"auto_parse_banned_combo", false}, {"enable_cross_sequence_ban", false},
-      {"cross_seq_diverge_start_combo", 0}, {"top_p_decay", nullptr}, {"top_p_min", nullptr},
-      {"top_p_reset_ids", nullptr}, {"bad_words_list", nullptr}, {"eos_token_id", nullptr},
-      {"pad_token_id", nullptr}, {"bos_token_id", nullptr}, {"using_hf_sampling", false},
-      {"timeout_ms", -1}, {"ttft_timeout_ms", -1}, {"traffic_reject_priority", 100},
-      {"qos_priority", nullptr}, {"chat_id", nullptr}, {"task_id", nullptr},
-      {"request_format", "raw"}, {"json_format", false}, {"response_format", nullptr},
-      {"calculate_loss", 0}, {"return_logits", false}, {"logits_index", nullptr},
-      {"return_prompt_logits", false}, {"prompt_logits_top_k", 64}, {"prompt_logits_start", -1},
-      {"prompt_logits_end", -1}, {"return_target_logprob", true}, {"return_hidden_states", false},
-      {"return_all_hidden_states", false}, {"hidden_states_cut_dim", 0},
-      {"normalized_hidden_states", false}, {"select_tokens_str", json::array()},
-      {"select_tokens_id", json::array()}, {"md5_value", ""}, {"custom_prop", "{}"},
-      {"sp_advice_prompt", ""}, {"sp_advice_prompt_token_ids", json::array()},
-      {"sp_edit", false}, {"force_disable_sp_run", false}, {"force_sp_accept", false},
-      {"return_cum_log_probs", false}, {"return_all_probs", 0}, {"return_softmax_probs", false},
-      {"can_use_pd_separation", true}, {"gen_timeline", false}, {"profile_step", 3},
-      {"profile_trace_name", ""}, {"out_prefix", ""}, {"role_addrs", json::array()},
-      {"trace_id", ""}, {"is_streaming", false},
-      {"resized_shape", nullptr}, {"max_pixels", nullptr}, {"min_pixels", nullptr},
-      {"fps", nullptr}, {"min_frames", nullptr}, {"max_frames", nullptr},
-      {"crop_positions", nullptr}, {"mm_timeout_ms", nullptr}, {"add_vision_id", true},
-      {"tool_call_message_extract_strategy", "default"}, {"global_request_id", -1},
-      {"reuse_cache", true}, {"enable_device_cache", true}, {"enable_memory_cache", true},
-      {"enable_remote_cache", true}, {"group_timeout", nullptr}, {"unique_key", ""}};
+      {"max_input_tokens", 32000},
+      {"max_thinking_tokens", 32000},
+      {"in_think_mode", false},
+      {"thinking_mode", 0},
+      {"chat_template_kwargs", nullptr},
+      {"begin_think_token_ids", json::array()},
+      {"end_think_token_ids", json::array()},
+      {"num_beams", 1},
+      {"variable_num_beams", json::array()},
+      {"no_repeat_ngram_size", nullptr},
+      {"combo_token_size", 0},
+      {"banned_combo_token_ids", json::array()},
+      {"auto_parse_banned_combo", false},
+      {"enable_cross_sequence_ban", false},
+      {"cross_seq_diverge_start_combo", 0},
+      {"top_p_decay", nullptr},
+      {"top_p_min", nullptr},
+      {"top_p_reset_ids", nullptr},
+      {"bad_words_list", nullptr},
+      {"eos_token_id", nullptr},
+      {"pad_token_id", nullptr},
+      {"bos_token_id", nullptr},
+      {"using_hf_sampling", false},
+      {"timeout_ms", -1},
+      {"ttft_timeout_ms", -1},
+      {"traffic_reject_priority", 100},
+      {"qos_priority", nullptr},
+      {"chat_id", nullptr},
+      {"task_id", nullptr},
+      {"request_format", "raw"},
+      {"json_format", false},
+      {"response_format", nullptr},
+      {"calculate_loss", 0},
+      {"return_logits", false},
+      {"logits_index", nullptr},
+      {"return_prompt_logits", false},
+      {"prompt_logits_top_k", 64},
+      {"prompt_logits_start", -1},
+      {"prompt_logits_end", -1},
+      {"return_target_logprob", true},
+      {"return_hidden_states", false},
+      {"return_all_hidden_states", false},
+      {"hidden_states_cut_dim", 0},
+      {"normalized_hidden_states", false},
+      {"select_tokens_str", json::array()},
+      {"select_tokens_id", json::array()},
+      {"md5_value", ""},
+      {"custom_prop", "{}"},
+      {"sp_advice_prompt", ""},
+      {"sp_advice_prompt_token_ids", json::array()},
+      {"sp_edit", false},
+      {"force_disable_sp_run", false},
+      {"force_sp_accept", false},
+      {"return_cum_log_probs", false},
+      {"return_all_probs", 0},
+      {"return_softmax_probs", false},
+      {"can_use_pd_separation", true},
+      {"gen_timeline", false},
+      {"profile_step", 3},
+      {"profile_trace_name", ""},
+      {"out_prefix", ""},
+      {"role_addrs", json::array()},
+      {"trace_id", ""},
+      {"is_streaming", false},
+      {"resized_shape", nullptr},
+      {"max_pixels", nullptr},
+      {"min_pixels", nullptr},
+      {"fps", nullptr},
+      {"min_frames", nullptr},
+      {"max_frames", nullptr},
+      {"crop_positions", nullptr},
+      {"mm_timeout_ms", nullptr},
+      {"add_vision_id", true},
+      {"tool_call_message_extract_strategy", "default"},
+      {"global_request_id", -1},
+      {"reuse_cache", true},
+      {"enable_device_cache", true},
+      {"enable_memory_cache", true},
+      {"enable_remote_cache", true},
+      {"group_timeout", nullptr},
+      {"unique_key", ""}};
   return fields;
 }
 
@@ -121,8 +191,8 @@ ApiExpected<RtpRequest> ReadRequest(const json& body) {
     }
   }
   static const std::set<std::string, std::less<>> kTopLevel = {
-      "prompt", "prompt_batch", "text", "generate_config", "generation_config",
-      "yield_generator", "stream", "urls", "images"};
+      "prompt",          "prompt_batch", "text", "generate_config", "generation_config",
+      "yield_generator", "stream",       "urls", "images"};
   for (const auto& [key, value] : body.items()) {
     if (IsConfigField(key)) {
       out.config[std::string(Canonical(key))] = value;  // top-level fields win, as RTP-LLM
@@ -148,9 +218,10 @@ ApiExpected<RtpRequest> ReadRequest(const json& body) {
     if (!it->is_array()) return RtpLlmError(list_shape, "ERROR_INPUT_FORMAT_ERROR");
     for (const json& item : *it) {
       if (!item.is_string()) {
-        return RtpLlmError("prompt_batch must be a list of strings (chat messages are not "
-                           "supported here: use /v1/chat/completions).",
-                           "ERROR_INPUT_FORMAT_ERROR");
+        return RtpLlmError(
+            "prompt_batch must be a list of strings (chat messages are not "
+            "supported here: use /v1/chat/completions).",
+            "ERROR_INPUT_FORMAT_ERROR");
       }
       out.prompts.push_back(item.get<std::string>());
     }
@@ -173,9 +244,10 @@ ApiExpected<RtpRequest> ReadRequest(const json& body) {
         "send them as prompt_batch.",
         "UNSUPPORTED_OPERATION");
   } else {
-    return RtpLlmError("prompt must be a string (chat messages are not supported here: use "
-                       "/v1/chat/completions).",
-                       "ERROR_INPUT_FORMAT_ERROR");
+    return RtpLlmError(
+        "prompt must be a string (chat messages are not supported here: use "
+        "/v1/chat/completions).",
+        "ERROR_INPUT_FORMAT_ERROR");
   }
   return out;
 }
@@ -251,8 +323,7 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
   bool do_sample = true, ignore_eos = false, skip_special = false, print_stop = false;
   for (auto [key, target] :
        {std::pair{"do_sample", &do_sample}, std::pair{"ignore_eos", &ignore_eos},
-        std::pair{"skip_special_tokens", &skip_special},
-        std::pair{"print_stop_words", &print_stop},
+        std::pair{"skip_special_tokens", &skip_special}, std::pair{"print_stop_words", &print_stop},
         std::pair{"return_output_ids", &out.output_ids},
         std::pair{"return_input_ids", &out.input_ids}, std::pair{"aux_info", &out.aux_info},
         std::pair{"return_incremental", &out.incremental}}) {
@@ -277,8 +348,8 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
   s["skip_special_tokens"] = skip_special;
   s["no_stop_trim"] = print_stop;  // print_stop_words false: the stop text is cut off
   if (auto it = config.find("stop_words_str"); it != config.end() && !it->is_null()) {
-    if (!it->is_array() || !std::all_of(it->begin(), it->end(),
-                                        [](const json& word) { return word.is_string(); })) {
+    if (!it->is_array() ||
+        !std::all_of(it->begin(), it->end(), [](const json& word) { return word.is_string(); })) {
       return ConfigError("generate_config.stop_words_str must be a list of strings.");
     }
     if (!it->empty()) s["stop"] = *it;
@@ -344,11 +415,10 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
 // remote / memory / prefill / decode reuse counts (no such caches), multimodal_lengths,
 // speculative_*, role_addrs, aux_string.
 json AuxInfo(const ChoiceState& choice, double first_token_ms, int64_t step_output_len) {
-  const double cost_ms =
-      choice.finished ? choice.e2e_latency_s * 1000.0
-                      : std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - choice.arrival)
-                            .count();
+  const double cost_ms = choice.finished ? choice.e2e_latency_s * 1000.0
+                                         : std::chrono::duration<double, std::milli>(
+                                               std::chrono::steady_clock::now() - choice.arrival)
+                                               .count();
   return {{"cost_time", cost_ms},
           {"iter_count", choice.completion_tokens},
           {"prefix_len", 0},
@@ -510,9 +580,10 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
     if (!n.ok()) return RtpLlmError(n.status().message(), "ERROR_GENERATE_CONFIG_FORMAT");
   }
   if (ctx.tokenizer == nullptr) {
-    return RtpLlmError("The tokenizer is not initialized (--skip-tokenizer-init): RTP-LLM's API "
-                       "takes text prompts.",
-                       "UNSUPPORTED_OPERATION");
+    return RtpLlmError(
+        "The tokenizer is not initialized (--skip-tokenizer-init): RTP-LLM's API "
+        "takes text prompts.",
+        "UNSUPPORTED_OPERATION");
   }
   ServingPlan plan;
   plan.stream = stream;

@@ -35,9 +35,8 @@ struct ScoreOptions {
 };
 
 bool IsIdList(const json& v) {
-  return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) {
-           return e.is_number_integer();
-         });
+  return v.is_array() &&
+         std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); });
 }
 
 // SGLang's label checks: a non-empty list, or one non-empty list per item, of distinct
@@ -97,17 +96,17 @@ std::vector<double> ToScores(const std::vector<float>& logprobs, const ScoreOpti
 // SGLang's ScoringResponse.
 json ScoreResponse(const ScoreOptions& options, json scores, json token_logprobs,
                    int64_t prompt_tokens) {
-  return {{"scores", std::move(scores)},
-          {"pooled_hidden_states", nullptr},
-          {"token_logprobs", options.return_token_logprobs ? std::move(token_logprobs)
-                                                           : json(nullptr)},
-          {"model", options.model},
-          {"usage",
-           {{"prompt_tokens", prompt_tokens},
-            {"total_tokens", prompt_tokens},
-            {"completion_tokens", 0},
-            {"prompt_tokens_details", nullptr}}},
-          {"object", "scoring"}};
+  return {
+      {"scores", std::move(scores)},
+      {"pooled_hidden_states", nullptr},
+      {"token_logprobs", options.return_token_logprobs ? std::move(token_logprobs) : json(nullptr)},
+      {"model", options.model},
+      {"usage",
+       {{"prompt_tokens", prompt_tokens},
+        {"total_tokens", prompt_tokens},
+        {"completion_tokens", 0},
+        {"prompt_tokens_details", nullptr}}},
+      {"object", "scoring"}};
 }
 
 class LabelScores final : public ResponseFormatter {
@@ -134,8 +133,8 @@ class LabelScores final : public ResponseFormatter {
       prompt_tokens += choice.prompt_tokens;
       if (choice.output_logprobs.empty()) {
         // Only an abort without an error status ends a scoring request before its token.
-        ApiError error{500, "The scoring request " + choice.rid + " ended before its scores.", {},
-                       {}};
+        ApiError error{
+            500, "The scoring request " + choice.rid + " ended before its scores.", {}, {}};
         return {error.status, error.OpenAiBody()};
       }
       logprobs.push_back(choice.output_logprobs[0].token_ids_logprobs);
@@ -147,11 +146,19 @@ class LabelScores final : public ResponseFormatter {
   LabelScoresAnswer answer_;
 };
 
-constexpr std::string_view kFields[] = {
-    "query", "items", "label_token_ids", "apply_softmax", "temperature",
-    "return_token_logprobs", "item_first", "model", "return_pooled_hidden_states",
-    "score_extraction_token", "embed_override_token_id", "query_embed_overrides",
-    "item_embed_overrides"};
+constexpr std::string_view kFields[] = {"query",
+                                        "items",
+                                        "label_token_ids",
+                                        "apply_softmax",
+                                        "temperature",
+                                        "return_token_logprobs",
+                                        "item_first",
+                                        "model",
+                                        "return_pooled_hidden_states",
+                                        "score_extraction_token",
+                                        "embed_override_token_id",
+                                        "query_embed_overrides",
+                                        "item_embed_overrides"};
 
 // A parsed score call: one prompt per item (or, without items, the answer itself).
 struct ScoreCall {
@@ -172,7 +179,8 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   for (const char* key : {"score_extraction_token", "embed_override_token_id",
                           "query_embed_overrides", "item_embed_overrides"}) {
     if (body.contains(key) && !body[key].is_null()) {
-      return BadRequest(std::string(key) + " is not supported by this server: it scores the "
+      return BadRequest(std::string(key) +
+                        " is not supported by this server: it scores the "
                         "sequences' last tokens from their token ids.");
     }
   }
@@ -213,8 +221,9 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
     return BadRequest("return_token_logprobs is only supported for CausalLM models");
   }
   if (!generation && has_labels) {
-    return BadRequest("label_token_ids does not apply to a classification model: its scores are "
-                      "its class logits.");
+    return BadRequest(
+        "label_token_ids does not apply to a classification model: its scores are "
+        "its class logits.");
   }
   if (generation && !has_labels) {
     return BadRequest("label_token_ids is required for generation (CausalLM) models.");
@@ -223,12 +232,12 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
     return BadRequest("items must be provided");
   }
   const json& items = body["items"];
-  const bool text_items = items.is_string() ||
-                          (items.is_array() && !items.empty() &&
-                           std::all_of(items.begin(), items.end(),
-                                       [](const json& e) { return e.is_string(); }));
-  const bool id_items = items.is_array() && !items.empty() &&
-                        std::all_of(items.begin(), items.end(), IsIdList);
+  const bool text_items =
+      items.is_string() ||
+      (items.is_array() && !items.empty() &&
+       std::all_of(items.begin(), items.end(), [](const json& e) { return e.is_string(); }));
+  const bool id_items =
+      items.is_array() && !items.empty() && std::all_of(items.begin(), items.end(), IsIdList);
   if (items.is_array() && items.empty()) {
     json empty = ScoreResponse(options, json::array(), json::array(), 0);
     return ScoreCall{std::move(options), {}, std::move(empty)};
@@ -246,8 +255,9 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
                          : (id_items ? json::array() : json(""));
   const bool text_query = query.is_string();
   if (!((text_query && text_items) || (IsIdList(query) && id_items))) {
-    return BadRequest("Invalid combination of query/items types for score_request: query and "
-                      "items must both be text or both be token ids.");
+    return BadRequest(
+        "Invalid combination of query/items types for score_request: query and "
+        "items must both be text or both be token ids.");
   }
   if ((text_query || text_items) && ctx.tokenizer == nullptr) {
     return BadRequest("The tokenizer is not initialized (--skip-tokenizer-init): send token ids.");
@@ -260,22 +270,26 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   const std::optional<int64_t> delimiter =
       ctx.args->GetOptionalInt(args::key::kMultiItemScoringDelimiter);
   if (delimiter && !generation) {
-    return BadRequest("Multi-item scoring (--multi-item-scoring-delimiter) needs a causal LM here; "
-                      "score a classification model's items one by one.");
+    return BadRequest(
+        "Multi-item scoring (--multi-item-scoring-delimiter) needs a causal LM here; "
+        "score a classification model's items one by one.");
   }
   if (delimiter) {
     if (*item_first) {
-      return BadRequest("item_first is not supported with multi-item scoring "
-                        "(--multi-item-scoring-delimiter): items always follow the query.");
+      return BadRequest(
+          "item_first is not supported with multi-item scoring "
+          "(--multi-item-scoring-delimiter): items always follow the query.");
     }
     if (*delimiter < 0 || *delimiter >= ctx.model.vocab_size) {
-      return BadRequest(fmt::format("--multi-item-scoring-delimiter {} is outside the vocabulary "
-                                    "(size {}).",
-                                    *delimiter, ctx.model.vocab_size));
+      return BadRequest(
+          fmt::format("--multi-item-scoring-delimiter {} is outside the vocabulary "
+                      "(size {}).",
+                      *delimiter, ctx.model.vocab_size));
     }
     auto ids_of = [&](const json& v, bool special) -> Expected<std::vector<int32_t>> {
       if (!v.is_string()) return ReadTokenIds(v, "items", ctx.model.vocab_size);
-      auto ids = ctx.tokenizer->Encode(v.get<std::string>(), {.add_special_tokens = special, .parse_special = true});
+      auto ids = ctx.tokenizer->Encode(v.get<std::string>(),
+                                       {.add_special_tokens = special, .parse_special = true});
       return std::vector<int32_t>(ids.begin(), ids.end());
     };
     ApiExpected<std::vector<int32_t>> query_ids = Field(ids_of(query, true));
@@ -325,17 +339,17 @@ ApiExpected<ServingPlan> PlanLabelScores(ServerContext& ctx, ScoreCall call) {
     if (!request.ok()) return request.status();
     plan.requests.push_back(std::move(request).value());
   }
-  plan.formatter = LabelScoresFormatter([options = std::move(call.options)](
-                                            const std::vector<std::vector<float>>& logprobs,
-                                            int64_t prompt_tokens) -> FormattedResponse {
-    json scores = json::array();
-    for (size_t i = 0; i < logprobs.size(); ++i) {
-      RADIX_CHECK(logprobs[i].size() == options.labels[i].size());
-      scores.push_back(ToScores(logprobs[i], options));
-    }
-    return {200, ScoreResponse(options, std::move(scores), logprobs,
-                               options.fused_prompt_tokens.value_or(prompt_tokens))};
-  });
+  plan.formatter = LabelScoresFormatter(
+      [options = std::move(call.options)](const std::vector<std::vector<float>>& logprobs,
+                                          int64_t prompt_tokens) -> FormattedResponse {
+        json scores = json::array();
+        for (size_t i = 0; i < logprobs.size(); ++i) {
+          RADIX_CHECK(logprobs[i].size() == options.labels[i].size());
+          scores.push_back(ToScores(logprobs[i], options));
+        }
+        return {200, ScoreResponse(options, std::move(scores), logprobs,
+                                   options.fused_prompt_tokens.value_or(prompt_tokens))};
+      });
   return plan;
 }
 
@@ -359,22 +373,21 @@ void RunClassifierScores(ServerContext& ctx, ScoreCall call, ResponseWriterPtr w
   }
   if (Status fit = FitContext(ctx, inputs); !fit.ok()) return SendResult(*writer, FromStatus(fit));
   const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
-  RunEmbedCall(ctx, base, std::move(inputs), writer, false,
-               [writer, options = std::move(call.options)](
-                   std::vector<engine::EmbedResult>& results, double) {
-                 json scores = json::array();
-                 int64_t tokens = 0;
-                 for (const engine::EmbedResult& r : results) {
-                   scores.push_back(options.apply_softmax
-                                        ? Softmax(r.embedding, options.temperature)
-                                        : std::vector<double>(r.embedding.begin(),
-                                                              r.embedding.end()));
-                   tokens += r.prompt_tokens;
-                 }
-                 writer->Send(200, "application/json",
-                              ToJsonText(ScoreResponse(options, std::move(scores), nullptr,
-                                                       tokens)));
-               });
+  RunEmbedCall(
+      ctx, base, std::move(inputs), writer, false,
+      [writer, options = std::move(call.options)](std::vector<engine::EmbedResult>& results,
+                                                  double) {
+        json scores = json::array();
+        int64_t tokens = 0;
+        for (const engine::EmbedResult& r : results) {
+          scores.push_back(options.apply_softmax
+                               ? Softmax(r.embedding, options.temperature)
+                               : std::vector<double>(r.embedding.begin(), r.embedding.end()));
+          tokens += r.prompt_tokens;
+        }
+        writer->Send(200, "application/json",
+                     ToJsonText(ScoreResponse(options, std::move(scores), nullptr, tokens)));
+      });
 }
 
 }  // namespace
@@ -414,8 +427,8 @@ ApiExpected<engine::GenerateRequest> BuildLabelScoringRequest(const ServerContex
 void HandleScore(ServerContext& ctx, const std::string& body, ResponseWriterPtr writer) {
   if (!ctx.model.is_generation && ctx.model.labels.empty()) {
     return SendResult(*writer, BadRequest("/v1/score needs a causal LM or a classification "
-                                          "model; " + ctx.served_model_name +
-                                          " is an embedding model."));
+                                          "model; " +
+                                          ctx.served_model_name + " is an embedding model."));
   }
   ApiExpected<ScoreCall> call = ParseScore(ctx, body);
   if (!call.ok()) return SendResult(*writer, call.status());

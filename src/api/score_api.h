@@ -31,8 +31,8 @@
 #include "api/api_error.h"
 #include "api/request_builder.h"
 #include "api/response_writer.h"
-#include "api/serving.h"
 #include "api/server_context.h"
+#include "api/serving.h"
 #include "engine/request.h"
 
 namespace radixserve::api {

@@ -120,8 +120,8 @@ struct ServerContext {
   metrics::ServingMetrics* metrics = nullptr;  // null unless --enable-metrics
   // Null unless --log-requests; /configure_logging replaces it (log_requests, log_requests_level).
   std::atomic<std::shared_ptr<const RequestLog>> request_log;
-  CrashDump* crash_dump = nullptr;             // null unless --crash-dump-folder
-  HealthProbe* health_probe = nullptr;        // /health_generate's shared probe
+  CrashDump* crash_dump = nullptr;      // null unless --crash-dump-folder
+  HealthProbe* health_probe = nullptr;  // /health_generate's shared probe
   // /v1/responses' stored responses (previous_response_id, GET /v1/responses/{id}); null: none
   // are kept and store: true answers as if each was dropped at once.
   ResponseStore* response_store = nullptr;

@@ -88,8 +88,7 @@ Expected<SessionTurn> SessionStore::Begin(const SessionParams& params, const std
   ReapLocked(now);
   auto found = sessions_.find(params.id);
   if (found == sessions_.end()) {
-    return InvalidArgument(
-        fmt::format("Invalid request: session id {} does not exist", params.id));
+    return InvalidArgument(fmt::format("Invalid request: session id {} does not exist", params.id));
   }
   Session& session = found->second;
   if (session.close_on_finish) {
@@ -97,12 +96,14 @@ Expected<SessionTurn> SessionStore::Begin(const SessionParams& params, const std
         fmt::format("Invalid request: close was requested for session {}", params.id));
   }
   if (!session.streaming && session.nodes.count(rid) != 0) {
-    return InvalidArgument(fmt::format("The rid {} is already used in session {}.", rid, params.id));
+    return InvalidArgument(
+        fmt::format("The rid {} is already used in session {}.", rid, params.id));
   }
   SessionTurn turn;
   std::optional<std::string> last_rid;  // the request this one continues
   if (session.streaming) {
-    if (session.inflight) return InvalidArgument("Streaming session already has an active request.");
+    if (session.inflight)
+      return InvalidArgument("Streaming session already has an active request.");
     if (params.replace) return InvalidArgument("Streaming sessions do not support replace.");
     if (params.drop_previous_output) {
       return InvalidArgument("Streaming sessions do not support drop_previous_output.");

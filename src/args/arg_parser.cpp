@@ -48,8 +48,7 @@ std::optional<double> ParseFloatWord(std::string_view word) {
 }
 
 bool IsListType(ArgType type) {
-  return type == ArgType::kStringList || type == ArgType::kIntList ||
-         type == ArgType::kFloatList;
+  return type == ArgType::kStringList || type == ArgType::kIntList || type == ArgType::kFloatList;
 }
 
 std::string ChoiceList(const ArgSpec& spec) {
@@ -77,10 +76,10 @@ struct ValueSynonym {
   std::string_view to;
 };
 constexpr ValueSynonym kValueSynonyms[] = {
-    {key::kTokenizerMode, "fast", "auto"},               // LightLLM: its default tokenizer mode
-    {key::kSamplingBackend, "triton", "pytorch"},        // LightLLM: all map to the cpu sampler
+    {key::kTokenizerMode, "fast", "auto"},         // LightLLM: its default tokenizer mode
+    {key::kSamplingBackend, "triton", "pytorch"},  // LightLLM: all map to the cpu sampler
     {key::kSamplingBackend, "sglang_kernel", "pytorch"},
-    {key::kLogLevel, "warn", "warning"},                 // RTP-LLM: Python logging level names
+    {key::kLogLevel, "warn", "warning"},  // RTP-LLM: Python logging level names
     {key::kLogLevel, "debug", "debug"},
     {key::kLogLevel, "info", "info"},
     {key::kLogLevel, "warning", "warning"},
@@ -137,8 +136,7 @@ Expected<nlohmann::json> ConvertScalar(const ArgSpec& spec, ArgType type, std::s
     case ArgType::kJson: {
       auto value = nlohmann::json::parse(word, nullptr, /*allow_exceptions=*/false);
       if (value.is_discarded()) {
-        return InvalidArgument(
-            fmt::format("argument {}: invalid JSON value: '{}'", display, word));
+        return InvalidArgument(fmt::format("argument {}: invalid JSON value: '{}'", display, word));
       }
       return value;
     }
@@ -238,8 +236,7 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
     } else if (IsListType(spec->type)) {
       while (i + 1 < words.size() && !LooksLikeOption(words[i + 1])) values.push_back(words[++i]);
       if (values.empty()) {
-        return InvalidArgument(
-            fmt::format("argument {}: expected at least one argument", display));
+        return InvalidArgument(fmt::format("argument {}: expected at least one argument", display));
       }
     } else {
       if (i + 1 >= words.size() || LooksLikeOption(words[i + 1])) {
@@ -269,9 +266,8 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
   }
   for (const ArgSpec& spec : AllArgs()) {
     if (spec.required && parsed.args.IsNull(KeyOf(spec))) {
-      return InvalidArgument(
-          fmt::format("argument --{}: the following arguments are required: --{}", spec.name,
-                      spec.name));
+      return InvalidArgument(fmt::format(
+          "argument --{}: the following arguments are required: --{}", spec.name, spec.name));
     }
   }
   return parsed;

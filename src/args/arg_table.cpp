@@ -79,34 +79,50 @@ std::string ConfigKey(std::string_view name) {
 
 std::string_view SystemName(System system) {
   switch (system) {
-    case System::kSglang: return "SGLang";
-    case System::kLightllm: return "LightLLM";
-    case System::kRtpllm: return "RTP-LLM";
-    case System::kRadixserve: return "radixserve";
+    case System::kSglang:
+      return "SGLang";
+    case System::kLightllm:
+      return "LightLLM";
+    case System::kRtpllm:
+      return "RTP-LLM";
+    case System::kRadixserve:
+      return "radixserve";
   }
   return "?";
 }
 
 std::string_view TypeName(ArgType type) {
   switch (type) {
-    case ArgType::kFlag: return "flag";
-    case ArgType::kBool: return "bool";
-    case ArgType::kInt: return "int";
-    case ArgType::kFloat: return "float";
-    case ArgType::kString: return "str";
-    case ArgType::kStringList: return "str list";
-    case ArgType::kIntList: return "int list";
-    case ArgType::kFloatList: return "float list";
-    case ArgType::kJson: return "JSON";
+    case ArgType::kFlag:
+      return "flag";
+    case ArgType::kBool:
+      return "bool";
+    case ArgType::kInt:
+      return "int";
+    case ArgType::kFloat:
+      return "float";
+    case ArgType::kString:
+      return "str";
+    case ArgType::kStringList:
+      return "str list";
+    case ArgType::kIntList:
+      return "int list";
+    case ArgType::kFloatList:
+      return "float list";
+    case ArgType::kJson:
+      return "JSON";
   }
   return "?";
 }
 
 std::string_view SupportName(Support support) {
   switch (support) {
-    case Support::kYes: return "yes";
-    case Support::kPartial: return "partial";
-    case Support::kNo: return "no";
+    case Support::kYes:
+      return "yes";
+    case Support::kPartial:
+      return "partial";
+    case Support::kNo:
+      return "no";
   }
   return "?";
 }

@@ -46,20 +46,18 @@ Status ApplyConfigFile(const std::string& path, ServerArgs& args,
   try {
     root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(
-        fmt::format("argument --config: cannot parse '{}': {}", path, e.what()));
+    return InvalidArgument(fmt::format("argument --config: cannot parse '{}': {}", path, e.what()));
   }
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) {
-    return InvalidArgument(fmt::format(
-        "argument --config: '{}' must be a mapping of argument names to values", path));
+    return InvalidArgument(
+        fmt::format("argument --config: '{}' must be a mapping of argument names to values", path));
   }
   for (const auto& item : root) {
     std::string key = item.first.as<std::string>();
     const ArgSpec* spec = FindArg(key);
     if (spec == nullptr) {
-      return InvalidArgument(
-          fmt::format("argument --config: unknown key '{}' in '{}'", key, path));
+      return InvalidArgument(fmt::format("argument --config: unknown key '{}' in '{}'", key, path));
     }
     if (KeyOf(*spec) == key::kConfig) {
       return InvalidArgument(

@@ -12,6 +12,7 @@ namespace radixserve::args {
 
 // Applies every key of the file to `args` (marked explicit). Errors name the file and the key:
 // "argument --config: unknown key 'foo' in cfg.yaml".
-Status ApplyConfigFile(const std::string& path, ServerArgs& args, std::vector<std::string>& notices);
+Status ApplyConfigFile(const std::string& path, ServerArgs& args,
+                       std::vector<std::string>& notices);
 
 }  // namespace radixserve::args

@@ -26,11 +26,14 @@ std::string Metavar(const ArgSpec& spec) {
   std::transform(upper.begin(), upper.end(), upper.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   switch (spec.type) {
-    case ArgType::kBool: return "{true,false}";
+    case ArgType::kBool:
+      return "{true,false}";
     case ArgType::kStringList:
     case ArgType::kIntList:
-    case ArgType::kFloatList: return fmt::format("{0} [{0} ...]", upper);
-    default: return upper;
+    case ArgType::kFloatList:
+      return fmt::format("{0} [{0} ...]", upper);
+    default:
+      return upper;
   }
 }
 
@@ -73,9 +76,12 @@ std::string Spellings(const ArgSpec& spec, bool with_systems) {
 std::string MarkdownEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }

@@ -152,18 +152,20 @@ Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnin
                                "of the same tokenizer, or NGRAM",
                                algorithm));
   }
-  for (ArgKey draft_only : {key::kSpeculativeDraftModelPath, key::kSpeculativeNumSteps,
-                            key::kSpeculativeEagleTopk}) {
+  for (ArgKey draft_only :
+       {key::kSpeculativeDraftModelPath, key::kSpeculativeNumSteps, key::kSpeculativeEagleTopk}) {
     if (!args.IsNull(draft_only)) {
-      return Invalid(draft_only, "applies to --speculative-algorithm STANDALONE, not NGRAM "
-                                 "(NGRAM's draft length is --speculative-num-draft-tokens)");
+      return Invalid(draft_only,
+                     "applies to --speculative-algorithm STANDALONE, not NGRAM "
+                     "(NGRAM's draft length is --speculative-num-draft-tokens)");
     }
   }
   for (ArgKey breadth :
        {key::kSpeculativeNgramMinBfsBreadth, key::kSpeculativeNgramMaxBfsBreadth}) {
     if (args.IsExplicit(breadth)) {
-      return Invalid(breadth, "NGRAM drafts a single chain; tree drafts (BFS breadth) are not "
-                              "implemented");
+      return Invalid(breadth,
+                     "NGRAM drafts a single chain; tree drafts (BFS breadth) are not "
+                     "implemented");
     }
   }
   if (!args.IsNull(key::kSpeculativeNumDraftTokens) &&
@@ -187,7 +189,8 @@ Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnin
 }
 
 // The hierarchical cache (ResolveServerArgs already refused it without the radix cache): a
-// storage tier needs the flag; the file backend is the one radixserve has; the extra config holds known keys of the right types only.
+// storage tier needs the flag; the file backend is the one radixserve has; the extra config holds
+// known keys of the right types only.
 Status ValidateHiCache(const ServerArgs& args, std::vector<std::string>& warnings) {
   const bool enabled = args.GetBool(key::kEnableHierarchicalCache);
   const bool storage = !args.IsNull(key::kHicacheStorageBackend);
@@ -293,7 +296,8 @@ Status CheckBuckets(const ServerArgs& args, ArgKey name) {
   const nlohmann::json& rule = args.Get(name);
   if (rule.is_null() || rule.empty()) return Status::Ok();
   std::vector<std::string> words;
-  for (const auto& item : rule) words.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  for (const auto& item : rule)
+    words.push_back(item.is_string() ? item.get<std::string>() : item.dump());
   auto number = [](const std::string& word, double& out) {
     char* end = nullptr;
     out = std::strtod(word.c_str(), &end);
@@ -325,7 +329,8 @@ Status CheckBuckets(const ServerArgs& args, ArgKey name) {
     }
   } else {
     return Invalid(name, fmt::format("unknown rule '{}' (choose from 'tse', 'default', "
-                                     "'customer')", kind));
+                                     "'customer')",
+                                     kind));
   }
   return Status::Ok();
 }
@@ -337,15 +342,30 @@ Status CheckRanges(const ServerArgs& args) {
   };
   // Integer arguments that must be at least `min` when set.
   constexpr MinRule kMinimums[] = {
-      {key::kPort, 1},          {key::kTpSize, 1},          {key::kPpSize, 1},
-      {key::kDpSize, 1},       {key::kNnodes, 1},           {key::kPageSize, 1},
-      {key::kStreamInterval, 1}, {key::kMaxQueuedRequests, 1}, {key::kMaxRunningRequests, 1},
-      {key::kMaxTotalTokens, 1}, {key::kMaxPrefillTokens, 1}, {key::kTokenizerWorkerNum, 1},
-      {key::kContextLength, 1}, {key::kBaseGpuId, 0},     {key::kGpuIdStep, 1},
-      {key::kDecodeLogInterval, 1}, {key::kNumContinuousDecodeSteps, 1},
-      {key::kMaxLorasPerBatch, 1}, {key::kThreads, 1}, {key::kMaxN, 1},
-      {key::kMaxRequestsPerCall, 1}, {key::kMaxTopLogprobs, 0},
-      {key::kMaxRequestBodyMb, 1}, {key::kMaxBufferedBodyMb, 1},
+      {key::kPort, 1},
+      {key::kTpSize, 1},
+      {key::kPpSize, 1},
+      {key::kDpSize, 1},
+      {key::kNnodes, 1},
+      {key::kPageSize, 1},
+      {key::kStreamInterval, 1},
+      {key::kMaxQueuedRequests, 1},
+      {key::kMaxRunningRequests, 1},
+      {key::kMaxTotalTokens, 1},
+      {key::kMaxPrefillTokens, 1},
+      {key::kTokenizerWorkerNum, 1},
+      {key::kContextLength, 1},
+      {key::kBaseGpuId, 0},
+      {key::kGpuIdStep, 1},
+      {key::kDecodeLogInterval, 1},
+      {key::kNumContinuousDecodeSteps, 1},
+      {key::kMaxLorasPerBatch, 1},
+      {key::kThreads, 1},
+      {key::kMaxN, 1},
+      {key::kMaxRequestsPerCall, 1},
+      {key::kMaxTopLogprobs, 0},
+      {key::kMaxRequestBodyMb, 1},
+      {key::kMaxBufferedBodyMb, 1},
   };
   for (const MinRule& rule : kMinimums) {
     auto value = args.GetOptionalInt(rule.key);
@@ -355,9 +375,8 @@ Status CheckRanges(const ServerArgs& args) {
   }
   if (args.GetInt(key::kPort) > 65535) return Invalid(key::kPort, "must be <= 65535");
   if (args.GetInt(key::kMaxRequestBodyMb) > args.GetInt(key::kMaxBufferedBodyMb)) {
-    return Invalid(key::kMaxRequestBodyMb,
-                   fmt::format("must be <= --max-buffered-body-mb ({})",
-                               args.GetInt(key::kMaxBufferedBodyMb)));
+    return Invalid(key::kMaxRequestBodyMb, fmt::format("must be <= --max-buffered-body-mb ({})",
+                                                       args.GetInt(key::kMaxBufferedBodyMb)));
   }
   if (args.GetInt(key::kMaxBufferedBodyMb) > (int64_t{1} << 30)) {
     return Invalid(key::kMaxBufferedBodyMb, "must be <= 1073741824");
@@ -450,8 +469,9 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
     if (Status spec = ResolveSpeculativeArgs(args, warnings); !spec.ok()) return spec;
     if (args.GetBool(key::kEnableMixedChunk)) {
       args.Set(key::kEnableMixedChunk, false);
-      warnings.push_back("--enable-mixed-chunk is turned off: speculative decoding needs whole "
-                         "prefill batches");
+      warnings.push_back(
+          "--enable-mixed-chunk is turned off: speculative decoding needs whole "
+          "prefill batches");
     }
   }
   if (args.GetInt(key::kDpSize) == 1 && args.GetBool(key::kEnableDpAttention)) {
@@ -491,7 +511,8 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   std::string device = args.IsNull(key::kDevice) ? "auto" : args.GetString(key::kDevice);
   if (device != "cpu" && device != "auto") {
     return Invalid(key::kDevice, fmt::format("'{}' is not available: this build supports device "
-                                         "'cpu' only", device));
+                                             "'cpu' only",
+                                             device));
   }
   args.Set(key::kDevice, "cpu");
 
@@ -533,8 +554,8 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
     std::string renamed = parser == "qwen25" ? "qwen" : parser == "glm45" ? "glm" : "";
     if (!renamed.empty()) {
       args.Set(key::kToolCallParser, renamed);
-      warnings.push_back(fmt::format("--tool-call-parser {} is deprecated; using '{}'", parser,
-                                     renamed));
+      warnings.push_back(
+          fmt::format("--tool-call-parser {} is deprecated; using '{}'", parser, renamed));
     }
   }
 

@@ -45,10 +45,10 @@ struct SpecialTokens {
 // (`tool_calls`, `tool_call_id`, `name`, `reasoning_content`, ...).
 struct ChatRenderInput {
   Json messages = Json::array();  // [{"role": ..., "content": ...}, ...]
-  Json tools;               // null, or a list of tool JSON schemas
-  Json documents;           // null, or a list of {"title", "text"} objects
+  Json tools;                     // null, or a list of tool JSON schemas
+  Json documents;                 // null, or a list of {"title", "text"} objects
   bool add_generation_prompt = false;
-  bool continue_final_message = false;  // end the prompt inside the last message (prefill)
+  bool continue_final_message = false;    // end the prompt inside the last message (prefill)
   Json template_kwargs = Json::object();  // e.g. {"enable_thinking": false}
 };
 

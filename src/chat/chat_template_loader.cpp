@@ -92,8 +92,8 @@ Expected<std::string> ResolveChatTemplateArg(const std::string& arg) {
   }
   std::error_code ec;
   if (!std::filesystem::exists(arg, ec)) {
-    return NotFound("chat template '" + arg +
-                    "' is neither a builtin name (" + BuiltinNameList() + ") nor a file");
+    return NotFound("chat template '" + arg + "' is neither a builtin name (" + BuiltinNameList() +
+                    ") nor a file");
   }
   if (std::filesystem::path(arg).extension() == ".json") {
     return Unsupported("chat template '" + arg +

@@ -37,10 +37,10 @@ Expected<CompletionTemplate> CompletionTemplate::Load(const std::string& arg) {
     return InvalidArgument("completion template file " + arg + " is not a JSON object");
   }
   CompletionTemplate result;
-  for (auto [key, field] : {std::pair{"name", &result.name},
-                            std::pair{"fim_begin_token", &result.fim_begin_token},
-                            std::pair{"fim_middle_token", &result.fim_middle_token},
-                            std::pair{"fim_end_token", &result.fim_end_token}}) {
+  for (auto [key, field] :
+       {std::pair{"name", &result.name}, std::pair{"fim_begin_token", &result.fim_begin_token},
+        std::pair{"fim_middle_token", &result.fim_middle_token},
+        std::pair{"fim_end_token", &result.fim_end_token}}) {
     if (!spec.contains(key) || !spec[key].is_string()) {
       return InvalidArgument("completion template file " + arg + " needs string field '" + key +
                              "'");

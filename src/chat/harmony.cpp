@@ -14,7 +14,8 @@ constexpr std::string_view kConstrain = "<|constrain|>";
 constexpr std::string_view kEnd = "<|end|>";
 constexpr std::string_view kCall = "<|call|>";
 constexpr std::string_view kReturn = "<|return|>";
-constexpr std::string_view kTokens[] = {kStart, kChannel, kMessage, kConstrain, kEnd, kCall, kReturn};
+constexpr std::string_view kTokens[] = {kStart, kChannel, kMessage, kConstrain,
+                                        kEnd,   kCall,    kReturn};
 
 size_t HoldBack(std::string_view text, bool at_end) {
   if (at_end) return 0;
@@ -90,7 +91,8 @@ std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
     std::string header;
     std::string type;
     if (channel != std::string_view::npos && channel < message) {
-      header = std::string(text.substr(channel + kChannel.size(), message - channel - kChannel.size()));
+      header =
+          std::string(text.substr(channel + kChannel.size(), message - channel - kChannel.size()));
       std::string lower = Lower(Strip(header));
       for (const char* t : {"analysis", "commentary", "final"}) {
         if (lower.rfind(t, 0) == 0) type = t;
@@ -106,8 +108,8 @@ std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
       if (type == "analysis" || type == "final") {
         std::string_view body = text.substr(content);
         HarmonySegment seg;
-        seg.kind = type == "analysis" ? HarmonySegment::Kind::kReasoning
-                                      : HarmonySegment::Kind::kContent;
+        seg.kind =
+            type == "analysis" ? HarmonySegment::Kind::kReasoning : HarmonySegment::Kind::kContent;
         seg.content = std::string(body.substr(0, body.size() - HoldBack(body, at_end)));
         seg.header = header;
         seg.complete = false;

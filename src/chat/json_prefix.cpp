@@ -62,14 +62,30 @@ class Scanner {
       if (p_ + 1 >= t_.size()) return R::kMore;
       char e = t_[p_ + 1];
       switch (e) {
-        case '"': decoded += '"'; break;
-        case '\\': decoded += '\\'; break;
-        case '/': decoded += '/'; break;
-        case 'b': decoded += '\b'; break;
-        case 'f': decoded += '\f'; break;
-        case 'n': decoded += '\n'; break;
-        case 'r': decoded += '\r'; break;
-        case 't': decoded += '\t'; break;
+        case '"':
+          decoded += '"';
+          break;
+        case '\\':
+          decoded += '\\';
+          break;
+        case '/':
+          decoded += '/';
+          break;
+        case 'b':
+          decoded += '\b';
+          break;
+        case 'f':
+          decoded += '\f';
+          break;
+        case 'n':
+          decoded += '\n';
+          break;
+        case 'r':
+          decoded += '\r';
+          break;
+        case 't':
+          decoded += '\t';
+          break;
         case 'u': {
           uint32_t cp = 0;
           R r = Hex4(p_ + 2, &cp);
@@ -86,7 +102,8 @@ class Scanner {
               if (lr == R::kMore) return R::kMore;
               if (lr == R::kOk && low >= 0xDC00 && low < 0xE000) {
                 tokenizer::AppendUtf8(
-                    decoded, static_cast<char32_t>(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)));
+                    decoded,
+                    static_cast<char32_t>(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)));
                 p_ = next + 6;
                 continue;
               }
@@ -105,7 +122,8 @@ class Scanner {
           p_ = next;
           continue;
         }
-        default: return R::kBad;
+        default:
+          return R::kBad;
       }
       p_ += 2;
     }
@@ -113,7 +131,8 @@ class Scanner {
 
   bool lone_surrogate() const { return lone_surrogate_; }
 
-  R ObjectMembers(std::string& out, const std::function<R(const std::string&, std::string&)>& member) {
+  R ObjectMembers(std::string& out,
+                  const std::function<R(const std::string&, std::string&)>& member) {
     ++p_;
     out += '{';
     SkipWs();
@@ -291,8 +310,9 @@ class Scanner {
 };
 
 JsonScanState StateOf(R r) {
-  return r == R::kOk ? JsonScanState::kComplete
-                     : r == R::kMore ? JsonScanState::kPartial : JsonScanState::kInvalid;
+  return r == R::kOk     ? JsonScanState::kComplete
+         : r == R::kMore ? JsonScanState::kPartial
+                         : JsonScanState::kInvalid;
 }
 
 }  // namespace

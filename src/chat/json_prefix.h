@@ -36,7 +36,7 @@ struct JsonCallScan {
   std::optional<std::string> name;  // set once the "name" string is complete
   bool has_arguments = false;       // an "arguments"/"parameters" value has started
   bool arguments_complete = false;
-  std::string arguments;            // canonical prefix of that value ("{}" if the call had none)
+  std::string arguments;  // canonical prefix of that value ("{}" if the call had none)
 };
 
 // Scans a call object at text[pos] (leading whitespace skipped). The first of "parameters" /

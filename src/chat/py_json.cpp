@@ -1,10 +1,10 @@
 #include "chat/py_json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 
 namespace radixserve::chat {
 
@@ -12,13 +12,27 @@ void AppendPyJsonEscaped(std::string_view text, std::string& out) {
   for (char ch : text) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -134,16 +148,20 @@ std::string PyJsonDumps(const Json& value) {
 
 std::string PyStr(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::string: return value.get<std::string>();
-    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
-    case Json::value_t::null: return "None";
+    case Json::value_t::string:
+      return value.get<std::string>();
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "True" : "False";
+    case Json::value_t::null:
+      return "None";
     case Json::value_t::number_float: {
       double v = value.get<double>();
       if (std::isnan(v)) return "nan";
       if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
       return PyFloatRepr(v);
     }
-    default: return PyJsonDumps(value);
+    default:
+      return PyJsonDumps(value);
   }
 }
 

@@ -154,9 +154,9 @@ class PyParser {
           dict[key.value.get<std::string>()] = std::move(value.value);
         } else if (key.value.is_primitive()) {
           // json.dumps writes int/float/bool/None keys as strings.
-          std::string k = key.value.is_null() ? "null" : key.value.is_boolean()
-                                                              ? key.value.dump()
-                                                              : PyJsonDumps(key.value);
+          std::string k = key.value.is_null()      ? "null"
+                          : key.value.is_boolean() ? key.value.dump()
+                                                   : PyJsonDumps(key.value);
           dict[k] = std::move(value.value);
         } else {
           soft = PyLiteralError::kUnrepresentable;  // unhashable key: literal_eval raises too
@@ -173,8 +173,8 @@ class PyParser {
     size_t start = p_;
     std::string digits;
     auto take_digits = [&](auto pred) {
-      while (p_ < t_.size() && (pred(t_[p_]) || (t_[p_] == '_' && p_ + 1 < t_.size() &&
-                                                  pred(t_[p_ + 1])))) {
+      while (p_ < t_.size() &&
+             (pred(t_[p_]) || (t_[p_] == '_' && p_ + 1 < t_.size() && pred(t_[p_ + 1])))) {
         if (t_[p_] != '_') digits += t_[p_];
         ++p_;
       }
@@ -228,7 +228,8 @@ class PyParser {
     if (p_ < t_.size() && IsIdentChar(t_[p_])) return Err(PyLiteralError::kSyntax);
     if (is_float) return Ok(std::strtod(digits.c_str(), nullptr));
     // Python 3 forbids leading zeros in non-zero decimal ints.
-    if (digits.size() > 1 && digits[0] == '0' && digits.find_first_not_of('0') != std::string::npos) {
+    if (digits.size() > 1 && digits[0] == '0' &&
+        digits.find_first_not_of('0') != std::string::npos) {
       p_ = start;
       return Err(PyLiteralError::kSyntax);
     }
@@ -247,7 +248,8 @@ class PyParser {
       Ws();
       size_t save = p_;
       std::string prefix;
-      while (p_ < t_.size() && std::isalpha(static_cast<unsigned char>(t_[p_])) && prefix.size() < 3) {
+      while (p_ < t_.size() && std::isalpha(static_cast<unsigned char>(t_[p_])) &&
+             prefix.size() < 3) {
         prefix += static_cast<char>(std::tolower(static_cast<unsigned char>(t_[p_])));
         ++p_;
       }
@@ -302,18 +304,41 @@ class PyParser {
       }
       p_ += 2;
       switch (e) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           if (p_ + n > t_.size()) return false;
           uint32_t cp = 0;

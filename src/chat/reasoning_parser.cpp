@@ -18,14 +18,14 @@ struct Entry {
 };
 
 ReasoningFormat Tags(std::string tool_start, std::string reasoning_default, bool internal) {
-  return ReasoningFormat{"<think>", "</think>", std::move(tool_start),
-                         std::move(reasoning_default), internal};
+  return ReasoningFormat{"<think>", "</think>", std::move(tool_start), std::move(reasoning_default),
+                         internal};
 }
 
 // SGLang's ReasoningParser.DetectorMap entries implemented here, with each detector's tokens.
 const std::map<std::string, Entry, std::less<>>& Entries() {
   static const auto* entries = [] {
-    Entry r1{0, Tags("", "always", false), Force::kAlways};          // DeepSeekR1Detector
+    Entry r1{0, Tags("", "always", false), Force::kAlways};  // DeepSeekR1Detector
     Entry qwen3{0, Tags("<tool_call>", "enable_thinking", true), Force::kRequest};
     Entry qwen3_forced = qwen3;
     qwen3_forced.force = Force::kAlways;
@@ -39,14 +39,14 @@ const std::map<std::string, Entry, std::less<>>& Entries() {
         {"dots", qwen3},
         {"gigachat35", r1},
         {"glm45", Entry{0, Tags("<tool_call>", "enable_thinking", true), Force::kRequest}},
-        {"gpt-oss", Entry{1, ReasoningFormat{"<|channel|>analysis<|message|>", "<|end|>", "",
-                                             "always", false},
-                          Force::kAlways}},
+        {"gpt-oss",
+         Entry{1, ReasoningFormat{"<|channel|>analysis<|message|>", "<|end|>", "", "always", false},
+               Force::kAlways}},
         {"interns1", qwen3},
-        {"kimi", Entry{0, ReasoningFormat{"◁think▷", "◁/think▷", "", "always", false},
-                       Force::kNever}},
-        {"kimi_k2", Entry{0, Tags("<|tool_calls_section_begin|>", "thinking", false),
-                          Force::kRequest}},
+        {"kimi",
+         Entry{0, ReasoningFormat{"◁think▷", "◁/think▷", "", "always", false}, Force::kNever}},
+        {"kimi_k2",
+         Entry{0, Tags("<|tool_calls_section_begin|>", "thinking", false), Force::kRequest}},
         {"mimo", explicit_enable},
         {"minimax", qwen3_forced},
         {"minimax-append-think", Entry{2, Tags("", "always", false), Force::kRequest}},
@@ -91,8 +91,8 @@ ReasoningParser::ReasoningParser(std::string name, Kind kind, ReasoningFormat fo
       force_(force),
       options_(options) {}
 
-Expected<std::unique_ptr<ReasoningParser>> ReasoningParser::Create(
-    std::string_view name, ReasoningParserOptions options) {
+Expected<std::unique_ptr<ReasoningParser>> ReasoningParser::Create(std::string_view name,
+                                                                   ReasoningParserOptions options) {
   std::string key = Lower(name);
   auto it = Entries().find(key);
   if (it == Entries().end()) {
@@ -102,12 +102,11 @@ Expected<std::unique_ptr<ReasoningParser>> ReasoningParser::Create(
                            "'; valid parsers: " + valid);
   }
   const Entry& e = it->second;
-  bool force = e.force == Force::kAlways   ? true
+  bool force = e.force == Force::kAlways  ? true
                : e.force == Force::kNever ? false
                                           : options.force_reasoning.value_or(false);
   Kind kind = e.kind == 1 ? Kind::kHarmony : e.kind == 2 ? Kind::kAppendThink : Kind::kThinkTags;
-  return std::unique_ptr<ReasoningParser>(
-      new ReasoningParser(key, kind, e.format, force, options));
+  return std::unique_ptr<ReasoningParser>(new ReasoningParser(key, kind, e.format, force, options));
 }
 
 const std::vector<std::string>& ReasoningParser::Names() {
@@ -132,8 +131,8 @@ ReasoningResult ReasoningParser::Parse(std::string_view text) const {
   std::string_view body = StripStarts(text, start);
   size_t end_at = body.find(end);
   if (end_at == std::string_view::npos) {
-    size_t tool = format_.tool_start.empty() ? std::string_view::npos
-                                             : body.find(format_.tool_start);
+    size_t tool =
+        format_.tool_start.empty() ? std::string_view::npos : body.find(format_.tool_start);
     if (tool != std::string_view::npos) {
       result.reasoning_text = std::string(body.substr(0, tool));
       result.normal_text = std::string(body.substr(tool));

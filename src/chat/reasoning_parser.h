@@ -33,9 +33,9 @@
 namespace radixserve::chat {
 
 struct ReasoningParserOptions {
-  bool stream_reasoning = true;           // request.stream_reasoning
-  std::optional<bool> force_reasoning;    // the request's thinking state; nullopt: parser default
-  bool force_nonempty_content = false;    // chat_template_kwargs.force_nonempty_content
+  bool stream_reasoning = true;         // request.stream_reasoning
+  std::optional<bool> force_reasoning;  // the request's thinking state; nullopt: parser default
+  bool force_nonempty_content = false;  // chat_template_kwargs.force_nonempty_content
 };
 
 struct ReasoningResult {
@@ -45,9 +45,9 @@ struct ReasoningResult {
 
 // The fixed facts of one parser name.
 struct ReasoningFormat {
-  std::string think_start;   // empty for gpt-oss (harmony)
+  std::string think_start;  // empty for gpt-oss (harmony)
   std::string think_end;
-  std::string tool_start;    // a tool-call opener that also ends thinking; may be empty
+  std::string tool_start;  // a tool-call opener that also ends thinking; may be empty
   // SGLang's reasoning_default: "always", "enable_thinking", "thinking", "explicit_thinking",
   // "explicit_enable_thinking" — how a request turns thinking on (ReasoningEnabledByRequest).
   std::string reasoning_default = "always";

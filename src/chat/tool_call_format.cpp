@@ -119,7 +119,8 @@ std::string InferSchemaType(const Json& schema) {
       }
       if (distinct.size() == 1) return distinct[0];
       bool has_null = std::find(distinct.begin(), distinct.end(), "null") != distinct.end();
-      if (distinct.size() == 2 && has_null) return distinct[0] == "null" ? distinct[1] : distinct[0];
+      if (distinct.size() == 2 && has_null)
+        return distinct[0] == "null" ? distinct[1] : distinct[0];
       if (std::find(distinct.begin(), distinct.end(), "string") != distinct.end()) return "string";
       return types[0];
     }
@@ -128,9 +129,13 @@ std::string InferSchemaType(const Json& schema) {
     if (it->empty()) return "string";
     std::vector<std::string> kinds;
     for (const Json& v : *it) {
-      std::string k = v.is_null() ? "null" : v.is_boolean() ? "boolean"
-                    : v.is_number_integer() ? "integer" : v.is_number() ? "number"
-                    : v.is_string() ? "string" : v.is_array() ? "array" : "object";
+      std::string k = v.is_null()             ? "null"
+                      : v.is_boolean()        ? "boolean"
+                      : v.is_number_integer() ? "integer"
+                      : v.is_number()         ? "number"
+                      : v.is_string()         ? "string"
+                      : v.is_array()          ? "array"
+                                              : "object";
       if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
     }
     return kinds.size() == 1 ? kinds[0] : "string";

@@ -101,8 +101,8 @@ std::string RemoveAll(std::string_view text, std::string_view marker);
 
 // Content before markup in Scan: text[from, to) goes to `normal`, except a tail that may still
 // become one of `markers` (unless at_end).
-void AppendHeldBack(std::string_view text, bool at_end, std::initializer_list<std::string_view> markers,
-                    std::string& normal);
+void AppendHeldBack(std::string_view text, bool at_end,
+                    std::initializer_list<std::string_view> markers, std::string& normal);
 
 // The `properties` of a tool's parameters schema, descending into anyOf/oneOf/allOf when the
 // top level has none (SGLang's get_schema_properties).

@@ -36,10 +36,10 @@ struct ToolSpec {
 Expected<std::vector<ToolSpec>> ToolSpecsFromOpenAI(const Json& tools);
 
 struct ToolCall {
-  int index = 0;         // position among the calls of this output (OpenAI tool_calls[].index)
-  int tool_index = -1;   // position of the function in the tools list; -1 if not among them
+  int index = 0;        // position among the calls of this output (OpenAI tool_calls[].index)
+  int tool_index = -1;  // position of the function in the tools list; -1 if not among them
   std::string name;
-  std::string arguments; // JSON text
+  std::string arguments;  // JSON text
 };
 
 struct ToolCallParseResult {

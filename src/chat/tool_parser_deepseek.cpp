@@ -39,7 +39,8 @@ class DeepSeekFormat : public ToolCallFormat {
       if (start == std::string_view::npos) break;
       size_t end = text.find(kCallEnd, start + kCallBegin.size());
       if (end == std::string_view::npos) break;
-      std::string_view inner = text.substr(start + kCallBegin.size(), end - start - kCallBegin.size());
+      std::string_view inner =
+          text.substr(start + kCallBegin.size(), end - start - kCallBegin.size());
       pos = end + kCallEnd.size();
       // The detail regex is greedy: the name and arguments split at the last separator.
       size_t sep = inner.rfind(kSep);

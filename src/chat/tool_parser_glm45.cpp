@@ -65,11 +65,11 @@ class Glm45Format : public ToolCallFormat {
       scan.normal += RemoveAll(text.substr(pos, start - pos), kEnd);
       size_t body_start = start + kStart.size();
       size_t end = text.find(kEnd, body_start);
-      std::string_view body = text.substr(body_start, end == std::string_view::npos ? text.npos
-                                                                                    : end - body_start);
+      std::string_view body =
+          text.substr(body_start, end == std::string_view::npos ? text.npos : end - body_start);
       auto [name_end, sep] = NameEnd(body);
-      if (name_end == std::string_view::npos || (!at_end && end == std::string_view::npos &&
-                                                 name_end + sep > body.size())) {
+      if (name_end == std::string_view::npos ||
+          (!at_end && end == std::string_view::npos && name_end + sep > body.size())) {
         if (end == std::string_view::npos) return scan;  // name still being written
         pos = end + kEnd.size();                         // no newline: not a call
         continue;

@@ -71,7 +71,8 @@ class GptOssFormat : public ToolCallFormat {
         if (raw.substr(i, marker.size()) == marker) {
           size_t body = i + marker.size();
           size_t end = raw.find("<|call|>", body);
-          std::string_view args = raw.substr(body, end == std::string_view::npos ? raw.npos : end - body);
+          std::string_view args =
+              raw.substr(body, end == std::string_view::npos ? raw.npos : end - body);
           size_t dot = full.rfind('.');
           std::string name(dot == std::string_view::npos ? full : full.substr(dot + 1));
           std::string arguments = "{}";

@@ -32,8 +32,8 @@ class JsonBlockFormat : public ToolCallFormat {
       size_t body = pos + bot_.size();
       size_t close = text.find(eot_, body);
       if (close == std::string_view::npos && qwen_) break;
-      std::string_view raw = text.substr(body, close == std::string_view::npos ? text.npos
-                                                                               : close - body);
+      std::string_view raw =
+          text.substr(body, close == std::string_view::npos ? text.npos : close - body);
       pos = close == std::string_view::npos ? text.size() : close + eot_.size();
       if (raw.empty()) continue;
       auto calls = ParseJsonCalls(StripWs(raw));
@@ -89,9 +89,9 @@ class JsonBlockFormat : public ToolCallFormat {
 
   std::optional<ToolCallStructure> Structure(std::string_view name) const override {
     std::string nl = qwen_ ? "\n" : "";
-    return ToolCallStructure{"<tool_call>" + nl + "{\"name\":\"" + std::string(name) +
-                                 "\", \"arguments\":",
-                             "}" + nl + "</tool_call>", "<tool_call>"};
+    return ToolCallStructure{
+        "<tool_call>" + nl + "{\"name\":\"" + std::string(name) + "\", \"arguments\":",
+        "}" + nl + "</tool_call>", "<tool_call>"};
   }
 
  private:

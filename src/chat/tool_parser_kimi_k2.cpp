@@ -100,13 +100,15 @@ class KimiK2Format : public ToolCallFormat {
     size_t arg = text.find(kArgBegin, begin + kCallBegin.size());
     size_t next_begin = text.find(kCallBegin, begin + kCallBegin.size());
     p.next = begin + kCallBegin.size();
-    if (arg == std::string_view::npos || (next_begin != std::string_view::npos && next_begin < arg)) {
+    if (arg == std::string_view::npos ||
+        (next_begin != std::string_view::npos && next_begin < arg)) {
       p.state = arg == std::string_view::npos && next_begin == std::string_view::npos && !at_end
                     ? kWaiting
                     : kSkipped;
       return p;
     }
-    std::string_view id = StripWs(text.substr(begin + kCallBegin.size(), arg - begin - kCallBegin.size()));
+    std::string_view id =
+        StripWs(text.substr(begin + kCallBegin.size(), arg - begin - kCallBegin.size()));
     size_t body = arg + kArgBegin.size();
     while (body < text.size() && std::isspace(static_cast<unsigned char>(text[body]))) ++body;
     if (body >= text.size()) {
@@ -129,7 +131,9 @@ class KimiK2Format : public ToolCallFormat {
         }
       }
     }
-    bool bare = std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) && !id.empty();
+    bool bare = std::all_of(id.begin(), id.end(),
+                            [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) &&
+                !id.empty();
     if (close == std::string_view::npos) {
       if (end != std::string_view::npos || at_end) {
         p.state = kSkipped;

@@ -2,8 +2,8 @@
 // ...} after <|python_tag|>, or at the very start of the output without it, several separated
 // by ';'. Non-streaming content is the text before <|python_tag|> plus whatever after the last
 // parsed call is not a call; a call written as a Python dict (single quotes) is accepted too.
-#include "chat/python_literal.h"
 #include "chat/py_json.h"
+#include "chat/python_literal.h"
 #include "chat/tool_call_format.h"
 
 namespace radixserve::chat {
@@ -107,7 +107,8 @@ class Llama3Format : public ToolCallFormat {
   }
 
  private:
-  static void CollectCalls(std::string_view json, std::vector<std::pair<std::string, std::string>>& out) {
+  static void CollectCalls(std::string_view json,
+                           std::vector<std::pair<std::string, std::string>>& out) {
     auto calls = ParseJsonCalls(json);
     if (!calls) return;
     for (const JsonCallScan& call : *calls) {

@@ -140,8 +140,9 @@ class MistralFormat : public ToolCallFormat {
   }
 
   std::optional<ToolCallStructure> Structure(std::string_view name) const override {
-    return ToolCallStructure{"[TOOL_CALLS] [{\"name\":\"" + std::string(name) + "\", \"arguments\":",
-                             "}]", "[TOOL_CALLS]"};
+    return ToolCallStructure{
+        "[TOOL_CALLS] [{\"name\":\"" + std::string(name) + "\", \"arguments\":", "}]",
+        "[TOOL_CALLS]"};
   }
 
  private:

@@ -15,7 +15,9 @@ namespace {
 constexpr std::string_view kStart = "<|python_start|>";
 constexpr std::string_view kEnd = "<|python_end|>";
 
-std::string StripPythonTags(std::string_view text) { return RemoveAll(RemoveAll(text, kStart), kEnd); }
+std::string StripPythonTags(std::string_view text) {
+  return RemoveAll(RemoveAll(text, kStart), kEnd);
+}
 
 bool HasNonFinite(const Json& v) {
   if (v.is_number_float()) return !std::isfinite(v.get<double>());
@@ -29,10 +31,12 @@ bool HasNonFinite(const Json& v) {
 
 // Where a call list may start: '[' followed by an identifier and '(' (SGLang's regex).
 size_t FindListStart(std::string_view text, size_t from) {
-  for (size_t at = text.find('[', from); at != std::string_view::npos; at = text.find('[', at + 1)) {
+  for (size_t at = text.find('[', from); at != std::string_view::npos;
+       at = text.find('[', at + 1)) {
     size_t i = at + 1;
     if (i < text.size() && !std::isalpha(static_cast<unsigned char>(text[i]))) continue;
-    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+      ++i;
     if (i >= text.size() || text[i] == '(') return at;
   }
   return std::string_view::npos;

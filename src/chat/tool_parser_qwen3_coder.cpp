@@ -53,10 +53,9 @@ class Qwen3CoderFormat : public ToolCallFormat {
         size_t fn = block.find(kFunction, pos);
         if (fn == std::string_view::npos) break;
         size_t fn_end = block.find(kFunctionEnd, fn);
-        std::string_view body = block.substr(fn + kFunction.size(),
-                                             fn_end == std::string_view::npos
-                                                 ? block.npos
-                                                 : fn_end - fn - kFunction.size());
+        std::string_view body = block.substr(
+            fn + kFunction.size(),
+            fn_end == std::string_view::npos ? block.npos : fn_end - fn - kFunction.size());
         pos = fn_end == std::string_view::npos ? block.size() : fn_end + kFunctionEnd.size();
         size_t gt = body.find('>');
         if (gt == std::string_view::npos) continue;
@@ -140,8 +139,11 @@ class Qwen3CoderFormat : public ToolCallFormat {
       size_t next = body.find(kParam, start);
       size_t end = std::min(close, next);
       if (end == std::string_view::npos && !complete) break;
-      std::string_view inner = body.substr(start, end == std::string_view::npos ? body.npos : end - start);
-      pos = end == std::string_view::npos ? body.size() : end == close ? close + kParamEnd.size() : next;
+      std::string_view inner =
+          body.substr(start, end == std::string_view::npos ? body.npos : end - start);
+      pos = end == std::string_view::npos ? body.size()
+            : end == close                ? close + kParamEnd.size()
+                                          : next;
       size_t gt = inner.find('>');
       if (gt == std::string_view::npos) continue;
       std::string key(inner.substr(0, gt));

@@ -35,7 +35,8 @@ class Step3Format : public ToolCallFormat {
     size_t end = text.find(kEnd, begin + kBegin.size());
     if (end == std::string_view::npos) return ToolCallParseResult{std::string(text), {}};
     ToolCallParseResult result;
-    result.normal_text = std::string(text.substr(0, begin)) + std::string(text.substr(end + kEnd.size()));
+    result.normal_text =
+        std::string(text.substr(0, begin)) + std::string(text.substr(end + kEnd.size()));
     std::string_view section = text.substr(begin + kBegin.size(), end - begin - kBegin.size());
     for (size_t pos = 0;;) {
       size_t cb = section.find(kCallBegin, pos);
@@ -43,7 +44,8 @@ class Step3Format : public ToolCallFormat {
       size_t ce = section.find(kCallEnd, cb + kCallBegin.size());
       if (ce == std::string_view::npos) break;
       pos = ce + kCallEnd.size();
-      if (auto call = ReadCall(section.substr(cb + kCallBegin.size(), ce - cb - kCallBegin.size()))) {
+      if (auto call =
+              ReadCall(section.substr(cb + kCallBegin.size(), ce - cb - kCallBegin.size()))) {
         result.calls.push_back(std::move(*call));
       }
     }

@@ -100,8 +100,8 @@ std::optional<double> PyFloat(std::string_view text) {
   auto cleaned = DropUnderscores(StripPy(text));
   if (!cleaned || cleaned->empty()) return std::nullopt;
   for (char c : *cleaned) {
-    if (!std::isdigit(static_cast<unsigned char>(c)) && std::string_view("+-.eE").find(c) ==
-                                                             std::string_view::npos) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) &&
+        std::string_view("+-.eE").find(c) == std::string_view::npos) {
       return std::nullopt;  // no inf/nan/hex: JSON cannot carry them
     }
   }
@@ -116,8 +116,8 @@ std::string ConvertQwen3CoderValue(const std::string& value, bool known_param,
   if (Lower(value) == "null") return "null";
   if (!known_param) return StringJson(value);
   std::string type = raw_type.empty() ? "string" : Lower(StripPy(raw_type));
-  if (type == "string" || type == "str" || type == "text" || type == "varchar" ||
-      type == "char" || type == "enum") {
+  if (type == "string" || type == "str" || type == "text" || type == "varchar" || type == "char" ||
+      type == "enum") {
     return StringJson(value);
   }
   for (const char* p : {"int", "uint", "long", "short", "unsigned"}) {
@@ -129,7 +129,8 @@ std::string ConvertQwen3CoderValue(const std::string& value, bool known_param,
   if (StartsWith(type, "num") || StartsWith(type, "float")) {
     auto f = PyFloat(value);
     if (!f) return StringJson(value);
-    bool maybe_int = value.find('.') == std::string::npos && Lower(value).find('e') == std::string::npos;
+    bool maybe_int =
+        value.find('.') == std::string::npos && Lower(value).find('e') == std::string::npos;
     if (maybe_int && std::floor(*f) == *f) return IntegralDoubleText(*f);
     return PyFloatRepr(*f);
   }

@@ -26,8 +26,8 @@ uint64_t MeminfoBytes(const std::string& field) {
 
 // The cgroup memory limit, or 0 when there is none.
 uint64_t CgroupLimitBytes() {
-  for (const char* path : {"/sys/fs/cgroup/memory.max",
-                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     std::ifstream in(path);
     std::string text;
     if (in >> text && text != "max") {

@@ -13,12 +13,12 @@ namespace radixserve {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad user input: CLI argument, request field, config key
-  kNotFound,          // a file, model, route or tensor that does not exist
-  kUnsupported,       // valid input that this build or device cannot serve
-  kResourceExhausted, // no memory / queue full
-  kDataLoss,          // a malformed or truncated file
-  kInternal,          // a bug: should be unreachable from input
+  kInvalidArgument,    // bad user input: CLI argument, request field, config key
+  kNotFound,           // a file, model, route or tensor that does not exist
+  kUnsupported,        // valid input that this build or device cannot serve
+  kResourceExhausted,  // no memory / queue full
+  kDataLoss,           // a malformed or truncated file
+  kInternal,           // a bug: should be unreachable from input
 };
 
 class [[nodiscard]] Status {
@@ -86,9 +86,9 @@ class [[nodiscard]] Expected {
 }  // namespace radixserve
 
 // Propagates an error Status from an expression yielding Status.
-#define RADIX_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::radixserve::Status radix_status_ = (expr); \
+#define RADIX_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::radixserve::Status radix_status_ = (expr);   \
     if (!radix_status_.ok()) return radix_status_; \
   } while (0)
 

@@ -60,8 +60,8 @@ class ThreadPool {
   std::atomic<const std::function<void(int64_t, int64_t)>*> job_fn_{nullptr};
   std::atomic<int64_t> job_n_{0};
   std::atomic<int64_t> job_chunk_{1};
-  std::atomic<uint64_t> state_;        // job tag (high bits) | next index (low bits)
-  std::atomic<int64_t> unfinished_{0};  // items of the current job not yet done
+  std::atomic<uint64_t> state_;          // job tag (high bits) | next index (low bits)
+  std::atomic<int64_t> unfinished_{0};   // items of the current job not yet done
   std::atomic<uint64_t> generation_{0};  // bumped to wake workers
   std::atomic<int> sleepers_{0};         // workers blocked on generation_
   std::atomic<bool> caller_sleeping_{false};

@@ -44,8 +44,8 @@ Status DpEngine::Submit(GenerateRequest request, EventSink sink) {
     if (event.finished) balancer_.Release(replica, counted);
     sink(std::move(event));
   };
-  Status status = replicas_[static_cast<size_t>(replica)]->Submit(std::move(request),
-                                                                  std::move(counting));
+  Status status =
+      replicas_[static_cast<size_t>(replica)]->Submit(std::move(request), std::move(counting));
   if (!status.ok()) balancer_.Release(replica, prompt_tokens);
   return status;
 }

@@ -8,8 +8,8 @@
 
 namespace radixserve::engine {
 
-EmbeddingEngine::EmbeddingEngine(std::shared_ptr<const model::EncoderModel> model,
-                                 ThreadPool* pool, EmbeddingEngineConfig config)
+EmbeddingEngine::EmbeddingEngine(std::shared_ptr<const model::EncoderModel> model, ThreadPool* pool,
+                                 EmbeddingEngineConfig config)
     : model_(std::move(model)), pool_(pool), config_(config) {
   thread_ = std::thread([this] { Loop(); });
 }
@@ -124,7 +124,8 @@ void EmbeddingEngine::Shutdown() {
     paused.swap(pause_waiters_);
   }
   for (auto& done : paused) done();
-  for (Pending& p : left) p.sink({Status(StatusCode::kResourceExhausted, "The server is shutting down."), {}, 0});
+  for (Pending& p : left)
+    p.sink({Status(StatusCode::kResourceExhausted, "The server is shutting down."), {}, 0});
 }
 
 void EmbeddingEngine::Loop() {

@@ -17,9 +17,9 @@
 #include "common/status.h"
 #include "engine/embed_request.h"
 #include "engine/request.h"
-#include "kv/hicache.h"
 #include "engine/request_event.h"
 #include "engine/step_profiler.h"
+#include "kv/hicache.h"
 
 namespace radixserve::model {
 class CausalLM;
@@ -57,11 +57,11 @@ struct EngineStats {
   int64_t max_total_num_tokens = 0;
   int64_t max_running_requests = 0;
   int64_t context_len = 0;
-  int64_t used_tokens = 0;     // KV slots held by live sequences
-  int64_t cached_tokens = 0;   // KV slots held by the prefix cache
-  double token_usage = 0.0;    // used / total
-  double cache_hit_rate = 0.0; // cached prompt tokens / prompt tokens, since start
-  double gen_throughput = 0.0; // tokens/s over the last decode log interval
+  int64_t used_tokens = 0;      // KV slots held by live sequences
+  int64_t cached_tokens = 0;    // KV slots held by the prefix cache
+  double token_usage = 0.0;     // used / total
+  double cache_hit_rate = 0.0;  // cached prompt tokens / prompt tokens, since start
+  double gen_throughput = 0.0;  // tokens/s over the last decode log interval
   // SGLang's idle leak check as of this snapshot: "ok" (busy-but-consistent, or idle and every
   // KV slot free or held by the prefix cache), else what is wrong. Computed on the engine thread
   // whenever it becomes idle, so readers never wait on the engine.
@@ -74,7 +74,7 @@ struct EngineStats {
   // share of the proposed draft tokens.
   double spec_accept_length = 0.0;
   double spec_accept_rate = 0.0;
-  bool paused = false;  // between /pause_generation and /continue_generation
+  bool paused = false;     // between /pause_generation and /continue_generation
   MemoryRegions released;  // between /release_memory_occupation and /resume_memory_occupation
   int64_t prompt_tokens_total = 0;         // prompt tokens admitted since start
   int64_t cached_prompt_tokens_total = 0;  // of which came from the prefix cache
@@ -188,14 +188,16 @@ inline void Engine::UpdateModelAsync(std::shared_ptr<const model::CausalLM>, boo
 }
 
 inline void Engine::ReleaseMemoryAsync(MemoryRegions, std::function<void(Status)> done) {
-  done(Unsupported("This server's engine has no KV pool or model to release (an embedding "
-                   "server)."));
+  done(
+      Unsupported("This server's engine has no KV pool or model to release (an embedding "
+                  "server)."));
 }
 
 inline void Engine::ResumeMemoryAsync(MemoryRegions, std::shared_ptr<const model::CausalLM>,
                                       std::function<void(Status)> done) {
-  done(Unsupported("This server's engine has no KV pool or model to release (an embedding "
-                   "server)."));
+  done(
+      Unsupported("This server's engine has no KV pool or model to release (an embedding "
+                  "server)."));
 }
 
 inline Status Engine::SubmitEmbed(EmbedRequest, EmbedSink) {
@@ -206,8 +208,9 @@ inline Status Engine::SubmitEmbed(EmbedRequest, EmbedSink) {
 
 inline void Engine::StartProfileAsync(ProfileOptions, TraceSink,
                                       std::function<void(Status)> started) {
-  started(Unsupported("This engine has no step loop to profile (embedding models run each batch "
-                      "as one forward pass)."));
+  started(
+      Unsupported("This engine has no step loop to profile (embedding models run each batch "
+                  "as one forward pass)."));
 }
 
 inline void Engine::StopProfileAsync(std::function<void(Status)> stopped) {

@@ -72,17 +72,15 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
       config.spec_draft_model = true;
       config.spec_num_drafts = static_cast<size_t>(args.GetInt(key::kSpeculativeNumSteps));
     } else {
-      const int64_t tokens = args.GetOptionalInt(key::kSpeculativeNumDraftTokens)
-                                 .value_or(kDefaultNgramDraftTokens);
+      const int64_t tokens =
+          args.GetOptionalInt(key::kSpeculativeNumDraftTokens).value_or(kDefaultNgramDraftTokens);
       config.spec_num_drafts = static_cast<size_t>(std::max<int64_t>(tokens - 1, 0));
     }
     config.spec_disable_batch =
         static_cast<size_t>(args.GetInt(key::kSpeculativeDisableByBatchSize));
     spec::NgramTableOptions& n = config.ngram;
-    n.min_match_window =
-        static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMinMatchWindowSize));
-    n.max_match_window =
-        static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMaxMatchWindowSize));
+    n.min_match_window = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMinMatchWindowSize));
+    n.max_match_window = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMaxMatchWindowSize));
     n.branch_length = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramBranchLength));
     n.capacity = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramCapacity));
     n.match_type = args.GetString(key::kSpeculativeNgramMatchType) == "PROB"

@@ -50,12 +50,12 @@ kv::KvDtype AutoKvDtype(const args::ServerArgs& args, const model::ModelConfig& 
 uint64_t ModelTag(const args::ServerArgs& args, const model::ModelConfig& mc,
                   const kv::KvMemoryOptions& kv_options, size_t block_tokens) {
   namespace fs = std::filesystem;
-  std::string id = fmt::format("{}|{}|{}|{}|{}|{}|{}", mc.model_type, mc.num_layers,
-                               mc.num_kv_heads, mc.head_dim, mc.vocab_size,
-                               kv::KvDtypeName(kv_options.dtype), block_tokens);
-  for (const args::ArgKey k : {key::kModelPath, key::kRevision, key::kDtype, key::kQuantization,
-                               key::kJsonModelOverrideArgs, key::kContextLength, key::kTpSize,
-                               key::kLoadFormat}) {
+  std::string id =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}", mc.model_type, mc.num_layers, mc.num_kv_heads,
+                  mc.head_dim, mc.vocab_size, kv::KvDtypeName(kv_options.dtype), block_tokens);
+  for (const args::ArgKey k :
+       {key::kModelPath, key::kRevision, key::kDtype, key::kQuantization,
+        key::kJsonModelOverrideArgs, key::kContextLength, key::kTpSize, key::kLoadFormat}) {
     id += '|';
     id += args.Get(k).dump();
   }
@@ -132,9 +132,7 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
     const ReplicaPlace& place, std::shared_ptr<const model::CausalLM> draft_model) {
   const model::ModelConfig& mc = model->config();
   const std::string dtype_flag =
-      !args.IsNull(key::kKvCacheDtype)
-          ? args.GetString(key::kKvCacheDtype)
-          : "auto";
+      !args.IsNull(key::kKvCacheDtype) ? args.GetString(key::kKvCacheDtype) : "auto";
   Expected<kv::KvDtype> dtype = kv::ParseKvCacheDtype(dtype_flag, AutoKvDtype(args, mc));
   if (!dtype.ok()) return dtype.status();
   std::string eviction = "lru";
@@ -229,8 +227,7 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
         "argument --speculative-draft-model-path: a draft model goes with (and only with) "
         "--speculative-algorithm STANDALONE");
   }
-  if (draft_model != nullptr &&
-      draft_model->config().vocab_size != model->config().vocab_size) {
+  if (draft_model != nullptr && draft_model->config().vocab_size != model->config().vocab_size) {
     return InvalidArgument(fmt::format(
         "argument --speculative-draft-model-path: the draft model's vocabulary ({} tokens) "
         "differs from the target's ({}); STANDALONE needs the same tokenizer",
@@ -269,8 +266,8 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
     }
     replicas.push_back(std::move(replica).value());
   }
-  RADIX_LOG_INFO("Data parallelism: {} replicas, {} threads each, load balance method {}",
-                 dp_size, threads, method_name);
+  RADIX_LOG_INFO("Data parallelism: {} replicas, {} threads each, load balance method {}", dp_size,
+                 threads, method_name);
   return std::unique_ptr<Engine>(
       std::make_unique<DpEngine>(std::move(pools), std::move(replicas), *method));
 }

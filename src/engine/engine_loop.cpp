@@ -157,9 +157,10 @@ namespace {
 
 // SGLang's refusal of /flush_cache while requests are pending.
 Status FlushRefused(std::string_view log_prefix, int64_t queued, int64_t running) {
-  const std::string message =
-      fmt::format("Cache not flushed because there are pending requests. #queue-req: {}, "
-                  "#running-req: {}", queued, running);
+  const std::string message = fmt::format(
+      "Cache not flushed because there are pending requests. #queue-req: {}, "
+      "#running-req: {}",
+      queued, running);
   RADIX_LOG_WARN("{}{}", log_prefix, message);
   return Status(StatusCode::kResourceExhausted, message);
 }
@@ -171,8 +172,8 @@ void EngineLoop::FlushCacheAsync(std::function<void(Status)> done) {
   std::optional<std::pair<int64_t, int64_t>> busy;  // queued, running
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (thread_live_ && (stats_.num_running_reqs > 0 || stats_.num_queued_reqs > 0 ||
-                         !submissions_.empty())) {
+    if (thread_live_ &&
+        (stats_.num_running_reqs > 0 || stats_.num_queued_reqs > 0 || !submissions_.empty())) {
       busy = {stats_.num_queued_reqs + static_cast<int64_t>(submissions_.size()),
               stats_.num_running_reqs};
     }
@@ -318,7 +319,7 @@ void EngineLoop::ResumeMemoryAsync(MemoryRegions regions,
   PostCommand([this, regions, model = std::move(model), done = std::move(done)]() mutable {
     const char* not_released = (regions.kv_cache && !released_.kv_cache) ? "kv_cache"
                                : (regions.weights && !released_.weights) ? "weights"
-                                                                          : nullptr;
+                                                                         : nullptr;
     if (not_released != nullptr) {
       done(Status(StatusCode::kInvalidArgument,
                   fmt::format("'{}' is not released; nothing to resume.", not_released)));
@@ -330,9 +331,8 @@ void EngineLoop::ResumeMemoryAsync(MemoryRegions regions,
       released_.weights = false;
     }
     if (regions.kv_cache) released_.kv_cache = false;
-    RADIX_LOG_INFO("{}Memory resumed (kv_cache: {}, weights: {}){}.", log_prefix_,
-                   regions.kv_cache, regions.weights,
-                   halted() ? "; still halted" : "; scheduling resumes");
+    RADIX_LOG_INFO("{}Memory resumed (kv_cache: {}, weights: {}){}.", log_prefix_, regions.kv_cache,
+                   regions.weights, halted() ? "; still halted" : "; scheduling resumes");
     PublishStats();
     done(Status::Ok());
   });
@@ -353,9 +353,9 @@ void EngineLoop::ProfileStep(const sched::StepPlan& plan, const char* stage,
   StepRecord record;
   record.forward_ct = forward_ct_;
   record.stage = stage;
-  record.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                           StepProfiler::Clock::now() - start)
-                           .count();
+  record.duration_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(StepProfiler::Clock::now() - start)
+          .count();
   record.num_seqs = static_cast<int64_t>(plan.entries.size());
   record.num_tokens = static_cast<int64_t>(plan.num_tokens());
   record.cached_tokens = static_cast<int64_t>(plan.cached_tokens);
@@ -451,8 +451,7 @@ void EngineLoop::Run() {
   progress_.End();
   // Shutdown: everything still held ends with an abort.
   if (pending_model_) {
-    pending_model_->done(Status(StatusCode::kResourceExhausted, "The server is shutting down."),
-                         0);
+    pending_model_->done(Status(StatusCode::kResourceExhausted, "The server is shutting down."), 0);
     pending_model_.reset();
   }
   const FinishReason shutdown = AbortFinish("The server is shutting down.", 503);

@@ -27,8 +27,8 @@ void EngineLoop::ProposeDrafts() {
   draft_seqs_.clear();
   // A large decode batch is compute-bound: drafts would cost more than they save. The table
   // still records every speculating sequence, so drafting resumes with full knowledge.
-  const bool drafting = config_.spec_disable_batch == 0 ||
-                        scheduler_->running().size() < config_.spec_disable_batch;
+  const bool drafting =
+      config_.spec_disable_batch == 0 || scheduler_->running().size() < config_.spec_disable_batch;
   for (sched::Sequence* seq : scheduler_->running()) {
     seq->draft_ids.clear();
     auto it = states_.find(seq);

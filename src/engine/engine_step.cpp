@@ -57,8 +57,8 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   for (size_t r = 0; r < hidden_positions_.size(); ++r) {
     const auto [entry, position] = hidden_positions_[r];
     states_.at(plan.entries[entry].seq)
-        ->AddHiddenRow(position, std::span<const float>(hidden_.data() + r * hidden_size,
-                                                        hidden_size));
+        ->AddHiddenRow(position,
+                       std::span<const float>(hidden_.data() + r * hidden_size, hidden_size));
   }
   progress_.SetPhase("sample");
   const auto vocab = static_cast<size_t>(vocab_size_);
@@ -126,8 +126,8 @@ void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> log
   }
 }
 
-EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& state,
-                                           int32_t token, bool last) {
+EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& state, int32_t token,
+                                           bool last) {
   const GenerateRequest& request = state.request();
   SequenceGrammar* grammar = state.grammar();
   seq->output_ids.push_back(token);
@@ -203,9 +203,9 @@ void EngineLoop::FinishGrammarError(sched::Sequence* seq, const Status& error) {
 
 std::string EngineLoop::DescribePlan(const sched::StepPlan& plan) const {
   static constexpr const char* kKinds[] = {"idle", "extend", "decode", "mixed"};
-  std::string out = fmt::format("{} batch of {} sequences, {} tokens [",
-                                kKinds[static_cast<int>(plan.kind)], plan.entries.size(),
-                                plan.num_tokens());
+  std::string out =
+      fmt::format("{} batch of {} sequences, {} tokens [", kKinds[static_cast<int>(plan.kind)],
+                  plan.entries.size(), plan.num_tokens());
   // The first few requests name the batch; the rest only count.
   constexpr size_t kListed = 8;
   for (size_t i = 0; i < plan.entries.size() && i < kListed; ++i) {
@@ -246,12 +246,12 @@ void EngineLoop::LogDecode() {
   std::string spec;
   if (speculating()) {
     // SGLang's speculative decode line: accept length in place of the graph flag.
-    last_accept_length_ = spec_steps_ > 0 ? static_cast<double>(spec_tokens_) /
-                                                static_cast<double>(spec_steps_)
-                                          : 0.0;
-    last_accept_rate_ = spec_drafted_ > 0 ? static_cast<double>(spec_accepted_) /
-                                                static_cast<double>(spec_drafted_)
-                                          : 0.0;
+    last_accept_length_ = spec_steps_ > 0
+                              ? static_cast<double>(spec_tokens_) / static_cast<double>(spec_steps_)
+                              : 0.0;
+    last_accept_rate_ =
+        spec_drafted_ > 0 ? static_cast<double>(spec_accepted_) / static_cast<double>(spec_drafted_)
+                          : 0.0;
     spec_steps_ = spec_tokens_ = spec_drafted_ = spec_accepted_ = 0;
     spec = fmt::format("accept len: {:.2f}, accept rate: {:.2f}, ", last_accept_length_,
                        last_accept_rate_);

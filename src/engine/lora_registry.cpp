@@ -34,24 +34,23 @@ Status LoraRegistry::Load(const std::string& name, const std::string& path, bool
   if (model == nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     loading_.erase(name);
-    return InvalidArgument("The model's weights are released (/release_memory_occupation); "
-                              "resume them before loading a LoRA adapter.");
+    return InvalidArgument(
+        "The model's weights are released (/release_memory_occupation); "
+        "resume them before loading a LoRA adapter.");
   }
   auto adapter = model->LoadLora(path, options_.load);
   std::lock_guard<std::mutex> lock(mutex_);
   loading_.erase(name);
   if (!adapter.ok()) return adapter.status();
   if (options_.max_bytes >= 0 && adapter.value()->bytes() > options_.max_bytes) {
-    return InvalidArgument("LoRA adapter '" + name + "' holds " +
-                           std::to_string(adapter.value()->bytes()) +
-                           " bytes of matrices, over --max-lora-model-size " +
-                           std::to_string(options_.max_bytes));
+    return InvalidArgument(
+        "LoRA adapter '" + name + "' holds " + std::to_string(adapter.value()->bytes()) +
+        " bytes of matrices, over --max-lora-model-size " + std::to_string(options_.max_bytes));
   }
-  if (options_.max_loaded > 0 &&
-      static_cast<int64_t>(loaded_.size()) + 1 > options_.max_loaded &&
+  if (options_.max_loaded > 0 && static_cast<int64_t>(loaded_.size()) + 1 > options_.max_loaded &&
       std::none_of(loaded_.begin(), loaded_.end(), [](const LoraRef& r) { return !r.pinned; })) {
-    return InvalidArgument("cannot load LoRA adapter '" + name + "': " +
-                           std::to_string(loaded_.size()) +
+    return InvalidArgument("cannot load LoRA adapter '" + name +
+                           "': " + std::to_string(loaded_.size()) +
                            " adapters are loaded (--max-loaded-loras " +
                            std::to_string(options_.max_loaded) + ") and all are pinned");
   }
@@ -61,8 +60,8 @@ Status LoraRegistry::Load(const std::string& name, const std::string& path, bool
                  loaded_.back().adapter->targets().size());
   while (options_.max_loaded > 0 && static_cast<int64_t>(loaded_.size()) > options_.max_loaded) {
     // The front is the least recently used (lru) or the first loaded (fifo).
-    auto victim = std::find_if(loaded_.begin(), loaded_.end(),
-                               [](const LoraRef& r) { return !r.pinned; });
+    auto victim =
+        std::find_if(loaded_.begin(), loaded_.end(), [](const LoraRef& r) { return !r.pinned; });
     RADIX_LOG_INFO("Unloading LoRA adapter '{}' ({} adapters loaded, --max-loaded-loras {})",
                    victim->name, loaded_.size(), options_.max_loaded);
     if (evicted != nullptr) evicted->push_back(victim->name);

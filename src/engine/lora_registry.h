@@ -35,9 +35,9 @@ struct LoraRef {
 };
 
 struct LoraRegistryOptions {
-  int64_t max_loaded = 0;      // --max-loaded-loras; 0: no cap
-  bool evict_fifo = false;     // --lora-eviction-policy fifo (else lru)
-  int64_t max_bytes = -1;      // RTP-LLM --max-lora-model-size; -1: no cap
+  int64_t max_loaded = 0;       // --max-loaded-loras; 0: no cap
+  bool evict_fifo = false;      // --lora-eviction-policy fifo (else lru)
+  int64_t max_bytes = -1;       // RTP-LLM --max-lora-model-size; -1: no cap
   model::LoraLoadOptions load;  // --max-lora-rank, --lora-target-modules
 };
 
@@ -65,7 +65,7 @@ class LoraRegistry {
   std::shared_ptr<const model::CausalLM> model_;  // guarded by mutex_
   LoraRegistryOptions options_;
   mutable std::mutex mutex_;
-  std::list<LoraRef> loaded_;  // load order; Find moves an entry to the back under LRU
+  std::list<LoraRef> loaded_;      // load order; Find moves an entry to the back under LRU
   std::set<std::string> loading_;  // names being read from disk
   uint64_t next_id_ = 1;
 };

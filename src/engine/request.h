@@ -19,8 +19,8 @@
 namespace radixserve::engine {
 
 struct GenerateRequest {
-  std::string rid;                  // unique id; /abort_request matches it by prefix
-  std::vector<int32_t> input_ids;   // the prompt, already tokenized (chat template applied)
+  std::string rid;                    // unique id; /abort_request matches it by prefix
+  std::vector<int32_t> input_ids;     // the prompt, already tokenized (chat template applied)
   sampling::SamplingParams sampling;  // verified against the vocabulary; n == 1 (the API layer
                                       // submits n requests for n > 1)
   bool stream = false;

@@ -86,7 +86,9 @@ class RequestState {
 
   // Speculative decoding: the request's events carry spec_verify_ct from now on.
   void EnableSpecCount() { spec_verify_ct_ = 0; }
-  void CountSpecVerify() { if (spec_verify_ct_) ++*spec_verify_ct_; }
+  void CountSpecVerify() {
+    if (spec_verify_ct_) ++*spec_verify_ct_;
+  }
   // Output tokens already recorded into the n-gram table (the fill ids before this position).
   // Drafts to propose next step (0: the server's maximum); VerifyEntry adapts it.
   size_t draft_budget() const { return draft_budget_; }

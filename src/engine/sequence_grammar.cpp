@@ -10,8 +10,8 @@ SequenceGrammar::SequenceGrammar(const sampling::CompiledGrammar& grammar,
 
 Status SequenceGrammar::Resync(std::span<const int32_t> output_ids) {
   ++resyncs_;
-  const auto diverge = std::mismatch(accepted_.begin(), accepted_.end(), output_ids.begin(),
-                                     output_ids.end());
+  const auto diverge =
+      std::mismatch(accepted_.begin(), accepted_.end(), output_ids.begin(), output_ids.end());
   const size_t common = static_cast<size_t>(diverge.first - accepted_.begin());
   Status rolled = matcher_.Rollback(accepted_.size() - common);
   if (rolled.ok()) {

@@ -60,7 +60,7 @@ class SequenceGrammar {
 
   sampling::GrammarMatcher matcher_;
   std::optional<int32_t> start_token_;
-  bool started_ = false;  // the start token was accepted (or found in the output)
+  bool started_ = false;           // the start token was accepted (or found in the output)
   std::vector<int32_t> accepted_;  // tokens the matcher consumed, in order
   int64_t resyncs_ = 0;
 };

@@ -46,8 +46,7 @@ bool StepProfiler::Wants(int64_t forward_ct, const std::string& stage) const {
 }
 
 void StepProfiler::Record(StepRecord record, Clock::time_point start) {
-  record.start_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(start - origin_).count();
+  record.start_us = std::chrono::duration_cast<std::chrono::microseconds>(start - origin_).count();
   if (record.stage == "decode") {
     ++decode_;
   } else {

@@ -22,11 +22,12 @@
 namespace radixserve::engine {
 
 struct ProfileOptions {
-  std::optional<int64_t> start_step = std::nullopt;  // the loop's forward count to start at; none: the next step
+  std::optional<int64_t> start_step =
+      std::nullopt;  // the loop's forward count to start at; none: the next step
   std::optional<int64_t> num_steps = std::nullopt;  // none: until Stop
-  bool by_stage = false;              // num_steps prefill steps and num_steps decode steps
+  bool by_stage = false;                 // num_steps prefill steps and num_steps decode steps
   std::vector<std::string> stages = {};  // "prefill", "decode", "mixed" to keep; empty: all
-  bool detailed = false;              // also each step's KV usage and running batch
+  bool detailed = false;                 // also each step's KV usage and running batch
 };
 
 struct StepRecord {

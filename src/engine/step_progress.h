@@ -23,11 +23,11 @@ class StepProgress {
   using Clock = std::chrono::steady_clock;
 
   struct Snapshot {
-    bool busy = false;             // an iteration has begun and not ended
-    uint64_t iteration = 0;        // iterations begun so far (identifies the stuck one)
-    Clock::time_point started{};   // when the current iteration began (busy only)
-    std::string phase;             // "schedule", "forward", "sample", ...
-    std::string batch;             // the planned batch, human readable
+    bool busy = false;            // an iteration has begun and not ended
+    uint64_t iteration = 0;       // iterations begun so far (identifies the stuck one)
+    Clock::time_point started{};  // when the current iteration began (busy only)
+    std::string phase;            // "schedule", "forward", "sample", ...
+    std::string batch;            // the planned batch, human readable
   };
 
   void Begin() {

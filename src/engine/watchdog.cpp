@@ -41,8 +41,8 @@ std::string Watchdog::Dump(const StepProgress::Snapshot& snap, double stuck_s) c
 
 void Watchdog::Run() {
   // SGLang checks every timeout / 2; a check costs nothing, so never sleep more than a second.
-  const double shortest = std::min(options_.hard_timeout_s.value_or(1e18),
-                                   options_.soft_timeout_s.value_or(1e18));
+  const double shortest =
+      std::min(options_.hard_timeout_s.value_or(1e18), options_.soft_timeout_s.value_or(1e18));
   const auto period = std::chrono::duration<double>(std::clamp(shortest / 2, 0.01, 1.0));
   uint64_t soft_reported = 0;  // the iteration last warned about
   std::unique_lock<std::mutex> lock(mutex_);

@@ -1,8 +1,8 @@
 #include "http/access_log.h"
 
-#include <boost/beast/http/status.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <boost/beast/http/status.hpp>
 
 #include "common/log_level.h"
 

@@ -5,7 +5,8 @@
 // handled or the connection closes. A reservation that would exceed the budget fails, and the
 // session answers 503 instead of buffering: many slow uploads can then hold at most `limit`
 // bytes, however many sockets they open. (Sessions exempt small bodies, up to 64 KiB, so that
-// large uploads cannot starve ordinary requests.) Thread-safe (sessions run on different I/O threads).
+// large uploads cannot starve ordinary requests.) Thread-safe (sessions run on different I/O
+// threads).
 #pragma once
 
 #include <atomic>

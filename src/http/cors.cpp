@@ -51,8 +51,8 @@ PreflightAnswer CorsPolicy::AnswerPreflight(const Request& request) const {
   if (auto requested = request.header("access-control-request-headers")) {
     answer.headers.emplace_back("Access-Control-Allow-Headers", std::string(*requested));
   }
-  const bool method_ok = std::find(kAllowedMethods.begin(), kAllowedMethods.end(), method) !=
-                         kAllowedMethods.end();
+  const bool method_ok =
+      std::find(kAllowedMethods.begin(), kAllowedMethods.end(), method) != kAllowedMethods.end();
   if (!origin_ok) {
     answer.status = 400;
     answer.body = "Disallowed CORS origin";

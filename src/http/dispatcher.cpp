@@ -24,9 +24,9 @@ Dispatcher::Dispatcher(Router router, ApiKeyCheck api_key,
 void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
   RouteMatch match = router_.Match(request.method, request.path);
   if (on_response_) {
-    responder->SetObserver(&on_response_, request.method,
-                           match.kind == RouteMatchKind::kFound ? match.route_path
-                                                                : std::string(kUnknownEndpoint));
+    responder->SetObserver(
+        &on_response_, request.method,
+        match.kind == RouteMatchKind::kFound ? match.route_path : std::string(kUnknownEndpoint));
   }
   if (!host_guard_.Allows(request)) {
     responder->Send(403, std::string(kJsonContentType),
@@ -43,8 +43,8 @@ void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
     return;
   }
   responder->SetDefaultHeaders(cors_.ResponseHeaders(request));
-  if (!api_key_.Allows(request, match.kind == RouteMatchKind::kFound &&
-                                    match.access == RouteAccess::kAdmin)) {
+  if (!api_key_.Allows(
+          request, match.kind == RouteMatchKind::kFound && match.access == RouteAccess::kAdmin)) {
     responder->Send(401, std::string(kJsonContentType), UnauthorizedBody());
     return;
   }
@@ -68,9 +68,9 @@ void Dispatcher::Dispatch(Request request, ResponderPtr responder) const {
     (*match.handler)(request, responder);
   } catch (const std::exception& e) {
     RADIX_LOG_ERROR("http: handler for {} {} threw: {}", request.method, request.path, e.what());
-    responder->Send(500, std::string(kJsonContentType),
-                    ErrorBody(500, std::string("Internal server error: ") + e.what(),
-                              "InternalServerError"));
+    responder->Send(
+        500, std::string(kJsonContentType),
+        ErrorBody(500, std::string("Internal server error: ") + e.what(), "InternalServerError"));
   }
 }
 

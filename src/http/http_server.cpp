@@ -62,33 +62,33 @@ Status HttpServer::Start() {
 }
 
 void HttpServer::DoAccept() {
-  acceptor_.async_accept(net::make_strand(*ioc_), [this](error_code ec,
-                                                         net::ip::tcp::socket socket) {
-    if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
-    if (ec) {
-      // Out of file descriptors and the like: keep serving the connections we have and retry
-      // shortly instead of spinning on the error.
-      RADIX_LOG_WARN("http: accept failed: {}", ec.message());
-      accept_retry_timer_.expires_after(std::chrono::milliseconds(100));
-      accept_retry_timer_.async_wait([this](error_code wait_ec) {
-        if (!wait_ec && acceptor_.is_open()) DoAccept();
+  acceptor_.async_accept(
+      net::make_strand(*ioc_), [this](error_code ec, net::ip::tcp::socket socket) {
+        if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+        if (ec) {
+          // Out of file descriptors and the like: keep serving the connections we have and retry
+          // shortly instead of spinning on the error.
+          RADIX_LOG_WARN("http: accept failed: {}", ec.message());
+          accept_retry_timer_.expires_after(std::chrono::milliseconds(100));
+          accept_retry_timer_.async_wait([this](error_code wait_ec) {
+            if (!wait_ec && acceptor_.is_open()) DoAccept();
+          });
+          return;
+        } else {
+          std::shared_ptr<HttpSession> session;
+          {
+            std::lock_guard<std::mutex> lock(sessions_mutex_);
+            uint64_t id = next_session_id_++;
+            auto on_closed = [this](uint64_t closed) { OnSessionClosed(closed); };
+            session =
+                std::make_shared<HttpSession>(ioc_, std::move(socket), options_, dispatcher_,
+                                              access_log_, body_budget_, id, std::move(on_closed));
+            sessions_.emplace(id, session);
+          }
+          session->Start();
+        }
+        DoAccept();
       });
-      return;
-    } else {
-      std::shared_ptr<HttpSession> session;
-      {
-        std::lock_guard<std::mutex> lock(sessions_mutex_);
-        uint64_t id = next_session_id_++;
-        auto on_closed = [this](uint64_t closed) { OnSessionClosed(closed); };
-        session = std::make_shared<HttpSession>(ioc_, std::move(socket), options_, dispatcher_,
-                                                access_log_, body_budget_, id,
-                                                std::move(on_closed));
-        sessions_.emplace(id, session);
-      }
-      session->Start();
-    }
-    DoAccept();
-  });
 }
 
 void HttpServer::OnSessionClosed(uint64_t id) {

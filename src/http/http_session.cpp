@@ -1,11 +1,11 @@
 #include "http/http_session.h"
 
+#include <malloc.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
-#include <malloc.h>
 
 #include <cctype>
 #include <cstring>
@@ -89,10 +89,9 @@ void HttpSession::DoRead() {
   reading_ = true;
   // Read into scratch, not buffer_.prepare(): buffer_ is consumed by the parser while this read
   // is pending, which would move the prepared region under the kernel's feet.
-  socket_.async_read_some(net::buffer(read_chunk_),
-                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
-                            self->OnRead(ec, bytes);
-                          });
+  socket_.async_read_some(
+      net::buffer(read_chunk_),
+      [self = shared_from_this()](error_code ec, std::size_t bytes) { self->OnRead(ec, bytes); });
 }
 
 void HttpSession::OnRead(error_code ec, std::size_t bytes) {

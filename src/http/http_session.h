@@ -12,6 +12,8 @@
 // bounded by max_pending_write_bytes; overflowing it drops the connection.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,8 +21,6 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -118,7 +118,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool request_started_ = false;  // a byte of the next request arrived
   bool continue_sent_ = false;    // the Expect: 100-continue check ran for this request
   bool keep_alive_ = true;
-  bool chunked_ = true;           // HTTP/1.1 client: stream with chunked coding
+  bool chunked_ = true;  // HTTP/1.1 client: stream with chunked coding
   bool head_request_ = false;
   bool draining_ = false;
   bool closed_ = false;

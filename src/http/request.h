@@ -14,11 +14,11 @@ namespace radixserve::http {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct Request {
-  std::string method;      // upper-case token as sent: "GET", "POST", ...
-  std::string target;      // raw request target: "/v1/models/x?y=1"
-  std::string path;        // target before '?', percent-decoded
-  std::string query;       // raw text after '?' (not decoded); empty if none
-  HeaderList headers;      // names lower-cased
+  std::string method;  // upper-case token as sent: "GET", "POST", ...
+  std::string target;  // raw request target: "/v1/models/x?y=1"
+  std::string path;    // target before '?', percent-decoded
+  std::string query;   // raw text after '?' (not decoded); empty if none
+  HeaderList headers;  // names lower-cased
   std::string body;
   std::string path_param;  // filled by the router for prefix routes (e.g. {model}); else empty
 

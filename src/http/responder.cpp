@@ -45,8 +45,8 @@ void Responder::Send(int status, std::string content_type, std::string body, Hea
 void Responder::StartStream(HeaderList headers) {
   if (started_.exchange(true)) return;
   Observe(200);
-  HeaderList all = MergedHeaders({{"Content-Type", "text/event-stream; charset=utf-8"},
-                                  {"Cache-Control", "no-cache"}});
+  HeaderList all = MergedHeaders(
+      {{"Content-Type", "text/event-stream; charset=utf-8"}, {"Cache-Control", "no-cache"}});
   for (auto& h : headers) all.push_back(std::move(h));
   session_->PostStartStream(response_id_, std::move(all), head_request_);
 }

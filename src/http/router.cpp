@@ -21,8 +21,8 @@ void Router::Add(std::vector<std::string> methods, std::string path, Handler han
 void Router::AddPrefix(std::vector<std::string> methods, std::string prefix, Handler handler,
                        std::string param_name, RouteAccess access) {
   RADIX_CHECK_MSG(!prefix.empty() && prefix.back() == '/', "route prefix must end with '/'");
-  AddRoute({std::move(methods), std::move(prefix), true, std::move(handler),
-            std::move(param_name), access});
+  AddRoute({std::move(methods), std::move(prefix), true, std::move(handler), std::move(param_name),
+            access});
 }
 
 void Router::AddRoute(Route route) {

@@ -34,7 +34,7 @@ struct RouteMatch {
   // The route as declared, for metrics labels: the exact path, or the prefix followed by
   // "{<param name>}" ("/v1/models/{model}"). Set when kFound.
   std::string route_path;
-  std::string path_param;            // the rest of the path for a prefix route
+  std::string path_param;  // the rest of the path for a prefix route
   RouteAccess access = RouteAccess::kUser;
   std::vector<std::string> allowed;  // methods the path supports, when kMethodNotAllowed
 };

@@ -1,5 +1,6 @@
 // ServerOptions: everything the HTTP server core needs, as a plain struct filled by main from
-// ServerArgs (--host, --port, --api-key, --log-level-http). Defaults follow SGLang / uvicorn where they exist.
+// ServerArgs (--host, --port, --api-key, --log-level-http). Defaults follow SGLang / uvicorn where
+// they exist.
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #include "http/wire_format.h"
 
-#include <boost/beast/http/status.hpp>
 #include <fmt/format.h>
+#include <boost/beast/http/status.hpp>
 
 #include "common/check.h"
 
@@ -10,8 +10,8 @@ namespace radixserve::http {
 std::string FormatResponseHead(int status, const HeaderList& headers) {
   namespace bhttp = boost::beast::http;
   auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(status));
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status,
-                                std::string_view(reason.data(), reason.size()));
+  std::string out =
+      fmt::format("HTTP/1.1 {} {}\r\n", status, std::string_view(reason.data(), reason.size()));
   for (const auto& [name, value] : headers) {
     RADIX_CHECK(name.find_first_of("\r\n:") == std::string::npos);
     RADIX_CHECK(value.find_first_of("\r\n") == std::string::npos);

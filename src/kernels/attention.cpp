@@ -172,7 +172,8 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
     bool any = false;
     for (int64_t i = 0; i < nq && !any; ++i) any = block.first[i] < j0 + nk && block.last[i] >= j0;
     if (!any) continue;
-    ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset, d, keys.data());
+    ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset, d,
+              keys.data());
     gk.gemm(block.q, d, nq, keys.data(), WeightFormat::kF32, d * 4, d, 0, nk, scores.data(),
             kKeyTile);
     for (int64_t i = 0; i < nq; ++i) {
@@ -202,7 +203,8 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
       }
       m[i] = m_new;
     }
-    ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset, d, values.data());
+    ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset, d,
+              values.data());
     ak.accumulate(scores.data(), nq, values.data(), nk, d, acc);
   }
 }

@@ -68,8 +68,7 @@ const FloatGemmKernels& RefFloatKernels() { return kRef; }
 
 const FloatGemmKernels* Avx2FloatKernels() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      CpuHasF16c()) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c()) {
     return &x86::Avx2FloatTable();
   }
   return nullptr;

@@ -53,13 +53,9 @@ inline uint8_t EncodeFp8(float x, float max) {
 
 }  // namespace fp8_detail
 
-inline uint8_t F32ToFp8E4M3(float x) {
-  return fp8_detail::EncodeFp8<4, 3, 0x7E>(x, kFp8E4M3Max);
-}
+inline uint8_t F32ToFp8E4M3(float x) { return fp8_detail::EncodeFp8<4, 3, 0x7E>(x, kFp8E4M3Max); }
 
-inline uint8_t F32ToFp8E5M2(float x) {
-  return fp8_detail::EncodeFp8<5, 2, 0x7B>(x, kFp8E5M2Max);
-}
+inline uint8_t F32ToFp8E5M2(float x) { return fp8_detail::EncodeFp8<5, 2, 0x7B>(x, kFp8E5M2Max); }
 
 // E5M2 is the top byte of an IEEE half with the same value.
 inline float Fp8E5M2ToF32(uint8_t b) { return F16ToF32(static_cast<uint16_t>(b << 8)); }

@@ -25,8 +25,7 @@ inline bool CpuHasF16c() {
 template <typename T>
 inline T LoadUnaligned(const void* base, int64_t i) {
   T value;
-  std::memcpy(&value, static_cast<const unsigned char*>(base) + i * int64_t{sizeof(T)},
-              sizeof(T));
+  std::memcpy(&value, static_cast<const unsigned char*>(base) + i * int64_t{sizeof(T)}, sizeof(T));
   return value;
 }
 

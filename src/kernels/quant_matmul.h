@@ -34,8 +34,8 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
 // saves the per-call transposition of rows into panels (most of the cost at decode). On
 // avx512_vnni, Q4_0, Q4_1, Q5_0 and Q8_0 keep their size (plus up to 15 padding rows); Q5_1 and
 // the K-quants, and every format on avx2, are stored as unpacked byte codes with float scales,
-// about 1.25 bytes per weight (2.2x a Q4_K matrix), trading memory for no per-call decoding. When nothing
-// is packed, `panels` stays empty and the overload below runs the source matrix. The memory
+// about 1.25 bytes per weight (2.2x a Q4_K matrix), trading memory for no per-call decoding. When
+// nothing is packed, `panels` stays empty and the overload below runs the source matrix. The memory
 // behind `source` must outlive the PackedWeight.
 struct PackedWeight {
   WeightMatrix source;

@@ -456,9 +456,8 @@ bool DiskKvStore::ReadFile(uint64_t hash, KvBlock* block, std::string* error) {
     ok = false;
     ours = false;
     *error = path + " belongs to another model";
-  } else if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 ||
-             header.version != kVersion || header.hash != hash ||
-             header.block_tokens != options_.block_tokens ||
+  } else if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 || header.version != kVersion ||
+             header.hash != hash || header.block_tokens != options_.block_tokens ||
              header.payload_bytes != options_.payload_bytes ||
              header.header_bytes != HeaderBytes(header.block_tokens, header.extra_key_bytes) ||
              header.extra_key_bytes > (1u << 20)) {

@@ -41,7 +41,7 @@ struct DiskKvStoreOptions {
   uint64_t capacity_bytes = 0;  // bound on the files' total size (LRU eviction beyond it)
   uint64_t model_tag = 0;       // model, KV dtype and geometry (kv_block_hash.h)
   size_t block_tokens = 0;
-  size_t payload_bytes = 0;     // one block's KV bytes
+  size_t payload_bytes = 0;  // one block's KV bytes
   // Writes queued and not yet on disk are bounded by this many bytes; Write refuses beyond it.
   uint64_t max_pending_write_bytes = 256ull << 20;
 };
@@ -99,7 +99,7 @@ class DiskKvStore {
   struct Completed {
     bool is_write = false;
     bool ok = false;
-    KvBlock block;  // for reads: what the file holds (payload set when ok)
+    KvBlock block;         // for reads: what the file holds (payload set when ok)
     double seconds = 0.0;  // the I/O thread's time on it
   };
   // Finished reads and writes since the last call; updates the index (a written block becomes

@@ -46,8 +46,8 @@ HiCache::HiCache(const HiCacheOptions& options, RadixCache* cache, TokenToKVPool
                  std::unique_ptr<DiskKvStore> store)
     : options_(options), cache_(cache), pool_(pool), store_(std::move(store)) {}
 
-Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options,
-                                                   RadixCache* cache, TokenToKVPool* pool) {
+Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options, RadixCache* cache,
+                                                   TokenToKVPool* pool) {
   RADIX_CHECK(cache != nullptr && pool != nullptr);
   if (options.block_tokens == 0 ||
       options.block_tokens % static_cast<size_t>(pool->page_size()) != 0) {
@@ -69,8 +69,7 @@ Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options
                                 static_cast<size_t>(storage.spec().num_layers);
   Expected<std::unique_ptr<DiskKvStore>> store = DiskKvStore::Open(store_options);
   if (!store.ok()) return store.status();
-  std::unique_ptr<HiCache> hicache(
-      new HiCache(options, cache, pool, std::move(store).value()));
+  std::unique_ptr<HiCache> hicache(new HiCache(options, cache, pool, std::move(store).value()));
   cache->set_observer(hicache.get());
   return hicache;
 }
@@ -124,8 +123,7 @@ void HiCache::Backup(RadixNode& node) {
   const size_t last = end / b;  // exclusive
   if (first >= last) return;
   const uint64_t seed = BlockChainSeed(store_->options().model_tag, node.extra_key);
-  const std::vector<uint64_t> hashes =
-      BlockHashes(seed, std::span(tokens).first(last * b), b);
+  const std::vector<uint64_t> hashes = BlockHashes(seed, std::span(tokens).first(last * b), b);
   size_t missing = 0;
   for (size_t i = first; i < last; ++i) missing += store_->Has(hashes[i]) ? 0 : 1;
   if (!store_->CanQueue(missing * payload_bytes())) {
@@ -160,8 +158,7 @@ void HiCache::OnInsert(RadixNode& node) {
 }
 
 void HiCache::OnHit(RadixNode& node) {
-  if (options_.write_policy == HiCacheWritePolicy::kWriteThroughSelective &&
-      node.hit_count >= 2) {
+  if (options_.write_policy == HiCacheWritePolicy::kWriteThroughSelective && node.hit_count >= 2) {
     Backup(node);
   }
 }
@@ -195,12 +192,12 @@ uint64_t HiCache::Prefetch(std::span<const int32_t> tokens, std::string_view ext
   op.hashes.assign(hashes.begin() + static_cast<ptrdiff_t>(first),
                    hashes.begin() + static_cast<ptrdiff_t>(last));
   op.parent = first == 0 ? seed : hashes[first - 1];
-  const double timeout =
-      options_.prefetch_timeout_base +
-      options_.prefetch_timeout_per_ki_token * static_cast<double>(new_tokens) / 1024.0;
+  const double timeout = options_.prefetch_timeout_base + options_.prefetch_timeout_per_ki_token *
+                                                              static_cast<double>(new_tokens) /
+                                                              1024.0;
   op.start = Clock::now();
-  op.deadline = op.start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(timeout));
+  op.deadline = op.start +
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
   for (auto it = op.hashes.rbegin(); it != op.hashes.rend(); ++it) {  // deepest first (LRU)
     Load& load = loads_[*it];
     if (load.refs++ == 0) store_->Read(*it);
@@ -272,9 +269,8 @@ void HiCache::Poll() {
   if (write_seconds > 0) stats_.backup_bandwidth.Observe(written_bytes / write_seconds / 1e9);
   for (auto it = ops_.begin(); it != ops_.end();) {
     Op& op = it->second;
-    if (!op.finished &&
-        std::all_of(op.hashes.begin(), op.hashes.end(),
-                    [this](uint64_t h) { return loads_.at(h).done; })) {
+    if (!op.finished && std::all_of(op.hashes.begin(), op.hashes.end(),
+                                    [this](uint64_t h) { return loads_.at(h).done; })) {
       Finish(op);
     }
     if (op.finished && op.released) {
@@ -327,7 +323,7 @@ void HiCache::InsertLoaded(Op& op, size_t blocks) {
   const CacheKey key{std::span(op.tokens).first(end), op.extra_key};
   MatchResult match = cache_->MatchPrefix(key);
   const size_t matched = match.matched_len();
-  if (matched >= end) return;  // another load (or a computation) got there first
+  if (matched >= end) return;   // another load (or a computation) got there first
   if (matched < begin) return;  // the RAM part it continues was evicted meanwhile
   const size_t need = end - matched;
   cache_->IncLockRef(match.last_node);
@@ -342,8 +338,7 @@ void HiCache::InsertLoaded(Op& op, size_t blocks) {
     const size_t offset = pos % b;
     const size_t count = std::min(b - offset, end - pos);
     const Load& load = loads_.at(op.hashes[block - op.first_block]);
-    Scatter(load.block.payload->data(), offset,
-            std::span(*slots).subspan(pos - matched, count));
+    Scatter(load.block.payload->data(), offset, std::span(*slots).subspan(pos - matched, count));
     pos += count;
   }
   std::vector<int32_t> value = std::move(match.device_indices);
@@ -375,8 +370,8 @@ void HiCache::SetModelTag(uint64_t tag) {
 void HiCache::ClearStorage() { store_->Clear(); }
 
 void BucketCounts::Observe(double value) {
-  const size_t bucket = static_cast<size_t>(
-      std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin());
+  const size_t bucket =
+      static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin());
   ++counts[bucket];
   sum += value;
   ++count;

@@ -66,8 +66,8 @@ struct HiCacheOptions {
   size_t block_tokens = 64;
   HiCacheWritePolicy write_policy = HiCacheWritePolicy::kWriteThrough;
   HiCachePrefetchPolicy prefetch_policy = HiCachePrefetchPolicy::kBestEffort;
-  size_t prefetch_threshold = 256;  // tokens
-  double prefetch_timeout_base = 1.0;          // seconds
+  size_t prefetch_threshold = 256;              // tokens
+  double prefetch_timeout_base = 1.0;           // seconds
   double prefetch_timeout_per_ki_token = 0.25;  // seconds per 1024 tokens
   // Namespaces (extra_key) whose KV may be stored; all when empty.
   std::function<bool(std::string_view)> persistable;
@@ -89,9 +89,9 @@ struct BucketCounts {
 
 struct HiCacheStats {
   DiskKvStoreStats store;
-  uint64_t backuped_tokens = 0;    // tokens written to storage
-  uint64_t prefetched_tokens = 0;  // tokens loaded from storage into the RAM tree
-  uint64_t prefetch_ops = 0;       // loads started
+  uint64_t backuped_tokens = 0;     // tokens written to storage
+  uint64_t prefetched_tokens = 0;   // tokens loaded from storage into the RAM tree
+  uint64_t prefetch_ops = 0;        // loads started
   uint64_t storage_hit_tokens = 0;  // tokens sequences matched that a load brought in
   // SGLang's storage histograms: blocks per load / per backup, and GB/s of loads and of the
   // writes finished between two polls (buckets as sglang:prefetch_pgs etc.).
@@ -109,8 +109,8 @@ class HiCache final : public RadixCacheObserver {
   using Clock = std::chrono::steady_clock;
 
   // Opens the store and registers as the radix cache's observer. cache and pool are borrowed.
-  static Expected<std::unique_ptr<HiCache>> Create(const HiCacheOptions& options,
-                                                   RadixCache* cache, TokenToKVPool* pool);
+  static Expected<std::unique_ptr<HiCache>> Create(const HiCacheOptions& options, RadixCache* cache,
+                                                   TokenToKVPool* pool);
   ~HiCache() override;
 
   HiCache(const HiCache&) = delete;

@@ -32,8 +32,9 @@ Expected<KvDtype> ParseKvCacheDtype(std::string_view flag, KvDtype auto_dtype) {
   if (flag == "fp8_e4m3") return KvDtype::kFp8E4M3;
   if (flag == "fp8_e5m2") return KvDtype::kFp8E5M2;
   if (flag == "fp4_e2m1") {
-    return Unsupported("--kv-cache-dtype fp4_e2m1 is not supported; use auto, bf16, fp16, fp32, "
-                       "fp8_e4m3 or fp8_e5m2");
+    return Unsupported(
+        "--kv-cache-dtype fp4_e2m1 is not supported; use auto, bf16, fp16, fp32, "
+        "fp8_e4m3 or fp8_e5m2");
   }
   return InvalidArgument("--kv-cache-dtype: invalid choice '" + std::string(flag) +
                          "' (choose from auto, bf16, fp16, fp32, fp8_e4m3, fp8_e5m2)");

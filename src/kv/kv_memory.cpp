@@ -58,12 +58,12 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   const int64_t req_pool_size =
       options.max_running_requests
           ? *options.max_running_requests
-          : std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(max_total) /
-                                                     static_cast<double>(options.context_len) *
-                                                     512),
-                                kMinReqPoolSize, kMaxReqPoolSize);
-  const int64_t running = std::min(options.max_running_requests.value_or(max_total / 2),
-                                   req_pool_size);
+          : std::clamp<int64_t>(
+                static_cast<int64_t>(static_cast<double>(max_total) /
+                                     static_cast<double>(options.context_len) * 512),
+                kMinReqPoolSize, kMaxReqPoolSize);
+  const int64_t running =
+      std::min(options.max_running_requests.value_or(max_total / 2), req_pool_size);
   if (running <= 0) {
     return Status(StatusCode::kResourceExhausted,
                   "max_running_requests would be 0 with max_total_num_tokens=" +
@@ -125,12 +125,12 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   }
   memory_pools->req_pool_ = std::move(req_pool).value();
   if (options.disable_radix_cache) {
-    memory_pools->cache_ = std::make_unique<ChunkCache>(memory_pools->pool_.get(),
-                                                        memory_pools->req_pool_.get());
+    memory_pools->cache_ =
+        std::make_unique<ChunkCache>(memory_pools->pool_.get(), memory_pools->req_pool_.get());
   } else {
-    auto radix = std::make_unique<RadixCache>(
-        memory_pools->pool_.get(), memory_pools->req_pool_.get(),
-        RadixCacheOptions{options.page_size, options.eviction_policy});
+    auto radix =
+        std::make_unique<RadixCache>(memory_pools->pool_.get(), memory_pools->req_pool_.get(),
+                                     RadixCacheOptions{options.page_size, options.eviction_policy});
     memory_pools->radix_ = radix.get();
     memory_pools->cache_ = std::move(radix);
   }
@@ -140,8 +140,8 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
           "argument --enable-hierarchical-cache: needs the radix cache (drop "
           "--disable-radix-cache)");
     }
-    Expected<std::unique_ptr<HiCache>> hicache = HiCache::Create(
-        *options.hicache, memory_pools->radix_, memory_pools->pool_.get());
+    Expected<std::unique_ptr<HiCache>> hicache =
+        HiCache::Create(*options.hicache, memory_pools->radix_, memory_pools->pool_.get());
     if (!hicache.ok()) {
       return Status(hicache.status().code(),
                     "argument --hicache-storage-backend: " + hicache.status().message());
@@ -176,9 +176,9 @@ Status KvMemory::Flush() {
   if (hicache_) hicache_->UnlockAll();
   const size_t rows_in_use = req_pool_->size() - req_pool_->available_size();
   if (rows_in_use > 0 || cache_->ProtectedSize() > 0) {
-    return Status(StatusCode::kResourceExhausted,
-                  "cache not flushed: " + std::to_string(rows_in_use) +
-                      " requests still hold KV memory");
+    return Status(
+        StatusCode::kResourceExhausted,
+        "cache not flushed: " + std::to_string(rows_in_use) + " requests still hold KV memory");
   }
   RADIX_RETURN_IF_ERROR(cache_->Reset());
   pool_->Clear();

@@ -17,8 +17,7 @@ Status Bad(const std::string& path, const std::string& why) {
 }  // namespace
 
 Expected<KvScales> LoadKvScalesFile(const std::string& path, int32_t num_layers,
-                                    std::string_view model_type, int32_t tp_rank,
-                                    int32_t tp_size) {
+                                    std::string_view model_type, int32_t tp_rank, int32_t tp_size) {
   std::ifstream in(path);
   if (!in) return Bad(path, "cannot open the file");
   const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

@@ -40,10 +40,9 @@ Expected<KvStorage> KvStorage::Create(const KvStorageSpec& spec) {
     return Status(StatusCode::kResourceExhausted,
                   "cannot map " + std::to_string(total) + " bytes for the KV cache");
   }
-  return KvStorage(spec,
-                   std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(mapped),
-                                                        Unmapper{total}),
-                   stride);
+  return KvStorage(
+      spec, std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(mapped), Unmapper{total}),
+      stride);
 }
 
 KvStorage::KvStorage(const KvStorageSpec& spec, std::unique_ptr<std::byte, Unmapper> base,

@@ -60,8 +60,7 @@ std::optional<uint64_t> MeminfoField(std::string_view meminfo, std::string_view 
 int32_t CountNumaNodes() {
   std::error_code ec;
   int32_t nodes = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() > 4 && name.compare(0, 4, "node") == 0 &&
         name.find_first_not_of("0123456789", 4) == std::string::npos) {

@@ -52,9 +52,9 @@ Expected<HostMemory> ParseHostMemory(std::string_view meminfo, std::string_view 
 std::optional<uint64_t> ParseCgroupBytes(std::string_view text);
 
 struct KvSizingInput {
-  size_t kv_bytes_per_token = 0;       // KvBytesPerToken(...)
-  HostMemory memory;                   // ReadHostMemory() at startup
-  uint64_t weights_bytes = 0;          // resident bytes of the loaded weights
+  size_t kv_bytes_per_token = 0;              // KvBytesPerToken(...)
+  HostMemory memory;                          // ReadHostMemory() at startup
+  uint64_t weights_bytes = 0;                 // resident bytes of the loaded weights
   std::optional<double> mem_fraction_static;  // --mem-fraction-static
   std::optional<int64_t> max_total_tokens;    // --max-total-tokens
   int32_t page_size = 1;
@@ -66,7 +66,7 @@ struct KvSizing {
   size_t profiled_tokens = 0;        // what memory alone allows (before the user cap)
   double mem_fraction_static = 0.0;  // the fraction used
   uint64_t available_bytes = 0;      // A in the rule above
-  uint64_t kv_budget_bytes = 0;     // this replica's share
+  uint64_t kv_budget_bytes = 0;      // this replica's share
 };
 
 // Applies the CPU rule. kInvalidArgument for a fraction outside (0, 1] or a non-positive

@@ -303,16 +303,16 @@ void RadixCache::CacheUnfinishedSeq(SeqKvState& state, const CacheKey& tokens) {
   RADIX_CHECK_MSG(pool_ != nullptr && req_pool_ != nullptr, "token-only tree cannot cache KV");
   RADIX_CHECK(state.req_pool_slot >= 0);
   const size_t len = tokens.tokens.size();
-  const std::vector<int32_t> kv(req_pool_->Row(state.req_pool_slot).begin(),
-                                req_pool_->Row(state.req_pool_slot).begin() +
-                                    static_cast<ptrdiff_t>(len));
+  const std::vector<int32_t> kv(
+      req_pool_->Row(state.req_pool_slot).begin(),
+      req_pool_->Row(state.req_pool_slot).begin() + static_cast<ptrdiff_t>(len));
   const size_t aligned = AlignDown(len);
   const CacheKey aligned_key{tokens.tokens.first(aligned), tokens.extra_key};
   const size_t new_prefix_len = Insert(aligned_key, std::span(kv).first(aligned));
   RADIX_CHECK(new_prefix_len >= state.cache_protected_len);
   // Another sequence cached [protected, new_prefix_len) meanwhile: ours are duplicates.
-  pool_->Free(std::span(kv).subspan(state.cache_protected_len,
-                                    new_prefix_len - state.cache_protected_len));
+  pool_->Free(
+      std::span(kv).subspan(state.cache_protected_len, new_prefix_len - state.cache_protected_len));
 
   MatchResult match = MatchPrefix(aligned_key);
   RADIX_CHECK_MSG(match.matched_len() == aligned, "re-match after insert came up short");
@@ -338,8 +338,7 @@ void RadixCache::CacheFinishedSeq(SeqKvState& state, const CacheKey& tokens, boo
     const size_t new_prefix_len =
         Insert(CacheKey{tokens.tokens.first(aligned), tokens.extra_key}, kv.first(aligned));
     RADIX_CHECK(new_prefix_len >= state.cache_protected_len);
-    pool_->Free(kv.subspan(state.cache_protected_len,
-                           new_prefix_len - state.cache_protected_len));
+    pool_->Free(kv.subspan(state.cache_protected_len, new_prefix_len - state.cache_protected_len));
     pool_->Free(kv.subspan(aligned));
   } else {
     pool_->Free(kv.subspan(state.cache_protected_len));

@@ -123,9 +123,8 @@ class RadixCache final : public PrefixCache {
   // Follows `tokens` down from the root as far as whole pages match, splitting the last node
   // reached mid-key and touching each node (a cache hit when `hit`). Appends each node's slots to
   // `slots` when given. Returns the deepest node and the number of tokens matched.
-  std::pair<RadixNode*, size_t> Descend(std::string_view extra_key,
-                                        std::span<const int32_t> tokens, bool hit,
-                                        std::vector<int32_t>* slots);
+  std::pair<RadixNode*, size_t> Descend(std::string_view extra_key, std::span<const int32_t> tokens,
+                                        bool hit, std::vector<int32_t>* slots);
   void FreeSlots(std::span<const int32_t> slots);
 
   TokenToKVPool* pool_;

@@ -22,9 +22,9 @@ ReqToTokenPool::ReqToTokenPool(size_t size, size_t row_len, int32_t* table)
 Expected<std::unique_ptr<ReqToTokenPool>> ReqToTokenPool::Create(size_t size, size_t row_len) {
   int32_t* table = AllocateTable(size, row_len);
   if (table == nullptr) {
-    return Status(StatusCode::kResourceExhausted,
-                  "cannot allocate the request-to-token table of " + std::to_string(size) +
-                      " rows x " + std::to_string(row_len) + " positions");
+    return Status(StatusCode::kResourceExhausted, "cannot allocate the request-to-token table of " +
+                                                      std::to_string(size) + " rows x " +
+                                                      std::to_string(row_len) + " positions");
   }
   return std::unique_ptr<ReqToTokenPool>(new ReqToTokenPool(size, row_len, table));
 }

@@ -13,8 +13,8 @@ size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
 Status OutOfSlots(size_t needed_tokens, size_t available_tokens) {
   return Status(StatusCode::kResourceExhausted,
-                "KV cache out of memory: need " + std::to_string(needed_tokens) +
-                    " token slots, " + std::to_string(available_tokens) + " available");
+                "KV cache out of memory: need " + std::to_string(needed_tokens) + " token slots, " +
+                    std::to_string(available_tokens) + " available");
 }
 
 }  // namespace
@@ -26,8 +26,12 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
                            " is not a multiple of page_size " + std::to_string(options.page_size));
   }
   const size_t num_pages = options.size / options.page_size;
-  KvStorageSpec spec{options.num_layers, options.kv_heads, options.head_dim, options.dtype,
-                     options.size + static_cast<size_t>(options.page_size), options.scales};
+  KvStorageSpec spec{options.num_layers,
+                     options.kv_heads,
+                     options.head_dim,
+                     options.dtype,
+                     options.size + static_cast<size_t>(options.page_size),
+                     options.scales};
   Expected<KvStorage> storage = KvStorage::Create(spec);
   if (!storage.ok()) return storage.status();
   if (options.num_layers > 0) {
@@ -35,7 +39,7 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
     RADIX_LOG_INFO(
         "KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB, dtype: {}{}",
         options.size, gb, gb, KvDtypeName(options.dtype),
-        !IsFp8(options.dtype)        ? ""
+        !IsFp8(options.dtype)      ? ""
         : options.scales.k.empty() ? " (scales 1.0)"
                                    : " (per-layer scales from --quantization-param-path)");
   }

@@ -30,9 +30,9 @@
 namespace radixserve::kv {
 
 struct TokenToKVPoolOptions {
-  size_t size = 0;          // usable token slots (max_total_num_tokens); multiple of page_size
+  size_t size = 0;  // usable token slots (max_total_num_tokens); multiple of page_size
   int32_t page_size = 1;
-  int32_t num_layers = 0;   // 0 layers: an allocator without buffers (for tests / planning)
+  int32_t num_layers = 0;  // 0 layers: an allocator without buffers (for tests / planning)
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
   KvDtype dtype = KvDtype::kF32;
@@ -94,7 +94,7 @@ class TokenToKVPool {
   size_t num_pages_ = 0;
   int32_t page_size_ = 1;
   std::deque<int32_t> free_pages_;
-  std::vector<uint8_t> page_free_;  // indexed by page id; page 0 is never free
+  std::vector<uint8_t> page_free_;         // indexed by page id; page 0 is never free
   std::vector<uint32_t> page_generation_;  // indexed by page id
   KvStorage storage_;
 };

@@ -57,7 +57,7 @@ http::Router BuildRouter(api::ServerContext& ctx) {
   http::Router router;
   for (api::ApiRoute& route : api::ApiRoutes()) {
     http::Handler handler = [&ctx, handle = route.handler](const http::Request& request,
-                                                          http::ResponderPtr responder) {
+                                                           http::ResponderPtr responder) {
       api::ApiRequest api_request{.method = request.method,
                                   .path = request.path,
                                   .path_param = request.path_param,
@@ -72,8 +72,8 @@ http::Router BuildRouter(api::ServerContext& ctx) {
       }
       handle(ctx, api_request, std::move(writer));
     };
-    const http::RouteAccess access = route.admin ? http::RouteAccess::kAdmin
-                                                 : http::RouteAccess::kUser;
+    const http::RouteAccess access =
+        route.admin ? http::RouteAccess::kAdmin : http::RouteAccess::kUser;
     if (route.prefix) {
       router.AddPrefix(route.methods, route.path, std::move(handler), route.param_name, access);
     } else {

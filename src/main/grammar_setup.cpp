@@ -45,8 +45,9 @@ Expected<GrammarSetup> CreateGrammarSetup(const args::ServerArgs& args, const Mo
   std::sort(eos.begin(), eos.end());
   eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
   if (eos.empty()) {
-    setup.disabled_reason = "constrained decoding needs an end-of-sequence token, and this model "
-                            "declares none";
+    setup.disabled_reason =
+        "constrained decoding needs an end-of-sequence token, and this model "
+        "declares none";
     RADIX_LOG_WARN("Grammar backend off: {}", setup.disabled_reason);
     return setup;
   }
@@ -57,15 +58,15 @@ Expected<GrammarSetup> CreateGrammarSetup(const args::ServerArgs& args, const Mo
   const sampling::GrammarCompilerOptions options = GrammarOptionsFromArgs(args);
   setup.compiler = std::make_unique<sampling::GrammarCompiler>(*setup.tokenizer, options);
   setup.cache = std::make_unique<sampling::GrammarCache>(*setup.compiler);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                              start)
-                        .count();
-  RADIX_LOG_INFO("Grammar backend: llguidance, vocabulary of {} tokens ready in {:.0f} ms; JSON "
-                 "whitespace: {}",
-                 vocab_size, ms,
-                 !options.json_whitespace_pattern.empty() ? options.json_whitespace_pattern
-                 : options.json_any_whitespace         ? std::string("any")
-                                                       : std::string("none"));
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  RADIX_LOG_INFO(
+      "Grammar backend: llguidance, vocabulary of {} tokens ready in {:.0f} ms; JSON "
+      "whitespace: {}",
+      vocab_size, ms,
+      !options.json_whitespace_pattern.empty() ? options.json_whitespace_pattern
+      : options.json_any_whitespace            ? std::string("any")
+                                               : std::string("none"));
   return setup;
 }
 

@@ -25,15 +25,17 @@ Expected<std::unique_ptr<engine::LoraRegistry>> CreateLoraRegistry(
     return std::unique_ptr<engine::LoraRegistry>();
   }
   if (model == nullptr) {
-    return InvalidArgument("argument --enable-lora: LoRA adapters need a generation model, not an "
-                           "embedding server");
+    return InvalidArgument(
+        "argument --enable-lora: LoRA adapters need a generation model, not an "
+        "embedding server");
   }
   engine::LoraRegistryOptions options;
   const int64_t per_batch = args.GetInt(args::key::kMaxLorasPerBatch);
   if (auto max_loaded = args.GetOptionalInt(args::key::kMaxLoadedLoras)) {
     if (*max_loaded < per_batch) {
-      return InvalidArgument("argument --max-loaded-loras: must be at least --max-loras-per-batch (" +
-                             std::to_string(per_batch) + "), got " + std::to_string(*max_loaded));
+      return InvalidArgument(
+          "argument --max-loaded-loras: must be at least --max-loras-per-batch (" +
+          std::to_string(per_batch) + "), got " + std::to_string(*max_loaded));
     }
     options.max_loaded = *max_loaded;
   }
@@ -44,7 +46,8 @@ Expected<std::unique_ptr<engine::LoraRegistry>> CreateLoraRegistry(
     options.load.max_rank = *rank;
   }
   auto targets = engine::ParseLoraTargets(StringList(args, args::key::kLoraTargetModules));
-  if (!targets.ok()) return InvalidArgument("argument --lora-target-modules: " + targets.status().message());
+  if (!targets.ok())
+    return InvalidArgument("argument --lora-target-modules: " + targets.status().message());
   options.load.allowed_targets = *targets;
   auto registry = std::make_unique<engine::LoraRegistry>(model, std::move(options));
   for (const std::string& text : paths) {

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
-#include <mutex>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -14,12 +14,12 @@
 #include "api/health_probe.h"
 #include "api/request_log.h"
 #include "api/response_store.h"
-#include "api/session_store.h"
 #include "api/server_context.h"
-#include "chat/completion_template.h"
+#include "api/session_store.h"
 #include "args/arg_parser.h"
 #include "args/help_text.h"
 #include "args/validate.h"
+#include "chat/completion_template.h"
 #include "chat/reasoning_parser.h"
 #include "chat/tool_call_parser.h"
 #include "common/log.h"
@@ -130,7 +130,8 @@ std::vector<std::string> Words(const radixserve::args::ServerArgs& args,
   const nlohmann::json& value = args.Get(name);
   std::vector<std::string> out;
   if (!value.is_array()) return out;
-  for (const auto& item : value) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  for (const auto& item : value)
+    out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
   return out;
 }
 
@@ -212,11 +213,10 @@ int main(int argc, char** argv) {
   if (!lora_registry.ok()) return UsageError(lora_registry.status().message());
 
   rs::ThreadPool pool(static_cast<int>(args.GetInt(key::kThreads)));
-  auto engine =
-      assets->encoder != nullptr
-          ? MakeEmbeddingEngine(args, assets->encoder, &pool)
-          : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool,
-                                     assets->draft_model);
+  auto engine = assets->encoder != nullptr
+                    ? MakeEmbeddingEngine(args, assets->encoder, &pool)
+                    : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool,
+                                               assets->draft_model);
   if (!engine.ok()) {
     // Arguments that only prove impossible against the model and the machine are still usage
     // errors (exit status 2, the message names the argument).
@@ -282,8 +282,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<rs::metrics::ServingMetrics> metrics;
   if (!Words(args, key::kTokenizerMetricsAllowedCustomerLabels).empty() &&
       args.GetString(key::kTokenizerMetricsCustomLabelsHeader).empty()) {
-    return UsageError("argument --tokenizer-metrics-allowed-customer-labels: needs "
-                      "--tokenizer-metrics-custom-labels-header (the header carrying the labels)");
+    return UsageError(
+        "argument --tokenizer-metrics-allowed-customer-labels: needs "
+        "--tokenizer-metrics-custom-labels-header (the header carrying the labels)");
   }
   if (args.GetBool(key::kEnableMetrics)) {
     auto made = MakeMetrics(args, ctx.served_model_name);
@@ -334,11 +335,11 @@ int main(int argc, char** argv) {
     return StartupError(started.message());
   }
   ShutdownSignal shutdown_signal;
-  server.HandleSignals([&shutdown_signal](int signal_number) { shutdown_signal.Notify(signal_number); });
+  server.HandleSignals(
+      [&shutdown_signal](int signal_number) { shutdown_signal.Notify(signal_number); });
 
   if (!args.GetBool(key::kSkipServerWarmup)) {
-    if (rs::Status warmed = rs::RunWarmup(ctx);
-        !warmed.ok()) {
+    if (rs::Status warmed = rs::RunWarmup(ctx); !warmed.ok()) {
       RADIX_LOG_ERROR("warmup failed: {}", warmed.message());
     }
   }

@@ -45,18 +45,19 @@ Expected<std::unique_ptr<chat::ChatTemplate>> LoadTemplate(const args::ServerArg
     fs::path candidate = fs::path(tokenizer_path) / "tokenizer_config.json";
     if (fs::exists(candidate)) config_path = candidate.string();
   }
-  if (chat_arg.empty() && config_path.empty() && !gguf_template) return std::unique_ptr<chat::ChatTemplate>();
+  if (chat_arg.empty() && config_path.empty() && !gguf_template)
+    return std::unique_ptr<chat::ChatTemplate>();
   auto loaded = chat::LoadChatTemplate(chat_arg, config_path, {}, gguf_template);
   if (!loaded.ok()) {
     // A model without a template still serves /generate and /v1/completions.
-    if (chat_arg.empty() && loaded.status().code() == StatusCode::kNotFound) return std::unique_ptr<chat::ChatTemplate>();
+    if (chat_arg.empty() && loaded.status().code() == StatusCode::kNotFound)
+      return std::unique_ptr<chat::ChatTemplate>();
     return loaded.status();
   }
   return std::make_unique<chat::ChatTemplate>(std::move(loaded).value());
 }
 
-nlohmann::json GenerationDefaults(const model::ModelConfig& config,
-                                  const args::ServerArgs& args) {
+nlohmann::json GenerationDefaults(const model::ModelConfig& config, const args::ServerArgs& args) {
   nlohmann::json generation = nlohmann::json::object();
   if (config.temperature) generation["temperature"] = *config.temperature;
   if (config.top_p) generation["top_p"] = *config.top_p;
@@ -116,9 +117,10 @@ Status LoadDraftModel(const args::ServerArgs& args, const model::ModelConfig& ta
   if (target_tokenizer != nullptr) {
     auto tokenizer = tokenizer::LoadTokenizer(options.model_path);
     if (!tokenizer.ok()) {
-      RADIX_LOG_WARN("Draft model {}: no tokenizer to compare with the target's ({}); its "
-                     "vocabulary size matches",
-                     path, tokenizer.status().message());
+      RADIX_LOG_WARN(
+          "Draft model {}: no tokenizer to compare with the target's ({}); its "
+          "vocabulary size matches",
+          path, tokenizer.status().message());
     } else {
       const size_t n = std::min((*tokenizer)->vocab_size(), target_tokenizer->vocab_size());
       for (size_t id = 0; id < n; ++id) {
@@ -155,8 +157,7 @@ model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::str
 
 Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   ModelAssets assets;
-  const model::LoadOptions options =
-      ModelLoadOptions(args, args.GetString(args::key::kModelPath));
+  const model::LoadOptions options = ModelLoadOptions(args, args.GetString(args::key::kModelPath));
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
@@ -207,8 +208,8 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   assets.facts.generation_defaults = GenerationDefaults(config, args);
   assets.facts.is_generation = assets.encoder == nullptr;
   if (assets.encoder != nullptr) {
-    assets.facts.normalized_embeddings = assets.encoder->pooling().normalize &&
-                                         assets.encoder->classifier().labels.empty();
+    assets.facts.normalized_embeddings =
+        assets.encoder->pooling().normalize && assets.encoder->classifier().labels.empty();
     assets.facts.embedding_dim = assets.encoder->embedding_dim();
     RADIX_RETURN_IF_ERROR(ReadMatryoshka(options.model_path, assets.facts));
     assets.facts.labels = assets.encoder->classifier().labels;

@@ -19,21 +19,20 @@ Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
   if (!config.ok()) return config.status();
   const auto same = [&](const model::ModelConfig& c) -> Status {
     const std::string why =
-        c.architecture != was.architecture ? "architecture " + c.architecture + " != " +
-                                                 was.architecture
-        : c.hidden_size != was.hidden_size ? fmt::format("hidden_size {} != {}", c.hidden_size,
-                                                         was.hidden_size)
+        c.architecture != was.architecture
+            ? "architecture " + c.architecture + " != " + was.architecture
+        : c.hidden_size != was.hidden_size
+            ? fmt::format("hidden_size {} != {}", c.hidden_size, was.hidden_size)
         : c.intermediate_size != was.intermediate_size
             ? fmt::format("intermediate_size {} != {}", c.intermediate_size, was.intermediate_size)
-        : c.num_layers != was.num_layers ? fmt::format("num_hidden_layers {} != {}", c.num_layers,
-                                                       was.num_layers)
+        : c.num_layers != was.num_layers
+            ? fmt::format("num_hidden_layers {} != {}", c.num_layers, was.num_layers)
         : c.num_heads != was.num_heads || c.num_kv_heads != was.num_kv_heads ||
                 c.head_dim != was.head_dim
-            ? fmt::format("attention heads {}x{} / {} kv != {}x{} / {} kv", c.num_heads,
-                          c.head_dim, c.num_kv_heads, was.num_heads, was.head_dim,
-                          was.num_kv_heads)
-        : c.vocab_size != was.vocab_size ? fmt::format("vocab_size {} != {}", c.vocab_size,
-                                                       was.vocab_size)
+            ? fmt::format("attention heads {}x{} / {} kv != {}x{} / {} kv", c.num_heads, c.head_dim,
+                          c.num_kv_heads, was.num_heads, was.head_dim, was.num_kv_heads)
+        : c.vocab_size != was.vocab_size
+            ? fmt::format("vocab_size {} != {}", c.vocab_size, was.vocab_size)
         : c.context_length != was.context_length
             ? fmt::format("context length {} != {}", c.context_length, was.context_length)
             : "";

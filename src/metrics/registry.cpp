@@ -13,8 +13,8 @@ void Registry::Reserve(const std::vector<std::string>& sample_names) {
 
 MetricFamily<Counter>& Registry::AddCounter(const std::string& name, const std::string& help,
                                             std::vector<std::string> label_names) {
-  auto family = std::make_unique<MetricFamily<Counter>>(
-      name, help, std::move(label_names), [] { return std::make_unique<Counter>(); });
+  auto family = std::make_unique<MetricFamily<Counter>>(name, help, std::move(label_names),
+                                                        [] { return std::make_unique<Counter>(); });
   std::lock_guard<std::mutex> lock(mutex_);
   Reserve({name});
   auto& ref = *family;
@@ -24,8 +24,8 @@ MetricFamily<Counter>& Registry::AddCounter(const std::string& name, const std::
 
 MetricFamily<Gauge>& Registry::AddGauge(const std::string& name, const std::string& help,
                                         std::vector<std::string> label_names) {
-  auto family = std::make_unique<MetricFamily<Gauge>>(
-      name, help, std::move(label_names), [] { return std::make_unique<Gauge>(); });
+  auto family = std::make_unique<MetricFamily<Gauge>>(name, help, std::move(label_names),
+                                                      [] { return std::make_unique<Gauge>(); });
   std::lock_guard<std::mutex> lock(mutex_);
   Reserve({name});
   auto& ref = *family;

@@ -38,10 +38,10 @@ struct RequestFamilies {
 struct FinishedRequest {
   int64_t prompt_tokens = 0;
   int64_t generation_tokens = 0;
-  int64_t cached_tokens = 0;      // prefix-cache hits of the prompt
-  double e2e_latency_s = 0;       // finish time - arrival time
-  bool has_grammar = false;       // structured output (json_schema, regex, ebnf)
-  int64_t retraction_count = 0;   // times the request was retracted
+  int64_t cached_tokens = 0;     // prefix-cache hits of the prompt
+  double e2e_latency_s = 0;      // finish time - arrival time
+  bool has_grammar = false;      // structured output (json_schema, regex, ebnf)
+  int64_t retraction_count = 0;  // times the request was retracted
 };
 
 class RequestMetrics {

@@ -7,8 +7,8 @@ namespace {
 
 // `extra_name` (may be empty) is merged into the sorted label list at its place.
 void WriteLine(std::string& out, std::string_view name, std::string_view suffix,
-               const LabelPairs& labels, std::string_view extra_name,
-               std::string_view extra_value, double value) {
+               const LabelPairs& labels, std::string_view extra_name, std::string_view extra_value,
+               double value) {
   out.append(name).append(suffix);
   if (!labels.empty() || !extra_name.empty()) {
     out += '{';

@@ -23,17 +23,17 @@ namespace radixserve::metrics {
 // A snapshot of scheduler state, the fields of SGLang's SchedulerStats that a CPU engine has.
 struct SchedulerStats {
   int64_t num_running_reqs = 0;
-  int64_t num_used_tokens = 0;          // KV slots held, locked cache included
-  double token_usage = 0;               // (max_total - available - evictable) / max_total
+  int64_t num_used_tokens = 0;  // KV slots held, locked cache included
+  double token_usage = 0;       // (max_total - available - evictable) / max_total
   double pending_prealloc_token_usage = 0;
   double swa_token_usage = 0;
   double mamba_usage = 0;
   int64_t decode_sum_seq_lens = 0;
-  double gen_throughput = 0;            // tokens/s since the previous decode log
+  double gen_throughput = 0;  // tokens/s since the previous decode log
   int64_t num_queue_reqs = 0;
   int64_t num_grammar_queue_reqs = 0;
   int64_t num_running_reqs_offline_batch = 0;
-  double cache_hit_rate = 0;            // per prefill batch: hit / (hit + new); 0 at decode logs
+  double cache_hit_rate = 0;  // per prefill batch: hit / (hit + new); 0 at decode logs
   int64_t max_total_num_tokens = 0;
   double spec_accept_length = 0;
   double spec_accept_rate = 0;
@@ -41,10 +41,10 @@ struct SchedulerStats {
   int64_t num_paused_reqs = 0;
   double utilization = 0;
   std::optional<int64_t> max_running_requests_under_slo;  // exported only when known
-  double engine_startup_time = 0;       // seconds
-  double engine_load_weights_time = 0;  // seconds
+  double engine_startup_time = 0;                         // seconds
+  double engine_load_weights_time = 0;                    // seconds
   double new_token_ratio = 0;
-  bool is_cuda_graph = false;           // always false on CPU
+  bool is_cuda_graph = false;  // always false on CPU
 };
 
 // The families behind SchedulerMetrics, registered once by ServingMetrics.

@@ -72,9 +72,9 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
   // Tokenizer side, in SGLang's registration order.
   Registry& r = registry_;
   RequestFamilies& q = request_families_;
-  q.prompt_tokens_total = &r.AddCounter("sglang:prompt_tokens_total",
-                                        "Prompt (prefill) tokens of finished requests.",
-                                        request_labels);
+  q.prompt_tokens_total =
+      &r.AddCounter("sglang:prompt_tokens_total", "Prompt (prefill) tokens of finished requests.",
+                    request_labels);
   q.generation_tokens_total = &r.AddCounter(
       "sglang:generation_tokens_total", "Generated tokens of finished requests.", request_labels);
   if (options.collect_tokens_histogram) {
@@ -82,8 +82,8 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
         &r.AddHistogram("sglang:prompt_tokens_histogram", "Distribution of prompt lengths.",
                         request_labels, prompt_bounds);
     q.generation_tokens_histogram =
-        &r.AddHistogram("sglang:generation_tokens_histogram",
-                        "Distribution of generated lengths.", request_labels, generation_bounds);
+        &r.AddHistogram("sglang:generation_tokens_histogram", "Distribution of generated lengths.",
+                        request_labels, generation_bounds);
   }
   q.cached_tokens_total = &r.AddCounter(
       "sglang:cached_tokens_total", "Prompt tokens served from the prefix cache.", request_labels);
@@ -125,8 +125,8 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
       gauge("sglang:decode_sum_seq_lens", "Sum of sequence lengths in the decode batch.");
   s.gen_throughput = gauge("sglang:gen_throughput", "Generation throughput in tokens/s.");
   s.num_queue_reqs = gauge("sglang:num_queue_reqs", "Requests in the waiting queue.");
-  s.num_grammar_queue_reqs = gauge("sglang:num_grammar_queue_reqs",
-                                   "Requests waiting for grammar compilation.");
+  s.num_grammar_queue_reqs =
+      gauge("sglang:num_grammar_queue_reqs", "Requests waiting for grammar compilation.");
   s.num_running_reqs_offline_batch = gauge("sglang:num_running_reqs_offline_batch",
                                            "Running low-priority offline batch requests.");
   s.cache_hit_rate = gauge("sglang:cache_hit_rate", "Prefix cache hit rate of the last prefill.");
@@ -139,8 +139,8 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
   s.num_retracted_reqs = gauge("sglang:num_retracted_reqs", "Requests retracted.");
   s.num_paused_reqs = gauge("sglang:num_paused_reqs", "Requests paused.");
   s.utilization = gauge("sglang:utilization", "Engine utilization.");
-  s.max_running_requests_under_slo = gauge("sglang:max_running_requests_under_SLO",
-                                           "Running-request limit that meets the SLO.");
+  s.max_running_requests_under_slo =
+      gauge("sglang:max_running_requests_under_SLO", "Running-request limit that meets the SLO.");
   s.engine_startup_time = gauge("sglang:engine_startup_time", "Engine startup seconds.");
   s.engine_load_weights_time =
       gauge("sglang:engine_load_weights_time", "Seconds spent loading weights.");
@@ -163,9 +163,9 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
                                              "Number of prefetched prompt tokens.", storage_labels);
     backuped_tokens_total_ =
         &r.AddCounter("sglang:backuped_tokens_total", "Number of backuped tokens.", storage_labels);
-    prefetch_pgs_ = &r.AddHistogram("sglang:prefetch_pgs",
-                                    "Histogram of prefetch pages of batches.", storage_labels,
-                                    StoragePagesBuckets());
+    prefetch_pgs_ =
+        &r.AddHistogram("sglang:prefetch_pgs", "Histogram of prefetch pages of batches.",
+                        storage_labels, StoragePagesBuckets());
     backup_pgs_ = &r.AddHistogram("sglang:backup_pgs", "Histogram of backup pages of batches.",
                                   storage_labels, StoragePagesBuckets());
     prefetch_bandwidth_ =

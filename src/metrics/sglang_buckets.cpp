@@ -5,22 +5,21 @@
 namespace radixserve::metrics {
 
 const std::vector<double>& DefaultTimeToFirstTokenBuckets() {
-  static const std::vector<double> kBounds = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,  4,   6,
+  static const std::vector<double> kBounds = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,
                                               8,   10,  20,  40,  60,  80, 100, 200, 400};
   return kBounds;
 }
 
 const std::vector<double>& DefaultInterTokenLatencyBuckets() {
-  static const std::vector<double> kBounds = {0.002, 0.004, 0.006, 0.008, 0.010, 0.015,
-                                              0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
-                                              0.080, 0.100, 0.200, 0.400, 0.600, 0.800,
-                                              1,     2,     4,     6,     8};
+  static const std::vector<double> kBounds = {
+      0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+      0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1,     2,     4,     6,     8};
   return kBounds;
 }
 
 const std::vector<double>& DefaultE2eRequestLatencyBuckets() {
-  static const std::vector<double> kBounds = {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,    4,
-                                              6,   8,   10,  20,  40,  60,  80,   100,
+  static const std::vector<double> kBounds = {0.1, 0.2, 0.4, 0.6,  0.8,  1,   2,  4,
+                                              6,   8,   10,  20,   40,   60,  80, 100,
                                               200, 400, 600, 1200, 1800, 2400};
   return kBounds;
 }
@@ -50,10 +49,10 @@ const std::vector<double>& DefaultRetractionsBuckets() {
 }
 
 const std::vector<double>& DefaultQueueTimeBuckets() {
-  static const std::vector<double> kBounds = {
-      0,   0.1, 0.2, 0.5, 1,   2,   3,    4,    5,    10,   15,   20,
-      30,  40,  50,  60,  70,  80,  90,   100,  200,  300,  400,  500,
-      600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000};
+  static const std::vector<double> kBounds = {0,   0.1,  0.2,  0.5,  1,    2,    3,    4,    5,
+                                              10,  15,   20,   30,   40,   50,   60,   70,   80,
+                                              90,  100,  200,  300,  400,  500,  600,  700,  800,
+                                              900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000};
   return kBounds;
 }
 

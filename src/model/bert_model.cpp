@@ -11,23 +11,21 @@
 
 namespace radixserve::model {
 
-Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config,
-                                                          PoolingConfig pooling,
+Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config, PoolingConfig pooling,
                                                           std::unique_ptr<WeightStore> weights,
                                                           ClassifierInfo classifier) {
   if (config.hidden_act != "gelu") {
     return Unsupported("BertModel: hidden_act " + config.hidden_act +
                        " is not supported (supported: gelu)");
   }
-  if (config.num_kv_heads != config.num_heads || config.head_dim * config.num_heads !=
-                                                     config.hidden_size) {
+  if (config.num_kv_heads != config.num_heads ||
+      config.head_dim * config.num_heads != config.hidden_size) {
     return InvalidArgument("BertModel: hidden_size must be num_attention_heads x head_dim");
   }
   if (config.context_length > config.max_position_embeddings) {
     return InvalidArgument("BertModel: a context length of " +
                            std::to_string(config.context_length) + " exceeds the model's " +
-                           std::to_string(config.max_position_embeddings) +
-                           " position embeddings");
+                           std::to_string(config.max_position_embeddings) + " position embeddings");
   }
   if (config.type_vocab_size <= 0) {
     return InvalidArgument("BertModel: config needs a positive type_vocab_size");
@@ -48,18 +46,18 @@ Expected<BertModel::Linear> BertModel::LoadLinear(const std::string& prefix, int
 
 Expected<BertModel::Norm> BertModel::LoadNorm(const std::string& prefix) {
   Norm n;
-  RADIX_ASSIGN_OR_RETURN(n.weight, weights_->RequireVector(prefix + ".weight", config_.hidden_size));
+  RADIX_ASSIGN_OR_RETURN(n.weight,
+                         weights_->RequireVector(prefix + ".weight", config_.hidden_size));
   RADIX_ASSIGN_OR_RETURN(n.bias, weights_->RequireVector(prefix + ".bias", config_.hidden_size));
   return n;
 }
 
 Status BertModel::Load() {
   const int64_t h = config_.hidden_size, ff = config_.intermediate_size;
-  RADIX_ASSIGN_OR_RETURN(word_, weights_->RequireMatrix("embeddings.word_embeddings.weight",
-                                                        config_.vocab_size, h));
-  RADIX_ASSIGN_OR_RETURN(position_,
-                         weights_->RequireMatrix("embeddings.position_embeddings.weight",
-                                                 config_.max_position_embeddings, h));
+  RADIX_ASSIGN_OR_RETURN(
+      word_, weights_->RequireMatrix("embeddings.word_embeddings.weight", config_.vocab_size, h));
+  RADIX_ASSIGN_OR_RETURN(position_, weights_->RequireMatrix("embeddings.position_embeddings.weight",
+                                                            config_.max_position_embeddings, h));
   RADIX_ASSIGN_OR_RETURN(token_type_,
                          weights_->RequireMatrix("embeddings.token_type_embeddings.weight",
                                                  config_.type_vocab_size, h));
@@ -79,9 +77,9 @@ Status BertModel::Load() {
   }
   if (!classifier_.labels.empty()) {
     RADIX_ASSIGN_OR_RETURN(pooler_, LoadLinear("pooler.dense", h, h));
-    RADIX_ASSIGN_OR_RETURN(classifier_head_,
-                           LoadLinear("classifier", static_cast<int64_t>(classifier_.labels.size()),
-                                      h));
+    RADIX_ASSIGN_OR_RETURN(
+        classifier_head_,
+        LoadLinear("classifier", static_cast<int64_t>(classifier_.labels.size()), h));
   }
   return Status::Ok();
 }

@@ -66,12 +66,12 @@ Status DecoderPooler::Embed(const ForwardBatch& batch, ThreadPool* pool, float* 
     int64_t start = 0;
     for (size_t s = s0; s < s1; ++s) {
       const int64_t len = batch.sequences[s].extend_len;
-      run.sequences.push_back(SequenceExtend{
-          .prefix_len = 0,
-          .extend_len = len,
-          .kv_slots = std::span<const int32_t>(slots).subspan(static_cast<size_t>(start),
-                                                              static_cast<size_t>(len)),
-          .lora = nullptr});
+      run.sequences.push_back(
+          SequenceExtend{.prefix_len = 0,
+                         .extend_len = len,
+                         .kv_slots = std::span<const int32_t>(slots).subspan(
+                             static_cast<size_t>(start), static_cast<size_t>(len)),
+                         .lora = nullptr});
       if (all_rows) {
         for (int64_t t = 0; t < len; ++t) run.logit_indices.push_back(start + t);
       } else {

@@ -54,7 +54,7 @@ class DecoderPooler final : public EncoderModel {
   std::unique_ptr<CausalLM> decoder_;
   PoolingConfig pooling_;
   std::unique_ptr<ClassifierHead> head_;
-  mutable std::mutex mu_;                      // guards kv_
+  mutable std::mutex mu_;                       // guards kv_
   mutable std::unique_ptr<KvCacheBuffers> kv_;  // scratch K/V, num_slots >= the largest batch
 };
 

@@ -8,16 +8,14 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/machine.h"
-#include "kernels/gelu_f16_table.h"
 #include "common/status.h"
-#include "model/forward_scratch.h"
+#include "kernels/gelu_f16_table.h"
 #include "model/for_rows.h"
+#include "model/forward_scratch.h"
 #include "model/paged_attention.h"
 
 namespace radixserve::model {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // Everything one Forward shares between its layers.
 struct DecoderStack::Step {
@@ -55,9 +53,10 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     const int64_t bytes = kernels::PackedBytes(table, m);
     if (bytes > 0 && packed_total + bytes > pack_budget) {
       if (!over_budget) {
-        RADIX_LOG_WARN("Weight panels reached half of the available memory ({:.1f} GB); the "
-                       "remaining matrices stay unpacked (slower matrix multiplications)",
-                       static_cast<double>(packed_total) / 1e9);
+        RADIX_LOG_WARN(
+            "Weight panels reached half of the available memory ({:.1f} GB); the "
+            "remaining matrices stay unpacked (slower matrix multiplications)",
+            static_cast<double>(packed_total) / 1e9);
       }
       over_budget = true;
       return unpacked;
@@ -213,14 +212,14 @@ Status DecoderStack::ForwardHidden(const ForwardBatch& batch, const KvCacheView&
                                    ThreadPool* pool, float* hidden) const {
   const float* final_rows = nullptr;
   RADIX_ASSIGN_OR_RETURN(final_rows, RunToFinalRows(batch, kv, pool));
-  std::memcpy(hidden, final_rows,
-              batch.logit_indices.size() * static_cast<size_t>(config_.hidden_size) * sizeof(float));
+  std::memcpy(
+      hidden, final_rows,
+      batch.logit_indices.size() * static_cast<size_t>(config_.hidden_size) * sizeof(float));
   return Status::Ok();
 }
 
 Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
-                                                    const KvCacheView& kv,
-                                                    ThreadPool* pool) const {
+                                                    const KvCacheView& kv, ThreadPool* pool) const {
   const ModelConfig& c = config_;
   RADIX_CHECK(static_cast<int64_t>(kv.k.size()) == c.num_layers &&
               static_cast<int64_t>(kv.v.size()) == c.num_layers);
@@ -342,7 +341,8 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   }
   if (step.lora) {
     ApplyLora(step, layer, h,
-              {{LoraTarget::kQ, q, q_stride}, {LoraTarget::kK, k, kv_stride},
+              {{LoraTarget::kQ, q, q_stride},
+               {LoraTarget::kK, k, kv_stride},
                {LoraTarget::kV, v, kv_stride}});
   }
   const int rope_set = layer.sliding ? 1 : 0;
@@ -454,10 +454,9 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
   }
   float* gated = ForwardScratch::Reserve(s.gated, T * I);
   // llama.cpp numerics (GGUF) evaluate GELU through its f16 table; HF checkpoints use the formula.
-  const auto gating = spec_.activation == GatedActivation::kSilu ? kt.silu_mul
-                      : act == kernels::ActivationMode::kGgmlRounded
-                          ? kernels::GeluTanhF16TableMul
-                          : kt.gelu_tanh_mul;
+  const auto gating = spec_.activation == GatedActivation::kSilu     ? kt.silu_mul
+                      : act == kernels::ActivationMode::kGgmlRounded ? kernels::GeluTanhF16TableMul
+                                                                     : kt.gelu_tanh_mul;
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t)
       gating(gate + t * gu_stride, up + t * gu_stride, gated + t * I, I);
@@ -500,13 +499,17 @@ void DecoderStack::ApplyLora(const Step& step, const Layer& layer, const float* 
   // own rows of lora_acc, added to the outputs afterwards. One hand-off for all of `outs`.
   const auto out_dim = [&](LoraTarget t) {
     switch (t) {
-      case LoraTarget::kQ: return c.num_heads * c.head_dim;
+      case LoraTarget::kQ:
+        return c.num_heads * c.head_dim;
       case LoraTarget::kK:
-      case LoraTarget::kV: return c.num_kv_heads * c.head_dim;
+      case LoraTarget::kV:
+        return c.num_kv_heads * c.head_dim;
       case LoraTarget::kGate:
-      case LoraTarget::kUp: return c.intermediate_size;
+      case LoraTarget::kUp:
+        return c.intermediate_size;
       case LoraTarget::kO:
-      case LoraTarget::kDown: break;
+      case LoraTarget::kDown:
+        break;
     }
     return c.hidden_size;
   };

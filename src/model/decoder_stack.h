@@ -59,7 +59,7 @@ struct DecoderSpec {
   bool tie_word_embeddings = false;
   GatedActivation activation = GatedActivation::kSilu;
   kernels::RopeLayout rope_layout = kernels::RopeLayout::kRotateHalf;
-  std::vector<float> inv_freq;        // RoPE frequencies (global layers)
+  std::vector<float> inv_freq;         // RoPE frequencies (global layers)
   float rope_attention_factor = 1.0f;  // multiplies cos/sin of global layers (yarn)
   // Layers marked in ModelConfig::layer_is_sliding attend within sliding_window and use
   // inv_freq_local (Gemma 3); otherwise every layer is global.
@@ -67,8 +67,8 @@ struct DecoderSpec {
   std::vector<float> inv_freq_local;
   kernels::AttentionShape attention;
   float final_logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
-  float logit_scale = 1.0f;     // logits divided by it (Granite's logits_scaling)
-  float residual_scale = 1.0f;  // attention / MLP outputs times it before the residual add
+  float logit_scale = 1.0f;          // logits divided by it (Granite's logits_scaling)
+  float residual_scale = 1.0f;       // attention / MLP outputs times it before the residual add
   // Every layer's MLP is a mixture of experts (MoeFfn, shaped by the config's num_experts...).
   bool moe = false;
 };
@@ -79,8 +79,8 @@ class DecoderStack {
   Status Load(const ModelConfig& config, DecoderSpec spec, WeightStore& weights);
 
   // `hidden` (non-null when batch.hidden_indices is not empty): see CausalLM::ForwardWithHidden.
-  Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
-                 float* logits, float* hidden = nullptr) const;
+  Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool, float* logits,
+                 float* hidden = nullptr) const;
   // See CausalLM::ForwardHidden.
   Status ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                        float* hidden) const;
@@ -101,17 +101,17 @@ class DecoderStack {
   struct Layer {
     int64_t index = 0;
     std::vector<float> attn_norm, ffn_norm, post_attn_norm, post_ffn_norm, q_norm, k_norm;
-    std::vector<float> qkv_bias;      // [q | k | v] when spec.qkv_bias
-    bool qkv_fused = false;           // then q holds the stacked [q; k; v] rows
+    std::vector<float> qkv_bias;  // [q | k | v] when spec.qkv_bias
+    bool qkv_fused = false;       // then q holds the stacked [q; k; v] rows
     // Packed for the active kernels at load (see kernels::Pack) when the model runs llama.cpp's
     // quantized numerics; otherwise they only wrap the matrices.
     kernels::PackedWeight q, k, v, o;
-    bool gate_up_fused = false;       // then gate holds the stacked [gate; up] rows
+    bool gate_up_fused = false;  // then gate holds the stacked [gate; up] rows
     kernels::PackedWeight gate, up, down;
-    std::optional<MoeFfn> moe;        // replaces gate/up/down when spec.moe
-    bool sliding = false;             // local RoPE frequencies
-    bool rope = true;                 // false: a NoPE layer (SmolLM3)
-    int64_t sliding_window = 0;       // 0: unlimited
+    std::optional<MoeFfn> moe;   // replaces gate/up/down when spec.moe
+    bool sliding = false;        // local RoPE frequencies
+    bool rope = true;            // false: a NoPE layer (SmolLM3)
+    int64_t sliding_window = 0;  // 0: unlimited
   };
   struct Step;
   // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
@@ -121,8 +121,7 @@ class DecoderStack {
   // returned [logit_indices.size(), hidden] rows live in the calling thread's ForwardScratch.
   Expected<const float*> RunToFinalRows(const ForwardBatch& batch, const KvCacheView& kv,
                                         ThreadPool* pool) const;
-  void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,
-                LayerCache v_cache) const;
+  void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache, LayerCache v_cache) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;
   // One LoRA output: rows t of `target`'s projection at y + t * stride.

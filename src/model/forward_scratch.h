@@ -21,22 +21,22 @@ struct ForwardScratch {
   std::vector<float> k, v;     // [T, kv] when Q/K/V are not fused
   std::vector<float> q_split;  // [T, q], fused Q/K/V of a multi-token step, split for attention
   std::vector<float> k_split, v_split;
-  std::vector<float> attn;      // [T, q]
-  std::vector<float> gate_up;   // [T, 2 * intermediate] (fused) or gate alone
-  std::vector<float> up;        // [T, intermediate] when gate/up are not fused
-  std::vector<float> gated;     // [T, intermediate]
+  std::vector<float> attn;                      // [T, q]
+  std::vector<float> gate_up;                   // [T, 2 * intermediate] (fused) or gate alone
+  std::vector<float> up;                        // [T, intermediate] when gate/up are not fused
+  std::vector<float> gated;                     // [T, intermediate]
   std::vector<float> rope_cos[2], rope_sin[2];  // [T, rotary_dim / 2] per rope frequency set
   std::vector<float> final_rows;                // [logit rows, hidden]
   // Mixture-of-experts FFN (moe_ffn.h); (token, k) pairs grouped by expert.
-  std::vector<float> moe_router;    // [T, experts] router logits, then probabilities
-  std::vector<float> moe_weight;    // [T, top_k]
-  std::vector<float> moe_in;        // [T * top_k, hidden] token rows grouped by expert
+  std::vector<float> moe_router;        // [T, experts] router logits, then probabilities
+  std::vector<float> moe_weight;        // [T, top_k]
+  std::vector<float> moe_in;            // [T * top_k, hidden] token rows grouped by expert
   std::vector<float> moe_gate, moe_up;  // [T * top_k, moe_intermediate]
-  std::vector<float> moe_out;       // [T * top_k, hidden]
-  std::vector<int32_t> moe_choice;  // [T, top_k] expert ids
-  std::vector<int32_t> moe_row_of;  // [T, top_k] row in the grouped buffers
-  std::vector<int32_t> moe_start;   // [experts + 1] first grouped row of each expert
-  std::vector<int32_t> moe_next;    // [experts] fill cursor
+  std::vector<float> moe_out;           // [T * top_k, hidden]
+  std::vector<int32_t> moe_choice;      // [T, top_k] expert ids
+  std::vector<int32_t> moe_row_of;      // [T, top_k] row in the grouped buffers
+  std::vector<int32_t> moe_start;       // [experts + 1] first grouped row of each expert
+  std::vector<int32_t> moe_next;        // [experts] fill cursor
   // LoRA (lora_adapter.h): the token rows of sequences with an adapter, grouped by adapter, and
   // each one's adapter.
   std::vector<int32_t> lora_rows;

@@ -36,8 +36,7 @@ Status Gemma3Model::Load() {
   spec.inv_freq = kernels::RopeInvFreq(c.rope_theta, rot, c.rope_scaling);
   spec.rope_attention_factor = static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling));
   spec.sliding_window_layers = true;
-  spec.inv_freq_local =
-      gemma2_ ? spec.inv_freq : kernels::RopeInvFreq(c.rope_local_theta, rot, {});
+  spec.inv_freq_local = gemma2_ ? spec.inv_freq : kernels::RopeInvFreq(c.rope_local_theta, rot, {});
   const double scalar =
       c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
   spec.attention = {static_cast<int>(c.num_heads), static_cast<int>(c.num_kv_heads),

@@ -28,8 +28,9 @@ Status LlamaModel::Load() {
   }
   if (variant_.post_norms_only && c.sliding_window > 0) {
     // OLMo 3 (written as olmo2 GGUF files) interleaves sliding-window layers.
-    return Unsupported(c.architecture + ": sliding-window attention layers (OLMo 3) are not "
-                                        "supported");
+    return Unsupported(c.architecture +
+                       ": sliding-window attention layers (OLMo 3) are not "
+                       "supported");
   }
   WeightStore& w = *weights_;
   std::vector<float> freq_factors;
@@ -38,8 +39,8 @@ Status LlamaModel::Load() {
   }
   // LongRoPE: the long factors when the context exceeds the original one (llama.cpp's rule at
   // its default context), from the config (HF) or the file's tensors (GGUF).
-  const bool long_rope = c.rope_original_max_position > 0 &&
-                         c.context_length > c.rope_original_max_position;
+  const bool long_rope =
+      c.rope_original_max_position > 0 && c.context_length > c.rope_original_max_position;
   if (!c.rope_long_factor.empty()) {
     freq_factors = long_rope ? c.rope_long_factor : c.rope_short_factor;
   } else if (w.Find("rope_factors_long.weight") != nullptr) {
@@ -57,14 +58,12 @@ Status LlamaModel::Load() {
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();
-  spec.inv_freq = kernels::RopeInvFreq(c.rope_theta, static_cast<int>(c.rotary_dim),
-                                       c.rope_scaling,
+  spec.inv_freq = kernels::RopeInvFreq(c.rope_theta, static_cast<int>(c.rotary_dim), c.rope_scaling,
                                        freq_factors.empty() ? nullptr : freq_factors.data());
-  spec.rope_attention_factor = static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling) *
-                                                  c.rope_factor_attention);
-  const float scale = c.attention_multiplier > 0
-                          ? static_cast<float>(c.attention_multiplier)
-                          : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  spec.rope_attention_factor =
+      static_cast<float>(kernels::RopeAttentionFactor(c.rope_scaling) * c.rope_factor_attention);
+  const float scale = c.attention_multiplier > 0 ? static_cast<float>(c.attention_multiplier)
+                                                 : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   spec.attention = {static_cast<int>(c.num_heads), static_cast<int>(c.num_kv_heads),
                     static_cast<int>(c.head_dim), scale, 0.0f};
   // Granite's scalings (1 elsewhere).
@@ -80,7 +79,7 @@ Status LlamaModel::Forward(const ForwardBatch& batch, const KvCacheView& kv, Thr
 }
 
 Expected<CausalLM::WeightRows> LlamaModel::ReadWeight(const std::string& hf_name,
-                                                    int64_t max_rows) const {
+                                                      int64_t max_rows) const {
   std::string name = hf_name;
   if (name == "lm_head.weight" && weights_->Find("output.weight") == nullptr &&
       config_.tie_word_embeddings) {

@@ -16,9 +16,9 @@
 namespace radixserve::model {
 
 struct LlamaVariant {
-  bool qkv_bias = false;  // Qwen2
-  bool qk_norm = false;   // Qwen3
-  bool moe = false;       // mixture-of-experts MLP in every layer (moe_ffn.h)
+  bool qkv_bias = false;      // Qwen2
+  bool qk_norm = false;       // Qwen3
+  bool moe = false;           // mixture-of-experts MLP in every layer (moe_ffn.h)
   bool qk_norm_full = false;  // OLMoE: QK-norm over the whole Q and K projections
   // OLMo 2: no input norms; RMSNorm on the attention's and the MLP's outputs instead.
   bool post_norms_only = false;

@@ -118,17 +118,20 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     auto it = cfg.find(key);
     return it != cfg.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>()) &&
            !((it->is_array() || it->is_object()) && it->empty()) &&
-           !(it->is_string() && (it->get<std::string>() == "none" || it->get<std::string>().empty()));
+           !(it->is_string() &&
+             (it->get<std::string>() == "none" || it->get<std::string>().empty()));
   };
   if (cfg.contains("peft_type") && cfg["peft_type"] != "LORA") {
     return refuse("peft_type " + cfg["peft_type"].dump() + " is not LORA");
   }
   if (truthy("modules_to_save")) {
-    return refuse("modules_to_save (fully trained extra modules) is not supported; only LoRA "
-                  "matrices on q/k/v/o/gate/up/down projections are");
+    return refuse(
+        "modules_to_save (fully trained extra modules) is not supported; only LoRA "
+        "matrices on q/k/v/o/gate/up/down projections are");
   }
   if (truthy("use_dora")) return refuse("DoRA adapters (use_dora) are not supported");
-  if (truthy("bias")) return refuse("adapters that train biases (bias != \"none\") are not supported");
+  if (truthy("bias"))
+    return refuse("adapters that train biases (bias != \"none\") are not supported");
   if (truthy("lora_bias")) return refuse("lora_bias is not supported");
   if (truthy("fan_in_fan_out")) return refuse("fan_in_fan_out adapters are not supported");
   if (truthy("rank_pattern") || truthy("alpha_pattern")) {
@@ -151,7 +154,8 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
   std::error_code ec;
   if (!fs::exists(weights_path, ec)) {
     if (fs::exists(fs::path(dir) / "adapter_model.bin", ec)) {
-      return InvalidArgument(dir + ": adapter_model.bin (a pickle) is not supported; save the "
+      return InvalidArgument(dir +
+                             ": adapter_model.bin (a pickle) is not supported; save the "
                              "adapter with safe_serialization=True (adapter_model.safetensors)");
     }
     return NotFound(weights_path.string() + ": no such file");
@@ -219,8 +223,8 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
   }
   for (const auto& [key, ab] : pairs) {
     const auto [layer, target] = key;
-    const std::string where = "layer " + std::to_string(layer) + " " +
-                              LoraTargetName(static_cast<LoraTarget>(target));
+    const std::string where =
+        "layer " + std::to_string(layer) + " " + LoraTargetName(static_cast<LoraTarget>(target));
     if (ab.first == nullptr || ab.second == nullptr) {
       return InvalidArgument(fname + ": " + where + " has lora_" + (ab.first ? "A" : "B") +
                              " but no lora_" + (ab.first ? "B" : "A"));
@@ -229,8 +233,8 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     const SafetensorsTensor& b = *ab.second;
     if (a.shape[0] != r || b.shape[1] != r) {
       return InvalidArgument(fname + ": " + where + " has rank " + std::to_string(a.shape[0]) +
-                             "/" + std::to_string(b.shape[1]) + " but adapter_config.json says r=" +
-                             std::to_string(r));
+                             "/" + std::to_string(b.shape[1]) +
+                             " but adapter_config.json says r=" + std::to_string(r));
     }
     LoraWeights w;
     w.rank = r;
@@ -256,7 +260,8 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
   RADIX_ASSIGN_OR_RETURN(type, gguf.GetString("general.type"));
   RADIX_ASSIGN_OR_RETURN(adapter_type, gguf.GetString("adapter.type"));
   if (type.value_or("") != "adapter" || adapter_type.value_or("") != "lora") {
-    return InvalidArgument(path + ": not a GGUF LoRA adapter (general.type must be \"adapter\" "
+    return InvalidArgument(path +
+                           ": not a GGUF LoRA adapter (general.type must be \"adapter\" "
                            "and adapter.type \"lora\", as llama.cpp's convert_lora_to_gguf.py "
                            "writes them)");
   }
@@ -287,14 +292,15 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
                              std::to_string(layer) + " but the model has " +
                              std::to_string(config.num_layers));
     }
-    if (t.shape.size() != 2) return InvalidArgument(path + ": tensor '" + t.name + "' is not a matrix");
+    if (t.shape.size() != 2)
+      return InvalidArgument(path + ": tensor '" + t.name + "' is not a matrix");
     auto& slot = pairs[{layer, static_cast<int>(*target)}];
     (is_a ? slot.first : slot.second) = &t;
   }
   for (const auto& [key, ab] : pairs) {
     const auto [layer, target] = key;
-    const std::string where = "layer " + std::to_string(layer) + " " +
-                              kGgufNames[static_cast<size_t>(target)];
+    const std::string where =
+        "layer " + std::to_string(layer) + " " + kGgufNames[static_cast<size_t>(target)];
     if (ab.first == nullptr || ab.second == nullptr) {
       return InvalidArgument(path + ": " + where + " has lora_" + (ab.first ? "a" : "b") +
                              " but no lora_" + (ab.first ? "b" : "a"));
@@ -313,19 +319,19 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
     w.a = ToFloat(a.format, w.rank, w.in, a.data);
     RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
-                                ToFloat(b.format, w.out, w.rank, b.data), config, options,
-                                layout));
+                                ToFloat(b.format, w.out, w.rank, b.data), config, options, layout));
   }
   return Status::Ok();
 }
 
-Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget target,
-                          LoraWeights w, std::vector<float> b, const ModelConfig& c,
+Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget target, LoraWeights w,
+                          std::vector<float> b, const ModelConfig& c,
                           const LoraLoadOptions& options, kernels::RopeLayout adapter_layout) {
   const std::string where =
       file + ": layer " + std::to_string(layer) + " " + LoraTargetName(target);
   if (options.moe && target >= LoraTarget::kGate) {
-    return InvalidArgument(where + ": the base model's MLPs are mixtures of experts; LoRA on "
+    return InvalidArgument(where +
+                           ": the base model's MLPs are mixtures of experts; LoRA on "
                            "them is not supported (adapt q/k/v/o only)");
   }
   if (!options.allowed_targets.empty() &&
@@ -341,13 +347,23 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
   const int64_t q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
   int64_t in = c.hidden_size, out = c.hidden_size;
   switch (target) {
-    case LoraTarget::kQ: out = q_dim; break;
+    case LoraTarget::kQ:
+      out = q_dim;
+      break;
     case LoraTarget::kK:
-    case LoraTarget::kV: out = kv_dim; break;
-    case LoraTarget::kO: in = q_dim; break;
+    case LoraTarget::kV:
+      out = kv_dim;
+      break;
+    case LoraTarget::kO:
+      in = q_dim;
+      break;
     case LoraTarget::kGate:
-    case LoraTarget::kUp: out = c.intermediate_size; break;
-    case LoraTarget::kDown: in = c.intermediate_size; break;
+    case LoraTarget::kUp:
+      out = c.intermediate_size;
+      break;
+    case LoraTarget::kDown:
+      in = c.intermediate_size;
+      break;
   }
   if (w.in != in || w.out != out) {
     return InvalidArgument(where + ": shape A [" + std::to_string(w.rank) + ", " +

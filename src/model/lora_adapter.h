@@ -42,15 +42,15 @@ std::optional<LoraTarget> LoraTargetFromName(const std::string& name);
 struct LoraWeights {
   int64_t rank = 0;
   int64_t in = 0, out = 0;
-  float scale = 1.0f;    // multiplies B (A x)
+  float scale = 1.0f;      // multiplies B (A x)
   std::vector<float> a;    // [rank, in]
   std::vector<float> b_t;  // B transposed: [rank, out] (each rank's output column, contiguous)
 };
 
 struct LoraLoadOptions {
   kernels::RopeLayout base_rope_layout = kernels::RopeLayout::kRotateHalf;
-  bool moe = false;        // the base model's MLPs are mixtures of experts (no MLP targets)
-  int64_t max_rank = 0;    // > 0: refuse adapters of a larger rank (--max-lora-rank)
+  bool moe = false;      // the base model's MLPs are mixtures of experts (no MLP targets)
+  int64_t max_rank = 0;  // > 0: refuse adapters of a larger rank (--max-lora-rank)
   // Non-empty: refuse adapters touching other targets (--lora-target-modules).
   std::vector<LoraTarget> allowed_targets;
 };

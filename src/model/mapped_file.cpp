@@ -17,7 +17,7 @@ Expected<MappedFile> MappedFile::Open(const std::string& path, bool use_mmap) {
     if (err == ENOENT) return NotFound(path + ": no such file");
     return InvalidArgument(path + ": cannot open: " + std::strerror(err));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return InvalidArgument(path + ": not a regular file");

@@ -72,8 +72,10 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
       s.factor = static_cast<double>(c->context_length) /
                  static_cast<double>(std::max<int64_t>(s.original_max_position, 1));
     }
-    for (auto [key, field] : {std::pair{"beta_fast", &s.beta_fast}, {"beta_slow", &s.beta_slow},
-                              {"mscale", &s.mscale}, {"mscale_all_dim", &s.mscale_all_dim},
+    for (auto [key, field] : {std::pair{"beta_fast", &s.beta_fast},
+                              {"beta_slow", &s.beta_slow},
+                              {"mscale", &s.mscale},
+                              {"mscale_all_dim", &s.mscale_all_dim},
                               {"attention_factor", &s.attention_factor}}) {
       RADIX_RETURN_IF_ERROR(ReadNumber(*it, key, field, source));
     }
@@ -113,15 +115,14 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
       return InvalidArgument(source + ": original_max_position_embeddings must be positive");
     }
     // transformers' rule: sqrt(1 + ln(factor) / ln(original)) for a context factor > 1.
-    const double factor = static_cast<double>(c->context_length) /
-                          static_cast<double>(c->rope_original_max_position);
+    const double factor =
+        static_cast<double>(c->context_length) / static_cast<double>(c->rope_original_max_position);
     c->rope_factor_attention =
-        factor <= 1.0 ? 1.0
-                      : std::sqrt(1.0 + std::log(factor) /
-                                            std::log(static_cast<double>(
-                                                c->rope_original_max_position)));
-    RADIX_RETURN_IF_ERROR(
-        ReadNumber(*it, "attention_factor", &c->rope_factor_attention, source));
+        factor <= 1.0
+            ? 1.0
+            : std::sqrt(1.0 + std::log(factor) /
+                                  std::log(static_cast<double>(c->rope_original_max_position)));
+    RADIX_RETURN_IF_ERROR(ReadNumber(*it, "attention_factor", &c->rope_factor_attention, source));
     s.type = kernels::RopeScalingType::kNone;
     s.factor = 1.0;
   } else {
@@ -147,8 +148,7 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
   if (c->moe_intermediate_size == 0) c->moe_intermediate_size = c->intermediate_size;
   if (c->intermediate_size == 0) c->intermediate_size = c->moe_intermediate_size;
   // Mixtral always renormalizes (its config has no switch); Qwen-MoE configs say.
-  c->norm_topk_prob =
-      cfg.value("norm_topk_prob", c->architecture == "MixtralForCausalLM");
+  c->norm_topk_prob = cfg.value("norm_topk_prob", c->architecture == "MixtralForCausalLM");
   if (c->num_experts_per_tok <= 0 || c->num_experts_per_tok > c->num_experts) {
     return InvalidArgument(source + ": num_experts_per_tok must be in [1, num_experts]");
   }
@@ -279,8 +279,8 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
     RADIX_RETURN_IF_ERROR(
         ReadNumber(cfg, "rope_factors_attention", &c.rope_factor_attention, source));
     c.rope_original_max_position = c.context_length;
-    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "original_max_position_embeddings",
-                                     &c.rope_original_max_position, source));
+    RADIX_RETURN_IF_ERROR(
+        ReadNumber(cfg, "original_max_position_embeddings", &c.rope_original_max_position, source));
   }
   if (cfg.contains("no_rope_layers") && cfg["no_rope_layers"].is_array()) {
     const json& flags = cfg["no_rope_layers"];

@@ -246,8 +246,8 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   // An embedder or classifier checkpoint runs the decoder of its causal-LM relative.
   const std::string arch =
       config.hidden_states_only ? PoolingDecoderBase(config.architecture) : config.architecture;
-  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" ||
-      arch == "GraniteForCausalLM" || arch == "SmolLM3ForCausalLM") {
+  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "GraniteForCausalLM" ||
+      arch == "SmolLM3ForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights), {});
   }
   if (arch == "Qwen2ForCausalLM") {
@@ -269,10 +269,9 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
                               LlamaVariant{.gate_up_in_up = true});
   }
   if (arch == "Olmo2ForCausalLM") {
-    return LlamaModel::Create(std::move(config), std::move(weights),
-                              LlamaVariant{.qk_norm = true,
-                                           .qk_norm_full = true,
-                                           .post_norms_only = true});
+    return LlamaModel::Create(
+        std::move(config), std::move(weights),
+        LlamaVariant{.qk_norm = true, .qk_norm_full = true, .post_norms_only = true});
   }
   if (arch == "Qwen2MoeForCausalLM") {
     return LlamaModel::Create(std::move(config), std::move(weights),
@@ -431,9 +430,10 @@ Expected<LoadedDecoder> LoadDecoder(const LoadOptions& options, bool hidden_stat
   progress.Finish();
   store->set_progress(nullptr);
   if (DtypeFormat(options.dtype) && options.load_format != "dummy") {
-    RADIX_LOG_INFO("--dtype {}: {} weight matrices converted; {} block-quantized matrices keep "
-                   "their format (--dtype only affects unquantized tensors)",
-                   options.dtype, store->converted_matrices(), store->kept_quantized_matrices());
+    RADIX_LOG_INFO(
+        "--dtype {}: {} weight matrices converted; {} block-quantized matrices keep "
+        "their format (--dtype only affects unquantized tensors)",
+        options.dtype, store->converted_matrices(), store->kept_quantized_matrices());
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -456,7 +456,8 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options) {
 }
 
 bool IsClassifierArchitecture(std::string_view architecture) {
-  return EndsWith(architecture, "ForSequenceClassification") && !IsEncoderArchitecture(architecture);
+  return EndsWith(architecture, "ForSequenceClassification") &&
+         !IsEncoderArchitecture(architecture);
 }
 
 bool IsPoolingDecoderArchitecture(std::string_view architecture) {
@@ -475,8 +476,8 @@ Expected<std::unique_ptr<EncoderModel>> LoadPoolingDecoder(const LoadOptions& op
     RADIX_ASSIGN_OR_RETURN(head->info, ReadClassifierInfo(loaded.config_json, options.model_path));
     const auto n = static_cast<int64_t>(head->info.labels.size());
     kernels::WeightMatrix weight;
-    RADIX_ASSIGN_OR_RETURN(weight, loaded.store->RequireMatrix("cls_score.weight", n,
-                                                               c.hidden_size));
+    RADIX_ASSIGN_OR_RETURN(weight,
+                           loaded.store->RequireMatrix("cls_score.weight", n, c.hidden_size));
     head->weight.resize(static_cast<size_t>(n * c.hidden_size));
     for (int64_t k = 0; k < n; ++k) {
       kernels::DequantizeRow(weight, k, head->weight.data() + k * c.hidden_size);

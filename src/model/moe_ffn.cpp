@@ -57,9 +57,8 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   return Status::Ok();
 }
 
-void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h,
-                     int64_t T, kernels::ActivationMode mode, ForwardScratch& s,
-                     float* out) const {
+void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t T,
+                     kernels::ActivationMode mode, ForwardScratch& s, float* out) const {
   const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
   const int64_t S = shared_inter_;
   // Router probabilities, then (with a shared expert) each token's shared-expert scale.

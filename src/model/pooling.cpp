@@ -98,16 +98,14 @@ Expected<PoolingConfig> LoadPoolingConfig(const std::string& folder, PoolingConf
     const std::string path = module.value("path", std::string());
     // The class name decides: sentence-transformers moved its modules between packages
     // (sentence_transformers.models.Pooling, ...sentence_transformer.modules.pooling.Pooling).
-    const std::string kind = type.rfind("sentence_transformers.", 0) == 0
-                                 ? type.substr(type.rfind('.') + 1)
-                                 : type;
+    const std::string kind =
+        type.rfind("sentence_transformers.", 0) == 0 ? type.substr(type.rfind('.') + 1) : type;
     if (kind == "Transformer") continue;
     if (kind == "Pooling") {
       if (path.empty() || path.find("..") != std::string::npos) {
         return DataLoss(modules_path.string() + ": the Pooling module needs a folder path");
       }
-      RADIX_ASSIGN_OR_RETURN(config.mode,
-                             ReadPoolingMode(fs::path(folder) / path / "config.json"));
+      RADIX_ASSIGN_OR_RETURN(config.mode, ReadPoolingMode(fs::path(folder) / path / "config.json"));
       has_pooling = true;
     } else if (kind == "Normalize") {
       config.normalize = true;

@@ -16,8 +16,8 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the format's own limit
 // Bytes per element of a valid safetensors dtype radixserve does not load; 0 for any other name.
 int64_t UnloadableDtypeBytes(const std::string& d) {
   static const std::pair<const char*, int64_t> kOther[] = {
-      {"F64", 8}, {"I64", 8}, {"U64", 8},  {"I32", 4},     {"U32", 4},     {"I16", 2},
-      {"U16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1},    {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"I64", 8}, {"U64", 8}, {"I32", 4},  {"U32", 4},     {"I16", 2},
+      {"U16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   for (auto [name, bytes] : kOther) {
     if (d == name) return bytes;
   }

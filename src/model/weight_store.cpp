@@ -79,8 +79,8 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"mlp.down_proj", "ffn_down"},
       {"pre_feedforward_layernorm", "ffn_norm"},
       {"post_feedforward_layernorm", "post_ffw_norm"},
-      {"mlp.gate", "ffn_gate_inp"},  // MoE router
-      {"block_sparse_moe.gate", "ffn_gate_inp"},  // Mixtral's router
+      {"mlp.gate", "ffn_gate_inp"},                       // MoE router
+      {"block_sparse_moe.gate", "ffn_gate_inp"},          // Mixtral's router
       {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},  // Qwen2-MoE's shared expert
       {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
       {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
@@ -220,8 +220,8 @@ Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& na
 }
 
 Expected<kernels::WeightMatrix> WeightStore::StoredMatrix(const std::string& name,
-                                                          const WeightTensor& t,
-                                                          int64_t rows, int64_t cols) {
+                                                          const WeightTensor& t, int64_t rows,
+                                                          int64_t cols) {
   const kernels::WeightMatrix stored{t.format, rows, cols, t.data};
   if (!matrix_storage_ || dummy_) return stored;
   if (auto it = converted_.find(name); it != converted_.end()) return it->second;

@@ -17,11 +17,11 @@ constexpr int kUnbounded = -1;
 struct Node {
   enum class Kind { kLiteral, kClass, kAny, kRef, kSequence, kAlternatives, kRepeat };
   Kind kind = Kind::kSequence;
-  std::u32string text;                              // kLiteral
-  bool negated = false;                             // kClass
+  std::u32string text;                                // kLiteral
+  bool negated = false;                               // kClass
   std::vector<std::pair<char32_t, char32_t>> ranges;  // kClass, inclusive
-  std::string name;                                 // kRef
-  std::vector<Node> children;  // kSequence, kAlternatives; kRepeat: exactly one
+  std::string name;                                   // kRef
+  std::vector<Node> children;     // kSequence, kAlternatives; kRepeat: exactly one
   int min = 0, max = kUnbounded;  // kRepeat
 };
 
@@ -254,15 +254,30 @@ class Parser {
     if (AtEnd()) return Error("incomplete escape");
     const char c = text_[pos_++];
     switch (c) {
-      case 'n': return U'\n';
-      case 'r': return U'\r';
-      case 't': return U'\t';
-      case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/':
+      case 'n':
+        return U'\n';
+      case 'r':
+        return U'\r';
+      case 't':
+        return U'\t';
+      case '\\':
+      case '"':
+      case '\'':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
+      case '/':
         return static_cast<char32_t>(c);
-      case 'x': return ParseHex(2);
-      case 'u': return ParseHex(4);
-      case 'U': return ParseHex(8);
-      default: --pos_; return Error(std::string("unknown escape '\\") + c + "'");
+      case 'x':
+        return ParseHex(2);
+      case 'u':
+        return ParseHex(4);
+      case 'U':
+        return ParseHex(8);
+      default:
+        --pos_;
+        return Error(std::string("unknown escape '\\") + c + "'");
     }
   }
 
@@ -362,10 +377,14 @@ class Emitter {
 
   std::string Emit(const Node& node) const {
     switch (node.kind) {
-      case Node::Kind::kLiteral: return LarkString(node.text);
-      case Node::Kind::kClass: return LarkClass(node);
-      case Node::Kind::kAny: return "/(?s:.)/";
-      case Node::Kind::kRef: return names_.at(node.name);
+      case Node::Kind::kLiteral:
+        return LarkString(node.text);
+      case Node::Kind::kClass:
+        return LarkClass(node);
+      case Node::Kind::kAny:
+        return "/(?s:.)/";
+      case Node::Kind::kRef:
+        return names_.at(node.name);
       case Node::Kind::kSequence: {
         if (node.children.empty()) return "\"\"";
         std::string out;

@@ -10,11 +10,16 @@ namespace radixserve::sampling {
 
 std::string_view GrammarKindName(GrammarKind kind) {
   switch (kind) {
-    case GrammarKind::kJsonSchema: return "json_schema";
-    case GrammarKind::kRegex: return "regex";
-    case GrammarKind::kEbnf: return "ebnf";
-    case GrammarKind::kStructuralTag: return "structural_tag";
-    case GrammarKind::kLark: return "lark";
+    case GrammarKind::kJsonSchema:
+      return "json_schema";
+    case GrammarKind::kRegex:
+      return "regex";
+    case GrammarKind::kEbnf:
+      return "ebnf";
+    case GrammarKind::kStructuralTag:
+      return "structural_tag";
+    case GrammarKind::kLark:
+      return "lark";
   }
   return "grammar";
 }
@@ -73,8 +78,8 @@ Expected<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
     llg_free_matcher(matcher);
     return error;
   }
-  return std::shared_ptr<const CompiledGrammar>(std::make_shared<CompiledGrammar>(
-      matcher, tokenizer_.bitmask_words(), std::move(source)));
+  return std::shared_ptr<const CompiledGrammar>(
+      std::make_shared<CompiledGrammar>(matcher, tokenizer_.bitmask_words(), std::move(source)));
 }
 
 }  // namespace radixserve::sampling

@@ -45,8 +45,7 @@ struct GrammarSpec {
 // cannot spend its budget on whitespace: llguidance's own default and xgrammar's any_whitespace
 // allow unbounded runs (xgrammar bounds them only with max_whitespace_cnt), and small models take
 // them (stories260K fills 64 tokens with newlines inside a two-key object).
-inline constexpr const char* kDefaultJsonWhitespacePattern =
-    "(?:\\r?\\n[ \\t]{0,20}|[ \\t]{1,4})";
+inline constexpr const char* kDefaultJsonWhitespacePattern = "(?:\\r?\\n[ \\t]{0,20}|[ \\t]{1,4})";
 
 struct GrammarCompilerOptions {
   // false: --constrained-json-disable-any-whitespace (compact JSON, no whitespace between tokens).

@@ -22,15 +22,17 @@
 //     Prefill/extend rows sample too: fill the mask before their first token the same way.
 //   * After sampling token t for the row: AcceptToken(t) (a few us). It fails only if t was not
 //     allowed (e.g. min_new_tokens masked EOS while the grammar allowed nothing else, so every
-//     logit was -inf): finish the request with an error event (an abort with status 400). Then, between the max_new_tokens
-//     check and the EOS / stop-token check (finish_check.h), IsTerminated() finishes the request
-//     with a stop reason, as SGLang's Req.check_finished does with grammar.is_terminated().
-//     A sampled EOS is accepted like any token (allowed only while accepting).
+//     logit was -inf): finish the request with an error event (an abort with status 400). Then,
+//     between the max_new_tokens check and the EOS / stop-token check (finish_check.h),
+//     IsTerminated() finishes the request with a stop reason, as SGLang's Req.check_finished does
+//     with grammar.is_terminated(). A sampled EOS is accepted like any token (allowed only while
+//     accepting).
 //   * Jump-forward (later): after AcceptToken, ForcedTokens() lists tokens the grammar forces;
 //     AcceptTokens(forced) and append them to the sequence without sampling.
 //   * Retraction keeps the matcher (it is CPU state of the request, not KV); SequenceGrammar
-//     still checks it against the sequence's output ids before each mask and replays on drift. Dropping accepted
-//     tokens (speculative decoding rejections) uses Rollback(n); Reset() returns to the start.
+//     still checks it against the sequence's output ids before each mask and replays on drift.
+//     Dropping accepted tokens (speculative decoding rejections) uses Rollback(n); Reset() returns
+//     to the start.
 //   * Cost, one core, SmolLM2's 49,152-token vocabulary (bench/cpp/grammar_mask_bench.cpp, on a
 //     shared, loaded machine): JSON schema, a schema-valid document fed token by token:
 //     FillNextTokenBitmask p50 19 us, mean 64 us, p99 0.45 ms, max 5 ms; AcceptToken p50 2 us,

@@ -7,8 +7,7 @@
 
 namespace radixserve::sampling {
 
-Expected<std::unique_ptr<GrammarTokenizer>> GrammarTokenizer::Create(
-    GrammarVocabulary vocabulary) {
+Expected<std::unique_ptr<GrammarTokenizer>> GrammarTokenizer::Create(GrammarVocabulary vocabulary) {
   const size_t n = vocabulary.token_bytes.size();
   if (n == 0 || n > 0x7fffffff) return InvalidArgument("grammar vocabulary: bad vocabulary size");
   if (vocabulary.eos_ids.empty()) return InvalidArgument("grammar vocabulary: no eos token");
@@ -59,8 +58,8 @@ Expected<std::unique_ptr<GrammarTokenizer>> GrammarTokenizer::Create(
 
 GrammarTokenizer::~GrammarTokenizer() { llg_free_tokenizer(handle_); }
 
-size_t GrammarTokenizer::Tokenize(const void* self, const uint8_t* bytes, size_t len,
-                                  uint32_t* out, size_t out_len) {
+size_t GrammarTokenizer::Tokenize(const void* self, const uint8_t* bytes, size_t len, uint32_t* out,
+                                  size_t out_len) {
   const auto& tokenizer = *static_cast<const GrammarTokenizer*>(self);
   const std::vector<int32_t> ids =
       tokenizer.tokenize_(std::string_view(reinterpret_cast<const char*>(bytes), len));

@@ -10,7 +10,8 @@
 //     order, with the row's uniform u = RequestRng(seed).Uniform(step): the first kept token
 //     whose cumulative mass exceeds u * kept_mass. The result depends only on (logits, params,
 //     seed, step), never on the batch.
-//   * logprobs (and the entropy, when asked) are taken from p, i.e. AFTER temperature and BEFORE top-k/top-p/min-p truncation
+//   * logprobs (and the entropy, when asked) are taken from p, i.e. AFTER temperature and BEFORE
+//   top-k/top-p/min-p truncation
 //     (SGLang's default). Greedy requests (temperature < 1e-6) have T = 1, so theirs are
 //     log_softmax(processed logits); a top_k = 1 request with T != 1 uses its T whatever the
 //     batch (SGLang would drop T when the whole batch is greedy). -inf (masked) becomes the

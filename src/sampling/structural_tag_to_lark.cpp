@@ -69,8 +69,8 @@ Expected<std::string> ConvertStructuralTagToLark(std::string_view structural_tag
 
   std::vector<std::vector<Structure>> by_trigger(trigger_texts.size());
   for (const auto& s : *structures) {
-    if (!s.is_object() || !s.contains("begin") || !s["begin"].is_string() ||
-        !s.contains("end") || !s["end"].is_string() || !s.contains("schema")) {
+    if (!s.is_object() || !s.contains("begin") || !s["begin"].is_string() || !s.contains("end") ||
+        !s["end"].is_string() || !s.contains("schema")) {
       return Invalid("each structure needs string \"begin\" and \"end\" and a \"schema\"");
     }
     const std::string begin = s["begin"].get<std::string>();
@@ -84,8 +84,8 @@ Expected<std::string> ConvertStructuralTagToLark(std::string_view structural_tag
     if (best == trigger_texts.size()) {
       return Invalid("begin " + LarkString(begin) + " does not start with any trigger");
     }
-    auto schema = WithJsonWhitespaceOptions(s["schema"].dump(), json_any_whitespace,
-                                            json_whitespace_pattern);
+    auto schema =
+        WithJsonWhitespaceOptions(s["schema"].dump(), json_any_whitespace, json_whitespace_pattern);
     if (!schema.ok()) return Invalid(schema.status().message());
     by_trigger[best].push_back(
         {begin.substr(trigger_texts[best].size()), schema.value(), s["end"].get<std::string>()});

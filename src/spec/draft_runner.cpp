@@ -48,8 +48,7 @@ DraftRunner::DraftRunner(std::shared_ptr<const model::CausalLM> model, kv::KvSto
 
 bool DraftRunner::IsCurrent(int32_t slot) const {
   const auto s = static_cast<size_t>(slot);
-  const uint32_t generation =
-      pool_->page_generation(s / static_cast<size_t>(pool_->page_size()));
+  const uint32_t generation = pool_->page_generation(s / static_cast<size_t>(pool_->page_size()));
   return generation != 0 && written_[s] == generation;
 }
 

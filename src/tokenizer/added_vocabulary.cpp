@@ -110,7 +110,8 @@ std::vector<Section> AddedVocabulary::Split(std::string_view text, bool normaliz
         stop = p;
       }
     }
-    if (emitted < start) out.push_back({text.substr(emitted, start - emitted), std::nullopt, emitted});
+    if (emitted < start)
+      out.push_back({text.substr(emitted, start - emitted), std::nullopt, emitted});
     out.push_back({text.substr(start, stop - start), tok.id, start});
     emitted = stop;
     pos = std::max(pos, stop);

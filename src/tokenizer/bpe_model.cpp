@@ -120,8 +120,8 @@ void BpeModel::Tokenize(std::string_view piece, std::vector<TokenId>& out) const
       if (l.id < 0 || r.id < 0) return;
       auto it = merges_.find(PairKey(l.id, r.id));
       if (it == merges_.end()) return;
-      queue.push({static_cast<double>(it->second.first), left, right, l.len, r.len,
-                  it->second.second});
+      queue.push(
+          {static_cast<double>(it->second.first), left, right, l.len, r.len, it->second.second});
     }
   };
   for (int i = 0; i + 1 < static_cast<int>(symbols.size()); ++i) consider(i);

@@ -29,9 +29,9 @@ class BpeModel final : public Model {
  public:
   // `merges` are pairs of token spellings; a merge whose parts or result are missing from the
   // vocabulary is a DataLoss error.
-  static Expected<BpeModel> FromMerges(Vocab vocab,
-                                       const std::vector<std::pair<std::string, std::string>>& merges,
-                                       BpeOptions options);
+  static Expected<BpeModel> FromMerges(
+      Vocab vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+      BpeOptions options);
   // `scores[i]` is the SentencePiece score of token i.
   static BpeModel FromScores(Vocab vocab, std::vector<float> scores, BpeOptions options);
 
@@ -46,7 +46,7 @@ class BpeModel final : public Model {
   BpeOptions options_;
   // merges mode: (left id << 32 | right id) -> (rank, merged id).
   std::unordered_map<uint64_t, std::pair<int32_t, TokenId>> merges_;
-  std::vector<float> scores_;  // scores mode when non-empty
+  std::vector<float> scores_;         // scores mode when non-empty
   std::vector<TokenId> byte_tokens_;  // <0xXX> ids, -1 when absent
 };
 

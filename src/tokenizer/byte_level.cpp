@@ -35,8 +35,7 @@ void AppendByteLevel(std::string& out, std::string_view bytes) {
 
 std::optional<unsigned char> ByteFromByteLevelChar(char32_t cp) {
   if (cp < 256) {
-    const bool printable =
-        (cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || cp >= 0xAE;
+    const bool printable = (cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || cp >= 0xAE;
     if (printable) return static_cast<unsigned char>(cp);
     return std::nullopt;
   }

@@ -116,8 +116,9 @@ void ReplaceDecoder::Decode(std::vector<std::string>& tokens) const {
 
 std::string CleanUpTokenization(std::string text) {
   static const std::pair<const char*, const char*> kRules[] = {
-      {" .", "."},        {" ?", "?"},   {" !", "!"},   {" ,", ","},   {" ' ", "'"},   {" n't", "n't"},
-      {" 'm", "'m"},      {" do not", " don't"},        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+      {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+      {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (auto [from, to] : kRules) ReplaceAll(text, from, to);
   return text;
 }

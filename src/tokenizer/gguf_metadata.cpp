@@ -9,7 +9,19 @@ namespace radixserve::tokenizer {
 namespace {
 
 enum GgufType : uint32_t {
-  kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64
+  kU8 = 0,
+  kI8,
+  kU16,
+  kI16,
+  kU32,
+  kI32,
+  kF32,
+  kBool,
+  kString,
+  kArray,
+  kU64,
+  kI64,
+  kF64
 };
 
 // A float as an integer, 0 when it has none (NaN, infinite, out of range).
@@ -41,18 +53,43 @@ class Reader {
   // A scalar of `type` as a number; false for strings/arrays/unknown types.
   bool Number(uint32_t type, double& d, int64_t& i) {
     switch (type) {
-      case kU8: i = Pod<uint8_t>(); break;
-      case kI8: i = Pod<int8_t>(); break;
-      case kU16: i = Pod<uint16_t>(); break;
-      case kI16: i = Pod<int16_t>(); break;
-      case kU32: i = Pod<uint32_t>(); break;
-      case kI32: i = Pod<int32_t>(); break;
-      case kU64: i = static_cast<int64_t>(Pod<uint64_t>()); break;
-      case kI64: i = Pod<int64_t>(); break;
-      case kBool: i = Pod<uint8_t>(); break;
-      case kF32: d = Pod<float>(); i = AsInt(d); return true;
-      case kF64: d = Pod<double>(); i = AsInt(d); return true;
-      default: return false;
+      case kU8:
+        i = Pod<uint8_t>();
+        break;
+      case kI8:
+        i = Pod<int8_t>();
+        break;
+      case kU16:
+        i = Pod<uint16_t>();
+        break;
+      case kI16:
+        i = Pod<int16_t>();
+        break;
+      case kU32:
+        i = Pod<uint32_t>();
+        break;
+      case kI32:
+        i = Pod<int32_t>();
+        break;
+      case kU64:
+        i = static_cast<int64_t>(Pod<uint64_t>());
+        break;
+      case kI64:
+        i = Pod<int64_t>();
+        break;
+      case kBool:
+        i = Pod<uint8_t>();
+        break;
+      case kF32:
+        d = Pod<float>();
+        i = AsInt(d);
+        return true;
+      case kF64:
+        d = Pod<double>();
+        i = AsInt(d);
+        return true;
+      default:
+        return false;
     }
     d = static_cast<double>(i);
     return true;

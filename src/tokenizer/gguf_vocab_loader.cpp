@@ -24,10 +24,10 @@ constexpr const char* kQwen2Pattern =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr const char* kDeepseekV3Patterns[] = {
-    "\\p{N}{1,3}",
-    "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+",
+    "\\p{N}{1,3}", "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+",
     // One pattern over two lines (parenthesized: clang's -Wstring-concatenation).
-    ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+    ("[!\"#$%&'()*+,\\-./"
+     ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
      " ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")};
 
 Expected<std::unique_ptr<PreTokenizer>> SplitThenBytes(std::vector<const char*> patterns) {
@@ -139,8 +139,8 @@ Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_p
     if (scores != nullptr) s.assign(scores->begin(), scores->end());
     opts.byte_fallback = true;
     opts.fuse_unk = true;
-    parts.model = std::make_unique<BpeModel>(
-        BpeModel::FromScores(Vocab(*tokens), std::move(s), opts));
+    parts.model =
+        std::make_unique<BpeModel>(BpeModel::FromScores(Vocab(*tokens), std::move(s), opts));
     const bool space_prefix = meta.GetBool("tokenizer.ggml.add_space_prefix").value_or(true);
     std::vector<std::unique_ptr<Normalizer>> norm;
     if (space_prefix) norm.push_back(std::make_unique<PrependNormalizer>(kSpaceMark));
@@ -163,8 +163,8 @@ Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_p
       if (space == std::string::npos) return DataLoss("malformed GGUF merge '" + m + "'");
       merges.emplace_back(m.substr(0, space), m.substr(space + 1));
     }
-    auto pre = Gpt2PreTokenizer(meta.GetString("tokenizer.ggml.pre").value_or(""),
-                                opts.ignore_merges);
+    auto pre =
+        Gpt2PreTokenizer(meta.GetString("tokenizer.ggml.pre").value_or(""), opts.ignore_merges);
     if (!pre.ok()) return pre.status();
     parts.pre_tokenizer = std::move(pre).value();
     auto model = BpeModel::FromMerges(Vocab(*tokens), merges, opts);
@@ -179,7 +179,8 @@ Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_p
     parts.post_processor.prefix.push_back(*parts.bos_id);
   }
   if (meta.GetBool("tokenizer.ggml.add_eos_token").value_or(false)) {
-    if (auto eos = token_id("tokenizer.ggml.eos_token_id")) parts.post_processor.suffix.push_back(*eos);
+    if (auto eos = token_id("tokenizer.ggml.eos_token_id"))
+      parts.post_processor.suffix.push_back(*eos);
   }
   return std::make_unique<Tokenizer>(std::move(parts));
 }

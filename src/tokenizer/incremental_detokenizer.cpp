@@ -21,7 +21,8 @@ size_t CommonPrefix(std::string_view a, std::string_view b) {
 }
 
 bool EndsWithReplacement(std::string_view s) {
-  return s.size() >= kReplacement.size() && s.substr(s.size() - kReplacement.size()) == kReplacement;
+  return s.size() >= kReplacement.size() &&
+         s.substr(s.size() - kReplacement.size()) == kReplacement;
 }
 
 // Start byte of the last character of non-empty well-formed `s` ending at `end`.

@@ -33,7 +33,6 @@ std::vector<Segment> Segments(const std::vector<std::pair<size_t, size_t>>& matc
 
 void SplitSegments(const Piece& piece, const std::vector<Segment>& segs, SplitBehavior behavior,
                    std::vector<Piece>& out) {
-
   std::vector<std::pair<size_t, size_t>> ranges;
   switch (behavior) {
     case SplitBehavior::kRemoved:
@@ -93,7 +92,6 @@ void SplitByRanges(const Piece& piece, const std::vector<std::pair<size_t, size_
   SplitSegments(piece, Segments(delimiters, piece.text.size(), true), behavior, out);
 }
 
-
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
     : add_prefix_space_(add_prefix_space) {
   if (use_regex) {
@@ -135,8 +133,8 @@ void MetaspacePreTokenizer::PreTokenize(std::vector<Piece>& pieces) const {
       }
     }
     const bool starts = text.compare(0, replacement_.size(), replacement_) == 0;
-    if (!starts && (scheme_ == PrependScheme::kAlways ||
-                    (scheme_ == PrependScheme::kFirst && p.at_start))) {
+    if (!starts &&
+        (scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && p.at_start))) {
       text.insert(0, replacement_);
     }
     Piece q{std::move(text), p.at_start};

@@ -22,8 +22,8 @@
 namespace radixserve::tokenizer {
 
 struct StopRegex {
-  std::string pattern;                  // as the request sent it (reported as the matched stop)
-  std::shared_ptr<const Regex> regex;   // never null
+  std::string pattern;                 // as the request sent it (reported as the matched stop)
+  std::shared_ptr<const Regex> regex;  // never null
 };
 
 // Errors (kInvalidArgument): "bad stop_regex at offset N: <PCRE2's message>".

@@ -49,7 +49,8 @@ struct PostProcessor {
   std::vector<TokenId> prefix;
   std::vector<TokenId> suffix;
   // tokenizer.json's pair template (TemplateProcessing "pair", BertProcessing's
-  // [CLS] A [SEP] B [SEP]). Empty: the pair is A then B, each with prefix and suffix, types 0 and 1.
+  // [CLS] A [SEP] B [SEP]). Empty: the pair is A then B, each with prefix and suffix, types 0
+  // and 1.
   std::vector<PairPiece> pair;
 };
 
@@ -62,10 +63,10 @@ struct PairEncoding {
 class Tokenizer {
  public:
   struct Parts {
-    std::unique_ptr<Normalizer> normalizer;      // may be null
-    std::unique_ptr<PreTokenizer> pre_tokenizer; // may be null
-    std::unique_ptr<Model> model;                // required
-    std::unique_ptr<Decoder> decoder;            // may be null: tokens joined by spaces
+    std::unique_ptr<Normalizer> normalizer;       // may be null
+    std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null
+    std::unique_ptr<Model> model;                 // required
+    std::unique_ptr<Decoder> decoder;             // may be null: tokens joined by spaces
     PostProcessor post_processor;
     AddedVocabulary added;
     std::optional<TokenId> bos_id;

@@ -112,8 +112,8 @@ Expected<std::unique_ptr<PreTokenizer>> BuildPreTokenizer(const json& j) {
     return Ptr(new SequencePreTokenizer(std::move(steps)));
   }
   if (type == "ByteLevel") {
-    return Ptr(new ByteLevelPreTokenizer(j.value("add_prefix_space", true),
-                                         j.value("use_regex", true)));
+    return Ptr(
+        new ByteLevelPreTokenizer(j.value("add_prefix_space", true), j.value("use_regex", true)));
   }
   if (type == "Metaspace") {
     return Ptr(new MetaspacePreTokenizer(j.value("replacement", std::string("\xE2\x96\x81")),
@@ -131,9 +131,9 @@ Expected<std::unique_ptr<PreTokenizer>> BuildPreTokenizer(const json& j) {
     return Ptr(new SplitPreTokenizer(std::move(re).value(), *behavior, invert));
   }
   if (type == "Digits") {
-    return Ptr(new CharSplitPreTokenizer(
-        IsNumeric, j.value("individual_digits", false) ? SplitBehavior::kIsolated
-                                                       : SplitBehavior::kContiguous));
+    return Ptr(new CharSplitPreTokenizer(IsNumeric, j.value("individual_digits", false)
+                                                        ? SplitBehavior::kIsolated
+                                                        : SplitBehavior::kContiguous));
   }
   if (type == "Punctuation") {
     auto behavior = ParseBehavior(j.value("behavior", std::string("Isolated")));
@@ -190,7 +190,8 @@ Expected<std::unique_ptr<Decoder>> BuildDecoder(const json& j) {
     return Ptr(new ReplaceDecoder(std::move(re).value(), content));
   }
   if (type == "WordPiece") {
-    return Ptr(new WordPieceDecoder(j.value("prefix", std::string("##")), j.value("cleanup", true)));
+    return Ptr(
+        new WordPieceDecoder(j.value("prefix", std::string("##")), j.value("cleanup", true)));
   }
   if (type == "BPEDecoder") {
     return Ptr(new BpeSuffixDecoder(j.value("suffix", std::string("</w>"))));
@@ -308,11 +309,17 @@ Status BuildPostProcessor(const json& j, PostProcessor& post) {
     // (its models have a single token type).
     using K = PairPiece::Kind;
     if (type == "BertProcessing") {
-      post.pair = {{K::kTokens, {cls}, 0}, {K::kSequenceA, {}, 0}, {K::kTokens, {sep}, 0},
-                   {K::kSequenceB, {}, 1}, {K::kTokens, {sep}, 1}};
+      post.pair = {{K::kTokens, {cls}, 0},
+                   {K::kSequenceA, {}, 0},
+                   {K::kTokens, {sep}, 0},
+                   {K::kSequenceB, {}, 1},
+                   {K::kTokens, {sep}, 1}};
     } else {
-      post.pair = {{K::kTokens, {cls}, 0}, {K::kSequenceA, {}, 0}, {K::kTokens, {sep, sep}, 0},
-                   {K::kSequenceB, {}, 0}, {K::kTokens, {sep}, 0}};
+      post.pair = {{K::kTokens, {cls}, 0},
+                   {K::kSequenceA, {}, 0},
+                   {K::kTokens, {sep, sep}, 0},
+                   {K::kSequenceB, {}, 0},
+                   {K::kTokens, {sep}, 0}};
     }
     return Status::Ok();
   }

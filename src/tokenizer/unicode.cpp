@@ -50,10 +50,18 @@ std::string NormalizeUnicode(std::string_view text, NormalForm form) {
   UErrorCode err = U_ZERO_ERROR;
   const icu::Normalizer2* norm = nullptr;
   switch (form) {
-    case NormalForm::kNfc: norm = icu::Normalizer2::getNFCInstance(err); break;
-    case NormalForm::kNfd: norm = icu::Normalizer2::getNFDInstance(err); break;
-    case NormalForm::kNfkc: norm = icu::Normalizer2::getNFKCInstance(err); break;
-    case NormalForm::kNfkd: norm = icu::Normalizer2::getNFKDInstance(err); break;
+    case NormalForm::kNfc:
+      norm = icu::Normalizer2::getNFCInstance(err);
+      break;
+    case NormalForm::kNfd:
+      norm = icu::Normalizer2::getNFDInstance(err);
+      break;
+    case NormalForm::kNfkc:
+      norm = icu::Normalizer2::getNFKCInstance(err);
+      break;
+    case NormalForm::kNfkd:
+      norm = icu::Normalizer2::getNFKDInstance(err);
+      break;
   }
   RADIX_CHECK_MSG(U_SUCCESS(err) && norm != nullptr, "ICU normalizer data missing");
   const icu::UnicodeString src = icu::UnicodeString::fromUTF8(

@@ -10,13 +10,13 @@
 
 namespace radixserve::tokenizer {
 
-bool IsWhitespace(char32_t cp);    // Unicode White_Space property
-bool IsNumeric(char32_t cp);       // general category Nd, Nl or No
-bool IsAlphanumeric(char32_t cp);  // Alphabetic property or numeric
-bool IsPunctuation(char32_t cp);   // general category P* (plus ASCII punctuation symbols)
-bool IsControl(char32_t cp);       // general category Cc/Cf/Cn/Co (BERT's notion)
+bool IsWhitespace(char32_t cp);      // Unicode White_Space property
+bool IsNumeric(char32_t cp);         // general category Nd, Nl or No
+bool IsAlphanumeric(char32_t cp);    // Alphabetic property or numeric
+bool IsPunctuation(char32_t cp);     // general category P* (plus ASCII punctuation symbols)
+bool IsControl(char32_t cp);         // general category Cc/Cf/Cn/Co (BERT's notion)
 bool IsNonspacingMark(char32_t cp);  // general category Mn
-bool IsChineseChar(char32_t cp);   // the CJK blocks BERT isolates
+bool IsChineseChar(char32_t cp);     // the CJK blocks BERT isolates
 
 enum class NormalForm { kNfc, kNfd, kNfkc, kNfkd };
 

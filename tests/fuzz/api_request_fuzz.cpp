@@ -89,8 +89,8 @@ void Report5xx(int status, std::string_view message) {
   }
   std::string name = std::string(dir) + "/api-" + std::to_string(status) + "-" +
                      std::to_string(std::hash<std::string_view>{}(message));
-  std::ofstream(name, std::ios::binary).write(g_input.data(),
-                                              static_cast<std::streamsize>(g_input.size()));
+  std::ofstream(name, std::ios::binary)
+      .write(g_input.data(), static_cast<std::streamsize>(g_input.size()));
 }
 
 // Answers every request with up to two tokens when RunOne() runs it (after the handler has
@@ -200,8 +200,8 @@ class FakeEngine final : public engine::Engine {
     p.sink(std::move(last));
   }
 
-  void Finish(Pending& p, engine::RequestEvent event, engine::FinishKind kind,
-              std::string message, int status) {
+  void Finish(Pending& p, engine::RequestEvent event, engine::FinishKind kind, std::string message,
+              int status) {
     event.finished = true;
     engine::FinishReason reason;
     reason.kind = kind;
@@ -248,8 +248,7 @@ class RecordingWriter final : public api::ResponseWriter {
         Report5xx(static_cast<int>(code.get<int64_t>()), data);
       }
       const json& message = event["error"].value("message", json());
-      if (message.is_string() &&
-          message.get<std::string>().starts_with("Internal server error")) {
+      if (message.is_string() && message.get<std::string>().starts_with("Internal server error")) {
         Report5xx(500, data);
       }
     }
@@ -328,9 +327,9 @@ void Init() {
     Fail("the stories260K model is missing (" + hf + "); set RADIX_SHARED_DIR");
   }
   auto* f = new Fixture();
-  auto parsed = Must(args::ParseCommandLine(std::vector<std::string>{
-                         "--model-path", hf, "--enable-metrics"}),
-                     "the command line");
+  auto parsed =
+      Must(args::ParseCommandLine(std::vector<std::string>{"--model-path", hf, "--enable-metrics"}),
+           "the command line");
   f->args = std::move(parsed.args);
   std::vector<std::string> warnings;
   MachineInfo machine{.total_memory_bytes = uint64_t{8} << 30,

@@ -62,8 +62,8 @@ void Report5xx(int status, std::string_view what) {
   }
   std::string name = std::string(dir) + "/http-" + std::to_string(status) + "-" +
                      std::to_string(std::hash<std::string_view>{}(what));
-  std::ofstream(name, std::ios::binary).write(g_input.data(),
-                                              static_cast<std::streamsize>(g_input.size()));
+  std::ofstream(name, std::ios::binary)
+      .write(g_input.data(), static_cast<std::streamsize>(g_input.size()));
 }
 
 // Reads what an api route's handler sees (api_bridge.cpp builds api::ApiRequest the same way) and
@@ -104,8 +104,7 @@ struct Server {
     }
     web::AddWebRoutes(router);
     dispatcher = std::make_unique<http::Dispatcher>(
-        std::move(router), http::ApiKeyCheck(options.api_key),
-        [](const http::ResponseInfo& info) {
+        std::move(router), http::ApiKeyCheck(options.api_key), [](const http::ResponseInfo& info) {
           if (info.status >= 500) {
             Report5xx(info.status, std::string(info.method) + " " + std::string(info.endpoint));
           }
@@ -123,7 +122,7 @@ void CheckOutput(const std::string& out) {
     std::fprintf(stderr, "http_request_fuzz: output does not start with a status line\n");
     std::abort();
   }
-  for (std::size_t pos = out.find("\r\nHTTP/1.1 "); ; pos = out.find("\r\nHTTP/1.1 ", pos + 1)) {
+  for (std::size_t pos = out.find("\r\nHTTP/1.1 ");; pos = out.find("\r\nHTTP/1.1 ", pos + 1)) {
     std::size_t line = pos == std::string::npos ? 0 : pos + 2;
     int status = std::atoi(out.c_str() + line + 9);
     if (status < 100 || status > 599) {

@@ -28,10 +28,10 @@ inline std::string VenvPython() {
 }  // namespace radixserve::testing
 
 // Skips the test for a missing reference, or fails it when references are required.
-#define RADIX_SKIP_WITHOUT_REFERENCE(message)                                   \
-  do {                                                                          \
-    if (::radixserve::testing::ReferencesRequired()) {                          \
+#define RADIX_SKIP_WITHOUT_REFERENCE(message)                                  \
+  do {                                                                         \
+    if (::radixserve::testing::ReferencesRequired()) {                         \
       FAIL() << "reference missing (RADIX_REQUIRE_REFERENCES=1): " << message; \
-    }                                                                           \
-    GTEST_SKIP() << message;                                                    \
+    }                                                                          \
+    GTEST_SKIP() << message;                                                   \
   } while (0)

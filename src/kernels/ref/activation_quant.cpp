@@ -19,8 +19,8 @@ int RoundToInt(float v) {
   return (bits & 0x007FFFFF) - 0x00400000;
 }
 
-// One 32-block of Q8_0 / Q8_1: scale amax / 127, round to nearest (ties to even). Returns sum(q); *d is the
-// float16-rounded scale and *s the float16-rounded d * sum(q) with the unrounded d.
+// One 32-block of Q8_0 / Q8_1: scale amax / 127, round to nearest (ties to even). Returns sum(q);
+// *d is the float16-rounded scale and *s the float16-rounded d * sum(q) with the unrounded d.
 int QuantizeQ8_32(const float* x, int8_t* q, float* d, float* s) {
   float amax = 0.0f;
   for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));

@@ -63,8 +63,7 @@ void GeluErf(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const KernelTable& RefKernels() {
-  static const KernelTable table{"ref", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul,
-                                 GeluErf};
+  static const KernelTable table{"ref", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul, GeluErf};
   return table;
 }
 

@@ -177,17 +177,16 @@ RADIX_AVX2 inline void F32ToFp8x8(__m256 x, float max, uint8_t* dst) {
   const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 24), _mm256_set1_epi32(0x80));
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   const __m256 a = _mm256_min_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(max));
-  const __m256i sub = _mm256_cvtps_epi32(
-      _mm256_mul_ps(a, _mm256_set1_ps(std::ldexp(1.0f, kBias - 1 + kMan))));
+  const __m256i sub =
+      _mm256_cvtps_epi32(_mm256_mul_ps(a, _mm256_set1_ps(std::ldexp(1.0f, kBias - 1 + kMan))));
   __m256i u = _mm256_castps_si256(a);
   const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, kDrop), _mm256_set1_epi32(1));
   u = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32((1 << (kDrop - 1)) - 1)));
-  const __m256i normal = _mm256_sub_epi32(_mm256_srli_epi32(u, kDrop),
-                                          _mm256_set1_epi32((127 - kBias) << kMan));
-  const __m256 is_sub =
-      _mm256_cmp_ps(a, _mm256_set1_ps(std::ldexp(1.0f, 1 - kBias)), _CMP_LT_OQ);
-  __m256i code = _mm256_castps_si256(_mm256_blendv_ps(
-      _mm256_castsi256_ps(normal), _mm256_castsi256_ps(sub), is_sub));
+  const __m256i normal =
+      _mm256_sub_epi32(_mm256_srli_epi32(u, kDrop), _mm256_set1_epi32((127 - kBias) << kMan));
+  const __m256 is_sub = _mm256_cmp_ps(a, _mm256_set1_ps(std::ldexp(1.0f, 1 - kBias)), _CMP_LT_OQ);
+  __m256i code = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(normal), _mm256_castsi256_ps(sub), is_sub));
   code = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(code),
                                               _mm256_castsi256_ps(_mm256_set1_epi32(0x7F)), nan));
   code = _mm256_or_si256(code, sign);

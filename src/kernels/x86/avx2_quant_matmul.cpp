@@ -114,15 +114,15 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
     // shifts carry bits across the byte boundary only below bit 4, which the mask drops.
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 3) * kLanes));
     const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 4 * kLanes));
-    const __m256i low = k < 4 ? _mm256_and_si256(v, low4)
-                              : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    const __m256i low =
+        k < 4 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
     const __m256i high = k <= 4 ? _mm256_slli_epi16(hb, 4 - k) : _mm256_srli_epi16(hb, k - 4);
     return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x10)));
   } else if constexpr (kFormat == WeightFormat::kQ6_K) {
     const __m256i n = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 1) * kLanes));
     const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 2 * kLanes));
-    const __m256i low = k < 2 ? _mm256_and_si256(n, low4)
-                              : _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
+    const __m256i low =
+        k < 2 ? _mm256_and_si256(n, low4) : _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
     const __m256i high = k == 0   ? _mm256_slli_epi16(hb, 4)
                          : k == 1 ? _mm256_slli_epi16(hb, 2)
                          : k == 2 ? hb
@@ -139,7 +139,7 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
 // would hold, so the results equal Tile's bit for bit.
 template <WeightFormat kFormat, int T>
 RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
-                             float* y, int64_t ldy, int valid) {
+                            float* y, int64_t ldy, int valid) {
   constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
   constexpr bool kLegacy = kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8;
   constexpr bool kQ5K = kFormat == WeightFormat::kQ5_K;
@@ -192,8 +192,12 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
       // 16-bit pair sums of kGroup code registers are added as 16-bit lanes before one vpmaddwd
       // widens them (exact: kGroup * 2 * max code * 127 stays below 32768), instead of one
       // vpmaddwd per register.
-      const uint8_t* sub_regs =
-          p + js * (kFormat == WeightFormat::kQ6_K ? 3 : kQ8 ? 8 : kQ5K ? 5 : 4) * kLanes;
+      const uint8_t* sub_regs = p + js *
+                                        (kFormat == WeightFormat::kQ6_K ? 3
+                                         : kQ8                          ? 8
+                                         : kQ5K                         ? 5
+                                                                        : 4) *
+                                        kLanes;
       __m256i dot[T];
       for (int t = 0; t < T; ++t) dot[t] = _mm256_set1_epi32(bias[t * subs + j]);
       for (int k0 = 0; k0 < kW; k0 += kGroup) {
@@ -202,8 +206,7 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
         for (int g = 0; g < kGroup; ++g) {
           const __m256i w = CompactCode<kFormat>(sub_regs, k0 + g);
           for (int t = 0; t < T; ++t) {
-            const __m256i x =
-                _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * (k0 + g)));
+            const __m256i x = _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * (k0 + g)));
             sum16[t] = _mm256_add_epi16(sum16[t], PairProducts<kQ8>(w, x));
           }
         }
@@ -339,8 +342,8 @@ void RunPacked(const WeightMatrix& w, const uint8_t* packed, const ref::Quantize
 }  // namespace
 
 const QuantVariant* Avx2QuantVariant() {
-  static const QuantVariant variant{"avx2", kRows, true, Run, ref::QuantizeActivationRows,
-                                    PackedBytes, Pack, RunPacked};
+  static const QuantVariant variant{"avx2",      kRows, true,     Run, ref::QuantizeActivationRows,
+                                    PackedBytes, Pack,  RunPacked};
   __builtin_cpu_init();
   const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
   return ok ? &variant : nullptr;

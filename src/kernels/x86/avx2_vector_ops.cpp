@@ -95,7 +95,8 @@ RADIX_AVX2 double SumSquaresF64(const float* x, int64_t n) {
 
 RADIX_AVX2 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y,
                         int64_t n) {
-  const float mean = n > 0 ? static_cast<float>(SumSquaresF64(x, n) / static_cast<double>(n)) : 0.0f;
+  const float mean =
+      n > 0 ? static_cast<float>(SumSquaresF64(x, n) / static_cast<double>(n)) : 0.0f;
   const float inv = 1.0f / std::sqrt(mean + eps);
   const __m256 vinv = _mm256_set1_ps(inv), voff = _mm256_set1_ps(weight_offset);
   int64_t i = 0;
@@ -178,7 +179,8 @@ RADIX_AVX2 __m256 OnePlusErf(__m256 z) {
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  const __m256 q = _mm256_mul_ps(_mm256_mul_ps(p, t), Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), a), a)));
+  const __m256 q = _mm256_mul_ps(_mm256_mul_ps(p, t),
+                                 Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), a), a)));
   const __m256 negative = _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ);
   return _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), q), q, negative);
 }
@@ -195,8 +197,8 @@ RADIX_AVX2 void GeluErf(const float* x, float* out, int64_t n) {
     alignas(32) float tail[8] = {};
     for (int64_t k = i; k < n; ++k) tail[k - i] = x[k];
     const __m256 v = _mm256_load_ps(tail);
-    _mm256_store_ps(tail, _mm256_mul_ps(_mm256_mul_ps(half, v),
-                                        OnePlusErf(_mm256_mul_ps(v, inv_sqrt2))));
+    _mm256_store_ps(tail,
+                    _mm256_mul_ps(_mm256_mul_ps(half, v), OnePlusErf(_mm256_mul_ps(v, inv_sqrt2))));
     for (int64_t k = i; k < n; ++k) out[k] = tail[k - i];
   }
 }
@@ -204,8 +206,8 @@ RADIX_AVX2 void GeluErf(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const KernelTable& Avx2Table() {
-  static const KernelTable table{"avx2", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul,
-                                 GeluErf};
+  static const KernelTable table{"avx2",  Dot,     Axpy,        RmsNorm,
+                                 Softmax, SiluMul, GeluTanhMul, GeluErf};
   return table;
 }
 

@@ -48,8 +48,9 @@ RADIX_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) {
       // Each panel is one sequential stream; fetching ahead keeps DRAM busy at decode.
-      _mm_prefetch(reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
-                   _MM_HINT_T0);
+      _mm_prefetch(
+          reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
+          _MM_HINT_T0);
       const __m512i w = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
       even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
       odd[i] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
@@ -75,9 +76,8 @@ RADIX_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs
 }
 
 template <int P, int T>
-RADIX_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                       const float* x, int64_t ldx, int64_t t, float* y, int64_t ldy,
-                       int64_t rows_left) {
+RADIX_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs, const float* x,
+                       int64_t ldx, int64_t t, float* y, int64_t ldy, int64_t rows_left) {
   Tile<P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
 }
 
@@ -93,22 +93,32 @@ RADIX_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t
     TileAt<P, T>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
   };
   switch (n - t) {
-    case 1: return tail.template operator()<1>();
-    case 2: return tail.template operator()<2>();
-    case 3: return tail.template operator()<3>();
-    case 4: return tail.template operator()<4>();
-    case 5: return tail.template operator()<5>();
-    case 6: return tail.template operator()<6>();
-    case 7: return tail.template operator()<7>();
-    case 8: return tail.template operator()<8>();
-    case 9: return tail.template operator()<9>();
-    default: return;
+    case 1:
+      return tail.template operator()<1>();
+    case 2:
+      return tail.template operator()<2>();
+    case 3:
+      return tail.template operator()<3>();
+    case 4:
+      return tail.template operator()<4>();
+    case 5:
+      return tail.template operator()<5>();
+    case 6:
+      return tail.template operator()<6>();
+    case 7:
+      return tail.template operator()<7>();
+    case 8:
+      return tail.template operator()<8>();
+    case 9:
+      return tail.template operator()<9>();
+    default:
+      return;
   }
 }
 
 // Panels [p0, p1) for tokens [0, n) of the rounded activations xr.
-RADIX_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const float* xr,
-                          int64_t n, int64_t p0, int64_t p1, float* y) {
+RADIX_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const float* xr, int64_t n,
+                          int64_t p0, int64_t p1, float* y) {
   const int64_t pairs = Pairs(w.cols);
   const int64_t stride = pairs * kRows;  // uint32 per panel
   for (int64_t p = p0; p < p1; p += kPanelsPerTile) {

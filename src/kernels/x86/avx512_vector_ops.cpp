@@ -71,15 +71,16 @@ RADIX_AVX512 double SumSquaresF64(const float* x, int64_t n) {
     const __m512 v = _mm512_maskz_loadu_ps(TailMask(n - i), x + i);
     const __m512 sq = _mm512_mul_ps(v, v);
     acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
-    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(
-                                   _mm512_castps_pd(sq), 1))));
+    acc1 = _mm512_add_pd(
+        acc1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
   }
   return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
 }
 
 RADIX_AVX512 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y,
                           int64_t n) {
-  const float mean = n > 0 ? static_cast<float>(SumSquaresF64(x, n) / static_cast<double>(n)) : 0.0f;
+  const float mean =
+      n > 0 ? static_cast<float>(SumSquaresF64(x, n) / static_cast<double>(n)) : 0.0f;
   const __m512 vinv = _mm512_set1_ps(1.0f / std::sqrt(mean + eps));
   const __m512 voff = _mm512_set1_ps(weight_offset);
   for (int64_t i = 0; i < n; i += 16) {
@@ -149,7 +150,8 @@ RADIX_AVX512 __m512 OnePlusErf(__m512 z) {
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-  const __m512 q = _mm512_mul_ps(_mm512_mul_ps(p, t), Exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)));
+  const __m512 q = _mm512_mul_ps(_mm512_mul_ps(p, t),
+                                 Exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)));
   const __mmask16 negative = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
   return _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0f), q), q);
 }
@@ -167,8 +169,8 @@ RADIX_AVX512 void GeluErf(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const KernelTable& Avx512Table() {
-  static const KernelTable table{"avx512", Dot, Axpy, RmsNorm, Softmax, SiluMul,
-                                 GeluTanhMul, GeluErf};
+  static const KernelTable table{"avx512", Dot,     Axpy,        RmsNorm,
+                                 Softmax,  SiluMul, GeluTanhMul, GeluErf};
   return table;
 }
 

@@ -30,8 +30,8 @@ TEST(JsonBodyTest, MillionLevelsAreRefusedWithoutRecursion) {
 }
 
 TEST(JsonBodyTest, BracketsInsideStringsDoNotCount) {
-  const std::string text = "{\"text\": \"" + std::string(500, '[') + "\\\"" +
-                           std::string(500, '{') + "\"}";
+  const std::string text =
+      "{\"text\": \"" + std::string(500, '[') + "\\\"" + std::string(500, '{') + "\"}";
   auto parsed = ParseJsonBody(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ((*parsed)["text"].get<std::string>().size(), 1001u);

@@ -11,7 +11,8 @@ namespace radixserve::api::testing {
 inline std::string PythonUnpickleToJson(const std::string& path) {
   const std::string cmd =
       "python3 -c 'import json,pickle,sys; print(json.dumps(pickle.load(open(sys.argv[1],\"rb\")),"
-      " sort_keys=True))' '" + path + "' 2>&1";
+      " sort_keys=True))' '" +
+      path + "' 2>&1";
   std::string out;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return "ERROR: popen";

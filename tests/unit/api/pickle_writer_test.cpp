@@ -44,7 +44,9 @@ TEST(PickleWriterTest, PythonLoadsEveryJsonKind) {
 }
 
 TEST(PickleWriterTest, InvalidUtf8BecomesReplacementCharacter) {
-  EXPECT_EQ(RoundTrip(pickle::Dumps(Json("a\xff" "b\xc0\xaf"))), "\"a\\ufffdb\\ufffd\\ufffd\"");
+  EXPECT_EQ(RoundTrip(pickle::Dumps(Json("a\xff"
+                                         "b\xc0\xaf"))),
+            "\"a\\ufffdb\\ufffd\\ufffd\"");
 }
 
 TEST(PickleWriterTest, FragmentsConcatenateIntoOneList) {

@@ -154,9 +154,9 @@ class ServingTest : public ::testing::Test {
 };
 
 TEST_F(ServingTest, GenerateAnswersWithTextOutputIdsAndMetaInfo) {
-  auto writer = Call(HandleGenerate, {{"input_ids", {1, 2, 3}},
-                                      {"rid", "r1"},
-                                      {"sampling_params", {{"max_new_tokens", 2}}}});
+  auto writer =
+      Call(HandleGenerate,
+           {{"input_ids", {1, 2, 3}}, {"rid", "r1"}, {"sampling_params", {{"max_new_tokens", 2}}}});
   ASSERT_EQ(engine_.submitted.size(), 1u);
   EXPECT_EQ(engine_.submitted[0].request.input_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(engine_.submitted[0].request.sampling.max_new_tokens, 2);
@@ -213,8 +213,9 @@ TEST_F(ServingTest, GenerateSchemaErrorsUseTheOpenAiShapeOtherRefusalsTheNativeO
       "type": "Bad Request", "param": null, "code": 400})"));
   auto embeds = Call(HandleGenerate, {{"input_embeds", {{0.5}}}});
   EXPECT_EQ(embeds->status, 400);
-  EXPECT_EQ(embeds->body,
-            json::parse(R"({"error": {"message": "input_embeds is not supported by radixserve."}})"));
+  EXPECT_EQ(
+      embeds->body,
+      json::parse(R"({"error": {"message": "input_embeds is not supported by radixserve."}})"));
   auto empty = Call(HandleGenerate, json::object());
   EXPECT_EQ(empty->body["error"]["message"],
             "Either text, input_ids or input_embeds should be provided.");
@@ -283,10 +284,9 @@ TEST_F(ServingTest, CompletionStreamSendsDeltasAndAUsageChunk) {
 }
 
 TEST_F(ServingTest, ChatStreamOpensWithTheRoleThenContentThenFinish) {
-  auto writer = Call(HandleChatCompletions,
-                     {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
-                      {"stream", true},
-                      {"rid", "ch"}});
+  auto writer = Call(
+      HandleChatCompletions,
+      {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"stream", true}, {"rid", "ch"}});
   ASSERT_EQ(engine_.submitted.size(), 1u);
   Emit(0, {5}, "Hel");
   Emit(0, {6}, "lo", Length());
@@ -296,7 +296,8 @@ TEST_F(ServingTest, ChatStreamOpensWithTheRoleThenContentThenFinish) {
     EXPECT_EQ(event["object"], "chat.completion.chunk");
     EXPECT_EQ(event["id"], "ch");
   }
-  EXPECT_EQ(events[0]["choices"][0]["delta"], json::parse(R"({"role": "assistant", "content": ""})"));
+  EXPECT_EQ(events[0]["choices"][0]["delta"],
+            json::parse(R"({"role": "assistant", "content": ""})"));
   EXPECT_EQ(events[1]["choices"][0]["delta"], json::parse(R"({"content": "Hel"})"));
   EXPECT_EQ(events[2]["choices"][0]["delta"], json::parse(R"({"content": "lo"})"));
   EXPECT_EQ(events[3]["choices"][0]["delta"], json::object());
@@ -325,12 +326,14 @@ TEST_F(ServingTest, OpenAiFieldsOfTheWrongTypeAreSchemaErrorsNamingTheField) {
   EXPECT_EQ(writer->body, json::parse(R"({"object": "error",
       "message": "Invalid value for 'stream': expected a boolean.", "type": "Bad Request",
       "param": null, "code": 400})"));
-  auto format = Call(HandleCompletions,
-                     {{"prompt", "x"}, {"response_format", {{"type", "json_schema"},
-                                                            {"json_schema", {{"name", "n"}}}}}});
+  auto format =
+      Call(HandleCompletions,
+           {{"prompt", "x"},
+            {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}}}}}});
   EXPECT_EQ(format->status, 400);
   EXPECT_EQ(format->body["type"], "BadRequestError");
-  EXPECT_EQ(format->body["message"], "schema_ is required for json_schema response format request.");
+  EXPECT_EQ(format->body["message"],
+            "schema_ is required for json_schema response format request.");
   EXPECT_TRUE(engine_.submitted.empty());
 }
 
@@ -377,9 +380,9 @@ TEST_F(ServingTest, RtpLlmMapsGenerateConfigToSamplingParams) {
 }
 
 TEST_F(ServingTest, RtpLlmAnswersAPipelineResponseWithAuxInfo) {
-  auto writer = Call(HandleRtp, {{"prompt", "Hello"},
-                                 {"generate_config",
-                                  {{"max_new_tokens", 2}, {"return_output_ids", true}}}});
+  auto writer =
+      Call(HandleRtp, {{"prompt", "Hello"},
+                       {"generate_config", {{"max_new_tokens", 2}, {"return_output_ids", true}}}});
   ASSERT_EQ(engine_.submitted.size(), 1u) << writer->body;
   const auto input_len = static_cast<int64_t>(engine_.submitted[0].request.input_ids.size());
   Emit(0, {5}, "a");

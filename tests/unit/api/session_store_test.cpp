@@ -33,8 +33,8 @@ TEST(SessionStoreTest, ContinuesTheNamedRequestWithItsOutput) {
   // The BOS of an appended turn goes; the history is r1's prompt and output.
   EXPECT_EQ(second->input_ids, (Ids{1, 2, 3, 7, 8, 4, 5}));
   store.Finish("s", "r2", {9}, true);
-  auto dropped = store.Begin({.id = "s", .rid = "r1", .drop_previous_output = true}, "r3", {6},
-                             std::nullopt);
+  auto dropped =
+      store.Begin({.id = "s", .rid = "r1", .drop_previous_output = true}, "r3", {6}, std::nullopt);
   ASSERT_TRUE(dropped.ok());
   EXPECT_EQ(dropped->input_ids, (Ids{1, 2, 3, 6}));
   auto cut = store.Begin({.id = "s", .rid = "r2", .offset = 2}, "r4", {6}, std::nullopt);
@@ -74,7 +74,8 @@ TEST(SessionStoreTest, ReplaceDropsChildrenAndReportsUnfinishedOnes) {
   ASSERT_TRUE(store.Begin({.id = "s", .rid = "root"}, "done", {3}, std::nullopt).ok());
   store.Finish("s", "done", {4}, true);
   ASSERT_TRUE(store.Begin({.id = "s", .rid = "done"}, "running", {5}, std::nullopt).ok());
-  auto replaced = store.Begin({.id = "s", .rid = "root", .replace = true}, "new", {6}, std::nullopt);
+  auto replaced =
+      store.Begin({.id = "s", .rid = "root", .replace = true}, "new", {6}, std::nullopt);
   ASSERT_TRUE(replaced.ok());
   EXPECT_EQ(replaced->aborted, (std::vector<std::string>{"running"}));
   EXPECT_EQ(replaced->input_ids, (Ids{1, 2, 6}));

@@ -18,14 +18,25 @@ TEST(ArgTable, DefaultsMatchTypesAndChoices) {
     if (value.is_null()) continue;
     switch (spec.type) {
       case ArgType::kFlag:
-      case ArgType::kBool: EXPECT_TRUE(value.is_boolean()) << spec.name; break;
-      case ArgType::kInt: EXPECT_TRUE(value.is_number_integer()) << spec.name; break;
-      case ArgType::kFloat: EXPECT_TRUE(value.is_number()) << spec.name; break;
-      case ArgType::kString: EXPECT_TRUE(value.is_string()) << spec.name; break;
+      case ArgType::kBool:
+        EXPECT_TRUE(value.is_boolean()) << spec.name;
+        break;
+      case ArgType::kInt:
+        EXPECT_TRUE(value.is_number_integer()) << spec.name;
+        break;
+      case ArgType::kFloat:
+        EXPECT_TRUE(value.is_number()) << spec.name;
+        break;
+      case ArgType::kString:
+        EXPECT_TRUE(value.is_string()) << spec.name;
+        break;
       case ArgType::kStringList:
       case ArgType::kIntList:
-      case ArgType::kFloatList: EXPECT_TRUE(value.is_array()) << spec.name; break;
-      case ArgType::kJson: break;
+      case ArgType::kFloatList:
+        EXPECT_TRUE(value.is_array()) << spec.name;
+        break;
+      case ArgType::kJson:
+        break;
     }
     if (!spec.choices.empty() && value.is_string()) {
       std::string text = value.get<std::string>();

@@ -23,8 +23,8 @@ Resolved Resolve(std::vector<std::string> words, uint64_t memory = 24 * kGiB) {
   auto parsed = ParseCommandLine(words);
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   Resolved out{Status::Ok(), parsed->args, {}};
-  MachineInfo machine{.total_memory_bytes = memory, .available_memory_bytes = memory,
-                      .usable_cpus = 2};
+  MachineInfo machine{
+      .total_memory_bytes = memory, .available_memory_bytes = memory, .usable_cpus = 2};
   out.status = ResolveServerArgs(out.args, machine, out.warnings);
   return out;
 }
@@ -85,7 +85,8 @@ TEST(Validate, AdjustmentsAndWarnings) {
   EXPECT_DOUBLE_EQ(r.args.GetFloat("schedule-conservativeness"), 0.3);
   EXPECT_EQ(r.args.GetString("moe-runner-backend"), "triton_kernel");
   int cuda_graph_warnings = 0;
-  for (const std::string& w : r.warnings) cuda_graph_warnings += w.find("--disable-cuda-graph") == 0;
+  for (const std::string& w : r.warnings)
+    cuda_graph_warnings += w.find("--disable-cuda-graph") == 0;
   EXPECT_EQ(cuda_graph_warnings, 1);
 }
 
@@ -94,8 +95,9 @@ TEST(Validate, MoeRunnerBackendLogsWhatItMapsTo) {
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   int lines = 0;
   for (const std::string& w : r.warnings) {
-    lines += w.find("--moe-runner-backend flashinfer_cutlass maps to radixserve's CPU expert "
-                    "GEMM") == 0;
+    lines += w.find(
+                 "--moe-runner-backend flashinfer_cutlass maps to radixserve's CPU expert "
+                 "GEMM") == 0;
   }
   EXPECT_EQ(lines, 1);
   Resolved plain = Resolve({"--moe-runner-backend", "auto"});
@@ -110,8 +112,8 @@ TEST(Validate, OnlyNgramSpeculationIsAccepted) {
     EXPECT_FALSE(r.status.ok()) << algorithm;
     EXPECT_NE(r.status.message().find("--speculative-algorithm"), std::string::npos);
   }
-  Resolved breadth = Resolve(
-      {"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "1"});
+  Resolved breadth =
+      Resolve({"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "1"});
   EXPECT_NE(breadth.status.message().find("--speculative-ngram-min-bfs-breadth"),
             std::string::npos);
   EXPECT_TRUE(Resolve({"--speculative-algorithm", "NGRAM"}).status.ok());

@@ -48,9 +48,9 @@ TEST(ChatTemplateTest, TrimBlocksAndLstripBlocks) {
 }
 
 TEST(ChatTemplateTest, SpecialTokensAndKwargsAreVisible) {
-  EXPECT_EQ(RenderOrDie("{{ bos_token }}|{{ eos_token }}|{{ unk_token is defined }}|{{ x }}",
-                        {{"x", 7}}),
-            "<s>|</s>|False|7");
+  EXPECT_EQ(
+      RenderOrDie("{{ bos_token }}|{{ eos_token }}|{{ unk_token is defined }}|{{ x }}", {{"x", 7}}),
+      "<s>|</s>|False|7");
 }
 
 TEST(ChatTemplateTest, TojsonMatchesPythonJsonDumps) {
@@ -125,7 +125,8 @@ TEST(ChatTemplateTest, PrepareMessageFlattensTextPartsForStringTemplates) {
             Json::parse(R"({"role": "user", "content": "a b"})"));
   EXPECT_EQ(PrepareMessage(message, ContentFormat::kOpenAI).dump(),
             Json::parse(R"({"role": "user", "content": [{"type": "text", "text": "a"},
-                {"type": "image"}, {"type": "text", "text": "b"}]})").dump());
+                {"type": "image"}, {"type": "text", "text": "b"}]})")
+                .dump());
 }
 
 TEST(ChatTemplateTest, RunawayRecursionIsAnErrorNotACrash) {

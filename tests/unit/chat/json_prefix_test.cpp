@@ -51,12 +51,14 @@ TEST(JsonPrefixTest, PartialValuesReportOnlyWhatIsFinal) {
 }
 
 TEST(JsonPrefixTest, EveryPrefixIsAPrefixOfTheFinalText) {
-  std::string text = R"({"q": "a \"b\" \u65e5\ud83d\ude00", "n": [1, -2.50e1, {"x": null}], "t": false})";
+  std::string text =
+      R"({"q": "a \"b\" \u65e5\ud83d\ude00", "n": [1, -2.50e1, {"x": null}], "t": false})";
   std::string final_text = *CanonicalJson(text);
   for (size_t n = 0; n <= text.size(); ++n) {
     auto p = ScanJsonPrefix(text.substr(0, n), 0, false);
     ASSERT_NE(p.state, JsonScanState::kInvalid) << n;
-    ASSERT_EQ(final_text.compare(0, p.canonical.size(), p.canonical), 0) << n << ": " << p.canonical;
+    ASSERT_EQ(final_text.compare(0, p.canonical.size(), p.canonical), 0)
+        << n << ": " << p.canonical;
   }
 }
 

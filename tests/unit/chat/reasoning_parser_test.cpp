@@ -21,23 +21,28 @@ struct Case {
 
 std::vector<Case> Cases() {
   return {
-      {"deepseek-r1", std::nullopt, "I need to think.</think>The answer is 42.", "I need to think.", "The answer is 42."},
+      {"deepseek-r1", std::nullopt, "I need to think.</think>The answer is 42.", "I need to think.",
+       "The answer is 42."},
       {"deepseek-r1", false, "<think>Think.</think>\n\nAnswer.", "Think.", "\n\nAnswer."},
       {"deepseek-r1", std::nullopt, "Truncated while thinking", "Truncated while thinking", ""},
       {"qwen3", false, "<think>Let me see.</think>Paris.", "Let me see.", "Paris."},
       {"qwen3", false, "No thinking.", "", "No thinking."},
       {"qwen3", true, "<think>plan</think>done", "plan", "done"},
-      {"qwen3", true, "plan <tool_call>\n{}\n</tool_call>", "plan ", "<tool_call>\n{}\n</tool_call>"},
+      {"qwen3", true, "plan <tool_call>\n{}\n</tool_call>", "plan ",
+       "<tool_call>\n{}\n</tool_call>"},
       {"qwen3-thinking", false, "thinking</think>final", "thinking", "final"},
       {"minimax", std::nullopt, "thinking</think>final", "thinking", "final"},
       {"step3", std::nullopt, "t</think>a", "t", "a"},
       {"kimi", true, "◁think▷thinking◁/think▷answer", "thinking", "answer"},
       {"kimi", true, "plain answer", "", "plain answer"},
-      {"kimi_k2", false, "<think>plan<|tool_calls_section_begin|>x", "plan", "<|tool_calls_section_begin|>x"},
+      {"kimi_k2", false, "<think>plan<|tool_calls_section_begin|>x", "plan",
+       "<|tool_calls_section_begin|>x"},
       {"glm45", false, "<think>a</think>b", "a", "b"},
       {"deepseek-v3", true, "<think>t</think>a", "t", "a"},
-      {"minimax-append-think", std::nullopt, "thinking</think>final", "", "<think>thinking</think>final"},
-      {"qwen3", true, "<think>hidden until the end</think>shown", "hidden until the end", "shown", false},
+      {"minimax-append-think", std::nullopt, "thinking</think>final", "",
+       "<think>thinking</think>final"},
+      {"qwen3", true, "<think>hidden until the end</think>shown", "hidden until the end", "shown",
+       false},
       {"gpt-oss", std::nullopt,
        "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>final"
        "<|message|>It is sunny.<|return|>",
@@ -46,7 +51,8 @@ std::vector<Case> Cases() {
        "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary "
        "to=functions.f <|constrain|>json<|message|>{}<|call|>",
        "Think.",
-       "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"},
+       "<|start|>assistant<|channel|>commentary to=functions.f "
+       "<|constrain|>json<|message|>{}<|call|>"},
   };
 }
 
@@ -79,7 +85,9 @@ TEST_P(ReasoningParserCase, ParsesAsDocumentedAndStreamsTheSame) {
       for (size_t pos = 0; pos < c.text.size();) {
         size_t n = max_bytes == 0 ? c.text.size() : len(rng);
         // Keep UTF-8 characters whole, as detokenized text arrives.
-        while (pos + n < c.text.size() && (static_cast<unsigned char>(c.text[pos + n]) & 0xC0) == 0x80) ++n;
+        while (pos + n < c.text.size() &&
+               (static_cast<unsigned char>(c.text[pos + n]) & 0xC0) == 0x80)
+          ++n;
         take(stream.Feed(c.text.substr(pos, n)));
         pos += n;
       }

@@ -39,71 +39,130 @@ const std::string kWeather = R"({"city": "Paris", "days": 3})";
 std::vector<Case> Cases() {
   return {
       {"hermes", "No call here.", "No call here.", {}},
-      {"hermes", "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\",\"days\":3}}\n</tool_call>",
-       "Checking.", {{"get_weather", kWeather}}},
-      {"hermes", "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>"
-                 "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"日本 \\\"x\\\"\", \"limit\": 2.50}}</tool_call>",
-       "", {{"get_weather", R"({"city": "Oslo"})"}, {"search", R"({"query": "日本 \"x\"", "limit": 2.5})"}}},
+      {"hermes",
+       "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+       "{\"city\":\"Paris\",\"days\":3}}\n</tool_call>",
+       "Checking.",
+       {{"get_weather", kWeather}}},
+      {"hermes",
+       "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>"
+       "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"日本 \\\"x\\\"\", "
+       "\"limit\": 2.50}}</tool_call>",
+       "",
+       {{"get_weather", R"({"city": "Oslo"})"},
+        {"search", R"({"query": "日本 \"x\"", "limit": 2.5})"}}},
       {"hermes", "<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>", "", {}},
       {"hermes", "<tool_call>{\"name\": \"get_weather\"}</tool_call>", "", {{"get_weather", "{}"}}},
-      {"qwen25", "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>\n"
-                 "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"exact\": true}}\n</tool_call>",
-       "Sure.", {{"get_weather", kWeather}, {"search", R"({"exact": true})"}}},
-      {"qwen", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>", "",
+      {"qwen25",
+       "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+       "\"days\": 3}}\n</tool_call>\n"
+       "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"exact\": true}}\n</tool_call>",
+       "Sure.",
+       {{"get_weather", kWeather}, {"search", R"({"exact": true})"}}},
+      {"qwen",
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+       "",
        {{"get_weather", "{}"}}},
-      {"llama3", "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 3}}",
-       "", {{"get_weather", kWeather}}},
-      {"llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 3}}; "
-                 "{\"name\": \"search\", \"parameters\": {\"query\": \"q\"}}",
-       "", {{"get_weather", kWeather}, {"search", R"({"query": "q"})"}}},
+      {"llama3",
+       "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": "
+       "3}}",
+       "",
+       {{"get_weather", kWeather}}},
+      {"llama3",
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 3}}; "
+       "{\"name\": \"search\", \"parameters\": {\"query\": \"q\"}}",
+       "",
+       {{"get_weather", kWeather}, {"search", R"({"query": "q"})"}}},
       {"llama3", "Just text.", "Just text.", {}},
-      {"mistral", "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}, "
-                  "{\"name\": \"search\", \"arguments\": {\"filters\": {\"a\": [1, 2]}}}]",
-       "", {{"get_weather", kWeather}, {"search", R"({"filters": {"a": [1, 2]}})"}}},
-      {"mistral", "Let me see. [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 3}",
-       "Let me see.", {{"get_weather", kWeather}}},
-      {"pythonic", "[get_weather(city=\"Paris\", days=3), search(query='a b', limit=2.5, exact=True, filters={'k': [1, None]})]",
-       "", {{"get_weather", kWeather}, {"search", R"({"query": "a b", "limit": 2.5, "exact": true, "filters": {"k": [1, null]}})"}}},
-      {"pythonic", "<|python_start|>[get_weather(city=\"Rome\")]<|python_end|>", "",
+      {"mistral",
+       "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
+       "3}}, "
+       "{\"name\": \"search\", \"arguments\": {\"filters\": {\"a\": [1, 2]}}}]",
+       "",
+       {{"get_weather", kWeather}, {"search", R"({"filters": {"a": [1, 2]}})"}}},
+      {"mistral",
+       "Let me see. [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 3}",
+       "Let me see.",
+       {{"get_weather", kWeather}}},
+      {"pythonic",
+       "[get_weather(city=\"Paris\", days=3), search(query='a b', limit=2.5, exact=True, "
+       "filters={'k': [1, None]})]",
+       "",
+       {{"get_weather", kWeather},
+        {"search",
+         R"({"query": "a b", "limit": 2.5, "exact": true, "filters": {"k": [1, null]}})"}}},
+      {"pythonic",
+       "<|python_start|>[get_weather(city=\"Rome\")]<|python_end|>",
+       "",
        {{"get_weather", R"({"city": "Rome"})"}}},
       {"pythonic", "Nothing to call [1, 2].", "Nothing to call [1, 2].", {}},
-      {"deepseekv3", "Sure." + kDsCalls + kDsCall + "function" + kDsSep + "get_weather\n```json\n{\"city\":\"Paris\",\"days\":3}\n```" +
-                     kDsEnd + "\n" + kDsCall + "function" + kDsSep + "search\n```json\n{\"query\": \"x\"}\n```" + kDsEnd + kDsCallsEnd,
-       "Sure.", {{"get_weather", kWeather}, {"search", R"({"query": "x"})"}}},
-      {"deepseekv31", kDsCalls + kDsCall + "get_weather" + kDsSep + "{\"city\": \"Paris\", \"days\": 3}" + kDsEnd +
-                      kDsCall + "search" + kDsSep + "{\"limit\": 1e2}" + kDsEnd + kDsCallsEnd,
-       "", {{"get_weather", kWeather}, {"search", R"({"limit": 100.0})"}}},
-      {"kimi_k2", "Calling.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
-                  "<|tool_call_argument_begin|>{\"city\":\"Paris\",\"days\":3}<|tool_call_end|>"
-                  "<|tool_calls_section_end|>",
-       "Calling.", {{"get_weather", R"({"city":"Paris","days":3})"}}},
-      {"kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.search:3"
-                  "<|tool_call_argument_begin|> {\"query\": \"a}b\"} <|tool_call_end|><|tool_calls_section_end|>",
-       "", {{"search", R"({"query": "a}b"})"}}},
-      {"gpt-oss", "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
-                  "<|message|>{\"city\":\"Paris\",\"days\":3}<|call|>",
-       "", {{"get_weather", kWeather}}},
-      {"gpt-oss", "<|start|>assistant<|channel|>commentary<|message|>Let me search.<|end|>"
-                  "<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json"
-                  "<|message|>{}<|call|>",
-       "Let me search.", {{"search", "{}"}}},
-      {"qwen3_coder", "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-                      "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
-       "Checking.\n", {{"get_weather", kWeather}}, "Checking."},
-      {"qwen3_coder", "<tool_call>\n<function=search>\n<parameter=query>\nline1\nline2\n</parameter>\n"
-                      "<parameter=limit>\n5\n</parameter>\n<parameter=filters>\n{\"a\": [1]}\n</parameter>\n"
-                      "<parameter=exact>\nTRUE\n</parameter>\n<parameter=extra>\nnull\n</parameter>\n</function>\n</tool_call>",
-       "", {{"search", R"({"query": "line1\nline2", "limit": 5, "filters": {"a": [1]}, "exact": true, "extra": null})"}}},
-      {"glm45", "Let me check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n"
-                "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
-       "Let me check.", {{"get_weather", R"({"city": "北京", "days": 3})"}}},
-      {"glm", "<tool_call>search\n<arg_key>query</arg_key>\n<arg_value>123</arg_value>\n"
-              "<arg_key>filters</arg_key>\n<arg_value>{\"k\": 1}</arg_value>\n</tool_call>",
-       "", {{"search", R"({"query": "123", "filters": {"k": 1}})"}}},
-      {"step3", "Ok.<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"get_weather\">"
-                "<steptml:parameter name=\"city\">Paris</steptml:parameter><steptml:parameter name=\"days\">3"
-                "</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
-       "Ok.", {{"get_weather", kWeather}}},
+      {"deepseekv3",
+       "Sure." + kDsCalls + kDsCall + "function" + kDsSep +
+           "get_weather\n```json\n{\"city\":\"Paris\",\"days\":3}\n```" + kDsEnd + "\n" + kDsCall +
+           "function" + kDsSep + "search\n```json\n{\"query\": \"x\"}\n```" + kDsEnd + kDsCallsEnd,
+       "Sure.",
+       {{"get_weather", kWeather}, {"search", R"({"query": "x"})"}}},
+      {"deepseekv31",
+       kDsCalls + kDsCall + "get_weather" + kDsSep + "{\"city\": \"Paris\", \"days\": 3}" + kDsEnd +
+           kDsCall + "search" + kDsSep + "{\"limit\": 1e2}" + kDsEnd + kDsCallsEnd,
+       "",
+       {{"get_weather", kWeather}, {"search", R"({"limit": 100.0})"}}},
+      {"kimi_k2",
+       "Calling.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+       "<|tool_call_argument_begin|>{\"city\":\"Paris\",\"days\":3}<|tool_call_end|>"
+       "<|tool_calls_section_end|>",
+       "Calling.",
+       {{"get_weather", R"({"city":"Paris","days":3})"}}},
+      {"kimi_k2",
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.search:3"
+       "<|tool_call_argument_begin|> {\"query\": \"a}b\"} "
+       "<|tool_call_end|><|tool_calls_section_end|>",
+       "",
+       {{"search", R"({"query": "a}b"})"}}},
+      {"gpt-oss",
+       "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+       "<|message|>{\"city\":\"Paris\",\"days\":3}<|call|>",
+       "",
+       {{"get_weather", kWeather}}},
+      {"gpt-oss",
+       "<|start|>assistant<|channel|>commentary<|message|>Let me search.<|end|>"
+       "<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json"
+       "<|message|>{}<|call|>",
+       "Let me search.",
+       {{"search", "{}"}}},
+      {"qwen3_coder",
+       "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+       "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+       "Checking.\n",
+       {{"get_weather", kWeather}},
+       "Checking."},
+      {"qwen3_coder",
+       "<tool_call>\n<function=search>\n<parameter=query>\nline1\nline2\n</parameter>\n"
+       "<parameter=limit>\n5\n</parameter>\n<parameter=filters>\n{\"a\": [1]}\n</parameter>\n"
+       "<parameter=exact>\nTRUE\n</parameter>\n<parameter=extra>\nnull\n</parameter>\n</"
+       "function>\n</tool_call>",
+       "",
+       {{"search",
+         R"({"query": "line1\nline2", "limit": 5, "filters": {"a": [1]}, "exact": true, "extra": null})"}}},
+      {"glm45",
+       "Let me "
+       "check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n"
+       "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+       "Let me check.",
+       {{"get_weather", R"({"city": "北京", "days": 3})"}}},
+      {"glm",
+       "<tool_call>search\n<arg_key>query</arg_key>\n<arg_value>123</arg_value>\n"
+       "<arg_key>filters</arg_key>\n<arg_value>{\"k\": 1}</arg_value>\n</tool_call>",
+       "",
+       {{"search", R"({"query": "123", "filters": {"k": 1}})"}}},
+      {"step3",
+       "Ok.<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke "
+       "name=\"get_weather\">"
+       "<steptml:parameter name=\"city\">Paris</steptml:parameter><steptml:parameter "
+       "name=\"days\">3"
+       "</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+       "Ok.",
+       {{"get_weather", kWeather}}},
   };
 }
 
@@ -168,7 +227,8 @@ TEST_P(ToolCallParserCase, ParsesAsDocumentedAndStreamsTheSameInEverySplit) {
   for (const auto& call : parsed.calls) calls.emplace_back(call.name, call.arguments);
   EXPECT_EQ(calls, c.calls) << c.parser << ": " << c.text;
 
-  std::string expected_stream_normal = c.stream_normal == "<same>" ? Strip(c.normal) : c.stream_normal;
+  std::string expected_stream_normal =
+      c.stream_normal == "<same>" ? Strip(c.normal) : c.stream_normal;
   Streamed whole = Stream(**parser, {c.text});
   EXPECT_EQ(whole.calls, c.calls) << "one delta";
   EXPECT_EQ(Strip(whole.normal), expected_stream_normal) << "one delta";
@@ -190,9 +250,9 @@ TEST(ToolCallParserTest, UnknownNameListsTheValidOnes) {
   ASSERT_FALSE(parser.ok());
   EXPECT_NE(parser.status().message().find("hermes, kimi_k2"), std::string::npos)
       << parser.status().message();
-  for (const char* name : {"hermes", "qwen25", "qwen", "qwen3_coder", "llama3", "mistral",
-                           "pythonic", "deepseekv3", "deepseekv31", "kimi_k2", "gpt-oss",
-                           "glm45", "glm", "step3"}) {
+  for (const char* name :
+       {"hermes", "qwen25", "qwen", "qwen3_coder", "llama3", "mistral", "pythonic", "deepseekv3",
+        "deepseekv31", "kimi_k2", "gpt-oss", "glm45", "glm", "step3"}) {
     EXPECT_TRUE(ToolCallParser::Create(name, Tools()).ok()) << name;
   }
 }

@@ -315,8 +315,8 @@ TEST(ConstrainedDecodingTest, StopRegexEndsTheRequestAndCutsTheText) {
   ASSERT_NE(it, std::sregex_iterator());
   const std::string second = it->str();
   const size_t at = static_cast<size_t>(it->position());
-  const std::string pattern = second.substr(0, 1) + "[a-z]{" + std::to_string(second.size() - 1) +
-                              "}\\b";
+  const std::string pattern =
+      second.substr(0, 1) + "[a-z]{" + std::to_string(second.size() - 1) + "}\\b";
 
   Collector collector(1);
   GenerateRequest request = testing::GreedyRequest("s", prompt, 24);
@@ -373,8 +373,8 @@ TEST(ConstrainedDecodingTest, JumpForwardAppendsForcedTokensWithoutSampling) {
     }
     const int64_t forced = engine->Stats().jump_forward_tokens;
     if (jump) {
-      EXPECT_GE(forced, static_cast<int64_t>(collector[0].tokens.size() -
-                                              collector[0].events.size()));
+      EXPECT_GE(forced,
+                static_cast<int64_t>(collector[0].tokens.size() - collector[0].events.size()));
     } else {
       EXPECT_EQ(forced, 0);
     }

@@ -332,8 +332,9 @@ TEST_P(PauseTest, NoStepRunsWhilePausedAndContinuingKeepsTheGreedyOutputs) {
   // A request submitted while paused waits; a second pause is a command that runs after the
   // inbox (and so that submission) was taken in, with no step in between.
   const std::vector<size_t> held = TokenCounts(collector, kRequests);
-  ASSERT_TRUE(engine->Submit(testing::GreedyRequest("late", prompts[5], 6), collector.Sink(kRequests))
-                  .ok());
+  ASSERT_TRUE(
+      engine->Submit(testing::GreedyRequest("late", prompts[5], 6), collector.Sink(kRequests))
+          .ok());
   PauseSync(*engine, GetParam());
   EXPECT_EQ(TokenCounts(collector, kRequests), held);
   EXPECT_TRUE(collector[kRequests].tokens.empty());
@@ -361,10 +362,10 @@ TEST(EngineLoopTest, PauseAbortEndsEveryRequestInFlight) {
   auto engine = testing::MakeEngine(testing::BaseArgs());
   Collector collector(3);
   for (size_t i = 0; i < 3; ++i) {
-    ASSERT_TRUE(
-        engine->Submit(testing::GreedyRequest("a" + std::to_string(i), prompts[i], 400),
-                       collector.Sink(i))
-            .ok());
+    ASSERT_TRUE(engine
+                    ->Submit(testing::GreedyRequest("a" + std::to_string(i), prompts[i], 400),
+                             collector.Sink(i))
+                    .ok());
   }
   PauseSync(*engine, PauseMode::kAbort);
   collector.Wait(3);

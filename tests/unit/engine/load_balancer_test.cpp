@@ -40,15 +40,15 @@ TEST(LoadBalancerTest, MinimumTokensCountsPromptAndGeneratedTokens) {
   LoadBalancer lb(LoadBalanceMethod::kMinimumTokens, 2);
   EXPECT_EQ(lb.Assign(100), 0);
   EXPECT_EQ(lb.Assign(30), 1);
-  EXPECT_EQ(lb.Assign(30), 1);   // 100 vs 30
-  EXPECT_EQ(lb.Assign(10), 1);   // 100 vs 60
-  lb.AddTokens(1, 50);           // replica 1 generated: 120 in flight
+  EXPECT_EQ(lb.Assign(30), 1);  // 100 vs 30
+  EXPECT_EQ(lb.Assign(10), 1);  // 100 vs 60
+  lb.AddTokens(1, 50);          // replica 1 generated: 120 in flight
   EXPECT_EQ(lb.tokens_in_flight(1), 120);
-  EXPECT_EQ(lb.Assign(5), 0);    // 100 vs 120
-  lb.Release(1, 80);             // the first 30-token request ended after 50 output tokens
+  EXPECT_EQ(lb.Assign(5), 0);  // 100 vs 120
+  lb.Release(1, 80);           // the first 30-token request ended after 50 output tokens
   EXPECT_EQ(lb.tokens_in_flight(1), 40);
   EXPECT_EQ(lb.requests_in_flight(1), 2);
-  EXPECT_EQ(lb.Assign(1), 1);    // 105 vs 40
+  EXPECT_EQ(lb.Assign(1), 1);  // 105 vs 40
 }
 
 }  // namespace

@@ -36,9 +36,9 @@ TEST(LoraPathSpecTest, RefusesMalformedEntries) {
 TEST(LoraTargetsTest, ExpandsGroupsAndAll) {
   auto targets = ParseLoraTargets({"qkv_proj", "down_proj", "q_proj"});
   ASSERT_TRUE(targets.ok());
-  EXPECT_EQ(*targets, (std::vector<model::LoraTarget>{model::LoraTarget::kQ, model::LoraTarget::kK,
-                                                       model::LoraTarget::kV,
-                                                       model::LoraTarget::kDown}));
+  EXPECT_EQ(*targets,
+            (std::vector<model::LoraTarget>{model::LoraTarget::kQ, model::LoraTarget::kK,
+                                            model::LoraTarget::kV, model::LoraTarget::kDown}));
   auto all = ParseLoraTargets({"o_proj", "all"});
   ASSERT_TRUE(all.ok());
   EXPECT_TRUE(all->empty());

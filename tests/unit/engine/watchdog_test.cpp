@@ -27,7 +27,7 @@ TEST(WatchdogTest, StuckIterationWarnsOnceThenFiresHard) {
   progress.Begin();
   progress.SetBatch("decode batch of 1 sequences");
   progress.SetPhase("forward");
-  fired.get_future().wait();  // the hard handler ran: the iteration never ended
+  fired.get_future().wait();               // the hard handler ran: the iteration never ended
   EXPECT_EQ(watchdog.soft_warnings(), 1);  // once per stuck iteration, not once per check
   EXPECT_GE(describe_calls.load(), 2);     // the soft dump and the hard dump
 }

@@ -8,8 +8,8 @@ namespace radixserve::http {
 namespace {
 
 std::string Find(const HeaderList& headers, const std::string& name) {
-  auto it = std::find_if(headers.begin(), headers.end(),
-                         [&](const auto& h) { return h.first == name; });
+  auto it =
+      std::find_if(headers.begin(), headers.end(), [&](const auto& h) { return h.first == name; });
   return it == headers.end() ? std::string("<absent>") : it->second;
 }
 

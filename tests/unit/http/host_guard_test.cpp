@@ -20,8 +20,8 @@ TEST(HostGuardTest, LoopbackListenerAcceptsOnlyLoopbackNames) {
                            "app.localhost:1", "127.0.0.1"}) {
     EXPECT_TRUE(guard.Allows(WithHost(host))) << host;
   }
-  for (const char* host : {"evil.example", "evil.example:30000", "127.0.0.1.evil.example",
-                           "localhost.evil.example"}) {
+  for (const char* host :
+       {"evil.example", "evil.example:30000", "127.0.0.1.evil.example", "localhost.evil.example"}) {
     EXPECT_FALSE(guard.Allows(WithHost(host))) << host;
   }
   Request no_host;

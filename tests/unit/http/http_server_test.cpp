@@ -6,13 +6,13 @@
 
 #include <csignal>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,7 +28,10 @@ using testing::TestConnection;
 using testing::TestServer;
 
 nlohmann::json ErrorJson(int code, const std::string& message, const std::string& type) {
-  return {{"object", "error"}, {"message", message}, {"type", type}, {"param", nullptr},
+  return {{"object", "error"},
+          {"message", message},
+          {"type", type},
+          {"param", nullptr},
           {"code", code}};
 }
 
@@ -77,8 +80,9 @@ TEST(HttpServerTest, RoutesRequests) {
 TEST(HttpServerTest, ExpectContinue) {
   TestServer ts;
   TestConnection c(ts.port());
-  ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+             "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
   auto interim = c.ReadHead();
   ASSERT_TRUE(interim);
   EXPECT_EQ(interim->status, 100);
@@ -141,8 +145,9 @@ TEST(HttpServerTest, BodyLimit) {
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->body.size(), big.size());
     // Declared length over 32 MiB: rejected from the header, the body is never read.
-    ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                       "Content-Length: 33554433\r\n\r\n"));
+    ASSERT_TRUE(
+        c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Content-Length: 33554433\r\n\r\n"));
     r = c.ReadResponse();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);
@@ -162,8 +167,10 @@ TEST(HttpServerTest, BodyLimit) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
     // Chunked upload over the limit is caught while reading the body.
-    ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "400\r\n" + std::string(1024, 'b') + "\r\n1\r\nc\r\n0\r\n\r\n"));
+    ASSERT_TRUE(
+        c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "400\r\n" +
+               std::string(1024, 'b') + "\r\n1\r\nc\r\n0\r\n\r\n"));
     r = c.ReadResponse();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);
@@ -179,15 +186,17 @@ TEST(HttpServerTest, BodyBudgetIsSharedByAllConnections) {
   // answers 100 Continue only once the reservation is made, so the second connection below
   // cannot overtake it however the I/O threads are scheduled.
   TestConnection slow(ts.port());
-  ASSERT_TRUE(slow.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 400000\r\n"
-                        "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      slow.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 400000\r\n"
+                "Expect: 100-continue\r\n\r\n"));
   auto interim = slow.ReadHead();
   ASSERT_TRUE(interim);
   ASSERT_EQ(interim->status, 100);
   ASSERT_TRUE(slow.Send(std::string(200'000, 'a')));
   // A second one that would bring the total past 600 kB is refused before its body is read.
   TestConnection second(ts.port());
-  ASSERT_TRUE(second.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300000\r\n\r\n"));
+  ASSERT_TRUE(
+      second.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300000\r\n\r\n"));
   auto r = second.ReadResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
@@ -219,7 +228,8 @@ TEST(HttpServerTest, ClosedUploadGivesItsBodyBudgetBack) {
   TestServer ts(options);
   {
     TestConnection gone(ts.port());
-    ASSERT_TRUE(gone.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\nxx"));
+    ASSERT_TRUE(
+        gone.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\nxx"));
     // Round trip on another connection so the server has read the head before `gone` closes.
     TestConnection probe(ts.port());
     ASSERT_TRUE(probe.Send(MakeRequest("GET", "/hello")));
@@ -335,7 +345,6 @@ TEST(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_TRUE(c.WaitClosed());
 }
 
-
 int CountThreads() {
   int n = 0;
   namespace fs = std::filesystem;
@@ -410,8 +419,9 @@ TEST(HttpServerTest, HoldsTwoThousandConnectionsOnTwoThreads) {
   EXPECT_EQ(ts.server->open_connections(), static_cast<std::size_t>(kIdle + kStreams));
   int server_threads = CountThreads() - threads_before;
   long rss_delta = RssKiB() - rss_before;
-  std::cout << "[ measured ] " << kIdle + kStreams << " open connections: server I/O threads="
-            << server_threads << ", process RSS growth=" << rss_delta / 1024
+  std::cout << "[ measured ] " << kIdle + kStreams
+            << " open connections: server I/O threads=" << server_threads
+            << ", process RSS growth=" << rss_delta / 1024
             << " MiB (includes the test's own 2000 client sockets)\n";
   ::testing::Test::RecordProperty("server_threads", server_threads);
   ::testing::Test::RecordProperty("rss_growth_kib", static_cast<int>(rss_delta));

@@ -18,7 +18,6 @@
 namespace radixserve::http {
 namespace {
 
-
 constexpr const char* kScript = R"PY(
 import sys, openai
 port = int(sys.argv[1])
@@ -88,8 +87,8 @@ TEST(OpenAiClientTest, OfficialSdkTalksToServer) {
   auto script = std::filesystem::temp_directory_path() /
                 ("radix_http_openai_" + std::to_string(::getpid()) + ".py");
   std::ofstream(script) << kScript;
-  std::string command = python + " " + script.string() + " " +
-                        std::to_string(server.port()) + " 2>&1";
+  std::string command =
+      python + " " + script.string() + " " + std::to_string(server.port()) + " 2>&1";
   std::string output;
   FILE* pipe = ::popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
@@ -102,8 +101,7 @@ TEST(OpenAiClientTest, OfficialSdkTalksToServer) {
     for (auto& t : engine_threads) t.join();
   }
   EXPECT_EQ(rc, 0) << output;
-  EXPECT_EQ(output,
-            "models m\nstream Hello, world\ncomplete whole stop\nauth 401\nnotfound 404\n");
+  EXPECT_EQ(output, "models m\nstream Hello, world\ncomplete whole stop\nauth 401\nnotfound 404\n");
 }
 
 }  // namespace

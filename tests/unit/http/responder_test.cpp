@@ -63,9 +63,8 @@ TEST(ResponderTest, DeferredCompleteResponse) {
   TestConnection c(ts.port());
   ASSERT_TRUE(c.Send(MakeRequest("POST", "/stream", "{}")));
   ASSERT_TRUE(ts.streams.WaitResponders(1));
-  std::thread engine([r = ts.streams.at(0)] {
-    r->Send(503, "application/json", R"({"later":true})");
-  });
+  std::thread engine(
+      [r = ts.streams.at(0)] { r->Send(503, "application/json", R"({"later":true})"); });
   engine.join();
   auto r = c.ReadResponse();
   ASSERT_TRUE(r);

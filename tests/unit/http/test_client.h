@@ -174,8 +174,8 @@ inline std::string MakeRequest(std::string_view method, std::string_view target,
       std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   r += extra_headers;
   if (!body.empty() || method == "POST") {
-    r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n";
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   r += "\r\n";
   r += body;

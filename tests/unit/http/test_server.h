@@ -65,15 +65,15 @@ inline Router TestRoutes(StreamRegistry* streams) {
   router.Add({"GET"}, "/hello", [](const Request&, ResponderPtr r) {
     r->Send(200, "text/plain; charset=utf-8", "hello");
   });
-  router.Add({"GET"}, "/health", [](const Request&, ResponderPtr r) {
-    r->Send(200, "text/plain; charset=utf-8", "");
-  });
+  router.Add({"GET"}, "/health",
+             [](const Request&, ResponderPtr r) { r->Send(200, "text/plain; charset=utf-8", ""); });
   router.Add({"GET"}, "/metrics", [](const Request&, ResponderPtr r) {
     r->Send(200, "text/plain; version=0.0.4", "# metrics\n");
   });
   router.Add({"POST", "PUT"}, "/echo", [](const Request& q, ResponderPtr r) {
-    r->Send(200, q.header("content-type").has_value() ? std::string(*q.header("content-type"))
-                                                      : "text/plain",
+    r->Send(200,
+            q.header("content-type").has_value() ? std::string(*q.header("content-type"))
+                                                 : "text/plain",
             q.body);
   });
   router.Add({"GET"}, "/query", [](const Request& q, ResponderPtr r) {
@@ -82,14 +82,12 @@ inline Router TestRoutes(StreamRegistry* streams) {
   router.AddPrefix({"GET"}, "/v1/models/", [](const Request& q, ResponderPtr r) {
     r->Send(200, "text/plain", q.path_param);
   });
-  router.Add({"GET"}, "/throw", [](const Request&, ResponderPtr) {
-    throw std::runtime_error("boom");
-  });
+  router.Add({"GET"}, "/throw",
+             [](const Request&, ResponderPtr) { throw std::runtime_error("boom"); });
   router.Add({"GET"}, "/silent", [](const Request&, ResponderPtr) {});
   // Parks the responder without answering: the test plays the engine.
-  router.Add({"POST"}, "/stream", [streams](const Request&, ResponderPtr r) {
-    streams->Add(std::move(r));
-  });
+  router.Add({"POST"}, "/stream",
+             [streams](const Request&, ResponderPtr r) { streams->Add(std::move(r)); });
   return router;
 }
 

@@ -209,7 +209,7 @@ TEST(AttentionTest, StoreAndGatherRoundLikeTheScalarConversions) {
   row[1] = 1.0625f;      // an fp8 e4m3 tie (between 1 and 1.125: stays 1)
   row[2] = 1e6f;         // saturates in both fp8 formats
   row[3] = -std::numeric_limits<float>::infinity();
-  row[4] = 3e-4f;        // fp8 subnormal range
+  row[4] = 3e-4f;  // fp8 subnormal range
   for (const AttentionKernels* k : AvailableAttentionKernels()) {
     for (KvType type : kAllTypes) {
       for (float scale : {1.0f, 0.0625f, 3.0f}) {
@@ -223,8 +223,7 @@ TEST(AttentionTest, StoreAndGatherRoundLikeTheScalarConversions) {
         for (int64_t c = 0; c < d; ++c) {
           const float want = RoundTrip(type, row[static_cast<size_t>(c)], scale);
           ASSERT_EQ(back[static_cast<size_t>(c)], want)
-              << k->name << " type=" << static_cast<int>(type) << " scale=" << scale
-              << " c=" << c;
+              << k->name << " type=" << static_cast<int>(type) << " scale=" << scale << " c=" << c;
         }
       }
     }

@@ -50,9 +50,9 @@ TEST(Bf16PanelsTest, MatchesDoubleProductOfRoundedInputs) {
           for (int64_t r = 0; r < rows; ++r) {
             double want = 0.0, scale = 0.0;
             for (int64_t k = 0; k < cols; ++k) {
-              const double term =
-                  static_cast<double>(Bf16ToF32(F32ToBf16(c.x[static_cast<size_t>(t * cols + k)]))) *
-                  Bf16ToF32(c.w[static_cast<size_t>(r * cols + k)]);
+              const double term = static_cast<double>(Bf16ToF32(
+                                      F32ToBf16(c.x[static_cast<size_t>(t * cols + k)]))) *
+                                  Bf16ToF32(c.w[static_cast<size_t>(r * cols + k)]);
               want += term;
               scale += std::fabs(term);
             }
@@ -78,7 +78,8 @@ TEST(Bf16PanelsTest, RowsDoNotDependOnBatchOrThreads) {
     std::vector<float> one(static_cast<size_t>(rows));
     Bf16PanelMatMul(&pool, c.x.data() + t * cols, 1, c.matrix, c.panels.data(), one.data());
     for (int64_t r = 0; r < rows; ++r) {
-      ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)]) << t << " " << r;
+      ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
+          << t << " " << r;
     }
   }
 }
@@ -97,7 +98,8 @@ TEST(Bf16PanelsTest, PackAndMatMulUseThePanelsUnderLlamaCppNumerics) {
   // kExact keeps f32 activations: the unpacked float path, not the panels.
   std::vector<float> exact(via_pack.size()), unpacked(via_pack.size());
   MatMul(ActiveKernels(), nullptr, c.x.data(), n, packed, exact.data(), ActivationMode::kExact);
-  MatMul(ActiveKernels(), nullptr, c.x.data(), n, c.matrix, unpacked.data(), ActivationMode::kExact);
+  MatMul(ActiveKernels(), nullptr, c.x.data(), n, c.matrix, unpacked.data(),
+         ActivationMode::kExact);
   EXPECT_EQ(exact, unpacked);
 }
 

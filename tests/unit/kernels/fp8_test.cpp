@@ -163,8 +163,8 @@ TEST(Fp8Test, EverySimdVariantStoresAndGathersLikeTheScalarFunctions) {
       const int32_t slot = 0;
       k->gather(codes.data(), f.type, 0.5f, &slot, 1, d, 0, d, got.data());
       for (size_t i = 0; i < codes.size(); ++i) {
-        ASSERT_EQ(got[i], f.decode(codes[i]) * 0.5f) << k->name << " " << f.name << " code "
-                                                    << static_cast<int>(codes[i]);
+        ASSERT_EQ(got[i], f.decode(codes[i]) * 0.5f)
+            << k->name << " " << f.name << " code " << static_cast<int>(codes[i]);
       }
     }
   }

@@ -464,7 +464,7 @@ TEST_P(HiCacheTest, BlocksSurviveARestartButNotAModelChange) {
 
   Build(HiCacheWritePolicy::kWriteThrough, /*tag=*/2);  // other weights
   EXPECT_EQ(hicache_->Prefetch(tokens, "B"), 0u);
-  hicache_->SetModelTag(1);  // the tag is part of every key
+  hicache_->SetModelTag(1);                        // the tag is part of every key
   EXPECT_EQ(hicache_->Prefetch(tokens, "B"), 0u);  // forgotten until a restart rescans
 }
 

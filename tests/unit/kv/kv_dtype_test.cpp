@@ -48,7 +48,8 @@ TEST(KvDtypeTest, Bf16RoundsToNearestEven) {
   // Just above halfway rounds up.
   EXPECT_EQ(kernels::F32ToBf16(std::nextafter(1.00390625f, 2.0f)), 0x3F81);
   EXPECT_EQ(kernels::F32ToBf16(std::numeric_limits<float>::infinity()), 0x7F80);
-  EXPECT_TRUE(std::isnan(kernels::Bf16ToF32(kernels::F32ToBf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(
+      std::isnan(kernels::Bf16ToF32(kernels::F32ToBf16(std::numeric_limits<float>::quiet_NaN()))));
   EXPECT_EQ(kernels::Bf16ToF32(0x3FC0), 1.5f);
 }
 
@@ -58,7 +59,7 @@ TEST(KvDtypeTest, Fp16KnownValues) {
   EXPECT_EQ(kernels::F32ToF16(65536.0f), 0x7C00);  // overflows to +inf
   EXPECT_EQ(kernels::F32ToF16(-0.5f), 0xB800);
   EXPECT_EQ(kernels::F32ToF16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(kernels::F16ToF32(0x3555), 0.333251953125f);  // 1/3 rounded: 1.0101010101b * 2^-2
+  EXPECT_EQ(kernels::F16ToF32(0x3555), 0.333251953125f);        // 1/3 rounded: 1.0101010101b * 2^-2
 }
 
 TEST(KvDtypeTest, RowsRoundTrip) {

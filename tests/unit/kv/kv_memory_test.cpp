@@ -93,8 +93,8 @@ TEST(KvMemoryTest, AllocEvictsUnlockedCacheAndReportsUsage) {
   // Fill the cache with 48 finished tokens, keep 8 locked by a live sequence.
   const std::vector<int32_t> done = testing::Units({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 4);
   SeqKvState seq;
-  ASSERT_TRUE(testing::Admit(memory.cache(), memory.pool(), memory.req_pool(), done,
-                             done.size(), &seq));
+  ASSERT_TRUE(
+      testing::Admit(memory.cache(), memory.pool(), memory.req_pool(), done, done.size(), &seq));
   memory.cache().CacheFinishedSeq(seq, CacheKey{done}, true);
   const std::vector<int32_t> live_tokens = testing::Units({1, 2, 99}, 4);
   SeqKvState live;

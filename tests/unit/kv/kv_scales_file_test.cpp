@@ -13,7 +13,8 @@ namespace {
 
 std::string WriteTemp(const std::string& text) {
   static int counter = 0;
-  const std::string path = ::testing::TempDir() + "kv_scales_" + std::to_string(counter++) + ".json";
+  const std::string path =
+      ::testing::TempDir() + "kv_scales_" + std::to_string(counter++) + ".json";
   std::ofstream(path) << text;
   return path;
 }
@@ -25,8 +26,7 @@ std::string Doc(const std::string& dtype, const std::string& layers,
 }
 
 TEST(KvScalesFileTest, LoadsOneFactorPerLayerForKAndV) {
-  const std::string path =
-      WriteTemp(Doc("float8_e4m3fn", R"({"1": 0.25, "0": 0.5, "2": 1.5})"));
+  const std::string path = WriteTemp(Doc("float8_e4m3fn", R"({"1": 0.25, "0": 0.5, "2": 1.5})"));
   Expected<KvScales> scales = LoadKvScalesFile(path, 3, "llama");
   ASSERT_TRUE(scales.ok()) << scales.status().message();
   EXPECT_EQ(scales->k, (std::vector<float>{0.5f, 0.25f, 1.5f}));

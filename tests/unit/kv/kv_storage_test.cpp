@@ -37,8 +37,8 @@ TEST(KvStorageTest, LayoutIsSlotMajorPerLayer) {
   const float* k_base = static_cast<const float*>(view.k);
   const float* v_base = static_cast<const float*>(view.v);
   for (int e = 0; e < 8; ++e) {
-    EXPECT_EQ(k_base[7 * 8 + e], static_cast<float>(e));       // first row -> slot 7
-    EXPECT_EQ(k_base[3 * 8 + e], static_cast<float>(8 + e));   // second row -> slot 3
+    EXPECT_EQ(k_base[7 * 8 + e], static_cast<float>(e));      // first row -> slot 7
+    EXPECT_EQ(k_base[3 * 8 + e], static_cast<float>(8 + e));  // second row -> slot 3
     EXPECT_EQ(v_base[7 * 8 + e], -static_cast<float>(e));
   }
   // Other layers and untouched slots stay zero (fresh anonymous mapping).

@@ -34,8 +34,7 @@ TEST(MemorySizingTest, CgroupLimitCapsTotalAndAvailable) {
 }
 
 TEST(MemorySizingTest, FallsBackToMemFreeAndRejectsGarbage) {
-  Expected<HostMemory> memory =
-      ParseHostMemory("MemTotal: 1000 kB\nMemFree: 600 kB\n", "", "", 2);
+  Expected<HostMemory> memory = ParseHostMemory("MemTotal: 1000 kB\nMemFree: 600 kB\n", "", "", 2);
   ASSERT_TRUE(memory.ok());
   EXPECT_EQ(memory->available_bytes, 600u * 1024);
   EXPECT_EQ(memory->numa_nodes, 2);

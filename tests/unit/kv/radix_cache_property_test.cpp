@@ -23,11 +23,11 @@ using Tokens = std::vector<int32_t>;
 
 // How much of the interesting behaviour a run exercised.
 struct RunStats {
-  size_t shared_matches = 0;   // matches that found a cached prefix
-  size_t chunks = 0;           // CacheUnfinishedSeq calls
+  size_t shared_matches = 0;  // matches that found a cached prefix
+  size_t chunks = 0;          // CacheUnfinishedSeq calls
   size_t evicted_tokens = 0;
-  size_t out_of_memory = 0;    // allocations that needed eviction first
-  size_t splits = 0;           // matches that split a node
+  size_t out_of_memory = 0;  // allocations that needed eviction first
+  size_t splits = 0;         // matches that split a node
 };
 
 struct LiveSeq {
@@ -56,11 +56,25 @@ class RadixCacheModelRun {
   void Run(int steps) {
     for (int step = 0; step < steps; ++step) {
       switch (Uniform(0, 9)) {
-        case 0: case 1: case 2: Admit(); break;
-        case 3: case 4: Chunk(); break;
-        case 5: case 6: Finish(); break;
-        case 7: EvictSome(); break;
-        default: Probe(); break;
+        case 0:
+        case 1:
+        case 2:
+          Admit();
+          break;
+        case 3:
+        case 4:
+          Chunk();
+          break;
+        case 5:
+        case 6:
+          Finish();
+          break;
+        case 7:
+          EvictSome();
+          break;
+        default:
+          Probe();
+          break;
       }
       CheckState();
       if (::testing::Test::HasFatalFailure() || ::testing::Test::HasNonfatalFailure()) {
@@ -140,8 +154,8 @@ class RadixCacheModelRun {
     if (live_.empty()) return;
     LiveSeq& seq = live_[Uniform(0, static_cast<int32_t>(live_.size()) - 1)];
     if (seq.computed == seq.tokens.size()) return;
-    const size_t target = Uniform(static_cast<int32_t>(seq.computed) + 1,
-                                  static_cast<int32_t>(seq.tokens.size()));
+    const size_t target =
+        Uniform(static_cast<int32_t>(seq.computed) + 1, static_cast<int32_t>(seq.tokens.size()));
     const bool ok = WithEviction(
         [&] { return testing::Extend(pool_, req_pool_, seq.state, seq.computed, target); },
         target - seq.computed + page_);
@@ -155,8 +169,8 @@ class RadixCacheModelRun {
     const std::span<const int32_t> row = req_pool_.Row(seq.state.req_pool_slot);
     EXPECT_EQ(Tokens(row.begin(), row.begin() + Align(target)),
               ModelMatch(std::span(seq.tokens).first(target)));
-    EXPECT_TRUE(std::equal(seq.state.prefix_indices.begin(), seq.state.prefix_indices.end(),
-                           row.begin()));
+    EXPECT_TRUE(
+        std::equal(seq.state.prefix_indices.begin(), seq.state.prefix_indices.end(), row.begin()));
   }
 
   void Finish() {

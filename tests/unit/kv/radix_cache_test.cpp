@@ -256,7 +256,7 @@ TEST_P(RadixCacheTest, ResetOnlyWhenNothingIsLocked) {
 
 TEST_P(RadixCacheTest, ChunkedPrefillCachesBetweenChunks) {
   std::vector<int32_t> tokens = Units({1, 2, 3, 4});
-  const size_t c1 = page_ + page_ / 2;     // ends inside the second page (page 16)
+  const size_t c1 = page_ + page_ / 2;  // ends inside the second page (page 16)
   const size_t c2 = 3 * page_ + page_ / 2;
   SeqKvState seq;
   ASSERT_TRUE(Admit(cache_, pool_, req_pool_, tokens, c1, &seq));

@@ -43,8 +43,8 @@ TEST(BucketRuleTest, TseMatchesFormula) {
   for (double middle : {1.0, 50.0, 1000.0, 4096.0}) {
     for (double base : {1.5, 2.0, 3.0, 10.0}) {
       for (int count : {1, 2, 3, 7, 8, 12}) {
-        const auto got = Ok({"tse", std::to_string(middle), std::to_string(base),
-                             std::to_string(count)});
+        const auto got =
+            Ok({"tse", std::to_string(middle), std::to_string(base), std::to_string(count)});
         const auto want = TseFormula(middle, base, count);
         ASSERT_EQ(got.size(), want.size()) << middle << " " << base << " " << count;
         for (size_t i = 0; i < got.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]);
@@ -72,10 +72,10 @@ TEST(BucketRuleTest, InvalidRules) {
   EXPECT_TRUE(Fails({"default", "1"}));
   EXPECT_TRUE(Fails({"tse", "1000", "2"}));
   EXPECT_TRUE(Fails({"tse", "1000", "2", "8", "9"}));
-  EXPECT_TRUE(Fails({"tse", "1000", "1", "8"}));     // base must exceed 1
-  EXPECT_TRUE(Fails({"tse", "1000", "2", "0"}));     // count must be positive
-  EXPECT_TRUE(Fails({"tse", "0", "2", "8"}));        // middle must be positive
-  EXPECT_TRUE(Fails({"tse", "1000", "2", "8.5"}));   // count is an integer
+  EXPECT_TRUE(Fails({"tse", "1000", "1", "8"}));    // base must exceed 1
+  EXPECT_TRUE(Fails({"tse", "1000", "2", "0"}));    // count must be positive
+  EXPECT_TRUE(Fails({"tse", "0", "2", "8"}));       // middle must be positive
+  EXPECT_TRUE(Fails({"tse", "1000", "2", "8.5"}));  // count is an integer
   EXPECT_TRUE(Fails({"tse", "abc", "2", "8"}));
   EXPECT_TRUE(Fails({"customer"}));
   EXPECT_TRUE(Fails({"customer", "1", "x"}));
@@ -95,12 +95,12 @@ TEST(SglangBucketsTest, Defaults) {
             (std::vector<double>{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100,
                                  200, 400}));
   EXPECT_EQ(DefaultE2eRequestLatencyBuckets(),
-            (std::vector<double>{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100,
-                                 200, 400, 600, 1200, 1800, 2400}));
+            (std::vector<double>{0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
+                                 20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400}));
   EXPECT_EQ(DefaultInterTokenLatencyBuckets(),
-            (std::vector<double>{0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030,
-                                 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1,
-                                 2, 4, 6, 8}));
+            (std::vector<double>{0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025,
+                                 0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400,
+                                 0.600, 0.800, 1,     2,     4,     6,     8}));
   std::vector<double> retractions;
   for (int i = 0; i <= 10; ++i) retractions.push_back(i);
   for (double v : {15, 20, 25, 30, 40, 50, 75, 100}) retractions.push_back(v);

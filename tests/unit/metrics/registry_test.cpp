@@ -19,8 +19,8 @@ TEST(RegistryTest, ExposesHelpTypeAndSamplesInRegistrationOrder) {
   auto& requests = registry.AddCounter("app:requests_total", "Requests \"served\".\nSecond line",
                                        {"model_name", "code"});
   auto& up = registry.AddGauge("app:up", "Unlabelled gauge.");
-  auto& latency = registry.AddHistogram("app:latency_seconds", "Latency.", {"model_name"},
-                                        {0.1, 1, 10});
+  auto& latency =
+      registry.AddHistogram("app:latency_seconds", "Latency.", {"model_name"}, {0.1, 1, 10});
   requests.Labels({"m\"1\\x\ny", "200"}).Inc(3);
   requests.Labels({"m2", "500"}).Inc();
   requests.Labels({"m\"1\\x\ny", "200"}).Inc(2);
@@ -73,9 +73,8 @@ TEST(RegistryTest, LabelledFamilyWithoutChildrenIsLeftOut) {
   registry.AddCounter("x_total", "x", {"a"});
   registry.AddGauge("y", "y");
   EXPECT_EQ(registry.Expose(), "# HELP y y\n# TYPE y gauge\ny 0.0\n");
-  EXPECT_EQ(registry.Families(),
-            (std::vector<std::pair<std::string, std::string>>{{"x_total", "counter"},
-                                                              {"y", "gauge"}}));
+  EXPECT_EQ(registry.Families(), (std::vector<std::pair<std::string, std::string>>{
+                                     {"x_total", "counter"}, {"y", "gauge"}}));
 }
 
 TEST(RegistryTest, NegativeBucketsOmitSum) {

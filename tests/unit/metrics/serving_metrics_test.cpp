@@ -103,14 +103,22 @@ TEST(ServingMetricsTest, TokenHistogramsOnlyWhenCollected) {
 }
 
 TEST(ServingMetricsTest, FinishedRequestAccounting) {
-  auto metrics = Make({.model_name = "smol", .collect_tokens_histogram = true,
+  auto metrics = Make({.model_name = "smol",
+                       .collect_tokens_histogram = true,
                        .prompt_tokens_buckets = {"customer", "10", "100"},
                        .generation_tokens_buckets = {"tse", "1000", "2", "8"}});
   RequestMetrics& req = metrics->Requests();
-  req.ObserveFinishedRequest({.prompt_tokens = 7, .generation_tokens = 20, .cached_tokens = 0,
-                              .e2e_latency_s = 0.3, .retraction_count = 0});
-  req.ObserveFinishedRequest({.prompt_tokens = 50, .generation_tokens = 999, .cached_tokens = 32,
-                              .e2e_latency_s = 5.0, .has_grammar = true, .retraction_count = 2});
+  req.ObserveFinishedRequest({.prompt_tokens = 7,
+                              .generation_tokens = 20,
+                              .cached_tokens = 0,
+                              .e2e_latency_s = 0.3,
+                              .retraction_count = 0});
+  req.ObserveFinishedRequest({.prompt_tokens = 50,
+                              .generation_tokens = 999,
+                              .cached_tokens = 32,
+                              .e2e_latency_s = 5.0,
+                              .has_grammar = true,
+                              .retraction_count = 2});
   req.ObserveAbortedRequest();
   const ParsedExposition p = Scrape(*metrics);
   EXPECT_EQ(Value(p, "sglang:prompt_tokens_total", "sglang:prompt_tokens_total"), 57);
@@ -150,9 +158,9 @@ TEST(ServingMetricsTest, CachedTokensCounterUntouchedWhenZero) {
 TEST(ServingMetricsTest, InterTokenLatencyCountsEveryToken) {
   auto metrics = Make({.model_name = "m"});
   RequestMetrics& req = metrics->Requests();
-  req.ObserveInterTokenLatency(0.05, 1);   // 1 x 0.05
-  req.ObserveInterTokenLatency(0.09, 3);   // 3 x 0.03
-  req.ObserveInterTokenLatency(1.0, 0);    // nothing
+  req.ObserveInterTokenLatency(0.05, 1);  // 1 x 0.05
+  req.ObserveInterTokenLatency(0.09, 3);  // 3 x 0.03
+  req.ObserveInterTokenLatency(1.0, 0);   // nothing
   req.ObserveTimeToFirstToken(0.15);
   const ParsedExposition p = Scrape(*metrics);
   const std::string itl = "sglang:inter_token_latency_seconds";
@@ -230,9 +238,11 @@ TEST(ServingMetricsTest, SchedulerGaugesAndLabels) {
   EXPECT_EQ(Value(p, "sglang:is_cuda_graph", "sglang:is_cuda_graph"), 0);
   // Not known: not exported.
   EXPECT_EQ(p.Find("sglang:max_running_requests_under_SLO"), nullptr);
-  const std::map<std::string, std::string> labels = {
-      {"model_name", "m"}, {"engine_type", "unified"}, {"tp_rank", "0"}, {"pp_rank", "0"},
-      {"dp_rank", "1"}};
+  const std::map<std::string, std::string> labels = {{"model_name", "m"},
+                                                     {"engine_type", "unified"},
+                                                     {"tp_rank", "0"},
+                                                     {"pp_rank", "0"},
+                                                     {"dp_rank", "1"}};
   EXPECT_EQ(p.Find("sglang:num_running_reqs")->samples[0].labels, labels);
   const std::string q = "sglang:queue_time_seconds";
   EXPECT_EQ(Value(p, q, q + "_bucket", "0.2"), 0);
@@ -251,9 +261,9 @@ TEST(ServingMetricsTest, HttpResponses) {
   const ParsedExposition p = Scrape(*metrics);
   const auto& samples = p.Find("sglang:http_responses_total")->samples;
   ASSERT_EQ(samples.size(), 2u);
-  EXPECT_EQ(samples[0].labels, (std::map<std::string, std::string>{
-                                   {"endpoint", "/generate"}, {"status_code", "200"},
-                                   {"method", "POST"}}));
+  EXPECT_EQ(samples[0].labels,
+            (std::map<std::string, std::string>{
+                {"endpoint", "/generate"}, {"status_code", "200"}, {"method", "POST"}}));
   EXPECT_EQ(samples[0].value, 2);
   EXPECT_EQ(samples[1].labels.at("status_code"), "401");
   EXPECT_EQ(samples[1].value, 1);
@@ -269,8 +279,10 @@ TEST(ServingMetricsTest, ConcurrentRequestsFromManyThreads) {
       for (int i = 0; i < kRequests; ++i) {
         RequestMetrics& req = metrics->Requests();
         req.ObserveInterTokenLatency(0.01, 2);
-        req.ObserveFinishedRequest({.prompt_tokens = 10, .generation_tokens = 2,
-                                    .cached_tokens = 4, .e2e_latency_s = 1.0});
+        req.ObserveFinishedRequest({.prompt_tokens = 10,
+                                    .generation_tokens = 2,
+                                    .cached_tokens = 4,
+                                    .e2e_latency_s = 1.0});
       }
     });
   }

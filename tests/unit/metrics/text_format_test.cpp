@@ -42,9 +42,7 @@ TEST(EscapeTest, LabelValues) {
   EXPECT_EQ(EscapeLabelValue("tab\tstays"), "tab\tstays");
 }
 
-TEST(EscapeTest, HelpKeepsQuotes) {
-  EXPECT_EQ(EscapeHelp("say \"hi\"\\\n"), "say \"hi\"\\\\\\n");
-}
+TEST(EscapeTest, HelpKeepsQuotes) { EXPECT_EQ(EscapeHelp("say \"hi\"\\\n"), "say \"hi\"\\\\\\n"); }
 
 TEST(NameTest, MetricNames) {
   EXPECT_TRUE(IsValidMetricName("sglang:prompt_tokens_total"));

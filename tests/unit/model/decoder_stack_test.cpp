@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "model/gguf_file.h"
-#include "model/weight_store.h"
 #include "model/model_loader.h"
+#include "model/weight_store.h"
 
 namespace radixserve::model {
 namespace {

@@ -54,7 +54,8 @@ class PoolingConfigTest : public ::testing::Test {
 
 TEST_F(PoolingConfigTest, ReadsModeAndNormalize) {
   WriteModules(true);
-  Write("1_Pooling/config.json", R"({"pooling_mode_mean_tokens":true,"pooling_mode_cls_token":false})");
+  Write("1_Pooling/config.json",
+        R"({"pooling_mode_mean_tokens":true,"pooling_mode_cls_token":false})");
   auto c = LoadPoolingConfig(dir_.string(), {});
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->mode, PoolingMode::kMean);
@@ -99,7 +100,8 @@ TEST_F(PoolingConfigTest, RejectsModesItCannotCompute) {
   auto c = LoadPoolingConfig(dir_.string(), {});
   EXPECT_EQ(c.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(c.status().message().find("pooling_mode_max_tokens"), std::string::npos);
-  Write("1_Pooling/config.json", R"({"pooling_mode_mean_tokens":true,"pooling_mode_cls_token":true})");
+  Write("1_Pooling/config.json",
+        R"({"pooling_mode_mean_tokens":true,"pooling_mode_cls_token":true})");
   EXPECT_EQ(LoadPoolingConfig(dir_.string(), {}).status().code(), StatusCode::kUnsupported);
   Write("modules.json", R"([{"type":"sentence_transformers.models.Dense","path":"2_Dense"}])");
   EXPECT_EQ(LoadPoolingConfig(dir_.string(), {}).status().code(), StatusCode::kUnsupported);

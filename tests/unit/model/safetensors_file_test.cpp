@@ -85,11 +85,11 @@ TEST(SafetensorsFileTest, RejectsMalformedHeaders) {
 }
 
 TEST(SafetensorsFileTest, ListsTensorsOfOtherDtypesWithoutLoadingThem) {
-  auto st = SafetensorsFile::Parse(MappedFile::FromBytes(
-      Build(R"({"ids":{"dtype":"I64","shape":[1,2],"data_offsets":[0,16]},)"
-            R"("w":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})",
-            24),
-      "t.safetensors"));
+  auto st = SafetensorsFile::Parse(
+      MappedFile::FromBytes(Build(R"({"ids":{"dtype":"I64","shape":[1,2],"data_offsets":[0,16]},)"
+                                  R"("w":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})",
+                                  24),
+                            "t.safetensors"));
   ASSERT_TRUE(st.ok()) << st.status().message();
   EXPECT_EQ(st->Find("ids"), nullptr);
   ASSERT_NE(st->Find("w"), nullptr);

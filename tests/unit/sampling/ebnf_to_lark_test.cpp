@@ -60,10 +60,10 @@ TEST(EbnfToLarkTest, LarkPassesThrough) {
 }
 
 TEST(EbnfToLarkTest, Errors) {
-  for (const char* bad : {"", "root ::= \"a", "root ::= [a-", "root ::= [z-a]", "root ::= []",
-                          "root ::= \"\\q\"", "root ::= (\"a\"", "root ::= \"a\" (= \"b\")",
-                          "root ::= \"a\"{3,1}", "root = \"a\"", "root ::= x", "x ::= \"a\"",
-                          "root ::= \"a\"\nroot ::= \"b\"", "root ::= \"\\uD800\""}) {
+  for (const char* bad :
+       {"", "root ::= \"a", "root ::= [a-", "root ::= [z-a]", "root ::= []", "root ::= \"\\q\"",
+        "root ::= (\"a\"", "root ::= \"a\" (= \"b\")", "root ::= \"a\"{3,1}", "root = \"a\"",
+        "root ::= x", "x ::= \"a\"", "root ::= \"a\"\nroot ::= \"b\"", "root ::= \"\\uD800\""}) {
     auto lark = ConvertEbnfToLark(bad);
     EXPECT_FALSE(lark.ok()) << bad;
     if (!lark.ok()) {
@@ -93,8 +93,8 @@ TEST(EbnfToLarkTest, CompiledGbnfOutputsMatchTheEquivalentRegex) {
 // Balanced parentheses: a recursive grammar no regex can check; a counter does.
 TEST(EbnfToLarkTest, CompiledRecursiveGbnfOutputsAreBalanced) {
   const auto& vocab = test::Stories();
-  auto compiled = test::MustCompile(vocab, GrammarKind::kEbnf,
-                                    "root ::= pair+\npair ::= \"(\" pair* \")\"\n");
+  auto compiled =
+      test::MustCompile(vocab, GrammarKind::kEbnf, "root ::= pair+\npair ::= \"(\" pair* \")\"\n");
   ASSERT_NE(compiled, nullptr);
   for (uint32_t seed = 0; seed < 25; ++seed) {
     GrammarMatcher matcher = compiled->NewMatcher();

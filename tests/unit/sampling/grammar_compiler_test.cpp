@@ -85,8 +85,7 @@ GrammarCompilerOptions WhitespacePattern(std::string pattern) {
 TEST(GrammarCompilerTest, JsonWhitespaceOptions) {
   EXPECT_EQ(WhitespaceAfterBrace({}), std::make_pair(true, true));
   EXPECT_EQ(WhitespaceAfterBrace(Compact()), std::make_pair(false, false));
-  EXPECT_EQ(WhitespaceAfterBrace(WhitespacePattern("\\n*")),
-            std::make_pair(false, true));
+  EXPECT_EQ(WhitespaceAfterBrace(WhitespacePattern("\\n*")), std::make_pair(false, true));
   // The schema's own x-guidance options win over the server's.
   EXPECT_EQ(WhitespaceAfterBrace(
                 Compact(), R"({"type": "object", "x-guidance": {"whitespace_flexible": true}})"),
@@ -135,8 +134,8 @@ TEST(GrammarCompilerTest, CompilesAndMakesMatchersOnOtherThreads) {
     threads.emplace_back([&, i] {
       GrammarMatcher matcher = grammars[0]->NewMatcher();
       std::vector<uint32_t> mask(matcher.bitmask_words());
-      ok[i] = matcher.FillNextTokenBitmask(mask).ok() &&
-              matcher.AcceptToken(TokenFor(vocab, '{')).ok();
+      ok[i] =
+          matcher.FillNextTokenBitmask(mask).ok() && matcher.AcceptToken(TokenFor(vocab, '{')).ok();
     });
   }
   for (auto& t : threads) t.join();

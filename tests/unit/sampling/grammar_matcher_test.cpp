@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../test_reference.h"
 #include <nlohmann/json.hpp>
+#include "../test_reference.h"
 
 #include <regex>
 
@@ -40,10 +40,9 @@ void CheckRegexWalks(const GrammarVocab& vocab, const std::string& pattern) {
 }
 
 TEST(GrammarMatcherTest, RegexOutputsMatchStdRegex) {
-  for (const char* pattern :
-       {"[0-9]+", "[0-9]{3}-[0-9]{4}", "(cat|dog)s?( and (cat|dog)s?)*",
-        "[a-z]{1,8}@[a-z]{1,8}\\.(com|org)", "-?[0-9]+(\\.[0-9]+)?", "(yes|no|maybe)",
-        "[A-Z][a-z]{0,8}( [A-Z][a-z]{0,8}){0,3}"}) {
+  for (const char* pattern : {"[0-9]+", "[0-9]{3}-[0-9]{4}", "(cat|dog)s?( and (cat|dog)s?)*",
+                              "[a-z]{1,8}@[a-z]{1,8}\\.(com|org)", "-?[0-9]+(\\.[0-9]+)?",
+                              "(yes|no|maybe)", "[A-Z][a-z]{0,8}( [A-Z][a-z]{0,8}){0,3}"}) {
     CheckRegexWalks(test::Stories(), pattern);
   }
 }

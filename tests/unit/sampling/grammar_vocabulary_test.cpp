@@ -47,8 +47,8 @@ TEST(GrammarVocabularyTest, SmolLM2TokensConcatenateToTheText) {
     RADIX_SKIP_WITHOUT_REFERENCE("SmolLM2 not in the model cache (scripts/setup)");
   }
   const auto& tok = *smol->tokenizer;
-  const auto vocab = GrammarVocabularyFromTokenizer(
-      tok, static_cast<int32_t>(tok.vocab_size()), tok.eos_ids());
+  const auto vocab =
+      GrammarVocabularyFromTokenizer(tok, static_cast<int32_t>(tok.vocab_size()), tok.eos_ids());
   for (const char* text : kTexts) {
     EXPECT_EQ(Concat(vocab, tok.Encode(text, {.add_special_tokens = false})), text);
   }
@@ -66,8 +66,8 @@ TEST(GrammarVocabularyTest, FragmentsTokenizeWithoutAPrefixSpace) {
   if (test::SmolLM2() != nullptr) vocabs.push_back(test::SmolLM2());
   for (const auto* v : vocabs) {
     const auto& tok = *v->tokenizer;
-    const auto vocab = GrammarVocabularyFromTokenizer(
-        tok, static_cast<int32_t>(tok.vocab_size()), tok.eos_ids());
+    const auto vocab =
+        GrammarVocabularyFromTokenizer(tok, static_cast<int32_t>(tok.vocab_size()), tok.eos_ids());
     for (const char* text : {"-", "{", "\"name\": ", " the end", "\n}", "x"}) {
       const auto ids = vocab.tokenize(text);
       std::string joined;

@@ -295,8 +295,8 @@ TEST(SchedulerTest, MaxLorasPerBatchKeepsOtherAdaptersWaiting) {
   };
   Sequence* a = Add(*s, with_lora(MakeSeq(1, 8, 3, 1000), 11));
   Sequence* b = Add(*s, with_lora(MakeSeq(2, 8, 3, 2000), 12));
-  Sequence* c = Add(*s, with_lora(MakeSeq(3, 8, 3, 3000), 13));  // a third adapter: waits
-  Sequence* base = Add(*s, MakeSeq(4, 8, 3, 4000));                // the base model never counts
+  Sequence* c = Add(*s, with_lora(MakeSeq(3, 8, 3, 3000), 13));   // a third adapter: waits
+  Sequence* base = Add(*s, MakeSeq(4, 8, 3, 4000));               // the base model never counts
   Sequence* a2 = Add(*s, with_lora(MakeSeq(5, 8, 3, 5000), 11));  // an adapter already in
   StepPlan p1 = s->PlanStep();
   EXPECT_EQ(ExtendOf(p1, a), 8u);

@@ -22,7 +22,9 @@ TEST(DecodersTest, ByteLevelMapsBackAndReplacesBrokenBytes) {
 
 TEST(DecodersTest, ByteFallbackRuns) {
   ByteFallbackDecoder d;
-  EXPECT_EQ(Join({"a", "<0xC3>", "<0xA9>", "b"}, d), "a\xC3\xA9" "b");
+  EXPECT_EQ(Join({"a", "<0xC3>", "<0xA9>", "b"}, d),
+            "a\xC3\xA9"
+            "b");
   // An invalid run becomes one U+FFFD per byte token.
   EXPECT_EQ(Join({"<0xC3>", "<0x41>"}, d), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(Join({"<0x41>"}, d), "A");

@@ -95,7 +95,8 @@ TEST(IncrementalDetokenizerTest, ContextWindowStartsOnACharacterBoundary) {
   const Tokenizer tok = SentencePieceTokenizer();
   // Prompt: ▁Hello 一 一 as byte tokens. Its last 5 ids start inside the first 一; a window
   // there would turn the whole byte run, output included, into U+FFFD.
-  const std::vector<TokenId> prompt = {1, 4 + 0xE4, 4 + 0xB8, 4 + 0x80, 4 + 0xE4, 4 + 0xB8, 4 + 0x80};
+  const std::vector<TokenId> prompt = {1,        4 + 0xE4, 4 + 0xB8, 4 + 0x80,
+                                       4 + 0xE4, 4 + 0xB8, 4 + 0x80};
   const auto pieces = StreamOneByOne(tok, {4 + 0xE4, 4 + 0xB8, 4 + 0x80}, prompt);
   EXPECT_EQ(pieces, (std::vector<std::string>{"", "", "\xE4\xB8\x80", ""}));
 }
@@ -117,8 +118,10 @@ TEST(PrintablePrefixTest, SglangRules) {
   EXPECT_EQ(PrintablePrefix("line\n"), "line\n");
   EXPECT_EQ(PrintablePrefix("hello wor"), "hello ");
   EXPECT_EQ(PrintablePrefix("nospace"), "");
-  EXPECT_EQ(PrintablePrefix("ab\xE4\xB8\x80"), "ab\xE4\xB8\x80");          // ends with CJK
-  EXPECT_EQ(PrintablePrefix("ab\xE4\xB8\x80" "c"), "ab\xE4\xB8\x80");      // CJK then one more
+  EXPECT_EQ(PrintablePrefix("ab\xE4\xB8\x80"), "ab\xE4\xB8\x80");  // ends with CJK
+  EXPECT_EQ(PrintablePrefix("ab\xE4\xB8\x80"
+                            "c"),
+            "ab\xE4\xB8\x80");  // CJK then one more
 }
 
 }  // namespace

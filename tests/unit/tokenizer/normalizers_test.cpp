@@ -27,7 +27,10 @@ TEST(NormalizersTest, SentencePieceStylePrependAndReplace) {
   steps.push_back(std::make_unique<PrependNormalizer>("\xE2\x96\x81"));
   steps.push_back(std::make_unique<ReplaceNormalizer>(" ", "\xE2\x96\x81"));
   SequenceNormalizer seq(std::move(steps));
-  EXPECT_EQ(Apply(seq, "a b"), "\xE2\x96\x81" "a\xE2\x96\x81" "b");
+  EXPECT_EQ(Apply(seq, "a b"),
+            "\xE2\x96\x81"
+            "a\xE2\x96\x81"
+            "b");
   EXPECT_EQ(Apply(seq, ""), "");  // nothing is prepended to empty text
 }
 
@@ -44,7 +47,10 @@ TEST(NormalizersTest, BertCleansPadsChineseAndStripsAccents) {
                       /*lowercase=*/true);
   // Tab -> space, U+0000 dropped, 中 padded with spaces, "É" -> "e".
   using namespace std::string_literals;
-  EXPECT_EQ(Apply(bert, "A\tB\x00" "C\xE4\xB8\xAD\xC3\x89"s), "a bc \xE4\xB8\xAD e");
+  EXPECT_EQ(Apply(bert,
+                  "A\tB\x00"
+                  "C\xE4\xB8\xAD\xC3\x89"s),
+            "a bc \xE4\xB8\xAD e");
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ TEST(PreTokenizersTest, ByteLevelSplitsWithGpt2RegexAndMapsBytes) {
   std::vector<Piece> pieces{{"Hello world's  x", true}};
   pre.PreTokenize(pieces);
   // Spaces are spelled U+0120 ("Ġ"); the double space leaves one space before " x".
-  EXPECT_EQ(Texts(pieces), (std::vector<std::string>{"Hello", "\xC4\xA0world", "'s",
-                                                     "\xC4\xA0", "\xC4\xA0x"}));
+  EXPECT_EQ(Texts(pieces),
+            (std::vector<std::string>{"Hello", "\xC4\xA0world", "'s", "\xC4\xA0", "\xC4\xA0x"}));
 }
 
 TEST(PreTokenizersTest, ByteLevelPrefixSpace) {

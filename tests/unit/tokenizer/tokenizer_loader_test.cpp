@@ -34,10 +34,9 @@ TEST(TokenizerLoaderTest, WordPieceJsonEndToEnd) {
 
 TEST(TokenizerLoaderTest, ErrorsAreValues) {
   EXPECT_EQ(ParseTokenizerJson("{not json", "").status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(ParseTokenizerJson(R"({"model": {"type": "Unigram", "vocab": []}})", "")
-                .status()
-                .code(),
-            StatusCode::kUnsupported);
+  EXPECT_EQ(
+      ParseTokenizerJson(R"({"model": {"type": "Unigram", "vocab": []}})", "").status().code(),
+      StatusCode::kUnsupported);
   EXPECT_EQ(LoadTokenizer("/nonexistent/tokenizer.json").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(LoadGgufTokenizer(kStoriesDir + "/hf/tokenizer.json").status().code(),
             StatusCode::kDataLoss);

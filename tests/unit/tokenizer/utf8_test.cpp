@@ -16,7 +16,9 @@ TEST(Utf8Test, ValidTextIsUnchanged) {
 
 TEST(Utf8Test, MaximalSubpartsBecomeOneReplacementEach) {
   // Truncated 3-byte sequence followed by ASCII: one U+FFFD for the two bytes.
-  EXPECT_EQ(SanitizeUtf8("\xE4\xB8" "a"), kFffd + "a");
+  EXPECT_EQ(SanitizeUtf8("\xE4\xB8"
+                         "a"),
+            kFffd + "a");
   // F0 80: 80 cannot follow F0, so each byte is its own maximal subpart.
   EXPECT_EQ(SanitizeUtf8("\xF0\x80"), kFffd + kFffd);
   // Encoded surrogate ED A0 80: ED may not be followed by A0 -> three replacements.
