@@ -2,7 +2,7 @@
 """Fails when a source folder includes a folder to its right in DESIGN.md's dependency order.
 
 common <- args <- {tokenizer, kernels, metrics} <- {chat, model, kv, sampling} <- sched <- spec
-       <- engine <- api <- http <- web <- main
+       <- dist <- engine <- api <- http <- web <- main
 A folder may include itself and any folder of a lower level; folders of one level may not include
 each other.
 """
@@ -11,8 +11,8 @@ import re
 import sys
 
 LEVELS = [["common"], ["args"], ["tokenizer", "kernels", "metrics"],
-          ["chat", "model", "kv", "sampling"], ["sched"], ["spec"], ["engine"], ["api"], ["http"],
-          ["web"], ["main"]]
+          ["chat", "model", "kv", "sampling"], ["sched"], ["spec"], ["dist"], ["engine"], ["api"],
+          ["http"], ["web"], ["main"]]
 LEVEL = {folder: i for i, group in enumerate(LEVELS) for folder in group}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([a-z_]+)/', re.M)
 

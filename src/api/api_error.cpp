@@ -24,6 +24,7 @@ ApiError FromStatus(const Status& status) {
     case StatusCode::kNotFound:
       return {404, status.message(), "NotFoundError", {}};
     case StatusCode::kResourceExhausted:
+    case StatusCode::kUnavailable:
       return {503, status.message(), "503", {}};
     case StatusCode::kDataLoss:
     case StatusCode::kInternal:

@@ -188,6 +188,43 @@ Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnin
   return Status::Ok();
 }
 
+// --tp-size, --nnodes, --node-rank, --dist-init-addr (src/main/tensor_parallel.h): the layouts
+// the ranks can take, and the features whose state lives outside the forward pass (adapters, the
+// disk tier, replicas sharing the model) refused with more than one rank.
+Status ValidateTensorParallel(const ServerArgs& args) {
+  const int64_t tp = ModelSplitRanks(args), nnodes = args.GetInt(key::kNnodes);
+  if (args.GetInt(key::kNodeRank) >= nnodes) {
+    return Invalid(key::kNodeRank, fmt::format("must be below --nnodes {}", nnodes));
+  }
+  if (nnodes > 1 && args.IsNull(key::kDistInitAddr)) {
+    return Invalid(key::kDistInitAddr,
+                   "is required with --nnodes > 1: host:port of node 0, where the ranks meet");
+  }
+  if (tp == 1) return Status::Ok();
+  if (tp % nnodes != 0) {
+    return Invalid(key::kNnodes, fmt::format("must divide the {} tensor-parallel ranks", tp));
+  }
+  if (args.GetInt(key::kPpSize) > 1) {
+    return Invalid(key::kPpSize, "cannot be combined with --tp-size > 1");
+  }
+  if (args.GetInt(key::kDpSize) > 1) {
+    return Invalid(key::kDpSize,
+                   "replicas in one process cannot be combined with --tp-size > 1; run several "
+                   "servers behind sglang-router instead (docs/scaling.md)");
+  }
+  if (args.GetBool(key::kEnableHierarchicalCache)) {
+    return Invalid(key::kEnableHierarchicalCache, "is supported with --tp-size 1 only");
+  }
+  const nlohmann::json& lora = args.Get(key::kEnableLora);
+  if ((lora.is_boolean() && lora.get<bool>()) || !args.IsNull(key::kLoraPaths)) {
+    return Invalid(key::kEnableLora, "LoRA adapters are supported with --tp-size 1 only");
+  }
+  if (args.GetBool(key::kEnableMemorySaver)) {
+    return Invalid(key::kEnableMemorySaver, "is supported with --tp-size 1 only");
+  }
+  return Status::Ok();
+}
+
 // The hierarchical cache (ResolveServerArgs already refused it without the radix cache): a
 // storage tier needs the flag; the file backend is the one radixserve has; the extra config holds
 // known keys of the right types only.
@@ -347,6 +384,8 @@ Status CheckRanges(const ServerArgs& args) {
       {key::kPpSize, 1},
       {key::kDpSize, 1},
       {key::kNnodes, 1},
+      {key::kNodeRank, 0},
+      {key::kDistTimeout, 1},
       {key::kPageSize, 1},
       {key::kStreamInterval, 1},
       {key::kMaxQueuedRequests, 1},
@@ -485,7 +524,7 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
     args.Set(key::kScheduleConservativeness, args.GetFloat(key::kScheduleConservativeness) * 0.3);
     args.Set(key::kChunkedPrefillSize, args.GetInt(key::kChunkedPrefillSize) / dp);
   }
-  return Status::Ok();
+  return ValidateTensorParallel(args);
 }
 
 }  // namespace
@@ -574,6 +613,11 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   WarnInapplicableValues(args, warnings);
   WarnMoeRunnerBackend(args, warnings);
   return Status::Ok();
+}
+
+int64_t ModelSplitRanks(const ServerArgs& args) {
+  const int64_t tp = args.GetInt(key::kTpSize);
+  return args.GetBool(key::kEnableDpAttention) ? tp / args.GetInt(key::kDpSize) : tp;
 }
 
 }  // namespace radixserve::args

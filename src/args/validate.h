@@ -23,4 +23,9 @@ namespace radixserve::args {
 Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
                          std::vector<std::string>& warnings);
 
+// The ranks the model is split over (src/main/tensor_parallel.h): --tp-size, except that with
+// --enable-dp-attention the --dp-size attention replicas take the TP ranks, each a whole model
+// (SGLang splits their MLPs over the TP ranks too; radixserve keeps each replica's MLP whole).
+int64_t ModelSplitRanks(const ServerArgs& args);
+
 }  // namespace radixserve::args

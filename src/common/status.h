@@ -18,6 +18,7 @@ enum class StatusCode {
   kUnsupported,        // valid input that this build or device cannot serve
   kResourceExhausted,  // no memory / queue full
   kDataLoss,           // a malformed or truncated file
+  kUnavailable,        // a peer (another rank, a machine) cannot be reached
   kInternal,           // a bug: should be unreachable from input
 };
 
@@ -44,6 +45,9 @@ inline Status Unsupported(std::string message) {
   return {StatusCode::kUnsupported, std::move(message)};
 }
 inline Status DataLoss(std::string message) { return {StatusCode::kDataLoss, std::move(message)}; }
+inline Status Unavailable(std::string message) {
+  return {StatusCode::kUnavailable, std::move(message)};
+}
 inline Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
 
 // A value of type T or an error E (a Status unless the caller names another error type, e.g. the

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "args/validate.h"
 #include "common/log.h"
 #include "engine/dp_engine.h"
 #include "engine/engine_config.h"
@@ -161,7 +162,10 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   if (options.max_total_tokens) {
     *options.max_total_tokens = std::max<int64_t>(1, *options.max_total_tokens / place.size);
   }
-  options.replicas = place.size;
+  // Replicas of the pool on this machine: data-parallel engines, or tensor-parallel ranks (each a
+  // process with a pool of the leader's slot count, src/main/tensor_parallel.h).
+  options.replicas =
+      place.size * static_cast<int32_t>(args::ModelSplitRanks(args) / args.GetInt(key::kNnodes));
   options.memory = place.memory;
   if (!args.IsNull(key::kMemFractionStatic)) {
     options.mem_fraction_static = args.GetFloat(key::kMemFractionStatic);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "spec/kv_view.h"
 
 namespace radixserve::engine {
 
@@ -31,16 +32,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
       seeds_(config_.random_seed, config_.deterministic_inference),
       profiler_(config_.dp_rank) {
   const model::ModelConfig& mc = model_->config();
-  kv::KvStorage& storage = memory_->pool().storage();
-  for (int32_t l = 0; l < static_cast<int32_t>(mc.num_layers); ++l) {
-    kv::KvLayerView layer = storage.layer(l);
-    kv_view_.k.emplace_back(layer.k, layer.dtype, layer.k_scale);
-    kv_view_.v.emplace_back(layer.v, layer.dtype, layer.v_scale);
-  }
-  kv_view_.dtype = storage.spec().dtype;
-  kv_view_.num_slots = static_cast<int64_t>(storage.spec().num_rows);
-  kv_view_.num_kv_heads = mc.num_kv_heads;
-  kv_view_.head_dim = mc.head_dim;
+  kv_view_ = spec::KvViewOf(memory_->pool().storage());
   if (!config_.eos_override.empty()) {
     eos_ids_ = config_.eos_override;
   } else {

@@ -27,6 +27,7 @@
 #include "common/thread_pool.h"
 #include "common/version.h"
 #include "common/work_queue.h"
+#include "dist/tp_model.h"
 #include "engine/embedding_engine.h"
 #include "engine/engine_factory.h"
 #include "http/http_server.h"
@@ -34,6 +35,7 @@
 #include "main/grammar_setup.h"
 #include "main/lora_setup.h"
 #include "main/model_assets.h"
+#include "main/tensor_parallel.h"
 #include "main/warmup.h"
 #include "main/weight_update.h"
 #include "metrics/serving_metrics.h"
@@ -196,12 +198,28 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto assets = rs::LoadModelAssets(args);
+  // --tp-size > 1: this node's other ranks start here; followers never serve HTTP.
+  auto tp = rs::SetUpTensorParallel(args, argv);
+  if (!tp.ok()) {
+    if (tp.status().message().rfind("argument --", 0) == 0)
+      return UsageError(tp.status().message());
+    return StartupError(tp.status().message());
+  }
+  if (!tp->leader()) return rs::RunFollowerRank(args, *tp);
+
+  auto assets = rs::LoadModelAssets(args, tp->shard());
   if (!assets.ok()) {
     if (assets.status().message().rfind("argument --", 0) == 0) {
       return UsageError(assets.status().message());
     }
     return StartupError(assets.status().message());
+  }
+  if (tp->group != nullptr) {
+    if (rs::Status ready = rs::WaitForFollowers(*tp); !ready.ok()) {
+      return StartupError(ready.message());
+    }
+    assets->model =
+        std::make_shared<rs::dist::TensorParallelLeader>(assets->model, tp->group.get());
   }
 
   // Before the engine: requests in the engine hold grammars compiled for this vocabulary.
@@ -212,7 +230,7 @@ int main(int argc, char** argv) {
   auto lora_registry = rs::CreateLoraRegistry(args, assets->model);
   if (!lora_registry.ok()) return UsageError(lora_registry.status().message());
 
-  rs::ThreadPool pool(static_cast<int>(args.GetInt(key::kThreads)));
+  rs::ThreadPool pool(tp->threads);
   auto engine = assets->encoder != nullptr
                     ? MakeEmbeddingEngine(args, assets->encoder, &pool)
                     : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool,

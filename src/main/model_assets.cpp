@@ -155,9 +155,11 @@ model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::str
   return options;
 }
 
-Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
+Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args,
+                                      const model::TensorShard& shard) {
   ModelAssets assets;
-  const model::LoadOptions options = ModelLoadOptions(args, args.GetString(args::key::kModelPath));
+  model::LoadOptions options = ModelLoadOptions(args, args.GetString(args::key::kModelPath));
+  options.tensor_shard = shard;
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
@@ -166,6 +168,10 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args) {
   const bool pooling_decoder =
       !encoder && (args.GetBool(args::key::kIsEmbedding) ||
                    model::IsPoolingDecoderArchitecture(config.architecture));
+  if (shard.sharded() && (pooling_decoder || encoder)) {
+    return InvalidArgument("argument --tp-size: " + config.architecture +
+                           " serves embeddings; embedding models run with --tp-size 1 only");
+  }
   if (pooling_decoder) {
     auto model = model::LoadPoolingDecoder(options);
     if (!model.ok()) return model.status();

@@ -33,7 +33,9 @@ struct ModelAssets {
 // and what a weight update reloads with.
 model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::string& model_path);
 
-// Errors name the file at fault; main prints them and exits with status 1.
-Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args);
+// Errors name the file at fault; main prints them and exits with status 1. `shard`: the
+// tensor-parallel shard the decoder loads as (the whole model by default).
+Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args,
+                                      const model::TensorShard& shard = {});
 
 }  // namespace radixserve

@@ -11,6 +11,9 @@ namespace radixserve {
 
 Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
     const std::string& path, const std::string& load_format) {
+  if (config_.tensor_shard.sharded()) {
+    return Unsupported("updating weights is supported with --tp-size 1 only");
+  }
   model::LoadOptions options = ModelLoadOptions(args_, path);
   if (!load_format.empty()) options.load_format = load_format;
   const model::ModelConfig& was = config_;

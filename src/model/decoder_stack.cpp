@@ -36,6 +36,15 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
   activation_mode_ = w.activation_mode();
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
+  const TensorShard& shard = c.tensor_shard;
+  if (shard.sharded()) {
+    RADIX_RETURN_IF_ERROR(CheckShardable(c, spec_));
+    config_.num_heads /= shard.size;
+    config_.num_kv_heads /= shard.size;
+    config_.intermediate_size /= shard.size;
+    spec_.attention.num_heads /= shard.size;
+    spec_.attention.num_kv_heads /= shard.size;
+  }
   RADIX_ASSIGN_OR_RETURN(embedding_, w.RequireMatrix("token_embd.weight", c.vocab_size, H));
   RADIX_ASSIGN_OR_RETURN(output_norm_, w.RequireVector("output_norm.weight", H));
   // Repacking pays only on the integer path (kGgmlRounded); it keeps the source matrices. Panels
@@ -64,8 +73,9 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     packed_total += bytes;
     return kernels::Pack(table, nullptr, m);
   };
-  if (c.hidden_states_only) {
-    // No LM head: an embedder or a classifier reads the final hidden states (ForwardHidden).
+  if (c.hidden_states_only || shard.rank > 0) {
+    // No LM head: an embedder or a classifier reads the final hidden states (ForwardHidden);
+    // tensor-parallel ranks other than 0 compute no logits.
   } else if (spec_.tie_word_embeddings && w.Find("output.weight") == nullptr) {
     lm_head_ = pack(embedding_);
   } else {
@@ -140,6 +150,29 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.qkv_bias.insert(layer.qkv_bias.end(), kb.begin(), kb.end());
       layer.qkv_bias.insert(layer.qkv_bias.end(), vb.begin(), vb.end());
     }
+    if (shard.sharded()) {
+      // This rank's heads and MLP rows (tensor_shard.h); the output and down projections keep
+      // the matching columns, so their products are partial sums the group adds up.
+      const int64_t lq = config_.num_heads * D, lkv = config_.num_kv_heads * D;
+      const int64_t li = config_.intermediate_size, r = shard.rank;
+      q = rows(q, r * lq, lq);
+      k = rows(k, r * lkv, lkv);
+      v = rows(v, r * lkv, lkv);
+      RADIX_ASSIGN_OR_RETURN(o, ShardColumns(o, r * lq, lq, p + "attn_output.weight"));
+      if (!spec_.moe) {
+        gate = rows(gate, r * li, li);
+        up = rows(up, r * li, li);
+        RADIX_ASSIGN_OR_RETURN(down, ShardColumns(down, r * li, li, p + "ffn_down.weight"));
+      }
+      if (spec_.qkv_bias) {
+        const std::vector<float>& b = layer.qkv_bias;
+        std::vector<float> local(b.begin() + r * lq, b.begin() + (r + 1) * lq);
+        local.insert(local.end(), b.begin() + q_dim + r * lkv, b.begin() + q_dim + (r + 1) * lkv);
+        local.insert(local.end(), b.begin() + q_dim + kv_dim + r * lkv,
+                     b.begin() + q_dim + kv_dim + (r + 1) * lkv);
+        layer.qkv_bias = std::move(local);
+      }
+    }
     if (auto qkv = fused_.Stack({q, k, v})) {
       layer.q = pack(*qkv);
       layer.qkv_fused = true;
@@ -160,6 +193,38 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     layer.down = pack(down);
   }
   return Status::Ok();
+}
+
+Status DecoderStack::CheckShardable(const ModelConfig& c, const DecoderSpec& spec) {
+  const int n = c.tensor_shard.size;
+  const auto refuse = [&](const std::string& why) {
+    return InvalidArgument("argument --tp-size: " + std::to_string(n) + " ranks cannot split " +
+                           c.architecture + ": " + why);
+  };
+  if (spec.moe) return refuse("mixture-of-experts layers are not split yet");
+  if (spec.qk_norm_full) return refuse("its Q/K norms span every head");
+  if (c.num_heads % n != 0) {
+    return refuse("num_attention_heads " + std::to_string(c.num_heads) + " is not divisible");
+  }
+  if (c.num_kv_heads % n != 0) {
+    return refuse("num_key_value_heads " + std::to_string(c.num_kv_heads) + " is not divisible");
+  }
+  if (c.intermediate_size % n != 0) {
+    return refuse("intermediate_size " + std::to_string(c.intermediate_size) + " is not divisible");
+  }
+  RADIX_CHECK(c.tensor_shard.group != nullptr);
+  return Status::Ok();
+}
+
+Expected<kernels::WeightMatrix> DecoderStack::ShardColumns(const kernels::WeightMatrix& m,
+                                                           int64_t first, int64_t n,
+                                                           const std::string& name) {
+  if (auto columns = fused_.Columns(m, first, n)) return *columns;
+  return InvalidArgument("argument --tp-size: " + std::to_string(config_.tensor_shard.size) +
+                         " ranks cannot split " + name + ": a shard of " + std::to_string(n) +
+                         " columns does not hold whole " +
+                         std::string(kernels::FormatName(m.format)) + " blocks of " +
+                         std::to_string(kernels::BlockElements(m.format)));
 }
 
 int DecoderStack::fused_qkv_layers() const {
@@ -194,6 +259,7 @@ Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, T
                   static_cast<float>(c.rms_norm_eps), hidden + static_cast<int64_t>(r) * H, H);
     }
   }
+  if (logits == nullptr) return Status::Ok();  // a tensor-parallel rank other than 0
   const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
   kernels::MatMul(kernels::ActiveKernels(), pool, final_rows, n_out, lm_head_, logits,
                   activation_mode_);
@@ -399,6 +465,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
                  v, k_cache, v_cache, attn);
   kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
   if (step.lora) ApplyLora(step, layer, attn, {{LoraTarget::kO, h, c.hidden_size}});
+  if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
 
   // Residual, then the MLP's input norm, in one pass over each row.
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
@@ -463,6 +530,9 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
   });
   kernels::MatMul(kt, pool, gated, T, layer.down, h, act);
   if (step.lora) ApplyLora(step, layer, gated, {{LoraTarget::kDown, h, config_.hidden_size}});
+  if (config_.tensor_shard.sharded()) {
+    config_.tensor_shard.group->AllReduceSum(h, T * config_.hidden_size);
+  }
 }
 
 void DecoderStack::ApplyLora(const Step& step, const Layer& layer, const float* x,

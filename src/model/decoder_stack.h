@@ -12,6 +12,10 @@
 // run once for the whole batch; then, per adapter, the rows of its sequences go through the
 // low-rank update (shrink by A, expand by B) and are added to the projection's output.
 //
+// Tensor parallelism (tensor_shard.h): with a sharded config, Load keeps this rank's heads and MLP
+// rows, and Forward all-reduces the output and down projections' partial sums; `logits` null
+// (ranks other than 0, which hold no LM head) stops after the final norm.
+//
 // Forward: see CausalLM::Forward. Reentrant: all per-step buffers are the calling thread's
 // ForwardScratch, so engine replicas may run steps on one shared stack from their own threads
 // (each with its own pool and KV view). Allocates nothing once the largest batch was seen
@@ -88,10 +92,17 @@ class DecoderStack {
   // A LoRA adapter for this stack (its rotary row order and MoE switch filled in).
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const {
+    if (config_.tensor_shard.sharded()) {
+      return InvalidArgument("LoRA adapters run with --tp-size 1 only ('" + path + "')");
+    }
     options.base_rope_layout = spec_.rope_layout;
     options.moe = spec_.moe;
     return LoraAdapter::Load(path, config_, options);
   }
+
+  // The config the stack runs: the checkpoint's, or this rank's shard of it (num_heads,
+  // num_kv_heads and intermediate_size divided by the tensor-parallel size).
+  const ModelConfig& config() const { return config_; }
 
   // Layers whose Q/K/V (gate/up) projections run as one stacked matrix.
   int fused_qkv_layers() const;
@@ -121,6 +132,12 @@ class DecoderStack {
   // returned [logit_indices.size(), hidden] rows live in the calling thread's ForwardScratch.
   Expected<const float*> RunToFinalRows(const ForwardBatch& batch, const KvCacheView& kv,
                                         ThreadPool* pool) const;
+  // InvalidArgument naming --tp-size when the config cannot be split over its shard's size.
+  static Status CheckShardable(const ModelConfig& c, const DecoderSpec& spec);
+  // Columns [first, first + n) of `m` (FusedWeights owns the copy), InvalidArgument naming the
+  // tensor when they do not hold whole blocks.
+  Expected<kernels::WeightMatrix> ShardColumns(const kernels::WeightMatrix& m, int64_t first,
+                                               int64_t n, const std::string& name);
   void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache, LayerCache v_cache) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;

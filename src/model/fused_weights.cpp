@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "kernels/weight_format.h"
 
 namespace radixserve::model {
 
@@ -23,6 +24,24 @@ std::optional<kernels::WeightMatrix> FusedWeights::Stack(
     const int64_t bytes = p.rows * row_bytes;
     std::memcpy(buffer.data() + offset, p.data, static_cast<size_t>(bytes));
     offset += bytes;
+  }
+  bytes_ += static_cast<int64_t>(buffer.size());
+  out.data = buffer.data();
+  return out;
+}
+
+std::optional<kernels::WeightMatrix> FusedWeights::Columns(const kernels::WeightMatrix& m,
+                                                           int64_t first, int64_t n) {
+  const int64_t block = kernels::BlockElements(m.format);
+  RADIX_CHECK(first >= 0 && n > 0 && first + n <= m.cols);
+  if (first % block != 0 || n % block != 0) return std::nullopt;
+  kernels::WeightMatrix out{m.format, m.rows, n, nullptr};
+  const int64_t out_row = out.row_bytes();
+  const int64_t skip = first / block * kernels::BlockBytes(m.format);
+  std::vector<uint8_t>& buffer = buffers_.emplace_back(static_cast<size_t>(m.rows * out_row));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    std::memcpy(buffer.data() + r * out_row, static_cast<const uint8_t*>(m.row(r)) + skip,
+                static_cast<size_t>(out_row));
   }
   bytes_ += static_cast<int64_t>(buffer.size());
   out.data = buffer.data();

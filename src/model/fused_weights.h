@@ -1,5 +1,6 @@
 // FusedWeights: owns weight matrices made at load time by stacking the rows of several matrices
-// that are multiplied with the same activations (Q/K/V, gate/up), so one MatMul replaces several.
+// that are multiplied with the same activations (Q/K/V, gate/up), so one MatMul replaces several,
+// and column ranges of matrices (tensor-parallel shards).
 //
 // Stacking only applies when every part has the same storage format and column count (a
 // quantized row is self-contained, so rows copy as bytes). Used by the loading thread only; the
@@ -20,6 +21,11 @@ class FusedWeights {
   // [parts[0].rows + parts[1].rows + ..., cols] holding the parts' rows in order, or nullopt when
   // the parts differ in format or columns (the caller then multiplies them one by one).
   std::optional<kernels::WeightMatrix> Stack(const std::vector<kernels::WeightMatrix>& parts);
+
+  // Columns [first, first + n) of every row of `m` (a tensor-parallel shard of an output or down
+  // projection), or nullopt when first or n is not a multiple of the format's block size.
+  std::optional<kernels::WeightMatrix> Columns(const kernels::WeightMatrix& m, int64_t first,
+                                               int64_t n);
 
   // Bytes held by stacked copies.
   int64_t bytes() const { return bytes_; }

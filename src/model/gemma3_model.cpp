@@ -43,7 +43,9 @@ Status Gemma3Model::Load() {
                     static_cast<int>(c.head_dim), static_cast<float>(1.0 / std::sqrt(scalar)),
                     static_cast<float>(c.attn_logit_softcapping)};
   spec.final_logit_softcap = static_cast<float>(c.final_logit_softcapping);
-  return stack_.Load(c, std::move(spec), w);
+  RADIX_RETURN_IF_ERROR(stack_.Load(c, std::move(spec), w));
+  config_ = stack_.config();  // a tensor-parallel shard's head and MLP sizes
+  return Status::Ok();
 }
 
 Status Gemma3Model::Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,

@@ -70,7 +70,9 @@ Status LlamaModel::Load() {
   spec.embed_scale = static_cast<float>(c.embedding_multiplier);
   spec.residual_scale = static_cast<float>(c.residual_multiplier);
   spec.logit_scale = static_cast<float>(c.logits_scaling);
-  return stack_.Load(c, std::move(spec), w);
+  RADIX_RETURN_IF_ERROR(stack_.Load(c, std::move(spec), w));
+  config_ = stack_.config();  // a tensor-parallel shard's head and MLP sizes
+  return Status::Ok();
 }
 
 Status LlamaModel::Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "kernels/rope.h"
+#include "model/tensor_shard.h"
 
 namespace radixserve::model {
 
@@ -48,6 +49,9 @@ struct ModelConfig {
   // *ForSequenceClassification or a headless *Model checkpoint): the LM head is not loaded and
   // Forward (logits) is refused; ForwardHidden works. Set by the loader, not read from a file.
   bool hidden_states_only = false;
+  // Tensor parallelism (tensor_shard.h): set by the loader from LoadOptions. Once a sharded model
+  // is built, its config() gives the shard's num_heads, num_kv_heads and intermediate_size.
+  TensorShard tensor_shard;
 
   // Gemma 3: sliding-window layers use rope_local_theta; every sliding_window_pattern-th layer
   // is global. query_pre_attn_scalar sets the attention scale (1/sqrt of it).

@@ -393,6 +393,11 @@ Expected<LoadedDecoder> LoadDecoder(const LoadOptions& options, bool hidden_stat
   ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, BuildConfig(options, src));
   config.hidden_states_only = hidden_states_only;
+  if (options.tensor_shard.sharded() && hidden_states_only) {
+    return Unsupported("--tp-size " + std::to_string(options.tensor_shard.size) +
+                       ": embedding and classification models run with --tp-size 1 only");
+  }
+  config.tensor_shard = options.tensor_shard;
   LoadedDecoder out;
   out.folder = cp.kind == Checkpoint::Kind::kHf ? cp.folder : "";
   if (cp.kind == Checkpoint::Kind::kHf) out.config_json = src.config;

@@ -39,6 +39,8 @@ struct LoadOptions {
   // compute exactly that). true keeps float32 activations instead: the exact product with the
   // dequantized weights, what an HF copy of the weights computes (tests and tools).
   bool exact_quantized_activations = false;
+  // This process's shard of a tensor-parallel model (tensor_shard.h); decoders only.
+  TensorShard tensor_shard;
 };
 
 Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);

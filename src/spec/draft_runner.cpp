@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "spec/kv_view.h"
 
 namespace radixserve::spec {
 namespace {
@@ -34,16 +35,7 @@ DraftRunner::DraftRunner(std::shared_ptr<const model::CausalLM> model, kv::KvSto
       vocab_(static_cast<size_t>(model_->config().vocab_size)),
       written_(scratch_row, 0) {
   RADIX_CHECK(storage->spec().num_rows >= scratch_row + options_.max_jobs * options_.max_steps);
-  const model::ModelConfig& mc = model_->config();
-  for (int32_t l = 0; l < static_cast<int32_t>(mc.num_layers); ++l) {
-    kv::KvLayerView layer = storage->layer(l);
-    view_.k.emplace_back(layer.k, layer.dtype, layer.k_scale);
-    view_.v.emplace_back(layer.v, layer.dtype, layer.v_scale);
-  }
-  view_.dtype = storage->spec().dtype;
-  view_.num_slots = static_cast<int64_t>(storage->spec().num_rows);
-  view_.num_kv_heads = mc.num_kv_heads;
-  view_.head_dim = mc.head_dim;
+  view_ = KvViewOf(*storage);
 }
 
 bool DraftRunner::IsCurrent(int32_t slot) const {

@@ -125,16 +125,45 @@ TEST(Validate, PartialArgumentsWarnOnValuesThatDoNotApply) {
     for (const std::string& w : r.warnings) n += w.rfind(prefix, 0) == 0;
     return n;
   };
-  Resolved r = Resolve({"--tp", "2", "--nnodes", "2", "--node-rank", "1", "--pp-size", "1"});
+  Resolved r = Resolve({"--pp-size", "2"});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(count(r, "--tp-size 2 does not apply on device cpu"), 1);
-  EXPECT_EQ(count(r, "--nnodes 2 does not apply on device cpu"), 1);
-  EXPECT_EQ(count(r, "--node-rank 1 does not apply on device cpu"), 1);
-  EXPECT_EQ(count(r, "--pp-size"), 0);  // 1 applies
+  EXPECT_EQ(count(r, "--pp-size 2 does not apply on device cpu"), 1);
+  // Tensor parallelism applies (src/main/tensor_parallel.h): no warning.
+  Resolved tp = Resolve({"--tp", "2", "--nnodes", "2", "--node-rank", "1", "--pp-size", "1",
+                         "--dist-init-addr", "10.0.0.1:29500"});
+  ASSERT_TRUE(tp.status.ok()) << tp.status.message();
+  EXPECT_EQ(count(tp, "--tp-size"), 0);
+  EXPECT_EQ(count(tp, "--nnodes"), 0);
+  EXPECT_EQ(count(tp, "--node-rank"), 0);
+  EXPECT_EQ(count(tp, "--pp-size"), 0);  // 1 applies
   Resolved lightllm = Resolve({"--run_mode", "prefill", "--load_way", "HF"});
   ASSERT_TRUE(lightllm.status.ok()) << lightllm.status.message();
   EXPECT_EQ(count(lightllm, "--run-mode prefill does not apply"), 1);
   EXPECT_EQ(count(lightllm, "--load-way"), 0);
+}
+
+TEST(Validate, TensorParallelLayouts) {
+  const auto refused = [](std::vector<std::string> argv, std::string_view named) {
+    Resolved r = Resolve(std::move(argv));
+    EXPECT_FALSE(r.status.ok()) << named;
+    EXPECT_EQ(r.status.message().rfind("argument " + std::string(named) + ":", 0), 0u)
+        << r.status.message();
+  };
+  refused({"--tp-size", "2", "--nnodes", "2"}, "--dist-init-addr");
+  refused({"--tp-size", "2", "--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "h:1"},
+          "--node-rank");
+  refused({"--tp-size", "2", "--dp-size", "2"}, "--dp-size");
+  refused({"--tp-size", "2", "--pp-size", "2"}, "--pp-size");
+  refused({"--tp-size", "2", "--lora-paths", "a=/x"}, "--enable-lora");
+  refused({"--tp-size", "2", "--enable-memory-saver"}, "--enable-memory-saver");
+  refused({"--tp-size", "2", "--dist-timeout", "0"}, "--dist-timeout");
+  // DP attention: the replicas take the TP ranks, each a whole model.
+  Resolved dp = Resolve({"--tp-size", "2", "--dp-size", "2", "--enable-dp-attention"});
+  ASSERT_TRUE(dp.status.ok()) << dp.status.message();
+  EXPECT_EQ(ModelSplitRanks(dp.args), 1);
+  Resolved tp = Resolve({"--tp-size", "4"});
+  ASSERT_TRUE(tp.status.ok()) << tp.status.message();
+  EXPECT_EQ(ModelSplitRanks(tp.args), 4);
 }
 
 TEST(Validate, GgufModelPathSetsTheLoadFormat) {

@@ -1,0 +1,79 @@
+#include "dist/tp_group.h"
+
+#include <cstdlib>
+
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/transport/tcp/device.h>
+#include <spdlog/spdlog.h>
+
+#include "common/log.h"
+
+namespace radixserve::dist {
+
+Expected<std::unique_ptr<TpGroup>> TpGroup::Connect(const TpGroupOptions& options,
+                                                    gloo::rendezvous::Store& store) {
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.local_address;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
+    context->setTimeout(options.timeout);
+    context->connectFullMesh(store, device);
+    return std::unique_ptr<TpGroup>(new TpGroup(std::move(context), options.timeout));
+  } catch (const std::exception& e) {
+    return Unavailable("tensor-parallel rank " + std::to_string(options.rank) + " of " +
+                       std::to_string(options.size) + " cannot join its group: " + e.what());
+  }
+}
+
+void TpGroup::Fail(const char* operation, const std::exception& error) const {
+  RADIX_LOG_ERROR(
+      "tensor-parallel rank {} of {}: {} failed ({}); a rank exited or cannot be reached within "
+      "--dist-timeout {} s, stopping",
+      rank_, size_, operation, error.what(), timeout_.count() / 1000);
+  spdlog::default_logger()->flush();
+  std::_Exit(1);
+}
+
+void TpGroup::AllReduceSum(float* data, int64_t count) {
+  try {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, static_cast<size_t>(count));
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  } catch (const std::exception& e) {
+    Fail("all-reduce", e);
+  }
+}
+
+void TpGroup::Broadcast(void* data, size_t bytes) {
+  try {
+    gloo::BroadcastOptions opts(context_);
+    opts.setOutput(static_cast<uint8_t*>(data), bytes);
+    opts.setRoot(0);
+    opts.setTimeout(timeout_);
+    gloo::broadcast(opts);
+  } catch (const std::exception& e) {
+    Fail("broadcast", e);
+  }
+}
+
+int64_t TpGroup::Sum(int64_t value) {
+  try {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(&value, 1);
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<int64_t>));
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  } catch (const std::exception& e) {
+    Fail("barrier", e);
+  }
+  return value;
+}
+
+}  // namespace radixserve::dist

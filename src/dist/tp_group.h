@@ -1,0 +1,64 @@
+// TpGroup: the ranks of one tensor-parallel model as a gloo context (Facebook's collective
+// library, PyTorch's CPU backend; DESIGN.md says why gloo). Connects through a rendezvous store
+// (tcp_store.h), then gives the model its all-reduce (model::AllReducer) and the leader the
+// broadcasts that carry each step to the other ranks.
+//
+// Every collective runs with the group's timeout (--dist-timeout). A collective that fails (a
+// rank exited, a connection broke, the timeout passed) ends this process: the rank logs one
+// error line naming the operation and the cause and exits with status 1, which closes its
+// connections, so the other ranks fail the same way at their next collective.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+
+#include "common/status.h"
+#include "model/tensor_shard.h"
+
+namespace radixserve::dist {
+
+struct TpGroupOptions {
+  int rank = 0;
+  int size = 1;
+  // The address this rank's gloo pairs listen at (reachable by every other rank).
+  std::string local_address = "127.0.0.1";
+  std::chrono::milliseconds timeout{std::chrono::seconds(600)};
+};
+
+class TpGroup final : public model::AllReducer {
+ public:
+  // Joins the group through `store` (every rank sets its address and waits for the others' until
+  // the timeout); Unavailable naming the cause when it cannot.
+  static Expected<std::unique_ptr<TpGroup>> Connect(const TpGroupOptions& options,
+                                                    gloo::rendezvous::Store& store);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  void AllReduceSum(float* data, int64_t count) override;
+  // Rank 0's `bytes` bytes at `data` into every other rank's `data`.
+  void Broadcast(void* data, size_t bytes);
+  // The sum of every rank's `value` (a barrier that also counts ranks ready).
+  int64_t Sum(int64_t value);
+
+ private:
+  TpGroup(std::shared_ptr<gloo::rendezvous::Context> context, std::chrono::milliseconds timeout)
+      : context_(std::move(context)),
+        rank_(context_->rank),
+        size_(context_->size),
+        timeout_(timeout) {}
+  [[noreturn]] void Fail(const char* operation, const std::exception& error) const;
+
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace radixserve::dist

@@ -1,0 +1,176 @@
+#include "dist/tp_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/log.h"
+#include "kv/kv_storage.h"
+#include "spec/kv_view.h"
+
+namespace radixserve::dist {
+namespace {
+
+enum StepKind : int64_t { kKeepAlive = 0, kStep = 1, kStop = 2 };
+
+// The header's fields, as int64 words.
+enum HeaderField { kKind, kPayloadBytes, kNumSlots, kKvDtype, kNumTokens, kNumSequences, kWords };
+using Header = std::array<int64_t, kWords>;
+
+template <typename T>
+void Append(std::vector<uint8_t>& out, const T* data, size_t n) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
+  out.insert(out.end(), bytes, bytes + n * sizeof(T));
+}
+
+// Reads n values of T at `offset` (advanced); the payload was written by SendStep.
+template <typename T>
+const T* Take(const std::vector<uint8_t>& in, size_t& offset, size_t n) {
+  RADIX_CHECK(offset + n * sizeof(T) <= in.size());
+  const auto* p = reinterpret_cast<const T*>(in.data() + offset);
+  offset += n * sizeof(T);
+  return p;
+}
+
+// Often enough that an idle leader notices a follower gone within seconds (the send fails).
+std::chrono::milliseconds KeepAlivePeriod(std::chrono::milliseconds timeout) {
+  return std::clamp(timeout / 4, std::chrono::milliseconds(50), std::chrono::milliseconds(2000));
+}
+
+}  // namespace
+
+TensorParallelLeader::TensorParallelLeader(std::shared_ptr<const model::CausalLM> shard,
+                                           TpGroup* group)
+    : shard_(std::move(shard)),
+      group_(group),
+      last_sent_(std::chrono::steady_clock::now()),
+      keep_alive_([this] { KeepAlive(); }) {}
+
+TensorParallelLeader::~TensorParallelLeader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    Header header{};
+    header[kKind] = kStop;
+    group_->Broadcast(header.data(), sizeof(header));
+  }
+  stop_cv_.notify_all();
+  keep_alive_.join();
+}
+
+void TensorParallelLeader::KeepAlive() {
+  const auto period = KeepAlivePeriod(group_->timeout());
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    stop_cv_.wait_for(lock, period);
+    if (stopping_) break;
+    if (std::chrono::steady_clock::now() - last_sent_ < period) continue;
+    Header header{};
+    header[kKind] = kKeepAlive;
+    group_->Broadcast(header.data(), sizeof(header));
+    last_sent_ = std::chrono::steady_clock::now();
+  }
+}
+
+void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
+                                    const model::KvCacheView& kv) const {
+  std::vector<uint8_t> payload;
+  Append(payload, batch.token_ids.data(), batch.token_ids.size());
+  Append(payload, batch.positions.data(), batch.positions.size());
+  for (const model::SequenceExtend& seq : batch.sequences) {
+    const int64_t lengths[2] = {seq.prefix_len, seq.extend_len};
+    Append(payload, lengths, 2);
+  }
+  for (const model::SequenceExtend& seq : batch.sequences) {
+    Append(payload, seq.kv_slots.data(), static_cast<size_t>(seq.prefix_len + seq.extend_len));
+  }
+  Header header{};
+  header[kKind] = kStep;
+  header[kPayloadBytes] = static_cast<int64_t>(payload.size());
+  header[kNumSlots] = kv.num_slots;
+  header[kKvDtype] = static_cast<int64_t>(kv.dtype);
+  header[kNumTokens] = batch.num_tokens();
+  header[kNumSequences] = static_cast<int64_t>(batch.sequences.size());
+  group_->Broadcast(header.data(), sizeof(header));
+  group_->Broadcast(payload.data(), payload.size());
+  last_sent_ = std::chrono::steady_clock::now();
+}
+
+Status TensorParallelLeader::Forward(const model::ForwardBatch& batch, const model::KvCacheView& kv,
+                                     ThreadPool* pool, float* logits) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SendStep(batch, kv);
+  return shard_->Forward(batch, kv, pool, logits);
+}
+
+Status TensorParallelLeader::ForwardWithHidden(const model::ForwardBatch& batch,
+                                               const model::KvCacheView& kv, ThreadPool* pool,
+                                               float* logits, float* hidden) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SendStep(batch, kv);
+  return shard_->ForwardWithHidden(batch, kv, pool, logits, hidden);
+}
+
+int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, ThreadPool* pool) {
+  const model::ModelConfig& c = shard.config();
+  std::unique_ptr<kv::KvStorage> storage;  // lazily committed, as the leader's pool
+  model::KvCacheView kv;
+  std::vector<uint8_t> payload;
+  model::ForwardBatch batch;
+  int64_t steps = 0;
+  while (true) {
+    Header header{};
+    group.Broadcast(header.data(), sizeof(header));
+    if (header[kKind] == kStop) {
+      RADIX_LOG_INFO("tensor-parallel rank {}: the leader stopped after {} steps", group.rank(),
+                     steps);
+      return 0;
+    }
+    if (header[kKind] != kStep) continue;
+    payload.resize(static_cast<size_t>(header[kPayloadBytes]));
+    group.Broadcast(payload.data(), payload.size());
+    const auto dtype = static_cast<kernels::KvType>(header[kKvDtype]);
+    if (!storage || kv.num_slots != header[kNumSlots] || kv.dtype != dtype) {
+      storage.reset();
+      kv::KvStorageSpec spec;
+      spec.num_layers = static_cast<int32_t>(c.num_layers);
+      spec.kv_heads = static_cast<int32_t>(c.num_kv_heads);
+      spec.head_dim = static_cast<int32_t>(c.head_dim);
+      spec.dtype = dtype;
+      spec.num_rows = static_cast<size_t>(header[kNumSlots]);
+      Expected<kv::KvStorage> created = kv::KvStorage::Create(spec);
+      if (!created.ok()) {
+        RADIX_LOG_ERROR("tensor-parallel rank {}: {}", group.rank(), created.status().message());
+        return 1;  // the leader's next collective fails on the closed connections
+      }
+      storage = std::make_unique<kv::KvStorage>(std::move(created).value());
+      kv = spec::KvViewOf(*storage);
+      RADIX_LOG_INFO("tensor-parallel rank {}: KV pool of {} slots ({} heads per layer)",
+                     group.rank(), header[kNumSlots], c.num_kv_heads);
+    }
+    const auto tokens = static_cast<size_t>(header[kNumTokens]);
+    const auto sequences = static_cast<size_t>(header[kNumSequences]);
+    size_t offset = 0;
+    const int32_t* ids = Take<int32_t>(payload, offset, tokens);
+    const int64_t* positions = Take<int64_t>(payload, offset, tokens);
+    const int64_t* lengths = Take<int64_t>(payload, offset, 2 * sequences);
+    batch.token_ids.assign(ids, ids + tokens);
+    batch.positions.assign(positions, positions + tokens);
+    batch.sequences.resize(sequences);
+    for (size_t s = 0; s < sequences; ++s) {
+      model::SequenceExtend& seq = batch.sequences[s];
+      seq.prefix_len = lengths[2 * s];
+      seq.extend_len = lengths[2 * s + 1];
+      const auto n = static_cast<size_t>(seq.prefix_len + seq.extend_len);
+      seq.kv_slots = std::span<const int32_t>(Take<int32_t>(payload, offset, n), n);
+    }
+    if (Status status = shard.Forward(batch, kv, pool, nullptr); !status.ok()) {
+      RADIX_LOG_WARN("tensor-parallel rank {}: step refused: {}", group.rank(), status.message());
+    }
+    ++steps;
+  }
+}
+
+}  // namespace radixserve::dist
