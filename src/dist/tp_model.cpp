@@ -15,7 +15,8 @@ namespace {
 
 enum StepKind : int64_t { kKeepAlive = 0, kStep = 1, kStop = 2 };
 
-// The header's fields, as int64 words.
+// The header's fields, as int64 words. The payload: positions and (prefix, extend) lengths as
+// int64, then token ids and each sequence's KV slots as int32.
 enum HeaderField { kKind, kPayloadBytes, kNumSlots, kKvDtype, kNumTokens, kNumSequences, kWords };
 using Header = std::array<int64_t, kWords>;
 
@@ -25,7 +26,8 @@ void Append(std::vector<uint8_t>& out, const T* data, size_t n) {
   out.insert(out.end(), bytes, bytes + n * sizeof(T));
 }
 
-// Reads n values of T at `offset` (advanced); the payload was written by SendStep.
+// Reads n values of T at `offset` (advanced; aligned for T: SendStep writes the 8-byte fields
+// first into a buffer malloc aligned).
 template <typename T>
 const T* Take(const std::vector<uint8_t>& in, size_t& offset, size_t n) {
   RADIX_CHECK(offset + n * sizeof(T) <= in.size());
@@ -76,13 +78,14 @@ void TensorParallelLeader::KeepAlive() {
 
 void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
                                     const model::KvCacheView& kv) const {
+  // The 8-byte fields first, so that every field is aligned in the receiver's buffer.
   std::vector<uint8_t> payload;
-  Append(payload, batch.token_ids.data(), batch.token_ids.size());
   Append(payload, batch.positions.data(), batch.positions.size());
   for (const model::SequenceExtend& seq : batch.sequences) {
     const int64_t lengths[2] = {seq.prefix_len, seq.extend_len};
     Append(payload, lengths, 2);
   }
+  Append(payload, batch.token_ids.data(), batch.token_ids.size());
   for (const model::SequenceExtend& seq : batch.sequences) {
     Append(payload, seq.kv_slots.data(), static_cast<size_t>(seq.prefix_len + seq.extend_len));
   }
@@ -153,9 +156,9 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
     const auto tokens = static_cast<size_t>(header[kNumTokens]);
     const auto sequences = static_cast<size_t>(header[kNumSequences]);
     size_t offset = 0;
-    const int32_t* ids = Take<int32_t>(payload, offset, tokens);
     const int64_t* positions = Take<int64_t>(payload, offset, tokens);
     const int64_t* lengths = Take<int64_t>(payload, offset, 2 * sequences);
+    const int32_t* ids = Take<int32_t>(payload, offset, tokens);
     batch.token_ids.assign(ids, ids + tokens);
     batch.positions.assign(positions, positions + tokens);
     batch.sequences.resize(sequences);
