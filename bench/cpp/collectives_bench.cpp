@@ -3,13 +3,14 @@
 // size is all-reduced (and broadcast) `iterations` times. Prints microseconds per operation: the
 // per-collective cost docs/scaling.md's model starts from.
 //
-//   collectives_bench [ranks=2] [iterations=2000]
+//   collectives_bench [ranks=2] [iterations=2000] [shm|tcp]
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "dist/tcp_store.h"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   TpGroupOptions options;
   options.rank = rank;
   options.size = ranks;
+  options.shared_memory = argc > 3 && std::string(argv[3]) == "shm";
   auto group = TpGroup::Connect(options, **store);
   if (!group.ok()) {
     std::fprintf(stderr, "%s\n", group.status().message().c_str());

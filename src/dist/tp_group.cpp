@@ -23,7 +23,19 @@ Expected<std::unique_ptr<TpGroup>> TpGroup::Connect(const TpGroupOptions& option
     auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
-    return std::unique_ptr<TpGroup>(new TpGroup(std::move(context), options.timeout));
+    std::unique_ptr<TpGroup> group(new TpGroup(std::move(context), options.timeout));
+    if (options.shared_memory) {
+      auto shm = ShmReducer::Attach(options.rank, options.size, store, options.timeout);
+      // Every rank must take the same path: shared memory only if all could map it.
+      if (group->Sum(shm.ok() ? 1 : 0) == options.size) {
+        group->shm_ = std::move(shm).value();
+        if (options.rank == 0) group->shm_->Unlink();  // all mapped it (the Sum was a barrier)
+      } else if (!shm.ok()) {
+        RADIX_LOG_WARN("tensor-parallel rank {}: {}; all-reduce goes over TCP", options.rank,
+                       shm.status().message());
+      }
+    }
+    return group;
   } catch (const std::exception& e) {
     return Unavailable("tensor-parallel rank " + std::to_string(options.rank) + " of " +
                        std::to_string(options.size) + " cannot join its group: " + e.what());
@@ -40,6 +52,10 @@ void TpGroup::Fail(const char* operation, const std::exception& error) const {
 }
 
 void TpGroup::AllReduceSum(float* data, int64_t count) {
+  if (shm_ != nullptr) {
+    shm_->AllReduceSum(data, count);
+    return;
+  }
   const auto bytes = static_cast<size_t>(count) * sizeof(float);
   if (size_ == 2 || bytes <= kDirectBytes) {
     ExchangeAndSum(data, count);

@@ -19,6 +19,7 @@
 #include <gloo/rendezvous/store.h>
 
 #include "common/status.h"
+#include "dist/shm_reducer.h"
 #include "model/tensor_shard.h"
 
 namespace radixserve::dist {
@@ -29,6 +30,9 @@ struct TpGroupOptions {
   // The address this rank's gloo pairs listen at (reachable by every other rank).
   std::string local_address = "127.0.0.1";
   std::chrono::milliseconds timeout{std::chrono::seconds(600)};
+  // Every rank runs on this machine: all-reduce through shared memory (shm_reducer.h) rather
+  // than sockets. Ignored (with one warning) when any rank cannot map the segment.
+  bool shared_memory = false;
 };
 
 class TpGroup final : public model::AllReducer {
@@ -40,6 +44,7 @@ class TpGroup final : public model::AllReducer {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  bool shared_memory() const { return shm_ != nullptr; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   void AllReduceSum(float* data, int64_t count) override;
@@ -65,6 +70,7 @@ class TpGroup final : public model::AllReducer {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  std::unique_ptr<ShmReducer> shm_;  // null: all-reduce over gloo
   uint64_t exchanges_ = 0;
   std::vector<float> theirs_;  // every rank's part, [size, count]
 };

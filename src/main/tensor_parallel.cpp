@@ -92,9 +92,11 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   options.rank = tp.rank;
   options.size = tp.size;
   options.timeout = timeout;
+  options.shared_memory = nnodes == 1;
   RADIX_ASSIGN_OR_RETURN(options.local_address, dist::LocalAddressToward(host, port));
   RADIX_ASSIGN_OR_RETURN(tp.group, dist::TpGroup::Connect(options, *tp.store));
-  RADIX_LOG_INFO("tensor-parallel rank {}: joined the group at {}", tp.rank, options.local_address);
+  RADIX_LOG_INFO("tensor-parallel rank {}: joined the group at {} (all-reduce over {})", tp.rank,
+                 options.local_address, tp.group->shared_memory() ? "shared memory" : "TCP");
   return tp;
 }
 

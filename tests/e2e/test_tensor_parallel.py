@@ -2,13 +2,14 @@
 the same server with --tp-size 1: F32 checkpoints (stories260K, SmolLM2) give the same greedy tokens
 token for token, alone and in a concurrent batch with radix-cache hits, through the native and the
 OpenAI routes; the leak check holds. Ranks run as processes on this machine (one command starts
-them) and as nodes in a network namespace joined to this one by a veth pair (SGLang's convention:
-one command per node with --nnodes, --node-rank, --dist-init-addr). A rank that dies stops the
+them; all-reduce through shared memory) and as nodes in a network namespace joined to this one by a veth pair (SGLang's convention:
+one command per node with --nnodes, --node-rank, --dist-init-addr; all-reduce over gloo's TCP). A rank that dies stops the
 others with a log line naming the failure and a non-zero exit. Bad layouts exit with status 2.
 """
 import concurrent.futures
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import time
@@ -89,6 +90,7 @@ def test_greedy_output_equals_tp1(references, model, tp):
     # Every follower ran the steps and left when the leader stopped.
     for rank in range(1, tp):
         assert f"tensor-parallel rank {rank}: the leader stopped after" in logs
+    assert logs.count("(all-reduce over shared memory)") == tp  # one machine
 
 
 def test_a_dead_rank_stops_the_leader():
@@ -106,6 +108,32 @@ def test_a_dead_rank_stops_the_leader():
     logs = srv.log_path.read_text()
     assert "tensor-parallel rank 0 of 2: broadcast failed" in logs, logs[-2000:]
     assert "Connection closed by peer" in logs
+
+
+def test_a_rank_dying_mid_step_stops_the_leader():
+    """A rank killed while the others decode: they stop at once, not after --dist-timeout."""
+    srv = Server(require(SMOLLM2_F32), "--skip-server-warmup", "--tp-size", 3)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(requests.post, srv.url + "/generate", timeout=120, json={
+                "text": PROMPTS[0],
+                "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}})
+            time.sleep(3)  # decoding
+            children = subprocess.run(["pgrep", "-P", str(srv.proc.pid)], capture_output=True,
+                                      text=True).stdout.split()
+            assert len(children) == 2, children
+            os.kill(int(children[1]), signal.SIGKILL)
+            code = srv.proc.wait(timeout=30)
+            with pytest.raises(requests.RequestException):
+                pending.result()
+    finally:
+        srv.stop()
+    assert code == 1
+    logs = srv.log_path.read_text()
+    # Whichever the leader was in: the shared-memory all-reduce (it checks the ranks' pids) or
+    # the next step's broadcast (the socket closed).
+    assert re.search(r"tensor-parallel rank 0 of 3: (all-reduce failed \(rank 2 \(pid "
+                     + children[1] + r"\) exited\)|broadcast failed)", logs), logs[-2000:]
 
 
 class Namespace:
@@ -173,7 +201,7 @@ def test_two_nodes_in_network_namespaces(references, namespace, tmp_path):
     assert (code0, code1) == (0, 0)
     logs1 = (tmp_path / "node1.log").read_text()
     # Node 1 ran ranks 2 and 3 and reached node 0 across the veth pair.
-    assert f"joined the group at {namespace.peer_ip}" in logs1
+    assert f"joined the group at {namespace.peer_ip} (all-reduce over TCP)" in logs1
     assert "tensor-parallel rank 3: the leader stopped after" in logs1
 
 

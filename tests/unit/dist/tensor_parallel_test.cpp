@@ -1,8 +1,9 @@
 // Tensor parallelism in one process: ranks are threads joined by gloo over loopback TCP through
-// our rendezvous store. The reference is the whole model run alone: rank 0's logits through
-// TensorParallelLeader (the other ranks running RunTensorParallelFollower) must match its logits
-// for a prefill and decode steps. F32 weights: the shards' partial sums only reorder float
-// additions, so logits agree to rounding. Also the store's own contract and the refusals.
+// our rendezvous store, all-reducing over TCP or shared memory. The reference is the whole model
+// run alone: rank 0's logits through TensorParallelLeader (the other ranks running
+// RunTensorParallelFollower) must match its logits for a prefill and decode steps. F32 weights: the
+// shards' partial sums only reorder float additions, so logits agree to rounding. Also the store's
+// own contract and the refusals.
 #include <gloo/common/error.h>
 #include <gtest/gtest.h>
 
@@ -56,8 +57,9 @@ std::vector<float> RunSteps(const model::CausalLM& lm, int64_t num_kv_heads) {
   return all;
 }
 
-// The logits rank 0 of `size` ranks computes through TensorParallelLeader.
-std::vector<float> RunTensorParallel(int size) {
+// The logits rank 0 of `size` ranks computes through TensorParallelLeader; all-reduce over
+// shared memory or gloo's TCP pairs.
+std::vector<float> RunTensorParallel(int size, bool shared_memory) {
   auto server = TcpStoreServer::Start("127.0.0.1", 0);
   EXPECT_TRUE(server.ok()) << server.status().message();
   const int port = (*server)->port();
@@ -72,8 +74,10 @@ std::vector<float> RunTensorParallel(int size) {
       options.rank = r;
       options.size = size;
       options.timeout = std::chrono::seconds(60);
+      options.shared_memory = shared_memory;
       auto group = TpGroup::Connect(options, **store);
       ASSERT_TRUE(group.ok()) << group.status().message();
+      EXPECT_EQ((*group)->shared_memory(), shared_memory);
       std::shared_ptr<const model::CausalLM> shard = LoadStories({r, size, group->get()});
       ASSERT_NE(shard, nullptr);
       if (r > 0) {
@@ -96,12 +100,12 @@ TEST(TensorParallelTest, ShardsGiveTheWholeModelsLogits) {
   ASSERT_NE(whole, nullptr);
   const std::vector<float> expected = RunSteps(*whole, whole->config().num_kv_heads);
   const auto vocab = static_cast<size_t>(whole->config().vocab_size);
-  for (int size : {2, 4}) {
-    const std::vector<float> got = RunTensorParallel(size);
+  for (auto [size, shm] : {std::pair{2, false}, {4, false}, {2, true}, {4, true}}) {
+    const std::vector<float> got = RunTensorParallel(size, shm);
     ASSERT_EQ(got.size(), expected.size()) << "tp " << size;
     float worst = 0;
     for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
-    EXPECT_LT(worst, 1e-4f) << "tp " << size;
+    EXPECT_LT(worst, 1e-4f) << "tp " << size << (shm ? " shared memory" : " tcp");
     for (size_t step = 0; step < got.size() / vocab; ++step) {
       const auto argmax = [&](const std::vector<float>& v) {
         return std::max_element(v.begin() + step * vocab, v.begin() + (step + 1) * vocab) -
