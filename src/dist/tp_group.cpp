@@ -61,15 +61,20 @@ void TpGroup::AllReduceSum(float* data, int64_t count) {
     ExchangeAndSum(data, count);
     return;
   }
+  RingSum(data, static_cast<size_t>(count), "all-reduce");
+}
+
+template <typename T>
+void TpGroup::RingSum(T* data, size_t count, const char* operation) {
   try {
     gloo::AllreduceOptions opts(context_);
-    opts.setOutput(data, static_cast<size_t>(count));
+    opts.setOutput(data, count);
     opts.setReduceFunction(
-        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
     opts.setTimeout(timeout_);
     gloo::allreduce(opts);
   } catch (const std::exception& e) {
-    Fail("all-reduce", e);
+    Fail(operation, e);
   }
 }
 
@@ -123,16 +128,7 @@ void TpGroup::Broadcast(void* data, size_t bytes) {
 }
 
 int64_t TpGroup::Sum(int64_t value) {
-  try {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(&value, 1);
-    opts.setReduceFunction(
-        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<int64_t>));
-    opts.setTimeout(timeout_);
-    gloo::allreduce(opts);
-  } catch (const std::exception& e) {
-    Fail("barrier", e);
-  }
+  RingSum(&value, 1, "barrier");
   return value;
 }
 

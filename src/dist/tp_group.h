@@ -65,6 +65,9 @@ class TpGroup final : public model::AllReducer {
   // small buffers need; larger ones with more than 2 ranks take gloo's ring (less traffic).
   void ExchangeAndSum(float* data, int64_t count);
   static constexpr size_t kDirectBytes = 256 << 10;
+  // gloo's ring all-reduce (sum) of `count` values; `operation` names it if it fails.
+  template <typename T>
+  void RingSum(T* data, size_t count, const char* operation);
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   int rank_;

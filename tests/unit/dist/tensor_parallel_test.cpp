@@ -116,6 +116,45 @@ TEST(TensorParallelTest, ShardsGiveTheWholeModelsLogits) {
   }
 }
 
+// Every rank's values summed, on every rank: small buffers (one exchange), large ones (gloo's ring
+// with 3 ranks; shared memory in slot-sized pieces).
+TEST(TensorParallelTest, AllReduceSumsEveryRanksBuffer) {
+  for (bool shm : {false, true}) {
+    for (int64_t count : {int64_t{5}, int64_t{300'000}}) {
+      constexpr int kRanks = 3;
+      auto server = TcpStoreServer::Start("127.0.0.1", 0);
+      ASSERT_TRUE(server.ok());
+      std::vector<std::vector<float>> results(kRanks);
+      std::vector<std::thread> ranks;
+      for (int r = 0; r < kRanks; ++r) {
+        ranks.emplace_back([&, r] {
+          auto store = TcpStore::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(30));
+          ASSERT_TRUE(store.ok());
+          TpGroupOptions options;
+          options.rank = r;
+          options.size = kRanks;
+          options.shared_memory = shm;
+          auto group = TpGroup::Connect(options, **store);
+          ASSERT_TRUE(group.ok()) << group.status().message();
+          std::vector<float> data(static_cast<size_t>(count));
+          for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(i)] = (r + 1) * 0.5f + i;
+          (*group)->AllReduceSum(data.data(), count);
+          (*group)->AllReduceSum(data.data(), count);  // again: the slots are reused
+          results[static_cast<size_t>(r)] = std::move(data);
+        });
+      }
+      for (std::thread& t : ranks) t.join();
+      for (int64_t i = 0; i < count; i += 997) {
+        const float once = 3.0f + 3.0f * static_cast<float>(i);  // 0.5 + 1 + 1.5 + 3i
+        EXPECT_FLOAT_EQ(results[0][static_cast<size_t>(i)], 3.0f * once)
+            << (shm ? "shm " : "tcp ") << count << " at " << i;
+      }
+      EXPECT_EQ(results[0], results[1]);  // the same bits on every rank
+      EXPECT_EQ(results[0], results[2]);
+    }
+  }
+}
+
 class NeverReduces : public model::AllReducer {
  public:
   void AllReduceSum(float*, int64_t) override { ADD_FAILURE() << "no step should run"; }
