@@ -106,8 +106,9 @@ def test_a_dead_rank_stops_the_leader():
         srv.stop()
     assert code == 1
     logs = srv.log_path.read_text()
-    assert "tensor-parallel rank 0 of 2: broadcast failed" in logs, logs[-2000:]
-    assert "Connection closed by peer" in logs
+    # The idle leader's keep-alive finds the connection closed (or reset).
+    assert re.search(r"tensor-parallel rank 0 of 2: broadcast failed \(.*Connection (closed|reset)"
+                     r" by peer", logs), logs[-2000:]
 
 
 def test_a_rank_dying_mid_step_stops_the_leader():
