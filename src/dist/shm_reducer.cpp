@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/check.h"
@@ -131,11 +132,15 @@ float* ShmReducer::slot(int set, int rank) const {
   return slots + (static_cast<size_t>(set) * size_ + rank) * kSlotFloats;
 }
 
-void ShmReducer::Fail(const std::string& why) const {
-  RADIX_LOG_ERROR("tensor-parallel rank {} of {}: all-reduce failed ({}); stopping", rank_, size_,
-                  why);
+void StopRank(const std::string& line) {
+  RADIX_LOG_ERROR("{}", line);
   spdlog::default_logger()->flush();
   std::_Exit(1);
+}
+
+void ShmReducer::Fail(const std::string& why) const {
+  StopRank(fmt::format("tensor-parallel rank {} of {}: all-reduce failed ({}); stopping", rank_,
+                       size_, why));
 }
 
 void ShmReducer::WaitForAll(uint32_t generation) {

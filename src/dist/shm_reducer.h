@@ -26,6 +26,10 @@
 
 namespace radixserve::dist {
 
+// How a rank leaves when its group fails (here and in TpGroup): `line` as an error, the log
+// flushed, exit status 1 at once (no destructors: the other ranks see the connections close).
+[[noreturn]] void StopRank(const std::string& line);
+
 class ShmReducer {
  public:
   // Floats per slot: 1 MiB slots, so 4 ranks map 8 MiB.

@@ -1,14 +1,13 @@
 #include "dist/tp_group.h"
 
 #include <algorithm>
-#include <cstdlib>
 
+#include <fmt/format.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
 #include <gloo/transport/tcp/device.h>
-#include <spdlog/spdlog.h>
 
 #include "common/log.h"
 
@@ -43,12 +42,10 @@ Expected<std::unique_ptr<TpGroup>> TpGroup::Connect(const TpGroupOptions& option
 }
 
 void TpGroup::Fail(const char* operation, const std::exception& error) const {
-  RADIX_LOG_ERROR(
+  StopRank(fmt::format(
       "tensor-parallel rank {} of {}: {} failed ({}); a rank exited or cannot be reached within "
       "--dist-timeout {} s, stopping",
-      rank_, size_, operation, error.what(), timeout_.count() / 1000);
-  spdlog::default_logger()->flush();
-  std::_Exit(1);
+      rank_, size_, operation, error.what(), timeout_.count() / 1000));
 }
 
 void TpGroup::AllReduceSum(float* data, int64_t count) {

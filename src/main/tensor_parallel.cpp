@@ -23,7 +23,7 @@ namespace key = args::key;
 constexpr const char* kLocalRankEnv = "RADIXSERVE_TP_LOCAL_RANK";
 constexpr const char* kStoreEnv = "RADIXSERVE_TP_STORE";
 
-Expected<pid_t> StartLocalRank(char** argv, int local_rank, const std::string& store) {
+Status StartLocalRank(char** argv, int local_rank, const std::string& store) {
   // This binary's path (so the child's process name is radixserve's, not /proc/self/exe's).
   std::array<char, 4096> self{};
   const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
@@ -31,7 +31,7 @@ Expected<pid_t> StartLocalRank(char** argv, int local_rank, const std::string& s
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return Unavailable("cannot start tensor-parallel rank: fork failed");
-  if (pid > 0) return pid;
+  if (pid > 0) return Status::Ok();
   // The child: dies with its parent; the terminal's SIGINT is the parent's to handle.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) std::_Exit(1);
@@ -60,14 +60,13 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   // Where the rendezvous store is: inherited, --dist-init-addr, or (one node) a free local port.
   std::string host = "127.0.0.1";
   int port = 0;
-  if (const char* store = std::getenv(kStoreEnv); store != nullptr) {
-    std::pair<std::string, int> parsed;
-    RADIX_ASSIGN_OR_RETURN(parsed, dist::ParseHostPort(store, kStoreEnv));
-    std::tie(host, port) = parsed;
-  } else if (!args.IsNull(key::kDistInitAddr)) {
+  const char* inherited = std::getenv(kStoreEnv);
+  if (inherited != nullptr || !args.IsNull(key::kDistInitAddr)) {
     std::pair<std::string, int> parsed;
     RADIX_ASSIGN_OR_RETURN(
-        parsed, dist::ParseHostPort(args.GetString(key::kDistInitAddr), "--dist-init-addr"));
+        parsed, inherited != nullptr
+                    ? dist::ParseHostPort(inherited, kStoreEnv)
+                    : dist::ParseHostPort(args.GetString(key::kDistInitAddr), "--dist-init-addr"));
     std::tie(host, port) = parsed;
   }
   if (tp.rank == 0) {
@@ -78,9 +77,7 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   const std::string store_address = host + ":" + std::to_string(port);
   if (local_rank == 0) {
     for (int i = 1; i < per_node; ++i) {
-      pid_t child = 0;
-      RADIX_ASSIGN_OR_RETURN(child, StartLocalRank(argv, i, store_address));
-      tp.children.push_back(child);
+      RADIX_RETURN_IF_ERROR(StartLocalRank(argv, i, store_address));
     }
   }
   RADIX_LOG_INFO(

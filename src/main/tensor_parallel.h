@@ -8,10 +8,7 @@
 // other rank is a follower (dist/tp_model.h). --threads is the node's: split over its ranks.
 #pragma once
 
-#include <sys/types.h>
-
 #include <memory>
-#include <vector>
 
 #include "args/server_args.h"
 #include "common/status.h"
@@ -29,7 +26,6 @@ struct TensorParallelSetup {
   std::unique_ptr<dist::TcpStoreServer> store_server;  // global rank 0's
   std::unique_ptr<dist::TcpStore> store;
   std::unique_ptr<dist::TpGroup> group;  // null with --tp-size 1
-  std::vector<pid_t> children;           // this node's other ranks
 
   bool leader() const { return rank == 0; }
   model::TensorShard shard() const { return {rank, size, group.get()}; }

@@ -159,11 +159,9 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       k = rows(k, r * lkv, lkv);
       v = rows(v, r * lkv, lkv);
       RADIX_ASSIGN_OR_RETURN(o, ShardColumns(o, r * lq, lq, p + "attn_output.weight"));
-      if (!spec_.moe) {
-        gate = rows(gate, r * li, li);
-        up = rows(up, r * li, li);
-        RADIX_ASSIGN_OR_RETURN(down, ShardColumns(down, r * li, li, p + "ffn_down.weight"));
-      }
+      gate = rows(gate, r * li, li);  // MoE layers were refused (CheckShardable)
+      up = rows(up, r * li, li);
+      RADIX_ASSIGN_OR_RETURN(down, ShardColumns(down, r * li, li, p + "ffn_down.weight"));
       if (spec_.qkv_bias) {
         const std::vector<float>& b = layer.qkv_bias;
         std::vector<float> local(b.begin() + r * lq, b.begin() + (r + 1) * lq);
