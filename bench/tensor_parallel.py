@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""What tensor parallelism costs or gains on this machine: radixserve with --tp-size 1 and N.
+"""What tensor and pipeline parallelism cost or gain on this machine: radixserve split over ranks
+against one process.
 
-    python bench/tensor_parallel.py [--model GGUF] [--tp 2,4] [--max-new N] [--batch B]
-                                    [--rounds R] [--out-file F.json]
+    python bench/tensor_parallel.py [--model GGUF] [--layouts tp2,pp2,tp2xpp2] [--max-new N]
+                                    [--batch B] [--rounds R] [--out-file F.json]
 
 One server at a time, each started by one command (its ranks as processes on this machine, the
 node's --threads split over them). Per server: single-stream decode tok/s (one greedy request,
@@ -63,15 +64,22 @@ def batch(url, size, max_new):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=str(MODELS / "shape-llama-1b-q4_k_m.gguf"))
-    ap.add_argument("--tp", default="2")
+    ap.add_argument("--layouts", default="tp2,pp2",
+                    help="comma-separated: tpN, ppM or tpNxppM (tp 1 pp 1 always runs first)")
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out-file")
     a = ap.parse_args()
     rows = []
-    for tp in [1] + [int(t) for t in a.tp.split(",")]:
-        srv = Server(a.model, "--tp-size", tp, "--disable-radix-cache")
+    layouts = [(1, 1)]
+    for spelled in a.layouts.split(","):
+        sizes = {"tp": 1, "pp": 1}
+        for part in spelled.split("x"):
+            sizes[part[:2]] = int(part[2:])
+        layouts.append((sizes["tp"], sizes["pp"]))
+    for tp, pp in layouts:
+        srv = Server(a.model, "--tp-size", tp, "--pp-size", pp, "--disable-radix-cache")
         try:
             stream(srv.url, 8)  # warm
             runs = [stream(srv.url, a.max_new) for _ in range(a.rounds)]
@@ -80,13 +88,14 @@ def main():
             throughput = batch(srv.url, a.batch, a.max_new)
         finally:
             srv.stop()
-        rows.append({"tp": tp, "single_tok_s": single, "batch_tok_s": throughput, "ids": ids})
+        rows.append({"tp": tp, "pp": pp, "single_tok_s": single, "batch_tok_s": throughput, "ids": ids})
     base = rows[0]
     print(f"model {pathlib.Path(a.model).name}, {a.max_new} new tokens, batch {a.batch}")
-    print("| tp | single-stream decode tok/s | vs tp 1 | batch tok/s | vs tp 1 | same tokens |")
-    print("|---|---|---|---|---|---|")
+    print("| tp | pp | single-stream decode tok/s | vs one process | batch tok/s | vs one process "
+          "| same tokens |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['tp']} | {r['single_tok_s']:.1f} | {r['single_tok_s'] / base['single_tok_s']:.2f}x"
+        print(f"| {r['tp']} | {r['pp']} | {r['single_tok_s']:.1f} | {r['single_tok_s'] / base['single_tok_s']:.2f}x"
               f" | {r['batch_tok_s']:.1f} | {r['batch_tok_s'] / base['batch_tok_s']:.2f}x"
               f" | {r['ids'] == base['ids']} |")
     if a.out_file:

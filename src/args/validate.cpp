@@ -188,11 +188,12 @@ Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnin
   return Status::Ok();
 }
 
-// --tp-size, --nnodes, --node-rank, --dist-init-addr (src/main/tensor_parallel.h): the layouts
-// the ranks can take, and the features whose state lives outside the forward pass (adapters, the
-// disk tier, replicas sharing the model) refused with more than one rank.
+// --tp-size, --pp-size, --nnodes, --node-rank, --dist-init-addr (src/main/tensor_parallel.h): the
+// layouts the ranks can take, and the features whose state lives outside the forward pass
+// (adapters, the disk tier, replicas sharing the model) refused with more than one rank.
 Status ValidateTensorParallel(const ServerArgs& args) {
-  const int64_t tp = ModelSplitRanks(args), nnodes = args.GetInt(key::kNnodes);
+  const int64_t tp = ModelSplitRanks(args), pp = args.GetInt(key::kPpSize);
+  const int64_t ranks = tp * pp, nnodes = args.GetInt(key::kNnodes);
   if (args.GetInt(key::kNodeRank) >= nnodes) {
     return Invalid(key::kNodeRank, fmt::format("must be below --nnodes {}", nnodes));
   }
@@ -200,27 +201,32 @@ Status ValidateTensorParallel(const ServerArgs& args) {
     return Invalid(key::kDistInitAddr,
                    "is required with --nnodes > 1: host:port of node 0, where the ranks meet");
   }
-  if (tp == 1) return Status::Ok();
-  if (tp % nnodes != 0) {
-    return Invalid(key::kNnodes, fmt::format("must divide the {} tensor-parallel ranks", tp));
+  if (!args.IsNull(key::kMaxMicroBatchSize) && args.GetInt(key::kMaxMicroBatchSize) < 1) {
+    return Invalid(key::kMaxMicroBatchSize, "must be at least 1");
   }
-  if (args.GetInt(key::kPpSize) > 1) {
-    return Invalid(key::kPpSize, "cannot be combined with --tp-size > 1");
+  if (ranks == 1) return Status::Ok();
+  if (ranks % nnodes != 0) {
+    return Invalid(key::kNnodes,
+                   fmt::format("must divide the {} ranks (tp-size x pp-size)", ranks));
   }
+  const std::string only = pp > 1 ? "--pp-size 1" : "--tp-size 1";
   if (args.GetInt(key::kDpSize) > 1) {
     return Invalid(key::kDpSize,
-                   "replicas in one process cannot be combined with --tp-size > 1; run several "
-                   "servers behind sglang-router instead (docs/scaling.md)");
+                   "replicas in one process cannot be combined with --tp-size or --pp-size > 1; "
+                   "run several servers behind sglang-router instead (docs/scaling.md)");
   }
   if (args.GetBool(key::kEnableHierarchicalCache)) {
-    return Invalid(key::kEnableHierarchicalCache, "is supported with --tp-size 1 only");
+    return Invalid(key::kEnableHierarchicalCache, "is supported with " + only + " only");
   }
   const nlohmann::json& lora = args.Get(key::kEnableLora);
   if ((lora.is_boolean() && lora.get<bool>()) || !args.IsNull(key::kLoraPaths)) {
-    return Invalid(key::kEnableLora, "LoRA adapters are supported with --tp-size 1 only");
+    return Invalid(key::kEnableLora, "LoRA adapters are supported with " + only + " only");
   }
   if (args.GetBool(key::kEnableMemorySaver)) {
-    return Invalid(key::kEnableMemorySaver, "is supported with --tp-size 1 only");
+    return Invalid(key::kEnableMemorySaver, "is supported with " + only + " only");
+  }
+  if (!args.IsNull(key::kQuantizationParamPath)) {
+    return Invalid(key::kQuantizationParamPath, "is supported with " + only + " only");
   }
   return Status::Ok();
 }
@@ -477,9 +483,6 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
       return Invalid(key::kQuantizationParamPath,
                      "holds FP8 E4M3 KV-cache scaling factors; it requires --kv-cache-dtype "
                      "fp8_e4m3");
-    }
-    if (args.GetInt(key::kTpSize) > 1) {
-      return Invalid(key::kQuantizationParamPath, "is supported with --tp-size 1 only");
     }
   }
   RADIX_RETURN_IF_ERROR(ValidateHiCache(args, warnings));

@@ -124,6 +124,47 @@ void TpGroup::Broadcast(void* data, size_t bytes) {
   }
 }
 
+uint64_t TpGroup::PointToPointSlot(int from, int to, uint64_t n) {
+  // Clear of gloo's own slots and of ExchangeAndSum's (top byte 0x7e).
+  return (uint64_t{0x7d} << 56) | (static_cast<uint64_t>(from & 0xff) << 48) |
+         (static_cast<uint64_t>(to & 0xff) << 40) | (n & 0xffffffffffULL);
+}
+
+void TpGroup::SendAsync(int to, const void* data, size_t bytes) {
+  const uint64_t slot = PointToPointSlot(rank_, to, sent_[static_cast<size_t>(to)]++);
+  try {
+    PendingSend& send = sends_.emplace_back();
+    const auto* begin = static_cast<const uint8_t*>(data);
+    send.bytes.assign(begin, begin + bytes);
+    send.buffer = context_->createUnboundBuffer(send.bytes.data(), bytes);
+    send.buffer->send(to, slot);
+  } catch (const std::exception& e) {
+    Fail("pipeline send", e);
+  }
+}
+
+void TpGroup::Receive(int from, void* data, size_t bytes) {
+  const uint64_t slot = PointToPointSlot(from, rank_, received_[static_cast<size_t>(from)]++);
+  try {
+    auto buffer = context_->createUnboundBuffer(data, bytes);
+    buffer->recv(from, slot);
+    if (!buffer->waitRecv(timeout_)) throw gloo::IoException("receive timed out");
+  } catch (const std::exception& e) {
+    Fail("pipeline receive", e);
+  }
+}
+
+void TpGroup::WaitSends() {
+  try {
+    for (PendingSend& send : sends_) {
+      if (!send.buffer->waitSend(timeout_)) throw gloo::IoException("send timed out");
+    }
+  } catch (const std::exception& e) {
+    Fail("pipeline send", e);
+  }
+  sends_.clear();
+}
+
 int64_t TpGroup::Sum(int64_t value) {
   RingSum(&value, 1, "barrier");
   return value;

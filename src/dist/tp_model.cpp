@@ -15,9 +15,20 @@ namespace {
 
 enum StepKind : int64_t { kKeepAlive = 0, kStep = 1, kStop = 2 };
 
-// The header's fields, as int64 words. The payload: positions and (prefix, extend) lengths as
-// int64, then token ids and each sequence's KV slots as int32.
-enum HeaderField { kKind, kPayloadBytes, kNumSlots, kKvDtype, kNumTokens, kNumSequences, kWords };
+// The header's fields, as int64 words. The payload: positions, (prefix, extend) lengths, logit
+// and hidden indices as int64 (the last pipeline stage sends those rows back), then token ids and
+// each sequence's KV slots as int32.
+enum HeaderField {
+  kKind,
+  kPayloadBytes,
+  kNumSlots,
+  kKvDtype,
+  kNumTokens,
+  kNumSequences,
+  kNumLogits,
+  kNumHidden,
+  kWords
+};
 using Header = std::array<int64_t, kWords>;
 
 template <typename T>
@@ -85,6 +96,8 @@ void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
     const int64_t lengths[2] = {seq.prefix_len, seq.extend_len};
     Append(payload, lengths, 2);
   }
+  Append(payload, batch.logit_indices.data(), batch.logit_indices.size());
+  Append(payload, batch.hidden_indices.data(), batch.hidden_indices.size());
   Append(payload, batch.token_ids.data(), batch.token_ids.size());
   for (const model::SequenceExtend& seq : batch.sequences) {
     Append(payload, seq.kv_slots.data(), static_cast<size_t>(seq.prefix_len + seq.extend_len));
@@ -96,6 +109,8 @@ void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
   header[kKvDtype] = static_cast<int64_t>(kv.dtype);
   header[kNumTokens] = batch.num_tokens();
   header[kNumSequences] = static_cast<int64_t>(batch.sequences.size());
+  header[kNumLogits] = static_cast<int64_t>(batch.logit_indices.size());
+  header[kNumHidden] = static_cast<int64_t>(batch.hidden_indices.size());
   group_->Broadcast(header.data(), sizeof(header));
   group_->Broadcast(payload.data(), payload.size());
   last_sent_ = std::chrono::steady_clock::now();
@@ -150,14 +165,20 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
       }
       storage = std::make_unique<kv::KvStorage>(std::move(created).value());
       kv = spec::KvViewOf(*storage);
-      RADIX_LOG_INFO("tensor-parallel rank {}: KV pool of {} slots ({} heads per layer)",
-                     group.rank(), header[kNumSlots], c.num_kv_heads);
+      RADIX_LOG_INFO("tensor-parallel rank {}: KV pool of {} slots ({} layers, {} KV heads each)",
+                     group.rank(), header[kNumSlots], c.num_layers, c.num_kv_heads);
     }
     const auto tokens = static_cast<size_t>(header[kNumTokens]);
     const auto sequences = static_cast<size_t>(header[kNumSequences]);
     size_t offset = 0;
     const int64_t* positions = Take<int64_t>(payload, offset, tokens);
     const int64_t* lengths = Take<int64_t>(payload, offset, 2 * sequences);
+    const auto n_logits = static_cast<size_t>(header[kNumLogits]);
+    const int64_t* logit_indices = Take<int64_t>(payload, offset, n_logits);
+    const auto n_hidden = static_cast<size_t>(header[kNumHidden]);
+    const int64_t* hidden_indices = Take<int64_t>(payload, offset, n_hidden);
+    batch.logit_indices.assign(logit_indices, logit_indices + n_logits);
+    batch.hidden_indices.assign(hidden_indices, hidden_indices + n_hidden);
     const int32_t* ids = Take<int32_t>(payload, offset, tokens);
     batch.token_ids.assign(ids, ids + tokens);
     batch.positions.assign(positions, positions + tokens);

@@ -162,10 +162,12 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   if (options.max_total_tokens) {
     *options.max_total_tokens = std::max<int64_t>(1, *options.max_total_tokens / place.size);
   }
-  // Replicas of the pool on this machine: data-parallel engines, or tensor-parallel ranks (each a
-  // process with a pool of the leader's slot count, src/main/tensor_parallel.h).
+  // Replicas of the pool on this machine: data-parallel engines, or tensor- and pipeline-parallel
+  // ranks (each a process with a pool of the leader's slot count over at most the leader's
+  // layers, src/main/tensor_parallel.h).
   options.replicas =
-      place.size * static_cast<int32_t>(args::ModelSplitRanks(args) / args.GetInt(key::kNnodes));
+      place.size * static_cast<int32_t>(args::ModelSplitRanks(args) * args.GetInt(key::kPpSize) /
+                                        args.GetInt(key::kNnodes));
   options.memory = place.memory;
   if (!args.IsNull(key::kMemFractionStatic)) {
     options.mem_fraction_static = args.GetFloat(key::kMemFractionStatic);

@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  // --tp-size > 1: this node's other ranks start here; followers never serve HTTP.
+  // --tp-size or --pp-size > 1: this node's other ranks start here; followers never serve HTTP.
   auto tp = rs::SetUpTensorParallel(args, argv);
   if (!tp.ok()) {
     if (tp.status().message().rfind("argument --", 0) == 0)
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   }
   if (!tp->leader()) return rs::RunFollowerRank(args, *tp);
 
-  auto assets = rs::LoadModelAssets(args, tp->shard());
+  auto assets = rs::LoadModelAssets(args, tp->shard(), tp->stage());
   if (!assets.ok()) {
     if (assets.status().message().rfind("argument --", 0) == 0) {
       return UsageError(assets.status().message());

@@ -155,11 +155,12 @@ model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::str
   return options;
 }
 
-Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args,
-                                      const model::TensorShard& shard) {
+Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args, const model::TensorShard& shard,
+                                      const model::PipelineStage& stage) {
   ModelAssets assets;
   model::LoadOptions options = ModelLoadOptions(args, args.GetString(args::key::kModelPath));
   options.tensor_shard = shard;
+  options.pipeline_stage = stage;
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
@@ -168,9 +169,11 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args,
   const bool pooling_decoder =
       !encoder && (args.GetBool(args::key::kIsEmbedding) ||
                    model::IsPoolingDecoderArchitecture(config.architecture));
-  if (shard.sharded() && (pooling_decoder || encoder)) {
-    return InvalidArgument("argument --tp-size: " + config.architecture +
-                           " serves embeddings; embedding models run with --tp-size 1 only");
+  if ((shard.sharded() || stage.split()) && (pooling_decoder || encoder)) {
+    return InvalidArgument(std::string("argument ") +
+                           (shard.sharded() ? "--tp-size: " : "--pp-size: ") + config.architecture +
+                           " serves embeddings; embedding models run with --tp-size 1 and "
+                           "--pp-size 1 only");
   }
   if (pooling_decoder) {
     auto model = model::LoadPoolingDecoder(options);

@@ -33,9 +33,10 @@ struct ModelAssets {
 // and what a weight update reloads with.
 model::LoadOptions ModelLoadOptions(const args::ServerArgs& args, const std::string& model_path);
 
-// Errors name the file at fault; main prints them and exits with status 1. `shard`: the
-// tensor-parallel shard the decoder loads as (the whole model by default).
+// Errors name the file at fault; main prints them and exits with status 1. `shard` and `stage`:
+// the tensor-parallel shard and pipeline stage the decoder loads as (the whole model by default).
 Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args,
-                                      const model::TensorShard& shard = {});
+                                      const model::TensorShard& shard = {},
+                                      const model::PipelineStage& stage = {});
 
 }  // namespace radixserve

@@ -1,12 +1,23 @@
 #include "main/tensor_parallel.h"
 
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <gloo/rendezvous/prefix_store.h>
 
 #include "args/validate.h"
 #include "common/log.h"
@@ -22,6 +33,55 @@ namespace key = args::key;
 // Set for the ranks a node's first process starts.
 constexpr const char* kLocalRankEnv = "RADIXSERVE_TP_LOCAL_RANK";
 constexpr const char* kStoreEnv = "RADIXSERVE_TP_STORE";
+
+// Parses a sysfs CPU list ("0-3,8,10-11").
+std::vector<int> ParseCpuList(const std::string& list) {
+  std::vector<int> cpus;
+  std::stringstream in(list);
+  std::string range;
+  while (std::getline(in, range, ',')) {
+    if (range.empty() || range == "\n") continue;
+    const size_t dash = range.find('-');
+    const int first = std::atoi(range.substr(0, dash).c_str());
+    const int last = dash == std::string::npos ? first : std::atoi(range.substr(dash + 1).c_str());
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// --numa-node: this process (its threads start later) runs on `node`'s CPUs and allocates from
+// its memory, as SGLang binds each subprocess.
+Status BindToNumaNode(int64_t node) {
+  const std::string path = "/sys/devices/system/node/node" + std::to_string(node) + "/cpulist";
+  std::ifstream file(path);
+  std::string list;
+  if (node < 0 || node >= 1024 || !std::getline(file, list)) {
+    return InvalidArgument("argument --numa-node: this machine has no NUMA node " +
+                           std::to_string(node) + " (no " + path + ")");
+  }
+  const std::vector<int> cpus = ParseCpuList(list);
+  if (cpus.empty()) {
+    return InvalidArgument("argument --numa-node: NUMA node " + std::to_string(node) +
+                           " has no CPUs");
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    return Unavailable("cannot bind to the CPUs of NUMA node " + std::to_string(node) + ": " +
+                       std::strerror(errno));
+  }
+  std::array<unsigned long, 1024 / (8 * sizeof(unsigned long))> mask{};
+  mask[static_cast<size_t>(node) / (8 * sizeof(unsigned long))] |=
+      1UL << (static_cast<size_t>(node) % (8 * sizeof(unsigned long)));
+  constexpr int kMpolBind = 2;  // <linux/mempolicy.h> MPOL_BIND
+  if (syscall(SYS_set_mempolicy, kMpolBind, mask.data(), 1024) != 0) {
+    return Unavailable("cannot bind to the memory of NUMA node " + std::to_string(node) + ": " +
+                       std::strerror(errno));
+  }
+  RADIX_LOG_INFO("bound to NUMA node {} (CPUs {})", node, list);
+  return Status::Ok();
+}
 
 Status StartLocalRank(char** argv, int local_rank, const std::string& store) {
   // This binary's path (so the child's process name is radixserve's, not /proc/self/exe's).
@@ -46,13 +106,26 @@ Status StartLocalRank(char** argv, int local_rank, const std::string& store) {
 
 Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, char** argv) {
   TensorParallelSetup tp;
-  tp.size = static_cast<int>(args::ModelSplitRanks(args));
+  tp.tp_size = static_cast<int>(args::ModelSplitRanks(args));
+  tp.pp_size = static_cast<int>(args.GetInt(key::kPpSize));
+  tp.size = tp.tp_size * tp.pp_size;
   tp.threads = static_cast<int>(args.GetInt(key::kThreads));
-  if (tp.size == 1) return tp;
+  tp.max_micro_batch_size = args.GetOptionalInt(key::kMaxMicroBatchSize).value_or(0);
   const int nnodes = static_cast<int>(args.GetInt(key::kNnodes));
   const int per_node = tp.size / nnodes;
   const char* local_env = std::getenv(kLocalRankEnv);
   const int local_rank = local_env != nullptr ? std::atoi(local_env) : 0;
+  if (!args.IsNull(key::kNumaNode)) {
+    // The i-th value binds this node's i-th rank.
+    const nlohmann::json& nodes = args.Get(key::kNumaNode);
+    if (nodes.size() < static_cast<size_t>(per_node)) {
+      return InvalidArgument(fmt::format(
+          "argument --numa-node: {} values for the {} ranks on this node (one per rank)",
+          nodes.size(), per_node));
+    }
+    RADIX_RETURN_IF_ERROR(BindToNumaNode(nodes[static_cast<size_t>(local_rank)].get<int64_t>()));
+  }
+  if (tp.size == 1) return tp;
   tp.rank = static_cast<int>(args.GetInt(key::kNodeRank)) * per_node + local_rank;
   tp.threads = std::max(1, tp.threads / per_node);
   const auto timeout = std::chrono::seconds(args.GetOptionalInt(key::kDistTimeout).value_or(600));
@@ -81,25 +154,48 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
     }
   }
   RADIX_LOG_INFO(
-      "tensor-parallel rank {} of {} (node {} of {}, {} threads): rendezvous at {}, timeout {} s",
-      tp.rank, tp.size, args.GetInt(key::kNodeRank), nnodes, tp.threads, store_address,
-      timeout.count());
+      "tensor-parallel rank {} of {} (tp rank {} of pipeline stage {} of {}; node {} of {}, {} "
+      "threads): rendezvous at {}, timeout {} s",
+      tp.rank, tp.size, tp.rank % tp.tp_size, tp.rank / tp.tp_size, tp.pp_size,
+      args.GetInt(key::kNodeRank), nnodes, tp.threads, store_address, timeout.count());
   RADIX_ASSIGN_OR_RETURN(tp.store, dist::TcpStore::Connect(host, port, timeout));
   dist::TpGroupOptions options;
   options.rank = tp.rank;
   options.size = tp.size;
   options.timeout = timeout;
-  options.shared_memory = nnodes == 1;
+  // The world all-reduces only when it is the tensor-parallel group (no pipeline stages).
+  options.shared_memory = nnodes == 1 && tp.pp_size == 1;
   RADIX_ASSIGN_OR_RETURN(options.local_address, dist::LocalAddressToward(host, port));
   RADIX_ASSIGN_OR_RETURN(tp.group, dist::TpGroup::Connect(options, *tp.store));
-  RADIX_LOG_INFO("tensor-parallel rank {}: joined the group at {} (all-reduce over {})", tp.rank,
-                 options.local_address, tp.group->shared_memory() ? "shared memory" : "TCP");
+  if (tp.pp_size > 1 && tp.tp_size > 1) {
+    // This stage's tensor-parallel ranks: a group of their own, through the same store.
+    const int stage = tp.rank / tp.tp_size;
+    gloo::rendezvous::PrefixStore stage_store("stage" + std::to_string(stage), *tp.store);
+    dist::TpGroupOptions stage_options = options;
+    stage_options.rank = tp.rank % tp.tp_size;
+    stage_options.size = tp.tp_size;
+    // Shared memory when the stage's ranks share a node (ranks fill nodes in order).
+    stage_options.shared_memory =
+        stage * tp.tp_size / per_node == ((stage + 1) * tp.tp_size - 1) / per_node;
+    RADIX_ASSIGN_OR_RETURN(tp.stage_group, dist::TpGroup::Connect(stage_options, stage_store));
+  }
+  if (tp.pp_size > 1) {
+    tp.link =
+        std::make_unique<dist::GroupStageLink>(tp.group.get(), tp.tp_size, tp.rank % tp.tp_size);
+  }
+  const dist::TpGroup& reducer = tp.stage_group != nullptr ? *tp.stage_group : *tp.group;
+  RADIX_LOG_INFO("tensor-parallel rank {}: joined the group at {} ({})", tp.rank,
+                 options.local_address,
+                 tp.tp_size == 1           ? "no all-reduce: pipeline stages only"
+                 : reducer.shared_memory() ? "all-reduce over shared memory"
+                                           : "all-reduce over TCP");
   return tp;
 }
 
 int RunFollowerRank(const args::ServerArgs& args, TensorParallelSetup& tp) {
   model::LoadOptions options = ModelLoadOptions(args, args.GetString(key::kModelPath));
   options.tensor_shard = tp.shard();
+  options.pipeline_stage = tp.stage();
   auto shard = model::LoadModel(options);
   if (!shard.ok()) {
     RADIX_LOG_ERROR("tensor-parallel rank {}: {}", tp.rank, shard.status().message());

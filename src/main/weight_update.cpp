@@ -11,8 +11,8 @@ namespace radixserve {
 
 Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
     const std::string& path, const std::string& load_format) {
-  if (config_.tensor_shard.sharded()) {
-    return Unsupported("updating weights is supported with --tp-size 1 only");
+  if (config_.tensor_shard.sharded() || config_.pipeline_stage.split()) {
+    return Unsupported("updating weights is supported with --tp-size 1 and --pp-size 1 only");
   }
   model::LoadOptions options = ModelLoadOptions(args_, path);
   if (!load_format.empty()) options.load_format = load_format;

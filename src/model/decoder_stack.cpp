@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "common/check.h"
 #include "common/log.h"
@@ -45,6 +46,14 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     spec_.attention.num_heads /= shard.size;
     spec_.attention.num_kv_heads /= shard.size;
   }
+  const PipelineStage& stage = c.pipeline_stage;
+  int64_t first_layer = 0, end_layer = c.num_layers;
+  if (stage.split()) {
+    RADIX_RETURN_IF_ERROR(CheckStageable(c));
+    std::tie(first_layer, end_layer) = StageLayers(c.num_layers, stage.rank, stage.size);
+    config_.num_layers = end_layer - first_layer;
+    config_.pipeline_first_layer = first_layer;
+  }
   RADIX_ASSIGN_OR_RETURN(embedding_, w.RequireMatrix("token_embd.weight", c.vocab_size, H));
   RADIX_ASSIGN_OR_RETURN(output_norm_, w.RequireVector("output_norm.weight", H));
   // Repacking pays only on the integer path (kGgmlRounded); it keeps the source matrices. Panels
@@ -73,9 +82,9 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     packed_total += bytes;
     return kernels::Pack(table, nullptr, m);
   };
-  if (c.hidden_states_only || shard.rank > 0) {
+  if (c.hidden_states_only || shard.rank > 0 || stage.rank > 0) {
     // No LM head: an embedder or a classifier reads the final hidden states (ForwardHidden);
-    // tensor-parallel ranks other than 0 compute no logits.
+    // tensor-parallel ranks other than 0 and pipeline stages other than 0 compute no logits.
   } else if (spec_.tie_word_embeddings && w.Find("output.weight") == nullptr) {
     lm_head_ = pack(embedding_);
   } else {
@@ -83,9 +92,9 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     RADIX_ASSIGN_OR_RETURN(output, w.RequireMatrix("output.weight", c.vocab_size, H));
     lm_head_ = pack(output);
   }
-  layers_.assign(static_cast<size_t>(c.num_layers), Layer{});
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    Layer& layer = layers_[static_cast<size_t>(l)];
+  layers_.assign(static_cast<size_t>(end_layer - first_layer), Layer{});
+  for (int64_t l = first_layer; l < end_layer; ++l) {
+    Layer& layer = layers_[static_cast<size_t>(l - first_layer)];
     layer.index = l;
     const std::string p = "blk." + std::to_string(l) + ".";
     if (spec_.sliding_window_layers) {
@@ -214,6 +223,17 @@ Status DecoderStack::CheckShardable(const ModelConfig& c, const DecoderSpec& spe
   return Status::Ok();
 }
 
+Status DecoderStack::CheckStageable(const ModelConfig& c) {
+  const int n = c.pipeline_stage.size;
+  if (n > c.num_layers) {
+    return InvalidArgument("argument --pp-size: " + std::to_string(n) +
+                           " stages cannot split the " + std::to_string(c.num_layers) +
+                           " layers of " + c.architecture + ": every stage needs a layer");
+  }
+  RADIX_CHECK(c.pipeline_stage.link != nullptr);
+  return Status::Ok();
+}
+
 Expected<kernels::WeightMatrix> DecoderStack::ShardColumns(const kernels::WeightMatrix& m,
                                                            int64_t first, int64_t n,
                                                            const std::string& name) {
@@ -245,19 +265,14 @@ Status DecoderStack::Forward(const ForwardBatch& batch, const KvCacheView& kv, T
   }
   const float* final_rows = nullptr;
   RADIX_ASSIGN_OR_RETURN(final_rows, RunToFinalRows(batch, kv, pool));
+  // A tensor-parallel rank other than 0 or a pipeline stage other than 0.
+  if (logits == nullptr) return Status::Ok();
+  const int64_t H = c.hidden_size;
   if (!batch.hidden_indices.empty()) {
     RADIX_CHECK(hidden != nullptr);
-    // The residual stream is still in the scratch: norm the wanted rows the way the final rows
-    // were normed.
-    const int64_t H = c.hidden_size;
-    const float* x = ForwardScratch::ForThisThread().x.data();
-    const kernels::KernelTable& kt = kernels::ActiveKernels();
-    for (size_t r = 0; r < batch.hidden_indices.size(); ++r) {
-      kt.rms_norm(x + batch.hidden_indices[r] * H, output_norm_.data(), spec_.norm_offset,
-                  static_cast<float>(c.rms_norm_eps), hidden + static_cast<int64_t>(r) * H, H);
-    }
+    std::memcpy(hidden, final_rows + static_cast<int64_t>(batch.logit_indices.size()) * H,
+                batch.hidden_indices.size() * static_cast<size_t>(H) * sizeof(float));
   }
-  if (logits == nullptr) return Status::Ok();  // a tensor-parallel rank other than 0
   const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
   kernels::MatMul(kernels::ActiveKernels(), pool, final_rows, n_out, lm_head_, logits,
                   activation_mode_);
@@ -294,18 +309,144 @@ Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
                              std::to_string(c.vocab_size) + ")");
     }
   }
-  const BatchLayout layout = BatchLayout::Build(batch, kv.num_slots);
+  if (c.pipeline_stage.split()) return RunPipelined(batch, kv, pool);
   const int64_t T = batch.num_tokens(), H = c.hidden_size;
-  const kernels::KernelTable& kt = kernels::ActiveKernels();
   ForwardScratch& s = ForwardScratch::ForThisThread();
   float* x = ForwardScratch::Reserve(s.x, T * H);
+  Embed(batch, x);
+  RunLayers(batch, kv, pool);
+  const kernels::KernelTable& kt = kernels::ActiveKernels();
+  const auto n_logits = static_cast<int64_t>(batch.logit_indices.size());
+  const int64_t n_out = n_logits + static_cast<int64_t>(batch.hidden_indices.size());
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  float* final_rows = ForwardScratch::Reserve(s.final_rows, n_out * H);
+  for (int64_t r = 0; r < n_out; ++r) {
+    const int64_t t = r < n_logits ? batch.logit_indices[static_cast<size_t>(r)]
+                                   : batch.hidden_indices[static_cast<size_t>(r - n_logits)];
+    kt.rms_norm(x + t * H, output_norm_.data(), spec_.norm_offset, eps, final_rows + r * H, H);
+  }
+  return static_cast<const float*>(final_rows);
+}
+
+namespace {
+
+// One piece of a step under pipeline parallelism: a ForwardBatch over tokens [first, first + T)
+// of the step (sequences cut where the piece's range cuts them), and the step's wanted rows
+// (logit_indices, then hidden_indices) that fall in it: their token index within the piece and
+// their place among the final rows.
+struct MicroBatch {
+  ForwardBatch batch;
+  std::vector<int64_t> rows;
+  std::vector<int64_t> outputs;
+};
+
+std::vector<MicroBatch> CutMicroBatches(const ForwardBatch& batch, int64_t count) {
+  const int64_t T = batch.num_tokens();
+  std::vector<MicroBatch> micro(static_cast<size_t>(count));
+  std::vector<int64_t> bounds(static_cast<size_t>(count) + 1);
+  for (int64_t i = 0; i <= count; ++i) bounds[static_cast<size_t>(i)] = T * i / count;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t lo = bounds[static_cast<size_t>(i)], hi = bounds[static_cast<size_t>(i) + 1];
+    ForwardBatch& b = micro[static_cast<size_t>(i)].batch;
+    b.token_ids.assign(batch.token_ids.begin() + lo, batch.token_ids.begin() + hi);
+    b.positions.assign(batch.positions.begin() + lo, batch.positions.begin() + hi);
+    int64_t start = 0;  // the sequence's first token in the step
+    for (const SequenceExtend& seq : batch.sequences) {
+      const int64_t a = std::max(lo, start), e = std::min(hi, start + seq.extend_len);
+      if (a < e) {
+        SequenceExtend piece = seq;
+        piece.prefix_len = seq.prefix_len + (a - start);
+        piece.extend_len = e - a;
+        piece.kv_slots = seq.kv_slots.first(static_cast<size_t>(piece.prefix_len + e - a));
+        b.sequences.push_back(piece);
+      }
+      start += seq.extend_len;
+    }
+  }
+  const size_t n_logits = batch.logit_indices.size();
+  for (size_t r = 0; r < n_logits + batch.hidden_indices.size(); ++r) {
+    const int64_t t = r < n_logits ? batch.logit_indices[r] : batch.hidden_indices[r - n_logits];
+    const auto i =
+        static_cast<size_t>(std::upper_bound(bounds.begin(), bounds.end(), t) - bounds.begin() - 1);
+    micro[i].rows.push_back(t - bounds[i]);
+    micro[i].outputs.push_back(static_cast<int64_t>(r));
+  }
+  return micro;
+}
+
+}  // namespace
+
+const float* DecoderStack::RunPipelined(const ForwardBatch& batch, const KvCacheView& kv,
+                                        ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const PipelineStage& stage = c.pipeline_stage;
+  StageLink& link = *stage.link;
+  const bool first = stage.rank == 0, last = stage.rank == stage.size - 1;
+  // Rows go from the last stage to stage 0 between tensor-parallel ranks 0 (those with logits).
+  const bool rows_rank = c.tensor_shard.rank == 0;
+  const int64_t H = c.hidden_size;
+  ForwardScratch& s = ForwardScratch::ForThisThread();
+  const std::vector<MicroBatch> micro = CutMicroBatches(
+      batch,
+      MicroBatchCount(stage, batch.num_tokens(), static_cast<int64_t>(batch.sequences.size())));
+  for (const MicroBatch& mb : micro) {
+    const int64_t T = mb.batch.num_tokens();
+    float* x = ForwardScratch::Reserve(s.x, T * H);
+    if (first) {
+      Embed(mb.batch, x);
+    } else {
+      link.ReceiveFrom(stage.rank - 1, x, T * H);
+    }
+    RunLayers(mb.batch, kv, pool);
+    if (!last) {
+      link.SendTo(stage.rank + 1, x, T * H);
+    } else if (rows_rank && !mb.rows.empty()) {
+      const auto n = static_cast<int64_t>(mb.rows.size());
+      float* rows = ForwardScratch::Reserve(s.stage_rows, n * H);
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(rows + r * H, x + mb.rows[static_cast<size_t>(r)] * H, H * sizeof(float));
+      }
+      link.SendTo(0, rows, n * H);
+    }
+  }
+  const int64_t n_out =
+      static_cast<int64_t>(batch.logit_indices.size() + batch.hidden_indices.size());
+  float* final_rows = ForwardScratch::Reserve(s.final_rows, n_out * H);
+  if (first && rows_rank) {
+    const kernels::KernelTable& kt = kernels::ActiveKernels();
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    for (const MicroBatch& mb : micro) {
+      if (mb.rows.empty()) continue;
+      const auto n = static_cast<int64_t>(mb.rows.size());
+      float* rows = ForwardScratch::Reserve(s.stage_rows, n * H);
+      link.ReceiveFrom(stage.size - 1, rows, n * H);
+      for (int64_t r = 0; r < n; ++r) {
+        kt.rms_norm(rows + r * H, output_norm_.data(), spec_.norm_offset, eps,
+                    final_rows + mb.outputs[static_cast<size_t>(r)] * H, H);
+      }
+    }
+  }
+  link.Flush();
+  return final_rows;
+}
+
+void DecoderStack::Embed(const ForwardBatch& batch, float* x) const {
+  const int64_t T = batch.num_tokens(), H = config_.hidden_size;
   for (int64_t t = 0; t < T; ++t) {
     kernels::DequantizeRow(embedding_, batch.token_ids[static_cast<size_t>(t)], x + t * H);
   }
   if (spec_.embed_scale != 1.0f) {
     for (int64_t i = 0; i < T * H; ++i) x[i] *= spec_.embed_scale;
   }
+}
 
+void DecoderStack::RunLayers(const ForwardBatch& batch, const KvCacheView& kv,
+                             ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const BatchLayout layout = BatchLayout::Build(batch, kv.num_slots);
+  const int64_t T = batch.num_tokens();
+  const kernels::KernelTable& kt = kernels::ActiveKernels();
+  ForwardScratch& s = ForwardScratch::ForThisThread();
   Step step{&kt, pool, &batch, &layout, &s, T, {}, {}, false};
   // Token rows of sequences with an adapter, grouped by adapter (in order of each adapter's first
   // sequence), so that a thread's share of rows mostly reads one adapter's matrices.
@@ -351,15 +492,6 @@ Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
     RunLayer(step, layers_[static_cast<size_t>(l)], kv.k[static_cast<size_t>(l)],
              kv.v[static_cast<size_t>(l)]);
   }
-
-  const int64_t n_out = static_cast<int64_t>(batch.logit_indices.size());
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  float* final_rows = ForwardScratch::Reserve(s.final_rows, n_out * H);
-  for (int64_t r = 0; r < n_out; ++r) {
-    kt.rms_norm(x + batch.logit_indices[static_cast<size_t>(r)] * H, output_norm_.data(),
-                spec_.norm_offset, eps, final_rows + r * H, H);
-  }
-  return static_cast<const float*>(final_rows);
 }
 
 void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,

@@ -14,7 +14,9 @@
 //
 // Tensor parallelism (tensor_shard.h): with a sharded config, Load keeps this rank's heads and MLP
 // rows, and Forward all-reduces the output and down projections' partial sums; `logits` null
-// (ranks other than 0, which hold no LM head) stops after the final norm.
+// (ranks other than 0, which hold no LM head) stops after the final norm. Pipeline parallelism
+// (same header): a stage's Load keeps its layers only, and Forward passes micro-batches between
+// the stages; `logits` null on every rank but stage 0's tensor-parallel rank 0.
 //
 // Forward: see CausalLM::Forward. Reentrant: all per-step buffers are the calling thread's
 // ForwardScratch, so engine replicas may run steps on one shared stack from their own threads
@@ -92,8 +94,9 @@ class DecoderStack {
   // A LoRA adapter for this stack (its rotary row order and MoE switch filled in).
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const {
-    if (config_.tensor_shard.sharded()) {
-      return InvalidArgument("LoRA adapters run with --tp-size 1 only ('" + path + "')");
+    if (config_.tensor_shard.sharded() || config_.pipeline_stage.split()) {
+      return InvalidArgument("LoRA adapters run with --tp-size 1 and --pp-size 1 only ('" + path +
+                             "')");
     }
     options.base_rope_layout = spec_.rope_layout;
     options.moe = spec_.moe;
@@ -101,7 +104,8 @@ class DecoderStack {
   }
 
   // The config the stack runs: the checkpoint's, or this rank's shard of it (num_heads,
-  // num_kv_heads and intermediate_size divided by the tensor-parallel size).
+  // num_kv_heads and intermediate_size divided by the tensor-parallel size; num_layers the
+  // pipeline stage's).
   const ModelConfig& config() const { return config_; }
 
   // Layers whose Q/K/V (gate/up) projections run as one stacked matrix.
@@ -128,10 +132,21 @@ class DecoderStack {
   // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
   using LayerCache = decltype(KvCacheView::k)::value_type;
 
-  // Embeds, runs every layer and applies the final RMSNorm to the logit_indices rows: the
-  // returned [logit_indices.size(), hidden] rows live in the calling thread's ForwardScratch.
+  // Embeds, runs every layer and applies the final RMSNorm to the rows of logit_indices, then of
+  // hidden_indices: the returned [both sizes, hidden] rows live in the calling thread's
+  // ForwardScratch. Under pipeline parallelism only stage 0's tensor-parallel rank 0 gets them
+  // (the rows of other ranks are not written).
   Expected<const float*> RunToFinalRows(const ForwardBatch& batch, const KvCacheView& kv,
                                         ThreadPool* pool) const;
+  // RunToFinalRows over the pipeline's stages (tensor_shard.h), one micro-batch at a time.
+  const float* RunPipelined(const ForwardBatch& batch, const KvCacheView& kv,
+                            ThreadPool* pool) const;
+  // The token embeddings of `batch` into x [T, hidden].
+  void Embed(const ForwardBatch& batch, float* x) const;
+  // Every layer of this stack over the residual stream x [T, hidden] (the scratch's x).
+  void RunLayers(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool) const;
+  // InvalidArgument naming --pp-size when the layers cannot be split over the stages.
+  static Status CheckStageable(const ModelConfig& c);
   // InvalidArgument naming --tp-size when the config cannot be split over its shard's size.
   static Status CheckShardable(const ModelConfig& c, const DecoderSpec& spec);
   // Columns [first, first + n) of `m` (FusedWeights owns the copy), InvalidArgument naming the

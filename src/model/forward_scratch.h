@@ -26,7 +26,8 @@ struct ForwardScratch {
   std::vector<float> up;                        // [T, intermediate] when gate/up are not fused
   std::vector<float> gated;                     // [T, intermediate]
   std::vector<float> rope_cos[2], rope_sin[2];  // [T, rotary_dim / 2] per rope frequency set
-  std::vector<float> final_rows;                // [logit rows, hidden]
+  std::vector<float> final_rows;                // [logit rows + hidden rows, hidden]
+  std::vector<float> stage_rows;  // [rows, hidden] travelling from the last pipeline stage
   // Mixture-of-experts FFN (moe_ffn.h); (token, k) pairs grouped by expert.
   std::vector<float> moe_router;        // [T, experts] router logits, then probabilities
   std::vector<float> moe_weight;        // [T, top_k]

@@ -52,6 +52,10 @@ struct ModelConfig {
   // Tensor parallelism (tensor_shard.h): set by the loader from LoadOptions. Once a sharded model
   // is built, its config() gives the shard's num_heads, num_kv_heads and intermediate_size.
   TensorShard tensor_shard;
+  // Pipeline parallelism (tensor_shard.h): set by the loader from LoadOptions. A stage's config()
+  // gives its own layer count (num_layers); its layers start at pipeline_first_layer.
+  PipelineStage pipeline_stage;
+  int64_t pipeline_first_layer = 0;
 
   // Gemma 3: sliding-window layers use rope_local_theta; every sliding_window_pattern-th layer
   // is global. query_pre_attn_scalar sets the attention scale (1/sqrt of it).

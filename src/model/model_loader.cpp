@@ -397,7 +397,12 @@ Expected<LoadedDecoder> LoadDecoder(const LoadOptions& options, bool hidden_stat
     return Unsupported("--tp-size " + std::to_string(options.tensor_shard.size) +
                        ": embedding and classification models run with --tp-size 1 only");
   }
+  if (options.pipeline_stage.split() && hidden_states_only) {
+    return Unsupported("--pp-size " + std::to_string(options.pipeline_stage.size) +
+                       ": embedding and classification models run with --pp-size 1 only");
+  }
   config.tensor_shard = options.tensor_shard;
+  config.pipeline_stage = options.pipeline_stage;
   LoadedDecoder out;
   out.folder = cp.kind == Checkpoint::Kind::kHf ? cp.folder : "";
   if (cp.kind == Checkpoint::Kind::kHf) out.config_json = src.config;

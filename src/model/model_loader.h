@@ -41,6 +41,8 @@ struct LoadOptions {
   bool exact_quantized_activations = false;
   // This process's shard of a tensor-parallel model (tensor_shard.h); decoders only.
   TensorShard tensor_shard;
+  // This process's pipeline stage (tensor_shard.h); decoders only.
+  PipelineStage pipeline_stage;
 };
 
 Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);

@@ -6,9 +6,22 @@
 // projections then give partial sums over the shard's columns; `group` sums them over the ranks
 // (all-reduce), so every rank continues with the full residual stream. Embeddings, norms and the
 // LM head are replicated (only rank 0 computes logits).
+//
+// Pipeline parallelism (PipelineStage, SGLang's --pp-size): stage s of n holds a contiguous range
+// of layers (StageLayers). Each step is cut into micro-batches of about equal token counts
+// (MicroBatchCount; a sequence may be cut inside its extend range: the later piece attends to the
+// earlier one's K/V, which every stage writes first). Stage 0 embeds each micro-batch, runs its
+// layers and sends the residual stream on; stage s receives it, runs its layers and sends it on,
+// so the stages work on different micro-batches at once. The last stage sends the rows whose
+// logits or hidden states are wanted back to stage 0, which holds the final norm and the LM head
+// (and samples: it is the server). Stages and tensor parallelism compose: every stage is a
+// tensor-parallel group of its own, and a rank talks to the same tensor-parallel rank of the
+// neighbouring stages.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace radixserve::model {
 
@@ -28,5 +41,48 @@ struct TensorShard {
 
   bool sharded() const { return size > 1; }
 };
+
+// Carries residual-stream rows between pipeline stages (implemented by src/dist). Sends and
+// receives between two ranks pair up in the order both call them. A failure does not return.
+class StageLink {
+ public:
+  virtual ~StageLink() = default;
+  // Queues `count` floats for this rank's peer in `stage`; `data` may be reused on return.
+  virtual void SendTo(int stage, const float* data, int64_t count) = 0;
+  virtual void ReceiveFrom(int stage, float* data, int64_t count) = 0;
+  // Returns once every queued send was delivered.
+  virtual void Flush() = 0;
+};
+
+struct PipelineStage {
+  int rank = 0;
+  int size = 1;
+  StageLink* link = nullptr;  // not owned; non-null when size > 1
+  // --pp-max-micro-batch-size: at most this many sequences per micro-batch of a decode step
+  // (more micro-batches when a step holds more); 0: no limit.
+  int64_t max_micro_batch_size = 0;
+
+  bool split() const { return size > 1; }
+};
+
+// Layers [first, end) of stage `rank` of `size`: equal ranges, the first num_layers % size stages
+// one layer more (stage 0, which also holds the LM head and the server, sizes the KV pool every
+// stage allocates, so it holds the most layers).
+inline std::pair<int64_t, int64_t> StageLayers(int64_t num_layers, int rank, int size) {
+  const int64_t base = num_layers / size, extra = num_layers % size;
+  const int64_t first = rank * base + std::min<int64_t>(rank, extra);
+  return {first, first + base + (rank < extra ? 1 : 0)};
+}
+
+// How many micro-batches a step of `tokens` tokens over `sequences` sequences is cut into: one per
+// stage (or per max_micro_batch_size sequences, when that is more), never more than tokens.
+inline int64_t MicroBatchCount(const PipelineStage& stage, int64_t tokens, int64_t sequences) {
+  int64_t count = stage.size;
+  if (stage.max_micro_batch_size > 0) {
+    count =
+        std::max(count, (sequences + stage.max_micro_batch_size - 1) / stage.max_micro_batch_size);
+  }
+  return std::max<int64_t>(1, std::min(count, tokens));
+}
 
 }  // namespace radixserve::model

@@ -1,5 +1,6 @@
-"""--tp-size N (issue 24 part 2): the model split over N processes joined by gloo. The reference is
-the same server with --tp-size 1: F32 checkpoints (stories260K, SmolLM2) give the same greedy tokens
+"""--tp-size N and --pp-size M (issue 24 part 2): the model split over N x M processes joined by
+gloo, heads and MLP rows over the tensor-parallel ranks, layers over the pipeline stages. The
+reference is the same server with --tp-size 1 --pp-size 1: F32 checkpoints (stories260K, SmolLM2) give the same greedy tokens
 token for token, alone and in a concurrent batch with radix-cache hits, through the native and the
 OpenAI routes; the leak check holds. Ranks run as processes on this machine (one command starts
 them; all-reduce through shared memory) and as nodes in a network namespace joined to this one by a veth pair (SGLang's convention:
@@ -45,6 +46,12 @@ def generate(url, prompt, max_new=MAX_NEW):
     return r.json()
 
 
+def child_pids(srv):
+    """The ranks the server's command started (as strings)."""
+    return subprocess.run(["pgrep", "-P", str(srv.proc.pid)], capture_output=True,
+                          text=True).stdout.split()
+
+
 def outputs(srv):
     """Greedy ids of every prompt alone, then all at once twice (the second round hits the radix
     cache), then an OpenAI completion."""
@@ -73,32 +80,37 @@ def references():
     return get
 
 
-@pytest.mark.parametrize("model,tp", [(STORIES, 2), (STORIES, 4), (SMOLLM2_F32, 3)],
-                         ids=["stories-tp2", "stories-tp4", "smollm2-f32-tp3"])
-def test_greedy_output_equals_tp1(references, model, tp):
+@pytest.mark.parametrize("model,tp,pp", [
+    (STORIES, 2, 1), (STORIES, 4, 1), (SMOLLM2_F32, 3, 1),
+    (STORIES, 1, 2), (STORIES, 2, 2), (SMOLLM2_F32, 1, 3)],
+    ids=["stories-tp2", "stories-tp4", "smollm2-f32-tp3", "stories-pp2", "stories-tp2-pp2",
+         "smollm2-f32-pp3"])
+def test_greedy_output_equals_tp1(references, model, tp, pp):
     expected = references(model)
-    srv = Server(require(model), "--skip-server-warmup", "--tp-size", tp)
+    srv = Server(require(model), "--skip-server-warmup", "--tp-size", tp, "--pp-size", pp)
     try:
         got = outputs(srv)
         info = srv.server_info()
-        assert info["tp_size"] == tp
+        assert (info["tp_size"], info["pp_size"]) == (tp, pp)
     finally:
         code = srv.stop()
     assert got == expected
     assert code == 0
     logs = srv.log_path.read_text()
     # Every follower ran the steps and left when the leader stopped.
-    for rank in range(1, tp):
+    for rank in range(1, tp * pp):
         assert f"tensor-parallel rank {rank}: the leader stopped after" in logs
-    assert logs.count("(all-reduce over shared memory)") == tp  # one machine
+    # One machine: every stage's tensor-parallel ranks all-reduce through shared memory.
+    assert logs.count("(all-reduce over shared memory)") == (tp * pp if tp > 1 else 0)
+    if pp > 1:
+        assert logs.count("(no all-reduce: pipeline stages only)") == (pp if tp == 1 else 0)
 
 
 def test_a_dead_rank_stops_the_leader():
     srv = Server(require(STORIES), "--skip-server-warmup", "--tp-size", 2)
     try:
         generate(srv.url, PROMPTS[0], 8)
-        children = subprocess.run(["pgrep", "-P", str(srv.proc.pid)], capture_output=True,
-                                  text=True).stdout.split()
+        children = child_pids(srv)
         assert len(children) == 1, children
         os.kill(int(children[0]), signal.SIGKILL)
         code = srv.proc.wait(timeout=30)  # idle: the next keep-alive notices within seconds
@@ -111,30 +123,35 @@ def test_a_dead_rank_stops_the_leader():
                      r" by peer", logs), logs[-2000:]
 
 
-def test_a_rank_dying_mid_step_stops_the_leader():
-    """A rank killed while the others decode: they stop at once, not after --dist-timeout."""
-    srv = Server(require(SMOLLM2_F32), "--skip-server-warmup", "--tp-size", 3)
+def kill_a_rank_mid_decode(layout, ranks):
+    """Starts SmolLM2 F32 split as `layout`, kills the last child rank while a long request
+    decodes; returns the leader's exit status, the killed pid and the log."""
+    srv = Server(require(SMOLLM2_F32), "--skip-server-warmup", *layout)
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             pending = pool.submit(requests.post, srv.url + "/generate", timeout=120, json={
                 "text": PROMPTS[0],
                 "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}})
             time.sleep(3)  # decoding
-            children = subprocess.run(["pgrep", "-P", str(srv.proc.pid)], capture_output=True,
-                                      text=True).stdout.split()
-            assert len(children) == 2, children
-            os.kill(int(children[1]), signal.SIGKILL)
+            children = child_pids(srv)
+            assert len(children) == ranks - 1, children
+            os.kill(int(children[-1]), signal.SIGKILL)
             code = srv.proc.wait(timeout=30)
             with pytest.raises(requests.RequestException):
                 pending.result()
     finally:
         srv.stop()
+    return code, children[-1], srv.log_path.read_text()
+
+
+def test_a_rank_dying_mid_step_stops_the_leader():
+    """A rank killed while the others decode: they stop at once, not after --dist-timeout."""
+    code, killed_pid, logs = kill_a_rank_mid_decode(["--tp-size", 3], 3)
     assert code == 1
-    logs = srv.log_path.read_text()
     # Whichever the leader was in: the shared-memory all-reduce (it checks the ranks' pids) or
     # the next step's broadcast (the socket closed). In the all-reduce it may find rank 1 gone
     # first, rank 1 having stopped on finding rank 2 (the killed one) gone: then rank 1 says so.
-    killed = rf"all-reduce failed \(rank 2 \(pid {children[1]}\) exited\)"
+    killed = rf"all-reduce failed \(rank 2 \(pid {killed_pid}\) exited\)"
     leader = re.search(r"tensor-parallel rank 0 of 3: (all-reduce failed \(rank ([12]) \(pid "
                        r"\d+\) exited\)|broadcast failed)", logs)
     assert leader, logs[-2000:]
@@ -142,6 +159,59 @@ def test_a_rank_dying_mid_step_stops_the_leader():
         assert re.search(f"tensor-parallel rank 1 of 3: {killed}", logs), logs[-2000:]
     elif leader.group(2) == "2":
         assert re.search(f"tensor-parallel rank 0 of 3: {killed}", logs), logs[-2000:]
+
+
+def test_a_stage_dying_mid_step_stops_the_leader():
+    """The last pipeline stage killed while the first decodes: the leader's next receive or
+    broadcast fails at once."""
+    code, _, logs = kill_a_rank_mid_decode(["--pp-size", 2], 2)
+    assert code == 1
+    assert re.search(r"tensor-parallel rank 0 of 2: (pipeline receive|pipeline send|broadcast) "
+                     r"failed", logs), logs[-2000:]
+
+
+@pytest.mark.parametrize("layout", [["--tp-size", 2], ["--pp-size", 2]], ids=["tp2", "pp2"])
+def test_a_hung_rank_stops_the_group_after_dist_timeout(layout):
+    """A rank that stops answering without closing its connections (SIGSTOP): the leader's next
+    collective (the idle keep-alive's broadcast, or the step's all-reduce or pipeline receive)
+    gives up after --dist-timeout, logs why and exits 1 (its stopped child dies with it)."""
+    srv = Server(require(STORIES), "--skip-server-warmup", *layout, "--dist-timeout", 3)
+    try:
+        generate(srv.url, PROMPTS[0], 8)
+        children = child_pids(srv)
+        assert len(children) == 1, children
+        os.kill(int(children[0]), signal.SIGSTOP)
+        start = time.monotonic()
+        with pytest.raises(requests.RequestException):
+            generate(srv.url, PROMPTS[1], 8)
+        code = srv.proc.wait(timeout=60)
+        waited = time.monotonic() - start
+    finally:
+        srv.stop()
+    assert code == 1
+    assert waited < 60  # not the default 600 s
+    logs = srv.log_path.read_text()
+    assert re.search(r"tensor-parallel rank 0 of 2: (broadcast|all-reduce|pipeline receive) failed"
+                     r" \(.*([Tt]imed out|did not arrive within --dist-timeout 3 s)", logs), \
+        logs[-2000:]
+
+
+def test_numa_node_binds_each_rank():
+    """--numa-node: the i-th value binds the node's i-th rank to that NUMA node's CPUs (and
+    memory), as SGLang binds its subprocesses."""
+    node = max(int(p.name[4:]) for p in pathlib.Path("/sys/devices/system/node").glob("node[0-9]*"))
+    cpus = pathlib.Path(f"/sys/devices/system/node/node{node}/cpulist").read_text().strip()
+    srv = Server(require(STORIES), "--skip-server-warmup", "--pp-size", 2, "--numa-node", node,
+                 node)
+    try:
+        generate(srv.url, PROMPTS[0], 8)
+        children = child_pids(srv)
+        for pid in [srv.proc.pid, *map(int, children)]:
+            status = pathlib.Path(f"/proc/{pid}/status").read_text()
+            assert re.search(rf"^Cpus_allowed_list:\s+{re.escape(cpus)}$", status, re.M), status
+    finally:
+        srv.stop()
+    assert srv.log_path.read_text().count(f"bound to NUMA node {node} (CPUs {cpus})") == 2
 
 
 class Namespace:
@@ -183,10 +253,11 @@ def namespace():
     ns.teardown()
 
 
-def two_nodes(ns, model, tp, log):
+def two_nodes(ns, model, tp, log, pp=1):
     """Node 0 here (it serves HTTP), node 1 in the namespace; both as SGLang launches them."""
     init = f"{ns.host_ip}:{free_port()}"
-    common = ["--tp-size", tp, "--nnodes", 2, "--dist-init-addr", init, "--dist-timeout", 60]
+    common = ["--tp-size", tp, "--pp-size", pp, "--nnodes", 2, "--dist-init-addr", init,
+              "--dist-timeout", 60]
     node1 = ns.popen([BUILD / "radixserve", "--model-path", model, *common, "--node-rank", 1], log)
     try:
         node0 = Server(model, "--skip-server-warmup", *common, "--node-rank", 0)
@@ -196,10 +267,16 @@ def two_nodes(ns, model, tp, log):
     return node0, node1
 
 
-def test_two_nodes_in_network_namespaces(references, namespace, tmp_path):
+@pytest.mark.parametrize("tp,pp,reduce", [(4, 1, "all-reduce over TCP"),
+                                           (2, 2, "all-reduce over shared memory")],
+                         ids=["tp4", "tp2-pp2"])
+def test_two_nodes_in_network_namespaces(references, namespace, tmp_path, tp, pp, reduce):
+    """Node 1 runs ranks 2 and 3 and reaches node 0 across the veth pair. tp 4: its ranks
+    all-reduce with node 0's over TCP. tp 2 x pp 2: node 1 holds stage 1 (its two ranks
+    all-reduce through shared memory); the micro-batches cross the veth pair."""
     expected = references(STORIES)
     with open(tmp_path / "node1.log", "w") as log:
-        node0, node1 = two_nodes(namespace, require(STORIES), 4, log)
+        node0, node1 = two_nodes(namespace, require(STORIES), tp, log, pp=pp)
         try:
             got = outputs(node0)
         finally:
@@ -208,8 +285,8 @@ def test_two_nodes_in_network_namespaces(references, namespace, tmp_path):
     assert got == expected
     assert (code0, code1) == (0, 0)
     logs1 = (tmp_path / "node1.log").read_text()
-    # Node 1 ran ranks 2 and 3 and reached node 0 across the veth pair.
-    assert f"joined the group at {namespace.peer_ip} (all-reduce over TCP)" in logs1
+    assert f"joined the group at {namespace.peer_ip} ({reduce})" in logs1
+    assert f"tp rank {3 % tp} of pipeline stage {3 // tp} of {pp}" in logs1
     assert "tensor-parallel rank 3: the leader stopped after" in logs1
 
 
@@ -239,6 +316,15 @@ def test_a_dead_node_stops_the_other(namespace, tmp_path):
     (["--tp-size", 2, "--nnodes", 2, "--node-rank", 2, "--dist-init-addr", "127.0.0.1:1"],
      "--node-rank"),
     (["--tp-size", 2, "--dist-init-addr", "nohostport"], "--dist-init-addr"),
+    (["--pp-size", 6], "--pp-size"),                       # 5 layers
+    (["--pp-size", 2, "--enable-lora"], "--enable-lora"),
+    (["--pp-size", 2, "--speculative-algorithm", "NGRAM"], "--pp-size"),
+    (["--pp-size", 2, "--max-micro-batch-size", 0], "--max-micro-batch-size"),
+    (["--pp-size", 2, "--is-embedding"], "--pp-size"),
+    (["--tp-size", 2, "--pp-size", 2, "--nnodes", 3, "--dist-init-addr", "127.0.0.1:1"],
+     "--nnodes"),
+    (["--numa-node", 999], "--numa-node"),
+    (["--pp-size", 2, "--numa-node", 0], "--numa-node"),   # one value per rank of the node
 ])
 def test_layouts_it_cannot_run_exit_with_status_2(args, named):
     r = run_radixserve(BUILD / "radixserve", "--model-path", require(STORIES), "--port",

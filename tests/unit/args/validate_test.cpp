@@ -125,10 +125,11 @@ TEST(Validate, PartialArgumentsWarnOnValuesThatDoNotApply) {
     for (const std::string& w : r.warnings) n += w.rfind(prefix, 0) == 0;
     return n;
   };
-  Resolved r = Resolve({"--pp-size", "2"});
+  // Tensor and pipeline parallelism apply (src/main/tensor_parallel.h): no warning.
+  Resolved r = Resolve({"--pp-size", "2", "--pp-max-micro-batch-size", "4"});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(count(r, "--pp-size 2 does not apply on device cpu"), 1);
-  // Tensor parallelism applies (src/main/tensor_parallel.h): no warning.
+  EXPECT_EQ(count(r, "--pp-size"), 0);
+  EXPECT_EQ(count(r, "--max-micro-batch-size"), 0);
   Resolved tp = Resolve({"--tp", "2", "--nnodes", "2", "--node-rank", "1", "--pp-size", "1",
                          "--dist-init-addr", "10.0.0.1:29500"});
   ASSERT_TRUE(tp.status.ok()) << tp.status.message();
@@ -153,7 +154,11 @@ TEST(Validate, TensorParallelLayouts) {
   refused({"--tp-size", "2", "--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "h:1"},
           "--node-rank");
   refused({"--tp-size", "2", "--dp-size", "2"}, "--dp-size");
-  refused({"--tp-size", "2", "--pp-size", "2"}, "--pp-size");
+  refused({"--pp-size", "2", "--dp-size", "2"}, "--dp-size");
+  refused({"--pp-size", "2", "--enable-hierarchical-cache"}, "--enable-hierarchical-cache");
+  refused({"--pp-size", "2", "--max-micro-batch-size", "0"}, "--max-micro-batch-size");
+  refused({"--tp-size", "2", "--pp-size", "2", "--nnodes", "3", "--dist-init-addr", "h:1"},
+          "--nnodes");
   refused({"--tp-size", "2", "--lora-paths", "a=/x"}, "--enable-lora");
   refused({"--tp-size", "2", "--enable-memory-saver"}, "--enable-memory-saver");
   refused({"--tp-size", "2", "--dist-timeout", "0"}, "--dist-timeout");
@@ -164,6 +169,11 @@ TEST(Validate, TensorParallelLayouts) {
   Resolved tp = Resolve({"--tp-size", "4"});
   ASSERT_TRUE(tp.status.ok()) << tp.status.message();
   EXPECT_EQ(ModelSplitRanks(tp.args), 4);
+  // Stages compose with tensor parallelism; as in SGLang the overlap schedule goes off.
+  Resolved both =
+      Resolve({"--tp-size", "2", "--pp-size", "2", "--nnodes", "2", "--dist-init-addr", "h:1"});
+  ASSERT_TRUE(both.status.ok()) << both.status.message();
+  EXPECT_TRUE(both.args.GetBool("disable-overlap-schedule"));
 }
 
 TEST(Validate, GgufModelPathSetsTheLoadFormat) {

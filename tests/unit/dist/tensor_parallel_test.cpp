@@ -1,10 +1,12 @@
-// Tensor parallelism in one process: ranks are threads joined by gloo over loopback TCP through
-// our rendezvous store, all-reducing over TCP or shared memory. The reference is the whole model
-// run alone: rank 0's logits through TensorParallelLeader (the other ranks running
-// RunTensorParallelFollower) must match its logits for a prefill and decode steps. F32 weights: the
-// shards' partial sums only reorder float additions, so logits agree to rounding. Also the store's
-// own contract and the refusals.
+// Tensor and pipeline parallelism in one process: ranks are threads joined by gloo over loopback
+// TCP through our rendezvous store, all-reducing over TCP or shared memory and passing pipeline
+// micro-batches over TCP. The reference is the whole model run alone: rank 0's logits and hidden
+// rows through TensorParallelLeader (the other ranks running RunTensorParallelFollower) must match
+// its own for a two-sequence prefill and decode steps. F32 weights: the shards' partial sums only
+// reorder float additions, so logits agree to rounding. Also the store's own contract, the layer
+// split and the refusals.
 #include <gloo/common/error.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -21,49 +23,83 @@ namespace {
 const std::string kStoriesGguf =
     std::string(RADIX_SHARED_DIR) + "/models/stories260K/gguf/stories260K.gguf";
 
-std::unique_ptr<model::CausalLM> LoadStories(model::TensorShard shard = {}) {
+std::unique_ptr<model::CausalLM> LoadStories(model::TensorShard shard = {},
+                                             model::PipelineStage stage = {}) {
   model::LoadOptions o;
   o.model_path = kStoriesGguf;
   o.tensor_shard = shard;
+  o.pipeline_stage = stage;
   auto lm = model::LoadModel(o);
   EXPECT_TRUE(lm.ok()) << lm.status().message();
   return lm.ok() ? std::move(lm).value() : nullptr;
 }
 
-// A 24-token prefill then 6 decode steps; the logits of every step, concatenated.
+// Two sequences prefilled in one step (24 and 9 tokens, logits of 3 rows, hidden states of 2),
+// then 6 decode steps of both; every step's logits and hidden rows, concatenated.
 std::vector<float> RunSteps(const model::CausalLM& lm, int64_t num_kv_heads) {
   const model::ModelConfig& c = lm.config();
-  constexpr int kPrefill = 24, kDecodes = 6, kTotal = kPrefill + kDecodes;
-  model::KvCacheBuffers kv(c.num_layers, kTotal + 8, num_kv_heads, c.head_dim);
-  std::vector<int32_t> slots(kTotal);
-  std::iota(slots.begin(), slots.end(), 5);  // not starting at 0: slots travel with each step
+  constexpr int kLongPrefill = 24, kShortPrefill = 9, kDecodes = 6;
+  constexpr int kLong = kLongPrefill + kDecodes, kShort = kShortPrefill + kDecodes;
+  model::KvCacheBuffers kv(c.num_layers, 64, num_kv_heads, c.head_dim);
+  // Not starting at 0 and not adjacent: slots travel with each step.
+  std::vector<int32_t> long_slots(kLong), short_slots(kShort);
+  std::iota(long_slots.begin(), long_slots.end(), 5);
+  std::iota(short_slots.begin(), short_slots.end(), 40);
   std::vector<int32_t> tokens{1};
-  for (int i = 1; i < kTotal; ++i) tokens.push_back(3 + (i * 37) % 500);
-  std::vector<float> all, logits(static_cast<size_t>(c.vocab_size));
+  for (int i = 1; i < kLong; ++i) tokens.push_back(3 + (i * 37) % 500);
+  const auto vocab = static_cast<size_t>(c.vocab_size), H = static_cast<size_t>(c.hidden_size);
+  std::vector<float> all, logits(3 * vocab), hidden(2 * H);
+  const auto keep = [&](size_t n_logits, size_t n_hidden) {
+    all.insert(all.end(), logits.begin(), logits.begin() + n_logits * vocab);
+    all.insert(all.end(), hidden.begin(), hidden.begin() + n_hidden * H);
+  };
   model::ForwardBatch prefill;
-  prefill.token_ids.assign(tokens.begin(), tokens.begin() + kPrefill);
-  for (int64_t i = 0; i < kPrefill; ++i) prefill.positions.push_back(i);
-  prefill.logit_indices = {kPrefill - 1};
-  prefill.sequences.push_back({0, kPrefill, std::span<const int32_t>(slots.data(), kPrefill)});
-  EXPECT_TRUE(lm.Forward(prefill, kv.view(), nullptr, logits.data()).ok());
-  all.insert(all.end(), logits.begin(), logits.end());
-  for (int64_t done = kPrefill; done < kTotal; ++done) {
-    const std::span<const int32_t> seq(slots.data(), static_cast<size_t>(done + 1));
-    model::ForwardBatch b{
-        {tokens[static_cast<size_t>(done)]}, {done}, {{done, 1, seq}}, {0}, {}, {}};
-    EXPECT_TRUE(lm.Forward(b, kv.view(), nullptr, logits.data()).ok());
-    all.insert(all.end(), logits.begin(), logits.end());
+  prefill.token_ids.assign(tokens.begin(), tokens.begin() + kLongPrefill);
+  prefill.token_ids.insert(prefill.token_ids.end(), tokens.begin() + 3,
+                           tokens.begin() + 3 + kShortPrefill);
+  for (int64_t i = 0; i < kLongPrefill; ++i) prefill.positions.push_back(i);
+  for (int64_t i = 0; i < kShortPrefill; ++i) prefill.positions.push_back(i);
+  prefill.sequences.push_back({0, kLongPrefill, {long_slots.data(), kLongPrefill}});
+  prefill.sequences.push_back({0, kShortPrefill, {short_slots.data(), kShortPrefill}});
+  prefill.logit_indices = {kLongPrefill - 1, kLongPrefill + kShortPrefill - 1, 5};
+  prefill.hidden_indices = {kLongPrefill + kShortPrefill - 1, 0};
+  EXPECT_TRUE(lm.ForwardWithHidden(prefill, kv.view(), nullptr, logits.data(), hidden.data()).ok());
+  keep(3, 2);
+  for (int64_t step = 0; step < kDecodes; ++step) {
+    const int64_t at_long = kLongPrefill + step, at_short = kShortPrefill + step;
+    model::ForwardBatch b;
+    b.token_ids = {tokens[static_cast<size_t>(at_long)], tokens[static_cast<size_t>(step)]};
+    b.positions = {at_long, at_short};
+    b.sequences.push_back({at_long, 1, {long_slots.data(), static_cast<size_t>(at_long + 1)}});
+    b.sequences.push_back({at_short, 1, {short_slots.data(), static_cast<size_t>(at_short + 1)}});
+    b.logit_indices = {0, 1};
+    b.hidden_indices = {1};
+    EXPECT_TRUE(lm.ForwardWithHidden(b, kv.view(), nullptr, logits.data(), hidden.data()).ok());
+    keep(2, 1);
   }
   return all;
 }
 
-// The logits rank 0 of `size` ranks computes through TensorParallelLeader; all-reduce over
-// shared memory or gloo's TCP pairs.
-std::vector<float> RunTensorParallel(int size, bool shared_memory) {
+struct Layout {
+  int tp = 1;
+  int pp = 1;
+  bool shared_memory = false;
+  int64_t max_micro_batch_size = 0;
+};
+
+std::string Describe(const Layout& l) {
+  return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) +
+         (l.shared_memory ? " shared memory" : " tcp") + " micro " +
+         std::to_string(l.max_micro_batch_size);
+}
+
+// What rank 0 of tp x pp ranks computes through TensorParallelLeader: world rank g is
+// tensor-parallel rank g % tp of stage g / tp, as src/main/tensor_parallel.cpp lays them out.
+std::vector<float> RunSplit(const Layout& layout) {
   auto server = TcpStoreServer::Start("127.0.0.1", 0);
   EXPECT_TRUE(server.ok()) << server.status().message();
-  const int port = (*server)->port();
-  std::vector<float> logits;
+  const int port = (*server)->port(), size = layout.tp * layout.pp;
+  std::vector<float> out;
   std::vector<int> follower_exit(static_cast<size_t>(size), -1);
   std::vector<std::thread> ranks;
   for (int r = 0; r < size; ++r) {
@@ -74,46 +110,97 @@ std::vector<float> RunTensorParallel(int size, bool shared_memory) {
       options.rank = r;
       options.size = size;
       options.timeout = std::chrono::seconds(60);
-      options.shared_memory = shared_memory;
-      auto group = TpGroup::Connect(options, **store);
-      ASSERT_TRUE(group.ok()) << group.status().message();
-      EXPECT_EQ((*group)->shared_memory(), shared_memory);
-      std::shared_ptr<const model::CausalLM> shard = LoadStories({r, size, group->get()});
-      ASSERT_NE(shard, nullptr);
+      options.shared_memory = layout.shared_memory && layout.pp == 1;
+      auto world = TpGroup::Connect(options, **store);
+      ASSERT_TRUE(world.ok()) << world.status().message();
+      const int stage = r / layout.tp, tp_rank = r % layout.tp;
+      std::unique_ptr<TpGroup> stage_group;
+      if (layout.tp > 1 && layout.pp > 1) {
+        gloo::rendezvous::PrefixStore prefixed("stage" + std::to_string(stage), **store);
+        TpGroupOptions stage_options = options;
+        stage_options.rank = tp_rank;
+        stage_options.size = layout.tp;
+        stage_options.shared_memory = layout.shared_memory;
+        auto connected = TpGroup::Connect(stage_options, prefixed);
+        ASSERT_TRUE(connected.ok()) << connected.status().message();
+        stage_group = std::move(connected).value();
+      }
+      GroupStageLink link(world->get(), layout.tp, tp_rank);
+      model::AllReducer* reducer = layout.tp == 1           ? nullptr
+                                   : stage_group != nullptr ? stage_group.get()
+                                                            : world->get();
+      std::shared_ptr<const model::CausalLM> part = LoadStories(
+          {tp_rank, layout.tp, reducer}, {stage, layout.pp, &link, layout.max_micro_batch_size});
+      ASSERT_NE(part, nullptr);
       if (r > 0) {
-        follower_exit[static_cast<size_t>(r)] = RunTensorParallelFollower(*shard, **group, nullptr);
+        follower_exit[static_cast<size_t>(r)] = RunTensorParallelFollower(*part, **world, nullptr);
         return;
       }
-      const int64_t kv_heads = shard->config().num_kv_heads;
-      TensorParallelLeader leader(shard, group->get());
-      EXPECT_EQ(leader.config().num_heads * size, 8);  // the shard's heads
-      logits = RunSteps(leader, kv_heads);
+      const int64_t kv_heads = part->config().num_kv_heads;
+      TensorParallelLeader leader(part, world->get());
+      EXPECT_EQ(leader.config().num_heads * layout.tp, 8);  // the shard's heads
+      EXPECT_EQ(leader.config().num_layers, model::StageLayers(5, 0, layout.pp).second);
+      out = RunSteps(leader, kv_heads);
     });
   }
   for (std::thread& t : ranks) t.join();
   for (int r = 1; r < size; ++r) EXPECT_EQ(follower_exit[static_cast<size_t>(r)], 0);
-  return logits;
+  return out;
 }
 
-TEST(TensorParallelTest, ShardsGiveTheWholeModelsLogits) {
+TEST(TensorParallelTest, ShardsAndStagesGiveTheWholeModelsLogitsAndHiddenStates) {
   auto whole = LoadStories();
   ASSERT_NE(whole, nullptr);
+  ASSERT_EQ(whole->config().num_layers, 5);
   const std::vector<float> expected = RunSteps(*whole, whole->config().num_kv_heads);
   const auto vocab = static_cast<size_t>(whole->config().vocab_size);
-  for (auto [size, shm] : {std::pair{2, false}, {4, false}, {2, true}, {4, true}}) {
-    const std::vector<float> got = RunTensorParallel(size, shm);
-    ASSERT_EQ(got.size(), expected.size()) << "tp " << size;
+  for (const Layout& layout :
+       {Layout{2, 1, false}, Layout{4, 1, false}, Layout{2, 1, true}, Layout{4, 1, true},
+        Layout{1, 2, false}, Layout{1, 3, false}, Layout{1, 5, false}, Layout{1, 2, false, 1},
+        Layout{2, 2, false}, Layout{2, 2, true}}) {
+    const std::vector<float> got = RunSplit(layout);
+    ASSERT_EQ(got.size(), expected.size()) << Describe(layout);
     float worst = 0;
     for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
-    EXPECT_LT(worst, 1e-4f) << "tp " << size << (shm ? " shared memory" : " tcp");
-    for (size_t step = 0; step < got.size() / vocab; ++step) {
-      const auto argmax = [&](const std::vector<float>& v) {
-        return std::max_element(v.begin() + step * vocab, v.begin() + (step + 1) * vocab) -
-               v.begin();
-      };
-      EXPECT_EQ(argmax(got), argmax(expected)) << "tp " << size << " step " << step;
-    }
+    EXPECT_LT(worst, 1e-4f) << Describe(layout);
+    // The first step's first logits row: the same argmax.
+    const auto argmax = [&](const std::vector<float>& v) {
+      return std::max_element(v.begin(), v.begin() + vocab) - v.begin();
+    };
+    EXPECT_EQ(argmax(got), argmax(expected)) << Describe(layout);
   }
+}
+
+TEST(PipelineParallelTest, StagesTakeContiguousLayerRangesAndStepsEqualMicroBatches) {
+  EXPECT_EQ(model::StageLayers(5, 0, 2), std::make_pair(int64_t{0}, int64_t{3}));
+  EXPECT_EQ(model::StageLayers(5, 1, 2), std::make_pair(int64_t{3}, int64_t{5}));
+  EXPECT_EQ(model::StageLayers(5, 2, 3), std::make_pair(int64_t{4}, int64_t{5}));
+  EXPECT_EQ(model::StageLayers(30, 3, 4), std::make_pair(int64_t{23}, int64_t{30}));
+  const model::PipelineStage two{0, 2, nullptr, 0}, capped{0, 2, nullptr, 4};
+  EXPECT_EQ(model::MicroBatchCount(two, 100, 3), 2);
+  EXPECT_EQ(model::MicroBatchCount(two, 1, 1), 1);  // a single decode token: no cut
+  EXPECT_EQ(model::MicroBatchCount(capped, 10, 10), 3);
+  EXPECT_EQ(model::MicroBatchCount(capped, 4, 4), 2);
+}
+
+class NeverLinks : public model::StageLink {
+ public:
+  void SendTo(int, const float*, int64_t) override { ADD_FAILURE() << "no step should run"; }
+  void ReceiveFrom(int, float*, int64_t) override { ADD_FAILURE() << "no step should run"; }
+  void Flush() override {}
+};
+
+TEST(PipelineParallelTest, RefusesMoreStagesThanLayers) {
+  NeverLinks link;
+  model::LoadOptions o;
+  o.model_path = kStoriesGguf;
+  o.pipeline_stage = {0, 6, &link, 0};  // 5 layers
+  auto lm = model::LoadModel(o);
+  ASSERT_FALSE(lm.ok());
+  EXPECT_EQ(lm.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(lm.status().message().find("argument --pp-size: 6 stages cannot split the 5 layers"),
+            std::string::npos)
+      << lm.status().message();
 }
 
 // Every rank's values summed, on every rank: small buffers (one exchange), large ones (gloo's ring
