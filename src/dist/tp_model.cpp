@@ -15,9 +15,9 @@ namespace {
 
 enum StepKind : int64_t { kKeepAlive = 0, kStep = 1, kStop = 2 };
 
-// The header's fields, as int64 words. The payload: positions, (prefix, extend) lengths, logit
-// and hidden indices as int64 (the last pipeline stage sends those rows back), then token ids and
-// each sequence's KV slots as int32.
+// The header's fields, as int64 words. The payload: positions, each sequence's (prefix length,
+// extend length, slot list id, slots kept), logit and hidden indices as int64 (the last pipeline
+// stage sends those rows back), then token ids and each sequence's new slots as int32.
 enum HeaderField {
   kKind,
   kPayloadBytes,
@@ -87,20 +87,95 @@ void TensorParallelLeader::KeepAlive() {
   }
 }
 
+SlotTables::Change SlotTables::Update(std::span<const int32_t> slots, uint64_t step) {
+  auto found = id_of_.find(slots.data());
+  int32_t id = -1;
+  if (found != id_of_.end() && used_[static_cast<size_t>(found->second)] != step) {
+    id = found->second;
+  } else if (lists_.size() < capacity_) {
+    id = static_cast<int32_t>(lists_.size());
+    lists_.emplace_back();
+    owner_.push_back(nullptr);
+    used_.push_back(0);
+  } else {
+    // The least recently used id that this step has not used (capacity exceeds any batch).
+    id = static_cast<int32_t>(std::min_element(used_.begin(), used_.end()) - used_.begin());
+    RADIX_CHECK(used_[static_cast<size_t>(id)] != step);
+  }
+  const auto at = static_cast<size_t>(id);
+  if (owner_[at] != slots.data()) {
+    if (owner_[at] != nullptr) id_of_.erase(owner_[at]);
+    id_of_[slots.data()] = id;  // a second sequence at the same address takes the id over
+    owner_[at] = slots.data();
+    lists_[at].clear();
+  }
+  std::vector<int32_t>& held = lists_[at];
+  const size_t n = std::min(held.size(), slots.size());
+  const size_t keep = static_cast<size_t>(
+      std::mismatch(held.begin(), held.begin() + n, slots.begin()).first - held.begin());
+  held.assign(slots.begin(), slots.end());
+  used_[at] = step;
+  return {id, static_cast<int64_t>(keep)};
+}
+
+// Both sides sweep at the same step numbers (they count the same steps), so a dropped list is
+// empty on both: the next sequence given its id keeps nothing.
+void SlotTables::Sweep(uint64_t step) {
+  if (step % kSweepSteps != 0) return;
+  for (size_t id = 0; id < lists_.size(); ++id) {
+    if (owner_[id] == nullptr || used_[id] + kSweepSteps > step) continue;
+    id_of_.erase(owner_[id]);
+    owner_[id] = nullptr;
+    std::vector<int32_t>().swap(lists_[id]);
+  }
+}
+
+std::span<const int32_t> FollowerSlotTables::Apply(size_t id, size_t keep,
+                                                   std::span<const int32_t> added, uint64_t step) {
+  if (id >= lists_.size()) {
+    lists_.resize(id + 1);
+    used_.resize(id + 1);
+  }
+  std::vector<int32_t>& list = lists_[id];
+  RADIX_CHECK(keep <= list.size());
+  list.resize(keep);
+  list.insert(list.end(), added.begin(), added.end());
+  used_[id] = step;
+  return list;
+}
+
+void FollowerSlotTables::Sweep(uint64_t step) {
+  if (step % SlotTables::kSweepSteps != 0) return;
+  for (size_t id = 0; id < lists_.size(); ++id) {
+    if (used_[id] + SlotTables::kSweepSteps <= step) std::vector<int32_t>().swap(lists_[id]);
+  }
+}
+
 void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
                                     const model::KvCacheView& kv) const {
   // The 8-byte fields first, so that every field is aligned in the receiver's buffer.
-  std::vector<uint8_t> payload;
+  const uint64_t step = ++steps_;
+  tables_.Sweep(step);
+  std::vector<uint8_t>& payload = payload_;
+  payload.clear();
   Append(payload, batch.positions.data(), batch.positions.size());
+  std::vector<SlotTables::Change> changes;
+  changes.reserve(batch.sequences.size());
   for (const model::SequenceExtend& seq : batch.sequences) {
-    const int64_t lengths[2] = {seq.prefix_len, seq.extend_len};
-    Append(payload, lengths, 2);
+    const auto slots = seq.kv_slots.first(static_cast<size_t>(seq.prefix_len + seq.extend_len));
+    changes.push_back(tables_.Update(slots, step));
+    const int64_t fields[4] = {seq.prefix_len, seq.extend_len, changes.back().id,
+                               changes.back().keep};
+    Append(payload, fields, 4);
   }
   Append(payload, batch.logit_indices.data(), batch.logit_indices.size());
   Append(payload, batch.hidden_indices.data(), batch.hidden_indices.size());
   Append(payload, batch.token_ids.data(), batch.token_ids.size());
-  for (const model::SequenceExtend& seq : batch.sequences) {
-    Append(payload, seq.kv_slots.data(), static_cast<size_t>(seq.prefix_len + seq.extend_len));
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const model::SequenceExtend& seq = batch.sequences[s];
+    const auto keep = static_cast<size_t>(changes[s].keep);
+    Append(payload, seq.kv_slots.data() + keep,
+           static_cast<size_t>(seq.prefix_len + seq.extend_len) - keep);
   }
   Header header{};
   header[kKind] = kStep;
@@ -137,6 +212,7 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
   model::KvCacheView kv;
   std::vector<uint8_t> payload;
   model::ForwardBatch batch;
+  FollowerSlotTables tables;
   int64_t steps = 0;
   while (true) {
     Header header{};
@@ -168,11 +244,12 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
       RADIX_LOG_INFO("tensor-parallel rank {}: KV pool of {} slots ({} layers, {} KV heads each)",
                      group.rank(), header[kNumSlots], c.num_layers, c.num_kv_heads);
     }
+    tables.Sweep(static_cast<uint64_t>(steps) + 1);
     const auto tokens = static_cast<size_t>(header[kNumTokens]);
     const auto sequences = static_cast<size_t>(header[kNumSequences]);
     size_t offset = 0;
     const int64_t* positions = Take<int64_t>(payload, offset, tokens);
-    const int64_t* lengths = Take<int64_t>(payload, offset, 2 * sequences);
+    const int64_t* fields = Take<int64_t>(payload, offset, 4 * sequences);
     const auto n_logits = static_cast<size_t>(header[kNumLogits]);
     const int64_t* logit_indices = Take<int64_t>(payload, offset, n_logits);
     const auto n_hidden = static_cast<size_t>(header[kNumHidden]);
@@ -185,10 +262,14 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
     batch.sequences.resize(sequences);
     for (size_t s = 0; s < sequences; ++s) {
       model::SequenceExtend& seq = batch.sequences[s];
-      seq.prefix_len = lengths[2 * s];
-      seq.extend_len = lengths[2 * s + 1];
+      seq.prefix_len = fields[4 * s];
+      seq.extend_len = fields[4 * s + 1];
+      const auto keep = static_cast<size_t>(fields[4 * s + 3]);
       const auto n = static_cast<size_t>(seq.prefix_len + seq.extend_len);
-      seq.kv_slots = std::span<const int32_t>(Take<int32_t>(payload, offset, n), n);
+      RADIX_CHECK(keep <= n);
+      const int32_t* added = Take<int32_t>(payload, offset, n - keep);
+      seq.kv_slots = tables.Apply(static_cast<size_t>(fields[4 * s + 2]), keep, {added, n - keep},
+                                  static_cast<uint64_t>(steps) + 1);
     }
     if (Status status = shard.Forward(batch, kv, pool, nullptr); !status.ok()) {
       RADIX_LOG_WARN("tensor-parallel rank {}: step refused: {}", group.rank(), status.message());

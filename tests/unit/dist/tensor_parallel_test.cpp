@@ -9,6 +9,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <thread>
 
@@ -181,6 +182,50 @@ TEST(PipelineParallelTest, StagesTakeContiguousLayerRangesAndStepsEqualMicroBatc
   EXPECT_EQ(model::MicroBatchCount(two, 1, 1), 1);  // a single decode token: no cut
   EXPECT_EQ(model::MicroBatchCount(capped, 10, 10), 3);
   EXPECT_EQ(model::MicroBatchCount(capped, 4, 4), 2);
+}
+
+// The followers rebuild every sequence's slot list from the changes the leader sends: over
+// growing decode lists, prefill chunks, rows reused by other requests (other content at the
+// same address), two sequences at one address in a step, more sequences than ids and lists
+// swept after idling, the follower's list is always the leader's.
+TEST(SlotTablesTest, FollowersRebuildEveryListFromTheChanges) {
+  constexpr size_t kRows = 12;
+  SlotTables leader(/*capacity=*/8);
+  FollowerSlotTables follower;
+  std::vector<std::vector<int32_t>> rows(kRows);
+  for (auto& row : rows) row.reserve(10000);  // fixed addresses, as the table's rows have
+  uint32_t seed = 12345;
+  const auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 8) % 1000; };
+  for (uint64_t step = 1; step <= 400; ++step) {
+    leader.Sweep(step);
+    follower.Sweep(step);
+    std::vector<size_t> batch;
+    for (size_t i = 0; i < 6; ++i) batch.push_back(next() % kRows);
+    for (size_t r : batch) {
+      std::vector<int32_t>& row = rows[r];
+      const uint32_t what = next() % 10;
+      if (what == 0) row.clear();  // the row went to another request
+      const size_t grow = what < 3 ? 1 + next() % 20 : 1;
+      for (size_t i = 0; i < grow; ++i) row.push_back(static_cast<int32_t>(next()));
+      if (what == 9 && row.size() > 2) row[row.size() / 2] ^= 1;  // a changed prefix
+      const SlotTables::Change change = leader.Update(row, step);
+      ASSERT_LE(change.keep, static_cast<int64_t>(row.size()));
+      const std::span<const int32_t> added(row.data() + change.keep,
+                                           row.size() - static_cast<size_t>(change.keep));
+      const std::span<const int32_t> rebuilt = follower.Apply(
+          static_cast<size_t>(change.id), static_cast<size_t>(change.keep), added, step);
+      ASSERT_TRUE(std::equal(rebuilt.begin(), rebuilt.end(), row.begin(), row.end()))
+          << "step " << step << " row " << r;
+    }
+  }
+  // A decode step sends one slot per sequence, not its context (the list stays where it is, as a
+  // row of the request-to-token table does).
+  std::vector<int32_t> context(100);
+  context.reserve(200);
+  std::iota(context.begin(), context.end(), 7);
+  EXPECT_EQ(leader.Update(context, 401).keep, 0);
+  context.push_back(3);
+  EXPECT_EQ(leader.Update(context, 402).keep, 100);
 }
 
 class NeverLinks : public model::StageLink {
