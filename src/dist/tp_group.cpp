@@ -7,6 +7,7 @@
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include "common/log.h"
@@ -23,12 +24,32 @@ Expected<std::unique_ptr<TpGroup>> TpGroup::Connect(const TpGroupOptions& option
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
     std::unique_ptr<TpGroup> group(new TpGroup(std::move(context), options.timeout));
+    const int per_node = options.ranks_per_node;
     if (options.shared_memory) {
       auto shm = ShmReducer::Attach(options.rank, options.size, store, options.timeout);
       // Every rank must take the same path: shared memory only if all could map it.
       if (group->Sum(shm.ok() ? 1 : 0) == options.size) {
         group->shm_ = std::move(shm).value();
         if (options.rank == 0) group->shm_->Unlink();  // all mapped it (the Sum was a barrier)
+      } else if (!shm.ok()) {
+        RADIX_LOG_WARN("tensor-parallel rank {}: {}; all-reduce goes over TCP", options.rank,
+                       shm.status().message());
+      }
+    } else if (per_node > 1 && per_node < options.size && options.size % per_node == 0) {
+      const int node = options.rank / per_node, local = options.rank % per_node;
+      gloo::rendezvous::PrefixStore node_store("node" + std::to_string(node), store);
+      auto shm = ShmReducer::Attach(local, per_node, node_store, options.timeout);
+      if (group->Sum(shm.ok() ? 1 : 0) == options.size) {
+        group->node_shm_ = std::move(shm).value();
+        if (local == 0) {
+          group->node_shm_->Unlink();
+          gloo::rendezvous::PrefixStore leaders_store("leaders", store);
+          auto leaders = std::make_shared<gloo::rendezvous::Context>(node, options.size / per_node);
+          leaders->setTimeout(options.timeout);
+          leaders->connectFullMesh(leaders_store, device);
+          group->node_leaders_.reset(new TpGroup(std::move(leaders), options.timeout));
+        }
+        group->Sum(1);  // the leaders are connected
       } else if (!shm.ok()) {
         RADIX_LOG_WARN("tensor-parallel rank {}: {}; all-reduce goes over TCP", options.rank,
                        shm.status().message());
@@ -51,6 +72,18 @@ void TpGroup::Fail(const char* operation, const std::exception& error) const {
 void TpGroup::AllReduceSum(float* data, int64_t count) {
   if (shm_ != nullptr) {
     shm_->AllReduceSum(data, count);
+    return;
+  }
+  if (node_shm_ != nullptr) {
+    // The machine's sum on every local rank; the machines' sums added up among their first
+    // ranks; then the first rank's result to the others (they add zeros to it: exact).
+    node_shm_->AllReduceSum(data, count);
+    if (node_leaders_ != nullptr) {
+      node_leaders_->AllReduceSum(data, count);
+    } else {
+      std::fill(data, data + count, 0.0f);
+    }
+    node_shm_->AllReduceSum(data, count);
     return;
   }
   const auto bytes = static_cast<size_t>(count) * sizeof(float);

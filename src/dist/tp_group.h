@@ -36,6 +36,11 @@ struct TpGroupOptions {
   // Every rank runs on this machine: all-reduce through shared memory (shm_reducer.h) rather
   // than sockets. Ignored (with one warning) when any rank cannot map the segment.
   bool shared_memory = false;
+  // Otherwise, with several machines of this many ranks each (ranks [0, n) on the first, [n, 2n)
+  // on the next, ...; 1 < n < size): all-reduce in two levels, through shared memory among each
+  // machine's ranks and over gloo among the machines' first ranks (SGLang's CPU backend: shared
+  // memory within a node, the collective library between nodes).
+  int ranks_per_node = 1;
 };
 
 class TpGroup final : public model::AllReducer {
@@ -48,6 +53,7 @@ class TpGroup final : public model::AllReducer {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool shared_memory() const { return shm_ != nullptr; }
+  bool hierarchical() const { return node_shm_ != nullptr; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   void AllReduceSum(float* data, int64_t count) override;
@@ -87,6 +93,10 @@ class TpGroup final : public model::AllReducer {
   int size_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<ShmReducer> shm_;  // null: all-reduce over gloo
+  // Two-level all-reduce (TpGroupOptions::ranks_per_node): this machine's ranks, and (on each
+  // machine's first rank) the group of those first ranks.
+  std::unique_ptr<ShmReducer> node_shm_;
+  std::unique_ptr<TpGroup> node_leaders_;
   uint64_t exchanges_ = 0;
   std::vector<float> theirs_;  // every rank's part, [size, count]
   struct PendingSend {

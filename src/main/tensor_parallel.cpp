@@ -163,8 +163,10 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   options.rank = tp.rank;
   options.size = tp.size;
   options.timeout = timeout;
-  // The world all-reduces only when it is the tensor-parallel group (no pipeline stages).
+  // The world all-reduces only when it is the tensor-parallel group (no pipeline stages): through
+  // shared memory on one node, in two levels over several.
   options.shared_memory = nnodes == 1 && tp.pp_size == 1;
+  options.ranks_per_node = tp.pp_size == 1 ? per_node : 1;
   RADIX_ASSIGN_OR_RETURN(options.local_address, dist::LocalAddressToward(host, port));
   RADIX_ASSIGN_OR_RETURN(tp.group, dist::TpGroup::Connect(options, *tp.store));
   if (tp.pp_size > 1 && tp.tp_size > 1) {
@@ -174,9 +176,11 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
     dist::TpGroupOptions stage_options = options;
     stage_options.rank = tp.rank % tp.tp_size;
     stage_options.size = tp.tp_size;
-    // Shared memory when the stage's ranks share a node (ranks fill nodes in order).
+    // Shared memory when the stage's ranks share a node (ranks fill nodes in order), two levels
+    // when they fill several nodes' whole blocks of ranks.
     stage_options.shared_memory =
         stage * tp.tp_size / per_node == ((stage + 1) * tp.tp_size - 1) / per_node;
+    stage_options.ranks_per_node = tp.tp_size % per_node == 0 ? per_node : 1;
     RADIX_ASSIGN_OR_RETURN(tp.stage_group, dist::TpGroup::Connect(stage_options, stage_store));
   }
   if (tp.pp_size > 1) {
@@ -184,11 +188,12 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
         std::make_unique<dist::GroupStageLink>(tp.group.get(), tp.tp_size, tp.rank % tp.tp_size);
   }
   const dist::TpGroup& reducer = tp.stage_group != nullptr ? *tp.stage_group : *tp.group;
-  RADIX_LOG_INFO("tensor-parallel rank {}: joined the group at {} ({})", tp.rank,
-                 options.local_address,
-                 tp.tp_size == 1           ? "no all-reduce: pipeline stages only"
-                 : reducer.shared_memory() ? "all-reduce over shared memory"
-                                           : "all-reduce over TCP");
+  RADIX_LOG_INFO(
+      "tensor-parallel rank {}: joined the group at {} ({})", tp.rank, options.local_address,
+      tp.tp_size == 1           ? "no all-reduce: pipeline stages only"
+      : reducer.shared_memory() ? "all-reduce over shared memory"
+      : reducer.hierarchical()  ? "all-reduce over shared memory within the node, TCP between nodes"
+                                : "all-reduce over TCP");
   return tp;
 }
 

@@ -267,12 +267,12 @@ def two_nodes(ns, model, tp, log, pp=1):
     return node0, node1
 
 
-@pytest.mark.parametrize("tp,pp,reduce", [(4, 1, "all-reduce over TCP"),
-                                           (2, 2, "all-reduce over shared memory")],
-                         ids=["tp4", "tp2-pp2"])
+@pytest.mark.parametrize("tp,pp,reduce", [
+    (4, 1, "all-reduce over shared memory within the node, TCP between nodes"),
+    (2, 2, "all-reduce over shared memory")], ids=["tp4", "tp2-pp2"])
 def test_two_nodes_in_network_namespaces(references, namespace, tmp_path, tp, pp, reduce):
-    """Node 1 runs ranks 2 and 3 and reaches node 0 across the veth pair. tp 4: its ranks
-    all-reduce with node 0's over TCP. tp 2 x pp 2: node 1 holds stage 1 (its two ranks
+    """Node 1 runs ranks 2 and 3 and reaches node 0 across the veth pair. tp 4: each node's
+    ranks sum through shared memory, the nodes' first ranks over TCP. tp 2 x pp 2: node 1 holds stage 1 (its two ranks
     all-reduce through shared memory); the micro-batches cross the veth pair."""
     expected = references(STORIES)
     with open(tmp_path / "node1.log", "w") as log:

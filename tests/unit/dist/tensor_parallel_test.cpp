@@ -1,6 +1,7 @@
 // Tensor and pipeline parallelism in one process: ranks are threads joined by gloo over loopback
 // TCP through our rendezvous store, all-reducing over TCP or shared memory and passing pipeline
-// micro-batches over TCP. The reference is the whole model run alone: rank 0's logits and hidden
+// micro-batches over TCP; or in two levels (shared memory among a "node's" ranks, TCP between the
+// nodes' first ranks). The reference is the whole model run alone: rank 0's logits and hidden
 // rows through TensorParallelLeader (the other ranks running RunTensorParallelFollower) must match
 // its own for a two-sequence prefill and decode steps. F32 weights: the shards' partial sums only
 // reorder float additions, so logits agree to rounding. Also the store's own contract, the layer
@@ -86,12 +87,13 @@ struct Layout {
   int pp = 1;
   bool shared_memory = false;
   int64_t max_micro_batch_size = 0;
+  int ranks_per_node = 1;  // > 1 (without shared_memory): two-level all-reduce
 };
 
 std::string Describe(const Layout& l) {
   return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) +
          (l.shared_memory ? " shared memory" : " tcp") + " micro " +
-         std::to_string(l.max_micro_batch_size);
+         std::to_string(l.max_micro_batch_size) + " per node " + std::to_string(l.ranks_per_node);
 }
 
 // What rank 0 of tp x pp ranks computes through TensorParallelLeader: world rank g is
@@ -112,8 +114,10 @@ std::vector<float> RunSplit(const Layout& layout) {
       options.size = size;
       options.timeout = std::chrono::seconds(60);
       options.shared_memory = layout.shared_memory && layout.pp == 1;
+      options.ranks_per_node = layout.pp == 1 ? layout.ranks_per_node : 1;
       auto world = TpGroup::Connect(options, **store);
       ASSERT_TRUE(world.ok()) << world.status().message();
+      EXPECT_EQ((*world)->hierarchical(), options.ranks_per_node > 1);
       const int stage = r / layout.tp, tp_rank = r % layout.tp;
       std::unique_ptr<TpGroup> stage_group;
       if (layout.tp > 1 && layout.pp > 1) {
@@ -158,7 +162,7 @@ TEST(TensorParallelTest, ShardsAndStagesGiveTheWholeModelsLogitsAndHiddenStates)
   for (const Layout& layout :
        {Layout{2, 1, false}, Layout{4, 1, false}, Layout{2, 1, true}, Layout{4, 1, true},
         Layout{1, 2, false}, Layout{1, 3, false}, Layout{1, 5, false}, Layout{1, 2, false, 1},
-        Layout{2, 2, false}, Layout{2, 2, true}}) {
+        Layout{2, 2, false}, Layout{2, 2, true}, Layout{4, 1, false, 0, 2}}) {
     const std::vector<float> got = RunSplit(layout);
     ASSERT_EQ(got.size(), expected.size()) << Describe(layout);
     float worst = 0;
