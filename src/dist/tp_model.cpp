@@ -92,15 +92,19 @@ SlotTables::Change SlotTables::Update(std::span<const int32_t> slots, uint64_t s
   int32_t id = -1;
   if (found != id_of_.end() && used_[static_cast<size_t>(found->second)] != step) {
     id = found->second;
-  } else if (lists_.size() < capacity_) {
-    id = static_cast<int32_t>(lists_.size());
-    lists_.emplace_back();
-    owner_.push_back(nullptr);
-    used_.push_back(0);
   } else {
-    // The least recently used id that this step has not used (capacity exceeds any batch).
-    id = static_cast<int32_t>(std::min_element(used_.begin(), used_.end()) - used_.begin());
-    RADIX_CHECK(used_[static_cast<size_t>(id)] != step);
+    // The least recently used id, unless there is room for one more or this step used them all
+    // (a batch of more sequences than the capacity: the tables grow).
+    const auto oldest =
+        lists_.size() < capacity_ ? used_.end() : std::min_element(used_.begin(), used_.end());
+    if (oldest != used_.end() && *oldest != step) {
+      id = static_cast<int32_t>(oldest - used_.begin());
+    } else {
+      id = static_cast<int32_t>(lists_.size());
+      lists_.emplace_back();
+      owner_.push_back(nullptr);
+      used_.push_back(0);
+    }
   }
   const auto at = static_cast<size_t>(id);
   if (owner_[at] != slots.data()) {

@@ -38,6 +38,8 @@ class SlotTables {
     int32_t id;
     int64_t keep;  // leading slots of the held list that still hold
   };
+  // Past `capacity` lists an id is reused (the least recently used one), unless a step holds more
+  // sequences than that: then the tables grow.
   explicit SlotTables(size_t capacity = 4096) : capacity_(capacity) {}
   // The change that brings list `id` to `slots`, recording it; `step` tells the sequences of one
   // step apart (none of them loses its id to another).

@@ -200,7 +200,7 @@ TEST(SlotTablesTest, FollowersRebuildEveryListFromTheChanges) {
   for (auto& row : rows) row.reserve(10000);  // fixed addresses, as the table's rows have
   uint32_t seed = 12345;
   const auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 8) % 1000; };
-  for (uint64_t step = 1; step <= 400; ++step) {
+  for (uint64_t step = 1; step < 400; ++step) {
     leader.Sweep(step);
     follower.Sweep(step);
     std::vector<size_t> batch;
@@ -221,6 +221,16 @@ TEST(SlotTablesTest, FollowersRebuildEveryListFromTheChanges) {
       ASSERT_TRUE(std::equal(rebuilt.begin(), rebuilt.end(), row.begin(), row.end()))
           << "step " << step << " row " << r;
     }
+  }
+  // A step of more sequences than the capacity: every one gets an id of its own.
+  std::vector<std::vector<int32_t>> wide(12, std::vector<int32_t>{4, 5, 6});
+  for (size_t i = 0; i < wide.size(); ++i) {
+    wide[i].push_back(static_cast<int32_t>(i));
+    const SlotTables::Change change = leader.Update(wide[i], 400);
+    const auto keep = static_cast<size_t>(change.keep);
+    const std::span<const int32_t> rebuilt = follower.Apply(
+        static_cast<size_t>(change.id), keep, {wide[i].data() + keep, wide[i].size() - keep}, 400);
+    ASSERT_TRUE(std::equal(rebuilt.begin(), rebuilt.end(), wide[i].begin(), wide[i].end()));
   }
   // A decode step sends one slot per sequence, not its context (the list stays where it is, as a
   // row of the request-to-token table does).
