@@ -24,25 +24,29 @@ Expected<std::unique_ptr<TpGroup>> TpGroup::Connect(const TpGroupOptions& option
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
     std::unique_ptr<TpGroup> group(new TpGroup(std::move(context), options.timeout));
-    const int per_node = options.ranks_per_node;
-    if (options.shared_memory) {
-      auto shm = ShmReducer::Attach(options.rank, options.size, store, options.timeout);
-      // Every rank must take the same path: shared memory only if all could map it.
+    // Shared memory among `size` of the ranks (this one `local` among them; `store` theirs). Every
+    // rank of the group must take the same path: null unless all of them could map it.
+    const auto attach = [&](int local, int size, gloo::rendezvous::Store& shm_store) {
+      auto shm = ShmReducer::Attach(local, size, shm_store, options.timeout);
       if (group->Sum(shm.ok() ? 1 : 0) == options.size) {
-        group->shm_ = std::move(shm).value();
-        if (options.rank == 0) group->shm_->Unlink();  // all mapped it (the Sum was a barrier)
-      } else if (!shm.ok()) {
+        if (local == 0) (*shm)->Unlink();  // all mapped it (the Sum was a barrier)
+        return std::move(shm).value();
+      }
+      if (!shm.ok()) {
         RADIX_LOG_WARN("tensor-parallel rank {}: {}; all-reduce goes over TCP", options.rank,
                        shm.status().message());
       }
+      return std::unique_ptr<ShmReducer>();
+    };
+    const int per_node = options.ranks_per_node;
+    if (options.shared_memory) {
+      group->shm_ = attach(options.rank, options.size, store);
     } else if (per_node > 1 && per_node < options.size && options.size % per_node == 0) {
       const int node = options.rank / per_node, local = options.rank % per_node;
       gloo::rendezvous::PrefixStore node_store("node" + std::to_string(node), store);
-      auto shm = ShmReducer::Attach(local, per_node, node_store, options.timeout);
-      if (group->Sum(shm.ok() ? 1 : 0) == options.size) {
-        group->node_shm_ = std::move(shm).value();
+      group->node_shm_ = attach(local, per_node, node_store);
+      if (group->node_shm_ != nullptr) {
         if (local == 0) {
-          group->node_shm_->Unlink();
           gloo::rendezvous::PrefixStore leaders_store("leaders", store);
           auto leaders = std::make_shared<gloo::rendezvous::Context>(node, options.size / per_node);
           leaders->setTimeout(options.timeout);
@@ -50,9 +54,6 @@ Expected<std::unique_ptr<TpGroup>> TpGroup::Connect(const TpGroupOptions& option
           group->node_leaders_.reset(new TpGroup(std::move(leaders), options.timeout));
         }
         group->Sum(1);  // the leaders are connected
-      } else if (!shm.ok()) {
-        RADIX_LOG_WARN("tensor-parallel rank {}: {}; all-reduce goes over TCP", options.rank,
-                       shm.status().message());
       }
     }
     return group;

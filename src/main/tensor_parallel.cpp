@@ -156,8 +156,8 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   RADIX_LOG_INFO(
       "tensor-parallel rank {} of {} (tp rank {} of pipeline stage {} of {}; node {} of {}, {} "
       "threads): rendezvous at {}, timeout {} s",
-      tp.rank, tp.size, tp.rank % tp.tp_size, tp.rank / tp.tp_size, tp.pp_size,
-      args.GetInt(key::kNodeRank), nnodes, tp.threads, store_address, timeout.count());
+      tp.rank, tp.size, tp.tp_rank(), tp.pp_rank(), tp.pp_size, args.GetInt(key::kNodeRank), nnodes,
+      tp.threads, store_address, timeout.count());
   RADIX_ASSIGN_OR_RETURN(tp.store, dist::TcpStore::Connect(host, port, timeout));
   dist::TpGroupOptions options;
   options.rank = tp.rank;
@@ -171,10 +171,10 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   RADIX_ASSIGN_OR_RETURN(tp.group, dist::TpGroup::Connect(options, *tp.store));
   if (tp.pp_size > 1 && tp.tp_size > 1) {
     // This stage's tensor-parallel ranks: a group of their own, through the same store.
-    const int stage = tp.rank / tp.tp_size;
+    const int stage = tp.pp_rank();
     gloo::rendezvous::PrefixStore stage_store("stage" + std::to_string(stage), *tp.store);
     dist::TpGroupOptions stage_options = options;
-    stage_options.rank = tp.rank % tp.tp_size;
+    stage_options.rank = tp.tp_rank();
     stage_options.size = tp.tp_size;
     // Shared memory when the stage's ranks share a node (ranks fill nodes in order), two levels
     // when they fill several nodes' whole blocks of ranks.
@@ -184,8 +184,7 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
     RADIX_ASSIGN_OR_RETURN(tp.stage_group, dist::TpGroup::Connect(stage_options, stage_store));
   }
   if (tp.pp_size > 1) {
-    tp.link =
-        std::make_unique<dist::GroupStageLink>(tp.group.get(), tp.tp_size, tp.rank % tp.tp_size);
+    tp.link = std::make_unique<dist::GroupStageLink>(tp.group.get(), tp.tp_size, tp.tp_rank());
   }
   const dist::TpGroup& reducer = tp.stage_group != nullptr ? *tp.stage_group : *tp.group;
   RADIX_LOG_INFO(

@@ -35,14 +35,17 @@ struct TensorParallelSetup {
   int64_t max_micro_batch_size = 0;
 
   bool leader() const { return rank == 0; }
+  // World rank g is tensor-parallel rank g % tp-size of pipeline stage g / tp-size.
+  int tp_rank() const { return rank % tp_size; }
+  int pp_rank() const { return rank / tp_size; }
   model::TensorShard shard() const {
-    return {rank % tp_size, tp_size,
+    return {tp_rank(), tp_size,
             tp_size == 1             ? nullptr
             : stage_group != nullptr ? stage_group.get()
                                      : group.get()};
   }
   model::PipelineStage stage() const {
-    return {rank / tp_size, pp_size, link.get(), max_micro_batch_size};
+    return {pp_rank(), pp_size, link.get(), max_micro_batch_size};
   }
 };
 
