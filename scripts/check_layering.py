@@ -11,7 +11,7 @@ import re
 import sys
 
 LEVELS = [["common"], ["args"], ["tokenizer", "kernels", "metrics"],
-          ["chat", "model", "kv", "sampling"], ["sched"], ["spec"], ["dist"], ["engine"], ["api"],
+          ["chat", "model", "kv", "sampling"], ["sched"], ["spec"], ["dist"], ["engine", "disagg"], ["api"],
           ["http"], ["web"], ["main"]]
 LEVEL = {folder: i for i, group in enumerate(LEVELS) for folder in group}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([a-z_]+)/', re.M)

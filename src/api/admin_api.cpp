@@ -121,6 +121,19 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
                                 {"dropped_writes", h.store.dropped_writes},
                                 {"evicted_blocks", h.store.evicted_files}};
   }
+  if (ctx.kv_transfer != nullptr) {
+    // Prefill/decode disaggregation's transfers (docs/disaggregation.md), totals since start.
+    const disagg::KvTransferStats t = ctx.kv_transfer->stats();
+    state["kv_transfer"] = {{"pending_rooms", t.pending_rooms},
+                            {"pending_bytes", t.pending_bytes},
+                            {"sent", t.sent},
+                            {"dropped", t.dropped},
+                            {"abandoned", t.abandoned},
+                            {"received", t.received},
+                            {"failed", t.failed},
+                            {"bytes_sent", t.bytes_sent},
+                            {"bytes_received", t.bytes_received}};
+  }
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;

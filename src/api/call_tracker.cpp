@@ -5,6 +5,7 @@
 #include "api/crash_dump.h"
 #include "api/request_builder.h"
 #include "api/request_log.h"
+#include "common/log.h"
 
 namespace radixserve::api {
 
@@ -20,6 +21,15 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
 void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
                         OnDone on_done, OnRejected on_rejected, size_t n, bool stream) {
+  if (ctx.kv_transfer != nullptr && ctx.kv_transfer->role() == disagg::Role::kDecode &&
+      std::any_of(requests.begin(), requests.end(), [](const auto& request) {
+        return request.bootstrap.has_value() && request.prefilled_kv == nullptr;
+      })) {
+    FetchPrefilled(ctx, std::make_shared<PendingCall>(
+                            PendingCall{std::move(writer), std::move(requests), std::move(on_event),
+                                        std::move(on_done), std::move(on_rejected), n, stream}));
+    return;
+  }
   bool compile = std::any_of(requests.begin(), requests.end(), [](const auto& request) {
     return request.grammar == nullptr && ConstraintSpec(request.sampling).has_value();
   });
@@ -43,6 +53,46 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
     Submit(ctx, std::move(call->writer), std::move(call->requests), std::move(call->on_event),
            std::move(call->on_done), std::move(call->on_rejected), call->n, call->stream);
   });
+}
+
+void CallTracker::FetchPrefilled(ServerContext& ctx, std::shared_ptr<PendingCall> call) {
+  // One fetch per request with a room; the call goes on once all have answered.
+  struct Fetches {
+    std::mutex mu;
+    size_t remaining = 0;
+    std::optional<Status> failure;
+  };
+  auto fetches = std::make_shared<Fetches>();
+  std::vector<size_t> wanted;
+  for (size_t i = 0; i < call->requests.size(); ++i) {
+    if (call->requests[i].bootstrap && call->requests[i].prefilled_kv == nullptr) {
+      wanted.push_back(i);
+    }
+  }
+  fetches->remaining = wanted.size();
+  for (const size_t i : wanted) {
+    const engine::Bootstrap& bootstrap = *call->requests[i].bootstrap;
+    ctx.kv_transfer->Fetch(bootstrap.host, bootstrap.port, bootstrap.room,
+                           [&ctx, call, fetches, i](Expected<disagg::KvTransfer::Rows> rows) {
+                             {
+                               std::lock_guard lock(fetches->mu);
+                               if (rows.ok()) {
+                                 call->requests[i].prefilled_kv = std::move(*rows);
+                               } else if (!fetches->failure) {
+                                 fetches->failure = rows.status();
+                               }
+                               if (--fetches->remaining != 0) return;
+                             }
+                             if (fetches->failure) {
+                               RADIX_LOG_WARN("{}", fetches->failure->message());
+                               call->on_rejected(FromStatus(*fetches->failure), false);
+                               return;
+                             }
+                             Start(ctx, std::move(call->writer), std::move(call->requests),
+                                   std::move(call->on_event), std::move(call->on_done),
+                                   std::move(call->on_rejected), call->n, call->stream);
+                           });
+  }
 }
 
 void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
@@ -108,6 +158,9 @@ void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
     warm.priority = pending->requests[first].priority;
     warm.extra_key = pending->requests[first].extra_key;  // the samples must find it cached
     warm.lora = pending->requests[first].lora;
+    // On a decode server the prompt's K/V came from the prefill server: the warm-up only puts it
+    // into the cache (and computes the last token).
+    warm.prefilled_kv = pending->requests[first].prefilled_kv;
     warm.detokenize = false;
     warmups.push_back(std::move(warm));
   }
@@ -159,15 +212,29 @@ void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
                             const OnRejected& on_rejected) {
   auto self = shared_from_this();
   for (size_t i = 0; i < requests.size(); ++i) {
+    // A prefill server's disaggregated request: its prompt's K/V rows go to the transfer service
+    // under the request's room as soon as the engine reports the end (on the engine thread; the
+    // service only queues them).
+    std::optional<uint64_t> room;
+    if (requests[i].export_kv && requests[i].bootstrap) room = requests[i].bootstrap->room;
     // The engine thread only hands the event over; folding and formatting run on the
     // connection's I/O strand.
     Status submitted =
-        ctx_.engine->Submit(std::move(requests[i]), [self, i](engine::RequestEvent event) {
+        ctx_.engine->Submit(std::move(requests[i]), [self, i, room](engine::RequestEvent event) {
+          if (room && event.finished) {
+            std::string failure;
+            if (event.kv_rows == nullptr && event.finish_reason) {
+              failure = "the prefill server's request ended without its prompt's KV: " +
+                        event.finish_reason->message;
+            }
+            self->ctx_.kv_transfer->Publish(*room, std::move(event.kv_rows), std::move(failure));
+          }
           ResponseWriter& writer = *self->writer_;
           writer.Post(
               [self, i, event = std::move(event)]() mutable { self->Handle(i, std::move(event)); });
         });
     if (!submitted.ok()) {
+      if (room) ctx_.kv_transfer->Publish(*room, nullptr, submitted.message());
       {
         std::lock_guard lock(mu_);
         rejected_ = true;

@@ -92,7 +92,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   ServerContext& context() { return ctx_; }
 
  private:
-  // A call waiting on the grammar queue.
+  // A call waiting on the grammar queue or on the prefill server's K/V.
   struct PendingCall {
     ResponseWriterPtr writer;
     std::vector<engine::GenerateRequest> requests;
@@ -102,6 +102,9 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
     size_t n;
     bool stream;
   };
+  // Decode server: fetches the prompt K/V of every request with a bootstrap_room from its prefill
+  // server, then Starts the call again (a failed fetch answers it through on_rejected).
+  static void FetchPrefilled(ServerContext& ctx, std::shared_ptr<PendingCall> call);
 
   CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event, OnDone on_done);
   // Start, once every grammar is compiled.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/call_tracker.h"
+#include "api/disagg_fields.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/lightllm_api.h"
@@ -81,9 +82,9 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"lora_id", kDefaultOnly},
       {"custom_logit_processor", kDefaultOnly},
       {"positional_embed_overrides", kDefaultOnly},
-      {"bootstrap_host", kDefaultOnly},
-      {"bootstrap_port", kDefaultOnly},
-      {"bootstrap_room", kDefaultOnly},
+      {"bootstrap_host", kUsed},
+      {"bootstrap_port", kUsed},
+      {"bootstrap_room", kUsed},
       {"bootstrap_pair_key", kDefaultOnly},
       {"decode_tp_size", kDefaultOnly},
       {"routed_dp_rank", kUsed},
@@ -653,6 +654,9 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   plan.group = static_cast<size_t>(group_n.value_or(1));
   plan.formatter = std::make_shared<GenerateFormatter>(std::move(infos), batch,
                                                        ctx.args->GetBool(args::key::kStreamOutput));
+  if (ApiExpected<bool> applied = ApplyBootstrap(ctx, body, plan); !applied.ok()) {
+    return applied.status();
+  }
   // Last: a session records the request from here on.
   if (*session) {
     ApiExpected<bool> joined = JoinSession(ctx, **session, plan);

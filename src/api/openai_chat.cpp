@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "api/chat_output.h"
+#include "api/disagg_fields.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/openai_api.h"
@@ -349,6 +350,10 @@ ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_vi
                                 .group = plan.group};
   plan.formatter = std::make_shared<ChatFormatter>(std::move(format), std::move(call.output),
                                                    plan.requests.size());
+  if (ApiExpected<bool> applied = ApplyBootstrap(ctx, nlohmann::json(ordered), plan);
+      !applied.ok()) {
+    return applied.status();
+  }
   return plan;
 }
 

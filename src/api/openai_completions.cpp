@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "api/disagg_fields.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/openai_api.h"
@@ -279,6 +280,9 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
   }
   format.id = plan.requests[0].rid;
   plan.formatter = std::make_shared<CompletionsFormatter>(std::move(format));
+  if (ApiExpected<bool> applied = ApplyBootstrap(ctx, body, plan); !applied.ok()) {
+    return applied.status();
+  }
   return plan;
 }
 

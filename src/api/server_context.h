@@ -17,6 +17,7 @@
 #include "chat/chat_template.h"
 #include "chat/completion_template.h"
 #include "common/work_queue.h"
+#include "disagg/kv_transfer.h"
 #include "engine/engine.h"
 #include "engine/lora_registry.h"
 #include "metrics/serving_metrics.h"
@@ -139,6 +140,9 @@ struct ServerContext {
   // The LoRA adapters requests may name (lora_path, "model": "<base>:<adapter>"); null unless
   // --enable-lora or --lora-paths.
   engine::LoraRegistry* lora_registry = nullptr;
+  // --disaggregation-mode prefill|decode: publishes (prefill) or fetches (decode) prompt K/V rows
+  // of requests with a bootstrap_room; null on an ordinary server.
+  disagg::KvTransfer* kv_transfer = nullptr;
   // /update_weights_from_disk's loader and /get_weights_by_name's model; null: an embedding
   // server, tests.
   WeightLoader* weight_loader = nullptr;

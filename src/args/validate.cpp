@@ -231,6 +231,38 @@ Status ValidateTensorParallel(const ServerArgs& args) {
   return Status::Ok();
 }
 
+// Prefill/decode disaggregation: radixserve's TCP transfer moves whole K/V rows between
+// single-rank servers; a decode server receives them into its radix cache.
+Status ValidateDisaggregation(const ServerArgs& args, std::vector<std::string>& warnings) {
+  const std::string mode = args.GetString(key::kDisaggregationMode);
+  if (mode == "null") return Status::Ok();
+  if (ModelSplitRanks(args) * args.GetInt(key::kPpSize) > 1) {
+    return Invalid(key::kDisaggregationMode,
+                   "is supported with --tp-size 1 and --pp-size 1 only (the transfer moves whole "
+                   "K/V rows between single-rank servers)");
+  }
+  for (const ArgKey peer : {key::kDisaggregationDecodeTp, key::kDisaggregationPrefillPp}) {
+    if (!args.IsNull(peer) && args.GetInt(peer) != 1) {
+      return Invalid(peer, "must be 1: radixserve's prefill and decode servers run one rank each");
+    }
+  }
+  if (mode == "decode" && args.GetBool(key::kDisableRadixCache)) {
+    return Invalid(key::kDisaggregationMode,
+                   "decode puts the prefill server's K/V into the radix cache; drop "
+                   "--disable-radix-cache");
+  }
+  const int64_t port = args.GetInt(key::kDisaggregationBootstrapPort);
+  if (port < 1 || port > 65535) return Invalid(key::kDisaggregationBootstrapPort, "must be a port");
+  const std::string backend = args.GetString(key::kDisaggregationTransferBackend);
+  if (backend != "tcp") {
+    warnings.push_back(fmt::format(
+        "--disaggregation-transfer-backend {}: radixserve moves K/V over its own TCP transfer "
+        "(port --disaggregation-bootstrap-port {} on the prefill server)",
+        backend, args.GetInt(key::kDisaggregationBootstrapPort)));
+  }
+  return Status::Ok();
+}
+
 // The hierarchical cache (ResolveServerArgs already refused it without the radix cache): a
 // storage tier needs the flag; the file backend is the one radixserve has; the extra config holds
 // known keys of the right types only.
@@ -610,6 +642,7 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   DeriveMemoryDefaults(args, machine);
   RADIX_RETURN_IF_ERROR(CheckRanges(args));
   RADIX_RETURN_IF_ERROR(CheckCombinations(args, warnings));
+  RADIX_RETURN_IF_ERROR(ValidateDisaggregation(args, warnings));
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, key::kPromptTokensBuckets));
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, key::kGenerationTokensBuckets));
   WarnInapplicable(args, warnings);

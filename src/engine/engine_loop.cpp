@@ -258,6 +258,9 @@ void EngineLoop::MaybeSwapModel() {
 }
 
 Status EngineLoop::FlushCacheUnderWaiting() {
+  for (sched::Sequence* seq : scheduler_->waiting()) {
+    if (seq->transferred_prefix != nullptr) ReleasePrefixHolds(seq, nullptr);
+  }
   RADIX_RETURN_IF_ERROR(memory_->Flush());
   for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
   leak_check_stale_ = true;
@@ -403,7 +406,9 @@ void EngineLoop::Run() {
     PollPrefetches();
     sched::StepPlan plan = halted() ? sched::StepPlan{} : scheduler_->PlanStep();
     for (const sched::StepEntry& entry : plan.entries) {
-      if (entry.seq->prefetch_op != 0) ReleasePrefetch(entry.seq, states_.at(entry.seq).get());
+      if (entry.seq->prefetch_op != 0 || entry.seq->transferred_prefix != nullptr) {
+        ReleasePrefixHolds(entry.seq, states_.at(entry.seq).get());
+      }
     }
     for (const sched::DroppedSeq& dropped : plan.dropped) {
       if (dropped.reason == sched::DropReason::kOutOfMemory) {
@@ -534,10 +539,11 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   }
   prompt_tokens_total_ += static_cast<int64_t>(raw->input_ids.size());
   if (memory_->hicache() != nullptr) state->set_storage_cached_tokens(0);
-  states_.emplace(raw, std::move(state));
+  RequestState& placed = *states_.emplace(raw, std::move(state)).first->second;
+  if (placed.request().prefilled_kv && !InsertPrefilledKv(raw, placed)) return;
   StartPrefetch(raw);
   if (displaced) {
-    ReleasePrefetch(displaced.get(), nullptr);
+    ReleasePrefixHolds(displaced.get(), nullptr);
     auto it = states_.find(displaced.get());
     it->second->Finish(AbortFinish("The request is aborted by a higher priority request.", 503), 0,
                        0);
@@ -552,7 +558,7 @@ void EngineLoop::AbortMatching(const AbortOrder& order) {
     return seq.rid.compare(0, order.rid.size(), order.rid) == 0;
   };
   for (std::unique_ptr<sched::Sequence>& seq : scheduler_->TakeWaiting(matches)) {
-    ReleasePrefetch(seq.get(), nullptr);
+    ReleasePrefixHolds(seq.get(), nullptr);
     auto it = states_.find(seq.get());
     it->second->Finish(AbortFinish("Abort in waiting queue"), 0, 0);
     states_.erase(it);
@@ -573,7 +579,7 @@ void EngineLoop::AbortFlagged() {
 }
 
 void EngineLoop::FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv) {
-  ReleasePrefetch(seq, nullptr);
+  ReleasePrefixHolds(seq, nullptr);
   auto it = states_.find(seq);
   if (it != states_.end()) {
     it->second->Finish(std::move(reason), static_cast<int64_t>(seq->output_ids.size()),

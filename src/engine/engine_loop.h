@@ -89,12 +89,21 @@ class EngineLoop final : public Engine {
   void AbortMatching(const AbortOrder& order);
   void AbortFlagged();
   void FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv);
-  // The hierarchical cache's storage tier (engine_hicache.cpp): a queued sequence starts loading
+  // The hierarchical cache's storage tier (engine_kv_loads.cpp): a queued sequence starts loading
   // its stored prefix; before each plan finished loads go into the radix cache and the prefetch
   // policy decides who may be admitted; an admitted (or ended) sequence gives up its load.
   void StartPrefetch(sched::Sequence* seq);
   void PollPrefetches();
-  void ReleasePrefetch(sched::Sequence* seq, RequestState* state);
+  // Gives up what a queued sequence held in the prefix cache for its admission: its storage load
+  // and the K/V rows a prefill server sent (admitted, or ended).
+  void ReleasePrefixHolds(sched::Sequence* seq, RequestState* state);
+  // Prefill/decode disaggregation (engine_kv_loads.cpp). Decode side: puts a request's
+  // prefilled_kv into the prefix cache and locks it for the queued sequence; false (the request
+  // was ended with an error) when the rows' layout differs from this pool's.
+  bool InsertPrefilledKv(sched::Sequence* seq, RequestState& state);
+  // Prefill side: once seq's prompt K/V is complete, copies its rows for the final event of an
+  // export_kv request.
+  void ExportPromptKv(const sched::Sequence* seq, RequestState& state);
   // engine_step.cpp
   void RunStep(sched::StepPlan& plan);
   void SampleEntry(const sched::StepEntry& entry, std::span<float> logits);

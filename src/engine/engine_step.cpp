@@ -112,6 +112,7 @@ void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
 void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> logits) {
   sched::Sequence* seq = entry.seq;
   RequestState& state = *states_.at(seq);
+  if (seq->output_ids.empty()) ExportPromptKv(seq, state);
   if (seq->max_new_tokens <= 0) {
     // Prefill only (max_new_tokens 0, e.g. scoring a prompt's logprobs): nothing is sampled.
     state.Finish(LengthFinish(), 0, static_cast<int64_t>(seq->cached_tokens));

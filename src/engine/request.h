@@ -12,11 +12,21 @@
 #include <vector>
 
 #include "engine/lora_registry.h"
+#include "kv/kv_rows.h"
 #include "sampling/compiled_grammar.h"
 #include "sampling/sampling_params.h"
 #include "tokenizer/stop_regex_matcher.h"
 
 namespace radixserve::engine {
+
+// SGLang's bootstrap fields of a disaggregated request (the router sets them): where the prefill
+// server's bootstrap service listens and the room naming this request's transfer there. The API
+// layer acts on them; the engine does not read them.
+struct Bootstrap {
+  std::string host;
+  int32_t port = 0;
+  uint64_t room = 0;
+};
 
 struct GenerateRequest {
   std::string rid;                    // unique id; /abort_request matches it by prefix
@@ -58,6 +68,16 @@ struct GenerateRequest {
   // SGLang's return_entropy: the entropy of each output token's sampling distribution
   // (RequestEvent::output_entropy). Such a request samples every token (no jump-forward).
   bool return_entropy = false;
+
+  // Prefill/decode disaggregation (docs/disaggregation.md).
+  // Decode side: the K/V rows of the prompt that the prefill server computed. The engine puts
+  // them into the prefix cache when the request arrives (and holds them until it is admitted),
+  // so admission matches them and computes only the prompt's last token, whose logits give the
+  // first output token. Rows of other tokens than the prompt's simply do not match.
+  std::shared_ptr<const kv::KvRows> prefilled_kv;
+  std::optional<Bootstrap> bootstrap;
+  // Prefill side: the final event carries the prompt's K/V rows (RequestEvent::kv_rows).
+  bool export_kv = false;
 
   // Text generation: detokenize incrementally and match stop strings (false: token ids only,
   // e.g. --skip-tokenizer-init).

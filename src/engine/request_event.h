@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "kv/kv_rows.h"
 
 namespace radixserve::engine {
 
@@ -70,6 +73,9 @@ struct RequestEvent {
   // for this request (every decode step of a speculative request, with or without a draft).
   std::optional<int64_t> spec_verify_ct;
   double e2e_latency_s = 0.0;  // since GenerateRequest::arrival
+  // GenerateRequest::export_kv, final event only: the prompt's K/V rows (null when the prompt's
+  // K/V was never complete, e.g. an abort before its prefill ended).
+  std::shared_ptr<const kv::KvRows> kv_rows;
 };
 
 }  // namespace radixserve::engine

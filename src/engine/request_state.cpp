@@ -187,6 +187,7 @@ void RequestState::Emit(bool final, int64_t output_len, int64_t cached_tokens) {
   if (final) {
     event.finished = true;
     event.finish_reason = finish_;
+    event.kv_rows = std::move(kv_rows_);
     finished_ = true;
   }
   sink_(std::move(event));

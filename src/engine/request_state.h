@@ -101,6 +101,8 @@ class RequestState {
   // With the hierarchical cache's storage tier: how many of the cached prompt tokens came from
   // storage (events then carry the cache-source breakdown).
   void set_storage_cached_tokens(int64_t tokens) { storage_cached_tokens_ = tokens; }
+  // GenerateRequest::export_kv: the prompt's K/V rows, for the final event.
+  void set_kv_rows(std::shared_ptr<const kv::KvRows> rows) { kv_rows_ = std::move(rows); }
 
  private:
   void Emit(bool final, int64_t output_len, int64_t cached_tokens);
@@ -123,6 +125,7 @@ class RequestState {
   int64_t last_emit_len_ = 0;   // output length at the last progress event
   bool finished_ = false;
   int64_t storage_cached_tokens_ = -1;  // -1: no storage tier
+  std::shared_ptr<const kv::KvRows> kv_rows_;
   bool input_logprobs_sent_ = false;
   size_t input_logprob_start_ = 0;
   RequestEvent pending_;

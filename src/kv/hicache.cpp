@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "kv/kv_block_hash.h"
+#include "kv/kv_rows.h"
 
 namespace radixserve::kv {
 namespace {
@@ -79,34 +80,11 @@ HiCache::~HiCache() { cache_->set_observer(nullptr); }
 size_t HiCache::payload_bytes() const { return store_->options().payload_bytes; }
 
 void HiCache::Gather(std::span<const int32_t> slots, std::byte* out) {
-  KvStorage& storage = pool_->storage();
-  const size_t row = storage.row_bytes();
-  for (int32_t layer = 0; layer < storage.spec().num_layers; ++layer) {
-    for (const void* base : {storage.k_base(layer), storage.v_base(layer)}) {
-      const auto* bytes = static_cast<const std::byte*>(base);
-      for (const int32_t slot : slots) {
-        std::memcpy(out, bytes + static_cast<size_t>(slot) * row, row);
-        out += row;
-      }
-    }
-  }
+  GatherRows(pool_->storage(), slots, out);
 }
 
 void HiCache::Scatter(const std::byte* in, size_t offset, std::span<const int32_t> slots) {
-  KvStorage& storage = pool_->storage();
-  const size_t row = storage.row_bytes();
-  const size_t block_rows = options_.block_tokens * row;
-  for (int32_t layer = 0; layer < storage.spec().num_layers; ++layer) {
-    for (void* base : {storage.k_base(layer), storage.v_base(layer)}) {
-      auto* bytes = static_cast<std::byte*>(base);
-      const std::byte* src = in + offset * row;
-      for (const int32_t slot : slots) {
-        std::memcpy(bytes + static_cast<size_t>(slot) * row, src, row);
-        src += row;
-      }
-      in += block_rows;
-    }
-  }
+  ScatterRows(pool_->storage(), in, options_.block_tokens, offset, slots);
 }
 
 void HiCache::Backup(RadixNode& node) {

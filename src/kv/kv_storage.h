@@ -63,6 +63,8 @@ class KvStorage {
 
   void* k_base(int32_t layer);
   void* v_base(int32_t layer);
+  const void* k_base(int32_t layer) const { return buffer(layer, false); }
+  const void* v_base(int32_t layer) const { return buffer(layer, true); }
   KvLayerView layer(int32_t layer);
 
   // Writes f32 rows k[i], v[i] (each row_elements() floats, rows contiguous) into slots[i] of

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "common/thread_pool.h"
 #include "common/version.h"
 #include "common/work_queue.h"
+#include "disagg/kv_transfer.h"
 #include "dist/tp_model.h"
 #include "engine/embedding_engine.h"
 #include "engine/engine_factory.h"
@@ -260,6 +262,32 @@ int main(int argc, char** argv) {
     ctx.grammar_queue = &*grammar_queue;
   }
   ctx.lora_registry = lora_registry->get();
+  // Prefill/decode disaggregation: the transfer service (declared after the engine, so that it
+  // stops, and with it every callback that submits, before the engine goes).
+  std::unique_ptr<rs::disagg::KvTransfer> kv_transfer;
+  if (const std::string mode = args.GetString(key::kDisaggregationMode); mode != "null") {
+    if (assets->encoder != nullptr) {
+      return UsageError("argument --disaggregation-mode: an embedding model has no decode phase");
+    }
+    rs::disagg::KvTransferOptions options;
+    options.role = mode == "prefill" ? rs::disagg::Role::kPrefill : rs::disagg::Role::kDecode;
+    options.listen_host = args.GetString(key::kHost);
+    options.bootstrap_port = static_cast<int>(args.GetInt(key::kDisaggregationBootstrapPort));
+    // SGLang's environment variable for how long either side waits for the other.
+    if (const char* wait = std::getenv("SGLANG_DISAGGREGATION_WAITING_TIMEOUT")) {
+      options.timeout_s = std::max(0.1, std::atof(wait));
+    }
+    auto made = rs::disagg::KvTransfer::Create(options);
+    if (!made.ok()) return StartupError(made.status().message());
+    kv_transfer = std::move(made).value();
+    ctx.kv_transfer = kv_transfer.get();
+    if (mode == "prefill") {
+      RADIX_LOG_INFO("Disaggregation mode prefill: K/V transfers served on {}:{}.",
+                     options.listen_host, kv_transfer->bootstrap_port());
+    } else {
+      RADIX_LOG_INFO("Disaggregation mode decode: prompt K/V fetched from the prefill servers.");
+    }
+  }
   // /update_weights_from_disk reloads through main's load options; it owns the served model from
   // here on (the engine holds its own reference).
   std::optional<rs::ServerWeightLoader> weight_loader;

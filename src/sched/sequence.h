@@ -63,6 +63,9 @@ struct Sequence {
   // admission waits for it (the prefetch policy): PlanStep skips the sequence meanwhile.
   uint64_t prefetch_op = 0;
   bool prefetch_wait = false;
+  // The prefix-cache node holding K/V rows another server computed for this sequence
+  // (GenerateRequest::prefilled_kv), locked by the engine until admission matched it.
+  kv::RadixNode* transferred_prefix = nullptr;
 
   // Scratch of one scheduling pass (policies and admission).
   kv::MatchResult match;

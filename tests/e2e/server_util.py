@@ -3,6 +3,7 @@ import os
 import pathlib
 import socket
 import subprocess
+import sys
 import time
 
 import requests
@@ -77,3 +78,47 @@ class Server:
                 self.proc.wait()
         self.log.close()
         return self.proc.returncode
+
+
+class Router:
+    """SGLang's router (PyPI sglang-router, its Rust gateway) on a free loopback port."""
+
+    def __init__(self, workers, *args, expect=None, worker_args=None):
+        """expect: how many workers the router lists once up (default: one per worker);
+        worker_args: how the workers are named on the command line (default: --worker-urls)."""
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = f"{os.environ.get('TMPDIR', '/tmp')}/sglang-router-{self.port}.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
+             "--port", str(self.port),
+             *(worker_args or ["--worker-urls", *[w.url for w in workers]]),
+             "--log-level", "warn", "--prometheus-host", "127.0.0.1",
+             "--prometheus-port", str(free_port()), *args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                if requests.get(self.url + "/health", timeout=1).status_code == 200 and \
+                        len(self.workers()) == (expect or len(workers)):
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise AssertionError("router did not come up:\n" + open(self.log_path).read()[-3000:])
+
+    def workers(self):
+        return requests.get(self.url + "/workers", timeout=5).json()["workers"]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()

@@ -19,49 +19,9 @@ import openai
 import pytest
 import requests
 
-from server_util import STORIES, Server, free_port
+from server_util import STORIES, Router, Server, free_port
 
 GREEDY = {"max_new_tokens": 8, "temperature": 0}
-
-
-class Router:
-    def __init__(self, workers, *args, expect=None):
-        """expect: how many workers the router lists once up (default: one per worker)."""
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = f"{os.environ.get('TMPDIR', '/tmp')}/sglang-router-{self.port}.log"
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
-             "--port", str(self.port), "--worker-urls", *[w.url for w in workers],
-             "--log-level", "warn", "--prometheus-host", "127.0.0.1",
-             "--prometheus-port", str(free_port()), *args],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                if requests.get(self.url + "/health", timeout=1).status_code == 200 and \
-                        len(self.workers()) == (expect or len(workers)):
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise AssertionError("router did not come up:\n" + open(self.log_path).read()[-3000:])
-
-    def workers(self):
-        return requests.get(self.url + "/workers", timeout=5).json()["workers"]
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
 
 
 def stopped_after(stack, process):
