@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import requests
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -122,3 +123,35 @@ class Router:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+class Namespace:
+    """A network namespace joined to this one by a veth pair: this side host_ip, inside peer_ip."""
+
+    def __init__(self):
+        n = os.getpid() % 200 + 20
+        tag = f"{os.getpid() % 100000}"
+        self.name, self.outer, self.inner = f"rstp{tag}", f"rstpa{tag}", f"rstpb{tag}"
+        self.host_ip, self.peer_ip = f"10.231.{n}.1", f"10.231.{n}.2"
+        self.teardown()
+        for cmd in (["ip", "netns", "add", self.name],
+                    ["ip", "link", "add", self.outer, "type", "veth", "peer", "name", self.inner],
+                    ["ip", "link", "set", self.inner, "netns", self.name],
+                    ["ip", "addr", "add", f"{self.host_ip}/24", "dev", self.outer],
+                    ["ip", "link", "set", self.outer, "up"],
+                    ["ip", "-n", self.name, "addr", "add", f"{self.peer_ip}/24", "dev", self.inner],
+                    ["ip", "-n", self.name, "link", "set", self.inner, "up"],
+                    ["ip", "-n", self.name, "link", "set", "lo", "up"]):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                self.teardown()
+                pytest.fail(f"{' '.join(cmd)} failed (network namespaces need root and iproute2):"
+                            f" {r.stderr}")
+
+    def popen(self, args, log):
+        return subprocess.Popen(["ip", "netns", "exec", self.name, *map(str, args)], stdout=log,
+                                stderr=subprocess.STDOUT)
+
+    def teardown(self):
+        subprocess.run(["ip", "link", "del", self.outer], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)

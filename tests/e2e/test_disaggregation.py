@@ -14,12 +14,13 @@ import signal
 import subprocess
 import threading
 import time
+import types
 
 import openai
 import pytest
 import requests
 
-from server_util import BUILD, SMOLLM2, STORIES, Router, Server, free_port
+from server_util import BUILD, SMOLLM2, STORIES, Namespace, Router, Server, free_port
 
 GREEDY = {"max_new_tokens": 24, "temperature": 0}
 PROMPTS = ["The capital of France is a city that",
@@ -307,3 +308,45 @@ def test_the_bootstrap_port_in_use_is_a_startup_error():
         with pytest.raises(RuntimeError, match="disaggregation-bootstrap-port"):
             Server(STORIES, "--skip-server-warmup", "--disaggregation-mode", "prefill",
                    "--disaggregation-bootstrap-port", first.bootstrap_port)
+
+
+def test_prefill_server_on_another_host():
+    """The prefill server on another "host" (a network namespace joined by a veth pair): the
+    router reaches it at its address and passes that address as bootstrap_host, from which the
+    decode server (here) fetches the K/V."""
+    ns = Namespace()
+    port, bootstrap = free_port(), free_port()
+    log_path = f"{os.environ.get('TMPDIR', '/tmp')}/radixserve-prefill-ns-{port}.log"
+    with open(log_path, "w") as log, contextlib.ExitStack() as stack:
+        stack.callback(ns.teardown)
+        proc = ns.popen([BUILD / "radixserve", "--model-path", SMOLLM2, "--host", ns.peer_ip,
+                         "--port", port, "--skip-server-warmup", "--disaggregation-mode",
+                         "prefill", "--disaggregation-bootstrap-port", bootstrap], log)
+        stack.callback(lambda: (proc.terminate(), proc.wait(timeout=30)))
+        prefill = types.SimpleNamespace(url=f"http://{ns.peer_ip}:{port}",
+                                        bootstrap_port=bootstrap)
+        deadline = time.time() + 120
+        while True:
+            assert proc.poll() is None, open(log_path).read()
+            try:
+                if requests.get(prefill.url + "/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.time() < deadline, open(log_path).read()
+            time.sleep(0.2)
+        one = Server(SMOLLM2, "--skip-server-warmup")
+        stack.callback(one.stop)
+        decode = decode_server()
+        stack.callback(decode.stop)
+        router = pd_router(prefill, decode)
+        stack.callback(router.stop)
+        for text in PROMPTS:
+            got = generate(router.url, text)
+            assert got["output_ids"] == generate(one.url, text)["output_ids"]
+            assert got["meta_info"]["cached_tokens"] == got["meta_info"]["prompt_tokens"] - 1
+        assert transfers(decode)["received"] == len(PROMPTS)
+        info = requests.get(prefill.url + "/server_info", timeout=10).json()
+        assert info["internal_states"][0]["kv_transfer"]["sent"] == len(PROMPTS)
+        decode.assert_no_leak()
+    assert f"K/V transfers served on {ns.peer_ip}:{bootstrap}" in open(log_path).read()
