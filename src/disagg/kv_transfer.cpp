@@ -387,12 +387,23 @@ struct KvTransfer::Impl {
     rows->layout.row_bytes = Get<uint64_t>(p, 8);
     rows->layout.fingerprint = Get<uint64_t>(p, 16);
     const auto tokens = Get<uint64_t>(p, 24);
-    const uint64_t layers = rows->layout.num_layers > 0 ? rows->layout.num_layers : 0;
+    if (const std::optional<kv::KvRowsLayout>& want = options.layout;
+        want &&
+        (rows->layout.num_layers != want->num_layers || rows->layout.row_bytes != want->row_bytes ||
+         rows->layout.fingerprint != want->fingerprint)) {
+      return Fail(op,
+                  fmt::format("the prefill server's KV cache layout ({} layers, {} bytes per "
+                              "row) differs from this server's ({}): run both with the same "
+                              "model and --kv-cache-dtype",
+                              rows->layout.num_layers, rows->layout.row_bytes, want->Describe()));
+    }
     if (name_len > kMaxDtypeName || rows->layout.num_layers <= 0 || tokens > options.max_tokens ||
-        rows->layout.row_bytes == 0 || rows->layout.row_bytes > options.max_bytes ||
-        layers * 2 * tokens > options.max_bytes / rows->layout.row_bytes) {
-      return Fail(op, fmt::format("refused an answer of {} tokens x {} layers x {} bytes per row",
-                                  tokens, rows->layout.num_layers, rows->layout.row_bytes));
+        rows->layout.row_bytes == 0 || rows->layout.row_bytes > (uint64_t{1} << 24) ||
+        static_cast<uint64_t>(rows->layout.num_layers) > 4096) {
+      return Fail(op, fmt::format("refused an answer of {} tokens x {} layers x {} bytes per row "
+                                  "(at most {} tokens)",
+                                  tokens, rows->layout.num_layers, rows->layout.row_bytes,
+                                  options.max_tokens));
     }
     rows->tokens.resize(tokens);
     rows->bytes.resize(rows->ExpectedBytes());

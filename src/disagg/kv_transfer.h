@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -44,9 +45,11 @@ struct KvTransferOptions {
   double timeout_s = 300.0;
   // Prefill: rows published but not yet taken are dropped, oldest first, beyond this many bytes.
   uint64_t max_pending_bytes = uint64_t{8} << 30;
-  // Decode: the largest prompt (tokens) and rows (bytes) a fetch accepts.
+  // Decode: the layout the rows must have (this server's pool; checked on the answer's header,
+  // before any row is read: rows for another pool are refused without allocating them), and the
+  // longest prompt (tokens) a fetch accepts.
+  std::optional<kv::KvRowsLayout> layout;
   uint64_t max_tokens = uint64_t{1} << 22;
-  uint64_t max_bytes = uint64_t{64} << 30;
 };
 
 struct KvTransferStats {

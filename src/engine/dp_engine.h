@@ -48,6 +48,8 @@ class DpEngine final : public Engine {
   EngineStats Stats() const override;
   std::vector<EngineStats> ReplicaStats() const override;
   Status CheckLeaks() const override;
+  // The replicas' pools are alike: the first one's.
+  std::optional<kv::KvRowsLayout> KvLayout() const override { return replicas_[0]->KvLayout(); }
   void Shutdown() override;
 
   const LoadBalancer& balancer() const { return balancer_; }

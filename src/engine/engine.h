@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -171,6 +172,10 @@ class Engine {
   // One EngineStats per data-parallel replica, in dp_rank order (one engine: {Stats()}). For
   // /get_load, /server_info's internal_states and metrics labeled by dp_rank.
   virtual std::vector<EngineStats> ReplicaStats() const { return {Stats()}; }
+
+  // The layout of this engine's KV rows (kv/kv_rows.h: what a prefill server's rows must match);
+  // nullopt for an engine without a KV pool. Fixed once created; any thread.
+  virtual std::optional<kv::KvRowsLayout> KvLayout() const { return std::nullopt; }
 
   // The leak check (SGLang's): when idle, every KV slot is free or held by the prefix cache.
   // Ok when busy-but-consistent or idle-and-clean; an error describing the discrepancy otherwise.

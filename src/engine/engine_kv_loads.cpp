@@ -46,7 +46,7 @@ void EngineLoop::ReleasePrefixHolds(sched::Sequence* seq, RequestState* state) {
 bool EngineLoop::InsertPrefilledKv(sched::Sequence* seq, RequestState& state) {
   const kv::KvRows& rows = *state.request().prefilled_kv;
   kv::TokenToKVPool& pool = memory_->pool();
-  const kv::KvRowsLayout layout = kv::LayoutOf(pool.storage());
+  const kv::KvRowsLayout& layout = kv_layout_;
   if (rows.layout != layout) {
     const std::string message = fmt::format(
         "The prefill server's KV cache layout ({}) differs from this server's ({}): run both "
@@ -74,7 +74,7 @@ void EngineLoop::ExportPromptKv(const sched::Sequence* seq, RequestState& state)
   if (seq->kv_len < len || seq->kv.req_pool_slot < 0) return;
   const kv::KvStorage& storage = memory_->pool().storage();
   auto rows = std::make_shared<kv::KvRows>();
-  rows->layout = kv::LayoutOf(storage);
+  rows->layout = kv_layout_;
   rows->tokens = seq->input_ids;
   rows->bytes.resize(rows->ExpectedBytes());
   kv::GatherRows(storage, memory_->req_pool().Slice(seq->kv.req_pool_slot, 0, len),

@@ -33,6 +33,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
       profiler_(config_.dp_rank) {
   const model::ModelConfig& mc = model_->config();
   kv_view_ = spec::KvViewOf(memory_->pool().storage());
+  kv_layout_ = kv::LayoutOf(memory_->pool().storage());
   if (!config_.eos_override.empty()) {
     eos_ids_ = config_.eos_override;
   } else {

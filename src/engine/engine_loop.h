@@ -69,6 +69,7 @@ class EngineLoop final : public Engine {
                          std::function<void(Status)> started) override;
   void StopProfileAsync(std::function<void(Status)> stopped) override;
   EngineStats Stats() const override;
+  std::optional<kv::KvRowsLayout> KvLayout() const override { return kv_layout_; }
   Status CheckLeaks() const override;
   void Shutdown() override;
 
@@ -232,8 +233,9 @@ class EngineLoop final : public Engine {
   mutable std::mutex inline_mutex_;
   std::atomic<int64_t> waiting_count_{0};  // the scheduler's waiting queue, as of the last step
   EngineStats stats_;
-  std::string log_prefix_;  // "[DP<rank>] " with several replicas, else empty
-  StepProgress progress_;   // read by the watchdog thread
+  std::string log_prefix_;      // "[DP<rank>] " with several replicas, else empty
+  kv::KvRowsLayout kv_layout_;  // of memory_'s pool, set at construction
+  StepProgress progress_;       // read by the watchdog thread
   std::thread thread_;
   std::unique_ptr<Watchdog> watchdog_;
 };

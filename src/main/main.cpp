@@ -273,6 +273,10 @@ int main(int argc, char** argv) {
     options.role = mode == "prefill" ? rs::disagg::Role::kPrefill : rs::disagg::Role::kDecode;
     options.listen_host = args.GetString(key::kHost);
     options.bootstrap_port = static_cast<int>(args.GetInt(key::kDisaggregationBootstrapPort));
+    // A decode server takes rows of its own layout and context only.
+    options.layout = ctx.engine->KvLayout();
+    options.max_tokens =
+        static_cast<uint64_t>(std::max<int64_t>(ctx.engine->Stats().context_len, 1));
     // SGLang's environment variable for how long either side waits for the other.
     if (const char* wait = std::getenv("SGLANG_DISAGGREGATION_WAITING_TIMEOUT")) {
       options.timeout_s = std::max(0.1, std::atof(wait));

@@ -281,7 +281,7 @@ def test_a_decode_server_with_another_kv_layout_refuses_the_rows():
             p = pool.submit(requests.post, prefill.url + "/generate", json=body, timeout=60)
             assert p.result().status_code == 200
             r = d.result()
-        assert r.status_code == 500 and "layout" in r.text, r.text
+        assert r.status_code == 503 and "layout" in r.text, r.text
         decode.assert_no_leak()
         prefill.assert_no_leak()
 

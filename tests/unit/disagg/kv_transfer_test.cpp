@@ -199,6 +199,37 @@ TEST(KvTransferTest, ADecodeServerThatDiesMidTransferFreesTheRows) {
   }));
 }
 
+TEST(KvTransferTest, RowsOfAnotherLayoutAreRefusedBeforeTheyAreRead) {
+  auto prefill = Make(Role::kPrefill);
+  KvTransferOptions options;
+  options.role = Role::kDecode;
+  options.layout =
+      kv::KvRowsLayout{.num_layers = 3, .row_bytes = 8, .dtype = "f16", .fingerprint = 78};
+  auto decode = std::move(KvTransfer::Create(options)).value();
+  prefill->Publish(21, MakeRows(1 << 12, 4096), "");  // 96 MiB the decode side never reads
+  auto fetched = Fetch(*decode, prefill->bootstrap_port(), 21);
+  Expected<Rows> got = Wait(fetched);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("layout"), std::string::npos) << got.status().message();
+  EXPECT_EQ(decode->stats().bytes_received, 0u);
+  ASSERT_TRUE(Eventually(*prefill, [](const KvTransferStats& s) {
+    return s.pending_bytes == 0 && s.sent == 0 && s.dropped == 1;
+  }));
+}
+
+TEST(KvTransferTest, APromptLongerThanTheContextIsRefused) {
+  auto prefill = Make(Role::kPrefill);
+  KvTransferOptions options;
+  options.role = Role::kDecode;
+  options.max_tokens = 100;
+  auto decode = std::move(KvTransfer::Create(options)).value();
+  prefill->Publish(22, MakeRows(101), "");
+  auto fetched = Fetch(*decode, prefill->bootstrap_port(), 22);
+  Expected<Rows> got = Wait(fetched);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("at most 100 tokens"), std::string::npos);
+}
+
 TEST(KvTransferTest, NobodyListeningFailsTheFetch) {
   auto prefill = Make(Role::kPrefill);
   const int port = prefill->bootstrap_port();
