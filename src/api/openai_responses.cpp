@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "api/background_streams.h"
 #include "api/chat_output.h"
 #include "api/json_body.h"
 #include "api/openai_api.h"
@@ -382,6 +383,7 @@ class ResponsesFormatter final : public ResponseFormatter {
   }
 
   bool background() const { return o_.background; }
+  const std::string& id() const { return o_.id; }
 
   // A background response before its result: stored (so GET polls it and cancel finds it) and
   // returned as the immediate answer.
@@ -723,10 +725,9 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
     if (!body["background"].is_boolean()) return FieldError("background", "must be a boolean.");
     background = body["background"].get<bool>();
   }
-  if (background && !IsNullOr(body, "stream") && body["stream"] == true) {
-    return FieldError("background",
-                      "background responses are polled with GET /v1/responses/{id}; streaming "
-                      "them is not supported.");
+  if (background && !IsNullOr(body, "stream") && body["stream"] == true &&
+      ctx.background_streams == nullptr) {
+    return FieldError("background", "this server keeps no background streams.");
   }
   if (background && !IsNullOr(body, "store") && body["store"] == false) {
     return FieldError("background", "background responses need store: true.");
@@ -929,27 +930,51 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
 
 namespace {
 
-// Where a background response's call writes: nowhere. Its result reaches the response store
-// through the formatter (Complete keeps it; a refusal is kept as failed here).
+// Where a background response's call writes: no client. Its result reaches the response store
+// through the formatter (Complete / StreamEnd keep it; a refusal is kept as failed here); with
+// stream: true its events go to the response's EventLog, which the clients read. Formatting runs
+// on `queue` (one thread: in order), neither on the engine thread nor on an I/O thread.
 class DetachedWriter final : public ResponseWriter {
  public:
-  explicit DetachedWriter(std::shared_ptr<ResponsesFormatter> formatter)
-      : formatter_(std::move(formatter)) {}
+  DetachedWriter(std::shared_ptr<ResponsesFormatter> formatter, std::shared_ptr<EventLog> log,
+                 WorkQueue* queue)
+      : formatter_(std::move(formatter)), log_(std::move(log)), queue_(queue) {}
   void Send(int status, std::string, std::string body) override {
     if (status == 200) return;
     json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
     json error =
         parsed.is_object() && parsed.contains("error") ? parsed["error"] : json{{"message", body}};
-    formatter_->KeepFailed(
-        {{"code", error.value("type", "server_error")}, {"message", error.value("message", body)}});
+    const std::string code = error.value("type", "server_error");
+    const std::string message = error.value("message", body);
+    formatter_->KeepFailed({{"code", code}, {"message", message}});
+    if (log_) {
+      log_->Append(
+          "error",
+          ToJsonText(
+              json{{"type", "error"}, {"code", code}, {"message", message}, {"param", nullptr}}));
+      log_->Close();
+    }
   }
   void StartStream() override {}
-  void SendEvent(std::string) override {}
-  void EndStream() override {}
-  void OnDisconnect(std::function<void()>) override {}
+  void SendEvent(std::string data) override {
+    if (log_) log_->Append("", std::move(data));
+  }
+  void SendNamedEvent(std::string name, std::string data) override {
+    if (log_) log_->Append(std::move(name), std::move(data));
+  }
+  void EndStream() override {
+    if (log_) log_->Close();
+  }
+  void OnDisconnect(std::function<void()>) override {}  // nobody to lose
+  void Post(std::function<void()> task) override {
+    if (queue_ == nullptr) return task();
+    queue_->Post(std::move(task));
+  }
 
  private:
   std::shared_ptr<ResponsesFormatter> formatter_;
+  std::shared_ptr<EventLog> log_;  // null: not streamed
+  WorkQueue* queue_;
 };
 
 }  // namespace
@@ -961,9 +986,15 @@ void HandleResponses(ServerContext& ctx, const std::string& body, ResponseWriter
   if (formatter == nullptr || !formatter->background()) {
     return Serve(ctx, std::move(writer), ErrorStyle::kOpenAi, std::move(plan));
   }
-  // Background: answer "queued" now; the call runs on, and GET /v1/responses/{id} polls it.
+  // Background: the call runs on whatever becomes of this client. Not streamed: answer "queued"
+  // now, GET /v1/responses/{id} polls it. Streamed: this client reads the response's event log
+  // live; it (or another) may read it again from any point with GET ...?stream=true.
   const json queued = formatter->KeepQueued();
-  Serve(ctx, std::make_shared<DetachedWriter>(formatter), ErrorStyle::kOpenAi, std::move(plan));
+  std::shared_ptr<EventLog> log;
+  if (plan->stream) log = ctx.background_streams->Create(formatter->id());
+  Serve(ctx, std::make_shared<DetachedWriter>(formatter, log, ctx.background_queue),
+        ErrorStyle::kOpenAi, std::move(plan));
+  if (log) return log->Subscribe(-1, std::move(writer));
   SendResult(*writer, queued);
 }
 
@@ -1050,6 +1081,27 @@ void HandleResponseById(ServerContext& ctx, const ApiRequest& request, ResponseW
     stored->response["status"] = "cancelled";
     ctx.response_store->Put(id, *stored);
     return SendResult(*writer, stored->response);
+  }
+  if (request.method == "GET" && request.query.count("stream") &&
+      request.query.at("stream") == "true") {
+    // Resuming a background stream (OpenAI: stream=true, starting_after=<sequence number>).
+    std::shared_ptr<EventLog> log =
+        ctx.background_streams ? ctx.background_streams->Find(id) : nullptr;
+    if (!log) {
+      return SendResult(*writer, FieldError("stream",
+                                            "only background responses created with "
+                                            "stream: true can be streamed again."));
+    }
+    int64_t after = -1;
+    if (auto it = request.query.find("starting_after"); it != request.query.end()) {
+      char* end = nullptr;
+      after = std::strtoll(it->second.c_str(), &end, 10);
+      if (it->second.empty() || *end != '\0' || after < -1) {
+        return SendResult(*writer, FieldError("starting_after",
+                                              "starting_after must be an event sequence number."));
+      }
+    }
+    return log->Subscribe(after, std::move(writer));
   }
   if (input_items) {
     if (request.method != "GET") {

@@ -26,6 +26,7 @@
 
 namespace radixserve::api {
 
+class BackgroundStreams;
 class CrashDump;
 class HealthProbe;
 class RequestLog;
@@ -126,6 +127,10 @@ struct ServerContext {
   // /v1/responses' stored responses (previous_response_id, GET /v1/responses/{id}); null: none
   // are kept and store: true answers as if each was dropped at once.
   ResponseStore* response_store = nullptr;
+  // The event logs of background Responses created with stream: true, and the one-thread queue
+  // where background calls format their events; null: background streaming is refused.
+  BackgroundStreams* background_streams = nullptr;
+  WorkQueue* background_queue = nullptr;
   // SGLang's sessions (/open_session, session_params); null in tests that do not need them.
   SessionStore* sessions = nullptr;
   // Compiles (and caches) the json_schema / regex / ebnf / structural_tag constraints of requests.

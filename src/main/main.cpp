@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "api/background_streams.h"
 #include "api/crash_dump.h"
 #include "api/health_probe.h"
 #include "api/request_log.h"
@@ -318,6 +319,13 @@ int main(int argc, char** argv) {
   // first past these bounds.
   rs::api::ResponseStore response_store(/*max_entries=*/4096, /*max_bytes=*/std::size_t{256} << 20);
   ctx.response_store = &response_store;
+  // Background Responses: their event logs (stream: true, resumable) and the thread that formats
+  // their events.
+  rs::api::BackgroundStreams background_streams(/*max_streams=*/1024,
+                                                /*max_bytes=*/std::size_t{256} << 20);
+  ctx.background_streams = &background_streams;
+  rs::WorkQueue background_queue(1, "radix-backgrnd");
+  ctx.background_queue = &background_queue;
   rs::api::SessionStore sessions;
   ctx.sessions = &sessions;
   std::optional<rs::chat::CompletionTemplate> completion_template;

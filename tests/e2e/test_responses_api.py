@@ -221,10 +221,61 @@ def test_background_responses_are_polled_and_cancelled(plain):
     assert client.responses.retrieve(long.id).status == "cancelled"
     plain.assert_no_leak()
 
-    for body in ({"background": True, "stream": True}, {"background": True, "store": False}):
-        reply = requests.post(plain.url + "/v1/responses", timeout=30,
-                              json={"model": "default", "input": "hi", **body})
-        assert reply.status_code == 400 and "background" in reply.text
+    reply = requests.post(plain.url + "/v1/responses", timeout=30, json={
+        "model": "default", "input": "hi", "background": True, "store": False})
+    assert reply.status_code == 400 and "background" in reply.text
+
+
+def test_background_streams_resume_from_any_event(plain):
+    """background + stream (OpenAI's resumable background streaming): the creating request
+    streams the events live; GET ...?stream=true&starting_after=N (the SDK's
+    retrieve(stream=True)) replays the events after N; a client that goes away does not end the
+    response, and it resumes where it left; the result equals the foreground run."""
+    client = client_of(plain)
+    kwargs = dict(model="default", input="Write a sentence about the sea.", temperature=0,
+                  max_output_tokens=30)
+    foreground = client.responses.create(**kwargs)
+    events = list(client.responses.create(background=True, stream=True, **kwargs))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert events[0].type == "response.created" and events[0].response.background is True
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    assert events[-1].response.output_text == foreground.output_text
+    rid = events[0].response.id
+    again = list(client.responses.retrieve(rid, stream=True, starting_after=2))
+    assert [e.model_dump() for e in again] == [e.model_dump() for e in events[3:]]
+    assert len(list(client.responses.retrieve(rid, stream=True))) == len(events)
+    assert client.responses.retrieve(rid).output_text == foreground.output_text
+
+    # A client that leaves after a few events: the response runs to its end regardless.
+    body = {"model": "default", "input": "Count upward.", "max_output_tokens": 200,
+            "temperature": 0, "ignore_eos": True, "background": True, "stream": True}
+    seen = []
+    with requests.post(plain.url + "/v1/responses", json=body, stream=True, timeout=120) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith(b"data: "):
+                seen.append(json.loads(line[6:]))
+            if len(seen) == 4:
+                break
+    long_id = seen[0]["response"]["id"]
+    deadline = time.time() + 120
+    got = client.responses.retrieve(long_id)
+    while got.status in ("queued", "in_progress") and time.time() < deadline:
+        time.sleep(0.1)
+        got = client.responses.retrieve(long_id)
+    assert got.status == "incomplete" and got.usage.output_tokens == 200
+    rest = list(client.responses.retrieve(long_id, stream=True, starting_after=3))
+    assert rest[0].sequence_number == 4 and rest[-1].type == "response.incomplete"
+    text = "".join(e["delta"] for e in seen if e["type"] == "response.output_text.delta") + \
+        "".join(e.delta for e in rest if e.type == "response.output_text.delta")
+    assert text == got.output_text
+
+    # Only background streams can be streamed again; a sequence number must be a number.
+    for query, param in ((f"{foreground.id}?stream=true", "stream"),
+                         (f"{rid}?stream=true&starting_after=x", "starting_after")):
+        reply = requests.get(f"{plain.url}/v1/responses/{query}", timeout=30)
+        assert reply.status_code == 400 and param in reply.text, reply.text
+    plain.assert_no_leak()
 
 
 def test_function_calls_and_their_outputs(smol):
@@ -326,7 +377,6 @@ def test_logprobs_ride_on_the_output_text(plain):
 
 
 @pytest.mark.parametrize("body, field", [
-    ({"input": "hi", "background": True, "stream": True}, "background"),
     ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0]"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
      "input[0].content"),
