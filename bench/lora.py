@@ -2,7 +2,8 @@
 """Cost of multi-LoRA serving on radixserve (issue 21's targets), SmolLM2-135M Q4_1 base.
 
     python bench/lora.py [--model GGUF] [--rank 16] [--adapters 8] [--clients 32]
-                         [--max-new 64] [--rounds 3] [--llama-server BIN] [--out-file F.json]
+                         [--max-new 64] [--rounds 3] [--dtype float32|float16]
+                         [--llama-server BIN] [--out-file F.json]
 
 Adapters: --adapters PEFT folders of rank --rank on all seven projections (q/k/v/o/gate/up/down),
 random (tests/fixtures/lora_files.py), served with --lora-paths; their GGUF LoRA forms for
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import requests
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -144,6 +146,8 @@ def main():
     p.add_argument("--clients", type=int, default=32)
     p.add_argument("--max-new", type=int, default=64)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                   help="element type of the PEFT files (float16 adapters stay 16-bit in memory)")
     p.add_argument("--llama-server", help="llama.cpp's llama-server binary (bench/build_peer.sh)")
     p.add_argument("--out-file")
     args = p.parse_args()
@@ -154,9 +158,9 @@ def main():
         adapter = Adapter(SMOLLM2_SHAPE, seed=i, rank=args.rank, alpha=2 * args.rank, std=0.02)
         name = f"lora{i}"
         names.append(name)
-        paths.append(f"{name}={adapter.write_peft(str(work / name))}")
+        paths.append(f"{name}={adapter.write_peft(str(work / name), dtype=np.dtype(args.dtype))}")
         ggufs.append(adapter.write_gguf(str(work / f"{name}.gguf"), "llama"))
-    result = {"model": args.model, "rank": args.rank, "adapters": args.adapters,
+    result = {"model": args.model, "rank": args.rank, "adapters": args.adapters, "dtype": args.dtype,
               "clients": args.clients, "max_new": args.max_new}
     srv = Server(args.model, "--lora-paths", *paths, "--max-loras-per-batch",
                  str(args.adapters))

@@ -32,6 +32,12 @@ struct KernelTable {
   // out = gelu(x) = x/2 * (1 + erf(x / sqrt 2)), the exact (erf) form; out may alias x. SIMD
   // variants use Abramowitz & Stegun 7.1.26 (|error of erf| < 2e-7).
   void (*gelu_erf)(const float* x, float* out, int64_t n);
+  // dot / axpy over a 16-bit vector h (IEEE half, or bfloat16), converted to float on the fly and
+  // summed exactly as dot / axpy sum the converted floats (16-bit LoRA matrices kept in 16 bits).
+  float (*dot_f16)(const uint16_t* h, const float* b, int64_t n);
+  float (*dot_bf16)(const uint16_t* h, const float* b, int64_t n);
+  void (*axpy_f16)(float alpha, const uint16_t* h, float* y, int64_t n);
+  void (*axpy_bf16)(float alpha, const uint16_t* h, float* y, int64_t n);
 };
 
 const KernelTable& RefKernels();

@@ -679,8 +679,7 @@ void DecoderStack::ApplyLora(const Step& step, const Layer& layer, const float* 
     if (w == nullptr) return;
     const float* xt = x + s.lora_rows[static_cast<size_t>(i)] * w->in;
     for (int64_t k = w->rank * part / parts; k < w->rank * (part + 1) / parts; ++k) {
-      const float mid = w->scale * kt.dot(w->a.data() + k * w->in, xt, w->in);
-      kt.axpy(mid, w->b_t.data() + k * w->out, out, w->out);
+      w->Expand(kt, k, w->Shrink(kt, k, xt), out);
     }
   };
   const auto row_out = [&](const LoraOut& o, int64_t i) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "model/gguf_file.h"
 #include "model/safetensors_file.h"
@@ -37,6 +38,12 @@ std::vector<float> ToFloat(kernels::WeightFormat format, int64_t rows, int64_t c
   std::vector<float> out(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) kernels::DequantizeRow(m, r, out.data() + r * cols);
   return out;
+}
+
+// How a matrix pair is kept: 16-bit when the file holds both in the same 16-bit format.
+kernels::WeightFormat StoredFormat(kernels::WeightFormat a, kernels::WeightFormat b) {
+  const bool half = a == kernels::WeightFormat::kF16 || a == kernels::WeightFormat::kBF16;
+  return half && a == b ? a : kernels::WeightFormat::kF32;
 }
 
 // Parses "<layer>" followed by ".<rest>"; nullopt when `s` does not start with a number.
@@ -243,7 +250,8 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     w.scale = scale;
     w.a = ToFloat(a.format, w.rank, w.in, a.data);
     RADIX_RETURN_IF_ERROR(Place(fname, layer, static_cast<LoraTarget>(target), std::move(w),
-                                ToFloat(b.format, w.out, w.rank, b.data), config, options,
+                                ToFloat(b.format, w.out, w.rank, b.data),
+                                StoredFormat(a.format, b.format), config, options,
                                 kernels::RopeLayout::kRotateHalf));
   }
   return Status::Ok();
@@ -319,13 +327,14 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
     w.a = ToFloat(a.format, w.rank, w.in, a.data);
     RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
-                                ToFloat(b.format, w.out, w.rank, b.data), config, options, layout));
+                                ToFloat(b.format, w.out, w.rank, b.data),
+                                StoredFormat(a.format, b.format), config, options, layout));
   }
   return Status::Ok();
 }
 
 Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget target, LoraWeights w,
-                          std::vector<float> b, const ModelConfig& c,
+                          std::vector<float> b, kernels::WeightFormat stored, const ModelConfig& c,
                           const LoraLoadOptions& options, kernels::RopeLayout adapter_layout) {
   const std::string where =
       file + ": layer " + std::to_string(layer) + " " + LoraTargetName(target);
@@ -381,8 +390,26 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
   for (int64_t o = 0; o < w.out; ++o) {
     for (int64_t k = 0; k < w.rank; ++k) w.b_t[k * w.out + o] = b[o * w.rank + k];
   }
+  if (stored == kernels::WeightFormat::kF16 || stored == kernels::WeightFormat::kBF16) {
+    // Every value came from the file's 16-bit numbers (the head permutation only moves them):
+    // back to 16 bits exactly.
+    const auto narrow = [stored](const std::vector<float>& from) {
+      std::vector<uint16_t> to(from.size());
+      for (size_t i = 0; i < from.size(); ++i) {
+        to[i] = stored == kernels::WeightFormat::kF16 ? kernels::F32ToF16(from[i])
+                                                      : kernels::F32ToBf16(from[i]);
+      }
+      return to;
+    };
+    w.half = stored;
+    w.a16 = narrow(w.a);
+    w.b_t16 = narrow(w.b_t);
+    w.a = {};
+    w.b_t = {};
+  }
   rank_ = std::max(rank_, w.rank);
-  bytes_ += static_cast<int64_t>((w.a.size() + w.b_t.size()) * sizeof(float));
+  bytes_ += static_cast<int64_t>((w.a.size() + w.b_t.size()) * sizeof(float) +
+                                 (w.a16.size() + w.b_t16.size()) * sizeof(uint16_t));
   if (std::find(targets_.begin(), targets_.end(), target) == targets_.end()) {
     targets_.push_back(target);
   }

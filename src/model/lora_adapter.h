@@ -25,7 +25,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kernels/kernel_table.h"
 #include "kernels/rope.h"
+#include "kernels/weight_format.h"
 #include "model/model_config.h"
 
 namespace radixserve::model {
@@ -45,6 +47,38 @@ struct LoraWeights {
   float scale = 1.0f;      // multiplies B (A x)
   std::vector<float> a;    // [rank, in]
   std::vector<float> b_t;  // B transposed: [rank, out] (each rank's output column, contiguous)
+  // An adapter whose file holds both matrices in F16 (or both in BF16) keeps them so, halving
+  // what a step reads: `half` names the format, a16 / b_t16 hold what a / b_t would (those are
+  // then empty). Converted on the fly, the products equal the float32 path's.
+  kernels::WeightFormat half = kernels::WeightFormat::kF32;
+  std::vector<uint16_t> a16, b_t16;
+
+  // scale * (A_k . x): rank k's share of the shrink.
+  float Shrink(const kernels::KernelTable& kt, int64_t k, const float* x) const {
+    float dot = 0.0f;
+    switch (half) {
+      case kernels::WeightFormat::kF16:
+        dot = kt.dot_f16(a16.data() + k * in, x, in);
+        break;
+      case kernels::WeightFormat::kBF16:
+        dot = kt.dot_bf16(a16.data() + k * in, x, in);
+        break;
+      default:
+        dot = kt.dot(a.data() + k * in, x, in);
+    }
+    return scale * dot;
+  }
+  // y += mid * (B^T)_k: rank k's share of the expand.
+  void Expand(const kernels::KernelTable& kt, int64_t k, float mid, float* y) const {
+    switch (half) {
+      case kernels::WeightFormat::kF16:
+        return kt.axpy_f16(mid, b_t16.data() + k * out, y, out);
+      case kernels::WeightFormat::kBF16:
+        return kt.axpy_bf16(mid, b_t16.data() + k * out, y, out);
+      default:
+        return kt.axpy(mid, b_t.data() + k * out, y, out);
+    }
+  }
 };
 
 struct LoraLoadOptions {
@@ -82,8 +116,8 @@ class LoraAdapter {
   // Checks shapes against the base model, applies the rotary row order to `b` ([out, rank], as
   // files hold it), stores it transposed and records the target.
   Status Place(const std::string& file, int64_t layer, LoraTarget target, LoraWeights weights,
-               std::vector<float> b, const ModelConfig& config, const LoraLoadOptions& options,
-               kernels::RopeLayout adapter_layout);
+               std::vector<float> b, kernels::WeightFormat stored, const ModelConfig& config,
+               const LoraLoadOptions& options, kernels::RopeLayout adapter_layout);
 
   std::vector<std::array<std::optional<LoraWeights>, kLoraTargetCount>> layers_;
   std::vector<LoraTarget> targets_;

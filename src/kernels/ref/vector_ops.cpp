@@ -2,6 +2,7 @@
 // variant is tested against these.
 #include <cmath>
 
+#include "kernels/half.h"
 #include "kernels/kernel_table.h"
 
 namespace radixserve::kernels {
@@ -15,6 +16,18 @@ float Dot(const float* a, const float* b, int64_t n) {
 
 void Axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+template <float (*Convert)(uint16_t)>
+float DotHalf(const uint16_t* h, const float* b, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(Convert(h[i])) * b[i];
+  return static_cast<float>(sum);
+}
+
+template <float (*Convert)(uint16_t)>
+void AxpyHalf(float alpha, const uint16_t* h, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * Convert(h[i]);
 }
 
 void RmsNorm(const float* x, const float* w, float weight_offset, float eps, float* y, int64_t n) {
@@ -63,7 +76,18 @@ void GeluErf(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const KernelTable& RefKernels() {
-  static const KernelTable table{"ref", Dot, Axpy, RmsNorm, Softmax, SiluMul, GeluTanhMul, GeluErf};
+  static const KernelTable table{"ref",
+                                 Dot,
+                                 Axpy,
+                                 RmsNorm,
+                                 Softmax,
+                                 SiluMul,
+                                 GeluTanhMul,
+                                 GeluErf,
+                                 DotHalf<F16ToF32>,
+                                 DotHalf<Bf16ToF32>,
+                                 AxpyHalf<F16ToF32>,
+                                 AxpyHalf<Bf16ToF32>};
   return table;
 }
 

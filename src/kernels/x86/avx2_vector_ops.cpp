@@ -4,9 +4,11 @@
 
 #include <cmath>
 
+#include "kernels/half.h"
 #include "kernels/kernel_table.h"
 
 #define RADIX_AVX2 __attribute__((target("avx2,fma")))
+#define RADIX_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -74,6 +76,53 @@ RADIX_AVX2 void Axpy(float alpha, const float* x, float* y, int64_t n) {
     _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
   }
   for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// 8 halves or bfloat16s as floats. The F16 load needs F16C (every AVX2 CPU has it; the other
+// AVX2 kernels assume it too).
+struct LoadF16 {
+  RADIX_AVX2_F16C __m256 operator()(const uint16_t* h) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  static float One(uint16_t h) { return F16ToF32(h); }
+};
+struct LoadBf16 {
+  RADIX_AVX2_F16C __m256 operator()(const uint16_t* h) const {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float One(uint16_t h) { return Bf16ToF32(h); }
+};
+
+// Dot with the 16-bit operand converted on load: the same accumulators and order as Dot.
+template <typename Load>
+RADIX_AVX2_F16C float DotHalf(const uint16_t* h, const float* b, int64_t n) {
+  const Load load;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(load(h + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(load(h + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(load(h + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(b + i), acc0);
+  float sum = HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) sum += Load::One(h[i]) * b[i];
+  return sum;
+}
+
+template <typename Load>
+RADIX_AVX2_F16C void AxpyHalf(float alpha, const uint16_t* h, float* y, int64_t n) {
+  const Load load;
+  const __m256 va = _mm256_set1_ps(alpha);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load(h + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += alpha * Load::One(h[i]);
 }
 
 // Sum of the f32 squares x[i] * x[i], accumulated in f64 (as llama.cpp's rms_norm does).
@@ -206,8 +255,18 @@ RADIX_AVX2 void GeluErf(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const KernelTable& Avx2Table() {
-  static const KernelTable table{"avx2",  Dot,     Axpy,        RmsNorm,
-                                 Softmax, SiluMul, GeluTanhMul, GeluErf};
+  static const KernelTable table{"avx2",
+                                 Dot,
+                                 Axpy,
+                                 RmsNorm,
+                                 Softmax,
+                                 SiluMul,
+                                 GeluTanhMul,
+                                 GeluErf,
+                                 DotHalf<LoadF16>,
+                                 DotHalf<LoadBf16>,
+                                 AxpyHalf<LoadF16>,
+                                 AxpyHalf<LoadBf16>};
   return table;
 }
 

@@ -63,6 +63,54 @@ RADIX_AVX512 void Axpy(float alpha, const float* x, float* y, int64_t n) {
   }
 }
 
+// 16 halves or bfloat16s as floats; `count` < 16 loads that many and zeros (a tail: copied into
+// a zeroed buffer, as masked 16-bit loads would need AVX512BW).
+struct LoadF16 {
+  RADIX_AVX512 __m512 operator()(const uint16_t* h) const {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+  }
+};
+struct LoadBf16 {
+  RADIX_AVX512 __m512 operator()(const uint16_t* h) const {
+    const __m512i wide =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+};
+template <typename Load>
+RADIX_AVX512 __m512 LoadPart(const uint16_t* h, int64_t count) {
+  if (count >= 16) return Load()(h);
+  alignas(32) uint16_t tail[16] = {};
+  for (int64_t k = 0; k < count; ++k) tail[k] = h[k];
+  return Load()(tail);
+}
+
+// Dot with the 16-bit operand converted on load: the same accumulators and order as Dot.
+template <typename Load>
+RADIX_AVX512 float DotHalf(const uint16_t* h, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(Load()(h + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(Load()(h + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    acc0 = _mm512_fmadd_ps(LoadPart<Load>(h + i, n - i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+template <typename Load>
+RADIX_AVX512 void AxpyHalf(float alpha, const uint16_t* h, float* y, int64_t n) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 r = _mm512_fmadd_ps(va, LoadPart<Load>(h + i, n - i), _mm512_maskz_loadu_ps(m, y + i));
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
+
 // Sum of the f32 squares x[i] * x[i], accumulated in f64 (as llama.cpp's rms_norm does, so the
 // rounded mean is the same float whatever the summation order).
 RADIX_AVX512 double SumSquaresF64(const float* x, int64_t n) {
@@ -169,8 +217,18 @@ RADIX_AVX512 void GeluErf(const float* x, float* out, int64_t n) {
 }  // namespace
 
 const KernelTable& Avx512Table() {
-  static const KernelTable table{"avx512", Dot,     Axpy,        RmsNorm,
-                                 Softmax,  SiluMul, GeluTanhMul, GeluErf};
+  static const KernelTable table{"avx512",
+                                 Dot,
+                                 Axpy,
+                                 RmsNorm,
+                                 Softmax,
+                                 SiluMul,
+                                 GeluTanhMul,
+                                 GeluErf,
+                                 DotHalf<LoadF16>,
+                                 DotHalf<LoadBf16>,
+                                 AxpyHalf<LoadF16>,
+                                 AxpyHalf<LoadBf16>};
   return table;
 }
 

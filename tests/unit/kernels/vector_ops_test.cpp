@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/half.h"
 #include "kernels/kernel_table.h"
 
 namespace radixserve::kernels {
@@ -26,6 +27,43 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, float
 }
 
 constexpr int64_t kSizes[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
+
+// dot_f16 / dot_bf16 / axpy_f16 / axpy_bf16 sum as dot / axpy do over the converted floats: the
+// same results (16-bit LoRA matrices give what their float32 copies give), in every variant.
+TEST(VectorOpsTest, HalfOperandsSumAsTheirFloatCopies) {
+  std::mt19937 rng(99);
+  for (const KernelTable* table : AvailableKernels()) {
+    SCOPED_TRACE(std::string(table->name));
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(n);
+      const std::vector<float> x = Random(n, rng), y = Random(n, rng);
+      std::vector<uint16_t> f16(x.size()), bf16(x.size());
+      std::vector<float> from_f16(x.size()), from_bf16(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        f16[i] = F32ToF16(x[i]);
+        bf16[i] = F32ToBf16(x[i]);
+        from_f16[i] = F16ToF32(f16[i]);
+        from_bf16[i] = Bf16ToF32(bf16[i]);
+      }
+      const float tol = 1e-6f * (1.0f + static_cast<float>(n));
+      EXPECT_NEAR(table->dot_f16(f16.data(), y.data(), n), table->dot(from_f16.data(), y.data(), n),
+                  tol);
+      EXPECT_NEAR(table->dot_bf16(bf16.data(), y.data(), n),
+                  table->dot(from_bf16.data(), y.data(), n), tol);
+      for (const bool brain : {false, true}) {
+        auto got = y, want = y;
+        if (brain) {
+          table->axpy_bf16(-1.3f, bf16.data(), got.data(), n);
+          table->axpy(-1.3f, from_bf16.data(), want.data(), n);
+        } else {
+          table->axpy_f16(-1.3f, f16.data(), got.data(), n);
+          table->axpy(-1.3f, from_f16.data(), want.data(), n);
+        }
+        EXPECT_EQ(got, want) << (brain ? "axpy_bf16" : "axpy_f16");
+      }
+    }
+  }
+}
 
 TEST(VectorOpsTest, VariantsAreListed) {
   auto all = AvailableKernels();
