@@ -152,6 +152,25 @@ void HandleGetLoad(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
   SendJson(*writer, 200, load);
 }
 
+void HandleTokenLoad(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  // LightLLM's GET /token_load: shares of the KV pool, per data-parallel replica (plain numbers
+  // with one replica). current_load: what the live requests hold; logical_max_load and
+  // dynamic_max_load (LightLLM reports the same value for both): what they would hold run to
+  // their max_new_tokens, queued prompts included.
+  json current = json::array(), peak = json::array();
+  for (const engine::EngineStats& stats : ctx.engine->ReplicaStats()) {
+    const double total = static_cast<double>(std::max<int64_t>(stats.max_total_num_tokens, 1));
+    current.push_back(static_cast<double>(stats.used_tokens) / total);
+    peak.push_back(static_cast<double>(stats.peak_tokens) / total);
+  }
+  if (current.size() == 1) {
+    current = current[0];
+    peak = peak[0];
+  }
+  SendJson(*writer, 200,
+           json{{"current_load", current}, {"logical_max_load", peak}, {"dynamic_max_load", peak}});
+}
+
 void HandleFlushCache(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
   // Answered from the engine thread when the flush has run; this I/O thread moves on.
   ctx.engine->FlushCacheAsync([writer](Status flushed) {

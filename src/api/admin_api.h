@@ -11,6 +11,8 @@ void HandleHealthGenerate(ServerContext& ctx, const ApiRequest& request, Respons
 void HandleModelInfo(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleServerInfo(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleGetLoad(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+// LightLLM's GET /token_load (KV pool shares, per data-parallel replica).
+void HandleTokenLoad(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleFlushCache(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleClearHiCacheStorage(ServerContext& ctx, const ApiRequest& request,
                                ResponseWriterPtr writer);

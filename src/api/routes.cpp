@@ -82,6 +82,7 @@ std::vector<ApiRoute> ApiRoutes() {
       {{"GET"}, "/server_info", false, HandleServerInfo},
       {{"GET"}, "/get_server_info", false, HandleServerInfo},
       {{"GET"}, "/get_load", false, HandleGetLoad},
+      {{"GET"}, "/token_load", false, HandleTokenLoad},
       {{"GET", "POST"}, "/flush_cache", false, HandleFlushCache, "path", /*admin=*/true},
       {{"GET", "POST"},
        "/clear_hicache_storage_backend",

@@ -154,6 +154,7 @@ EngineStats DpEngine::Stats() const {
     total.max_running_requests += s.max_running_requests;
     total.context_len = s.context_len;
     total.used_tokens += s.used_tokens;
+    total.peak_tokens += s.peak_tokens;
     total.cached_tokens += s.cached_tokens;
     used_weighted += s.token_usage * static_cast<double>(s.max_total_num_tokens);
     total.gen_throughput += s.gen_throughput;

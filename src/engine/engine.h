@@ -58,9 +58,12 @@ struct EngineStats {
   int64_t max_total_num_tokens = 0;
   int64_t max_running_requests = 0;
   int64_t context_len = 0;
-  int64_t used_tokens = 0;      // KV slots held by live sequences
-  int64_t cached_tokens = 0;    // KV slots held by the prefix cache
-  double token_usage = 0.0;     // used / total
+  int64_t used_tokens = 0;    // KV slots held by live sequences
+  int64_t cached_tokens = 0;  // KV slots held by the prefix cache
+  double token_usage = 0.0;   // used / total
+  // KV slots the live sequences would hold if each ran to its max_new_tokens: used_tokens plus
+  // every running and queued sequence's remaining tokens (LightLLM's /token_load estimate).
+  int64_t peak_tokens = 0;
   double cache_hit_rate = 0.0;  // cached prompt tokens / prompt tokens, since start
   double gen_throughput = 0.0;  // tokens/s over the last decode log interval
   // SGLang's idle leak check as of this snapshot: "ok" (busy-but-consistent, or idle and every

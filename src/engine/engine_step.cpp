@@ -279,6 +279,11 @@ void EngineLoop::PublishStats() {
       static_cast<int64_t>(memory_->pool().used_size() - memory_->cache().TotalSize());
   stats.cached_tokens = static_cast<int64_t>(memory_->cache().TotalSize());
   stats.token_usage = memory_->token_usage();
+  stats.peak_tokens = stats.used_tokens;
+  for (const sched::Sequence* seq : scheduler_->AllSequences()) {
+    stats.peak_tokens += seq->remaining_new_tokens();
+    if (!seq->admitted) stats.peak_tokens += static_cast<int64_t>(seq->input_ids.size());
+  }
   stats.cache_hit_rate = prompt_tokens_total_ > 0 ? static_cast<double>(cached_tokens_total_) /
                                                         static_cast<double>(prompt_tokens_total_)
                                                   : 0.0;

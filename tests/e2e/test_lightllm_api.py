@@ -170,3 +170,31 @@ def test_tgi_refuses_what_it_cannot_do_in_tgis_error_shape(tgi):
     assert r.status_code == 400
     assert set(r.json()) == {"error", "error_type"}
     assert "watermark" in r.json()["error"]
+
+
+def test_token_load_reports_shares_of_the_kv_pool():
+    """LightLLM's GET /token_load: current_load is what live requests hold of the pool (0 when
+    idle), the max loads what they would hold run to their max_new_tokens (LightLLM reports the
+    same value for logical_max_load and dynamic_max_load). Steps are slowed down (test hook) so
+    the request is still running when the load is read."""
+    srv = Server(STORIES, env={"RADIX_TEST_STEP_DELAY_MS": "20"})
+    try:
+        idle = requests.get(srv.url + "/token_load", timeout=10).json()
+        assert idle == {"current_load": 0.0, "logical_max_load": 0.0, "dynamic_max_load": 0.0}
+        total = srv.server_info()["max_total_num_tokens"]
+        body = {"inputs": "Once upon a time", "parameters": {"max_new_tokens": 100,
+                                                            "ignore_eos": True}}
+        with requests.post(srv.url + "/generate_stream", json=body, stream=True,
+                           timeout=120) as r:
+            lines = r.iter_lines()
+            next(line for line in lines if line.startswith(b"data:"))  # generating now
+            load = requests.get(srv.url + "/token_load", timeout=10).json()
+            for _ in lines:
+                pass
+    finally:
+        srv.stop()
+    assert 0.0 < load["current_load"] < 0.05
+    assert load["logical_max_load"] == load["dynamic_max_load"]
+    # The request may still grow to its prompt plus 100 tokens.
+    assert load["dynamic_max_load"] > load["current_load"]
+    assert 100 - 2 <= load["dynamic_max_load"] * total <= 100 + 32
