@@ -54,7 +54,9 @@ struct ProfileRequest {
   bool merge = false;
 };
 
-ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
+// `default_dir`: where traces go without output_dir (SGLang's $SGLANG_TORCH_PROFILER_DIR, else
+// RTP-LLM's --torch-cuda-profiler-dir, else /tmp).
+ApiExpected<ProfileRequest> ReadProfileRequest(const json& body, const std::string& default_dir) {
   ProfileRequest out;
   for (const auto& [key, value] : body.items()) {
     static const std::set<std::string> kFields = {
@@ -68,8 +70,7 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body) {
   }
   ApiExpected<std::optional<std::string>> dir = Field(ReadOptionalString(body, "output_dir"));
   if (!dir.ok()) return dir.status();
-  const char* env_dir = std::getenv("SGLANG_TORCH_PROFILER_DIR");
-  out.output_dir = dir->value_or(env_dir != nullptr ? env_dir : "/tmp");
+  out.output_dir = dir->value_or(default_dir);
   ApiExpected<std::optional<int64_t>> start = Field(ReadOptionalInt(body, "start_step", 0));
   if (!start.ok()) return start.status();
   if (start->value_or(0) > 0) out.options.start_step = *start;
@@ -215,7 +216,11 @@ struct ProfileRun : std::enable_shared_from_this<ProfileRun> {
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {
   ApiExpected<json> body = ReadBody(request);
   if (!body.ok()) return SendResult(*writer, body);
-  ApiExpected<ProfileRequest> parsed = ReadProfileRequest(*body);
+  const char* env_dir = std::getenv("SGLANG_TORCH_PROFILER_DIR");
+  std::string default_dir = env_dir != nullptr ? env_dir : "";
+  if (default_dir.empty()) default_dir = ctx.args->GetString(args::key::kTorchCudaProfilerDir);
+  if (default_dir.empty()) default_dir = "/tmp";
+  ApiExpected<ProfileRequest> parsed = ReadProfileRequest(*body, default_dir);
   if (!parsed.ok()) return SendResult(*writer, parsed.status());
   auto run = std::make_shared<ProfileRun>();
   run->request = std::move(*parsed);

@@ -639,6 +639,11 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
     args.Set(key::kQuantization, "gguf");
   }
 
+  // RTP-LLM's --max-batch-size (an alias) defaults to 0, meaning no limit of its own: the
+  // derived default then applies, as when the argument is unset.
+  if (!args.IsNull(key::kMaxRunningRequests) && args.GetInt(key::kMaxRunningRequests) == 0) {
+    args.Set(key::kMaxRunningRequests, nlohmann::json());
+  }
   DeriveMemoryDefaults(args, machine);
   RADIX_RETURN_IF_ERROR(CheckRanges(args));
   RADIX_RETURN_IF_ERROR(CheckCombinations(args, warnings));

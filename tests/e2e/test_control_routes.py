@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from server_util import SMOLLM2, Server
+from server_util import SMOLLM2, STORIES, Server
 
 PROMPT = "Write a long story about a lighthouse keeper and the sea."
 LONG = {"text": PROMPT, "sampling_params": {"max_new_tokens": 160, "temperature": 0,
@@ -246,6 +246,20 @@ def test_profile_records_each_step(server, tmp_path):
     assert all(e["args"]["num_seqs"] == 1 for e in steps)
     assert [e["args"]["num_tokens"] for e in steps[1:]] == [1] * 7
     assert requests.post(server.url + "/stop_profile", timeout=30).status_code == 400
+
+
+def test_rtp_profiler_dir_is_where_traces_go_without_output_dir(tmp_path):
+    """RTP-LLM's --torch-cuda-profiler-dir: the default directory of /start_profile's trace."""
+    srv = Server(STORIES, "--skip-server-warmup", "--torch-cuda-profiler-dir", tmp_path)
+    try:
+        assert requests.post(srv.url + "/start_profile", json={"profile_id": "rtp"},
+                             timeout=30).status_code == 200
+        generate(srv, {"text": "Once", "sampling_params": {"max_new_tokens": 2}})
+        assert requests.post(srv.url + "/stop_profile", timeout=30).status_code == 200
+        wait_for((tmp_path / "rtp-DP-0.trace.json").exists, timeout=30)
+    finally:
+        srv.stop()
+    assert "--torch-cuda-profiler-dir has no effect" not in srv.log_path.read_text()
 
 
 def test_profile_num_steps_and_stages(server, tmp_path):

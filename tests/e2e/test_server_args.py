@@ -207,6 +207,20 @@ def test_device_only_argument_warns_once(radixserve_bin):
     assert "device cpu" in stderr
 
 
+def test_rtp_max_batch_size_zero_means_no_limit_of_its_own(radixserve_bin):
+    """RTP-LLM's --max-batch-size defaults to 0 (no limit): the derived default applies."""
+    zero, _ = print_config(radixserve_bin, "--max-batch-size", "0")
+    unset, _ = print_config(radixserve_bin)
+    assert zero["max_running_requests"] == unset["max_running_requests"]
+
+
+def test_dp_attention_takes_its_effects_without_a_no_effect_warning(radixserve_bin):
+    config, stderr = print_config(radixserve_bin, "--dp-size", "2", "--tp-size", "2",
+                                  "--enable-dp-attention")
+    assert config["schedule_conservativeness"] == 0.3
+    assert "--enable-dp-attention has no effect" not in stderr
+
+
 def test_deprecated_switch_maps_to_replacement(radixserve_bin):
     config, stderr = print_config(radixserve_bin, "--enable-deepep-moe")
     assert config["moe_a2a_backend"] == "deepep"
