@@ -541,8 +541,6 @@ void EngineLoop::AdmitSubmission(Submission submission) {
   prompt_tokens_total_ += static_cast<int64_t>(raw->input_ids.size());
   if (memory_->hicache() != nullptr) state->set_storage_cached_tokens(0);
   RequestState& placed = *states_.emplace(raw, std::move(state)).first->second;
-  if (placed.request().prefilled_kv && !InsertPrefilledKv(raw, placed)) return;
-  StartPrefetch(raw);
   if (displaced) {
     ReleasePrefixHolds(displaced.get(), nullptr);
     auto it = states_.find(displaced.get());
@@ -550,6 +548,8 @@ void EngineLoop::AdmitSubmission(Submission submission) {
                        0);
     states_.erase(it);
   }
+  if (placed.request().prefilled_kv && !InsertPrefilledKv(raw, placed)) return;
+  StartPrefetch(raw);
 }
 
 void EngineLoop::AbortMatching(const AbortOrder& order) {

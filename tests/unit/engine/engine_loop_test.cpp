@@ -469,5 +469,50 @@ TEST(EngineLoopTest, ProfilerRecordsTheStepsThatRan) {
   for (const StepRecord& step : traces[0].steps) EXPECT_EQ(step.stage, "decode");
 }
 
+// Prefill/decode disaggregation inside one process: one engine computes a prompt and exports
+// its K/V rows; another, given the rows, matches all but the last prompt token and generates
+// what computing the prompt itself gives (llama.cpp's greedy reference).
+TEST(EngineLoopTest, PrefilledRowsFromAnotherEngineAreMatchedAndGiveTheSameOutput) {
+  const std::vector<int32_t> prompt = SharedPrefixPrompts()[0];
+  auto prefill = testing::MakeEngine(testing::BaseArgs());
+  auto decode = testing::MakeEngine(testing::BaseArgs());
+  GenerateRequest first = testing::GreedyRequest("p", prompt, 1);
+  first.export_kv = true;
+  Collector exported(1);
+  ASSERT_TRUE(prefill->Submit(std::move(first), exported.Sink(0)).ok());
+  exported.Wait(1);
+  const std::shared_ptr<const kv::KvRows> rows = exported[0].events.back().kv_rows;
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ(rows->tokens, prompt);
+  EXPECT_EQ(rows->layout, decode->KvLayout());
+
+  GenerateRequest second = testing::GreedyRequest("d", prompt, 12);
+  second.prefilled_kv = rows;
+  Collector decoded(1);
+  ASSERT_TRUE(decode->Submit(std::move(second), decoded.Sink(0)).ok());
+  decoded.Wait(1);
+  EXPECT_EQ(decoded[0].cached_tokens, static_cast<int64_t>(prompt.size()) - 1);
+  EXPECT_EQ(decoded[0].tokens, testing::ReferenceGreedy(prompt, 12));
+  EXPECT_EQ(decoded[0].tokens[0], exported[0].tokens[0]);
+  EXPECT_TRUE(prefill->CheckLeaks().ok());
+  EXPECT_TRUE(decode->CheckLeaks().ok());
+
+  // Rows of another layout end the request with a 500 naming both layouts.
+  auto other = std::make_shared<kv::KvRows>(*rows);
+  other->layout.row_bytes *= 2;
+  other->bytes.resize(other->ExpectedBytes());
+  GenerateRequest third = testing::GreedyRequest("x", prompt, 4);
+  third.prefilled_kv = other;
+  Collector refused(1);
+  ASSERT_TRUE(decode->Submit(std::move(third), refused.Sink(0)).ok());
+  refused.Wait(1);
+  ASSERT_TRUE(refused[0].finish.has_value());
+  EXPECT_EQ(refused[0].finish->kind, FinishKind::kAbort);
+  EXPECT_EQ(refused[0].finish->status_code, 500);
+  EXPECT_NE(refused[0].finish->message.find("layout"), std::string::npos);
+  EXPECT_TRUE(refused[0].tokens.empty());
+  EXPECT_TRUE(decode->CheckLeaks().ok());
+}
+
 }  // namespace
 }  // namespace radixserve::engine
