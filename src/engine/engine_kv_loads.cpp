@@ -30,11 +30,14 @@ void EngineLoop::PollPrefetches() {
   }
 }
 
+void EngineLoop::ReleaseTransferredPrefix(sched::Sequence* seq) {
+  if (seq->transferred_prefix == nullptr) return;
+  memory_->radix_cache()->DecLockRef(seq->transferred_prefix);
+  seq->transferred_prefix = nullptr;
+}
+
 void EngineLoop::ReleasePrefixHolds(sched::Sequence* seq, RequestState* state) {
-  if (seq->transferred_prefix != nullptr) {
-    memory_->radix_cache()->DecLockRef(seq->transferred_prefix);
-    seq->transferred_prefix = nullptr;
-  }
+  ReleaseTransferredPrefix(seq);
   if (seq->prefetch_op == 0) return;
   const size_t loaded =
       memory_->hicache()->Release(seq->prefetch_op, seq->admitted ? seq->cached_tokens : 0);
@@ -45,13 +48,11 @@ void EngineLoop::ReleasePrefixHolds(sched::Sequence* seq, RequestState* state) {
 
 bool EngineLoop::InsertPrefilledKv(sched::Sequence* seq, RequestState& state) {
   const kv::KvRows& rows = *state.request().prefilled_kv;
-  kv::TokenToKVPool& pool = memory_->pool();
-  const kv::KvRowsLayout& layout = kv_layout_;
-  if (rows.layout != layout) {
+  if (rows.layout != kv_layout_) {
     const std::string message = fmt::format(
         "The prefill server's KV cache layout ({}) differs from this server's ({}): run both "
         "with the same model and --kv-cache-dtype.",
-        rows.layout.Describe(), layout.Describe());
+        rows.layout.Describe(), kv_layout_.Describe());
     RADIX_LOG_ERROR("{}{}", log_prefix_, message);
     FinishSequence(seq, AbortFinish(message, 500), /*cache_kv=*/false);
     return false;
@@ -59,7 +60,7 @@ bool EngineLoop::InsertPrefilledKv(sched::Sequence* seq, RequestState& state) {
   kv::RadixCache* cache = memory_->radix_cache();
   if (cache == nullptr || seq->no_prefix_match) return true;  // computed here instead
   const size_t max_len = kv::MaxPrefixMatchLen(seq->fill_len(), seq->logprob_start_len);
-  seq->transferred_prefix = kv::InsertRows(*cache, pool, rows, seq->extra_key, max_len);
+  seq->transferred_prefix = kv::InsertRows(*cache, memory_->pool(), rows, seq->extra_key, max_len);
   leak_check_stale_ = true;
   if (seq->transferred_prefix == nullptr) {
     RADIX_LOG_WARN("{}No KV memory for the {} prefilled tokens of request {}: computing them here.",

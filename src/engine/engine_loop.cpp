@@ -259,9 +259,7 @@ void EngineLoop::MaybeSwapModel() {
 }
 
 Status EngineLoop::FlushCacheUnderWaiting() {
-  for (sched::Sequence* seq : scheduler_->waiting()) {
-    if (seq->transferred_prefix != nullptr) ReleasePrefixHolds(seq, nullptr);
-  }
+  for (sched::Sequence* seq : scheduler_->waiting()) ReleaseTransferredPrefix(seq);
   RADIX_RETURN_IF_ERROR(memory_->Flush());
   for (sched::Sequence* seq : scheduler_->waiting()) seq->match = {};
   leak_check_stale_ = true;

@@ -98,6 +98,8 @@ class EngineLoop final : public Engine {
   // Gives up what a queued sequence held in the prefix cache for its admission: its storage load
   // and the K/V rows a prefill server sent (admitted, or ended).
   void ReleasePrefixHolds(sched::Sequence* seq, RequestState* state);
+  // Only the K/V rows' lock (before a flush, whose own UnlockAll ends the storage loads' holds).
+  void ReleaseTransferredPrefix(sched::Sequence* seq);
   // Prefill/decode disaggregation (engine_kv_loads.cpp). Decode side: puts a request's
   // prefilled_kv into the prefix cache and locks it for the queued sequence; false (the request
   // was ended with an error) when the rows' layout differs from this pool's.

@@ -79,14 +79,6 @@ HiCache::~HiCache() { cache_->set_observer(nullptr); }
 
 size_t HiCache::payload_bytes() const { return store_->options().payload_bytes; }
 
-void HiCache::Gather(std::span<const int32_t> slots, std::byte* out) {
-  GatherRows(pool_->storage(), slots, out);
-}
-
-void HiCache::Scatter(const std::byte* in, size_t offset, std::span<const int32_t> slots) {
-  ScatterRows(pool_->storage(), in, options_.block_tokens, offset, slots);
-}
-
 void HiCache::Backup(RadixNode& node) {
   if (node.disk_backed) return;
   node.disk_backed = true;
@@ -115,7 +107,7 @@ void HiCache::Backup(RadixNode& node) {
   for (size_t i = last; i-- > first;) {
     if (store_->Has(hashes[i])) continue;
     auto payload = std::make_shared<std::vector<std::byte>>(payload_bytes());
-    Gather(std::span(slots).subspan(i * b, b), payload->data());
+    GatherRows(pool_->storage(), std::span(slots).subspan(i * b, b), payload->data());
     KvBlock block;
     block.hash = hashes[i];
     block.parent_hash = i == 0 ? seed : hashes[i - 1];
@@ -316,7 +308,8 @@ void HiCache::InsertLoaded(Op& op, size_t blocks) {
     const size_t offset = pos % b;
     const size_t count = std::min(b - offset, end - pos);
     const Load& load = loads_.at(op.hashes[block - op.first_block]);
-    Scatter(load.block.payload->data(), offset, std::span(*slots).subspan(pos - matched, count));
+    ScatterRows(pool_->storage(), load.block.payload->data(), b, offset,
+                std::span(*slots).subspan(pos - matched, count));
     pos += count;
   }
   std::vector<int32_t> value = std::move(match.device_indices);

@@ -177,8 +177,6 @@ class HiCache final : public RadixCacheObserver {
   void InsertLoaded(Op& op, size_t blocks);
   void DropRefs(const Op& op);
   size_t payload_bytes() const;
-  void Gather(std::span<const int32_t> slots, std::byte* out);
-  void Scatter(const std::byte* in, size_t offset, std::span<const int32_t> slots);
 
   HiCacheOptions options_;
   RadixCache* cache_;
