@@ -18,31 +18,73 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
       on_event_(std::move(on_event)),
       on_done_(std::move(on_done)) {}
 
+CallTracker::PrefillRooms::PrefillRooms(disagg::KvTransfer& transfer,
+                                        const std::vector<engine::GenerateRequest>& requests)
+    : transfer_(transfer) {
+  for (const engine::GenerateRequest& request : requests) {
+    if (request.export_kv && request.bootstrap) open_.push_back(request.bootstrap->room);
+  }
+}
+
+void CallTracker::PrefillRooms::Publish(uint64_t room, disagg::KvTransfer::Rows rows,
+                                        std::string failure) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = std::find(open_.begin(), open_.end(), room);
+    if (it == open_.end()) return;
+    open_.erase(it);
+  }
+  transfer_.Publish(room, std::move(rows), std::move(failure));
+}
+
+void CallTracker::PrefillRooms::FailRest(const std::string& why) {
+  std::vector<uint64_t> rest;
+  {
+    std::lock_guard lock(mu_);
+    rest.swap(open_);
+  }
+  for (const uint64_t room : rest) {
+    transfer_.Publish(room, nullptr, "the prefill server refused the request: " + why);
+  }
+}
+
 void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
                         OnDone on_done, OnRejected on_rejected, size_t n, bool stream) {
+  auto call = std::make_shared<PendingCall>(
+      PendingCall{std::move(writer), std::move(requests), std::move(on_event), std::move(on_done),
+                  std::move(on_rejected), n, stream, nullptr});
+  if (ctx.kv_transfer != nullptr && ctx.kv_transfer->role() == disagg::Role::kPrefill) {
+    auto rooms = std::make_shared<PrefillRooms>(*ctx.kv_transfer, call->requests);
+    if (!rooms->empty()) {
+      call->rooms = rooms;
+      call->on_rejected = [rooms, answer = std::move(call->on_rejected)](const ApiError& error,
+                                                                         bool stream_started) {
+        rooms->FailRest(error.message);
+        answer(error, stream_started);
+      };
+    }
+  }
+  Proceed(ctx, std::move(call));
+}
+
+void CallTracker::Proceed(ServerContext& ctx, std::shared_ptr<PendingCall> call) {
   if (ctx.kv_transfer != nullptr && ctx.kv_transfer->role() == disagg::Role::kDecode &&
-      std::any_of(requests.begin(), requests.end(), [](const auto& request) {
+      std::any_of(call->requests.begin(), call->requests.end(), [](const auto& request) {
         return request.bootstrap.has_value() && request.prefilled_kv == nullptr;
       })) {
-    FetchPrefilled(ctx, std::make_shared<PendingCall>(
-                            PendingCall{std::move(writer), std::move(requests), std::move(on_event),
-                                        std::move(on_done), std::move(on_rejected), n, stream}));
+    FetchPrefilled(ctx, std::move(call));
     return;
   }
-  bool compile = std::any_of(requests.begin(), requests.end(), [](const auto& request) {
+  bool compile = std::any_of(call->requests.begin(), call->requests.end(), [](const auto& request) {
     return request.grammar == nullptr && ConstraintSpec(request.sampling).has_value();
   });
   if (!compile) {
-    Submit(ctx, std::move(writer), std::move(requests), std::move(on_event), std::move(on_done),
-           std::move(on_rejected), n, stream);
+    Submit(ctx, std::move(call));
     return;
   }
   // A constraint missing from the grammar cache: compile it on the grammar queue, then submit
   // from there (AttachConstraints only attaches cached grammars when a queue exists).
-  auto call = std::make_shared<PendingCall>(PendingCall{std::move(writer), std::move(requests),
-                                                        std::move(on_event), std::move(on_done),
-                                                        std::move(on_rejected), n, stream});
   ctx.grammar_queue->Post([&ctx, call] {
     for (engine::GenerateRequest& request : call->requests) {
       if (Status compiled = CompileConstraint(ctx, request); !compiled.ok()) {
@@ -50,8 +92,7 @@ void CallTracker::Start(ServerContext& ctx, ResponseWriterPtr writer,
         return;
       }
     }
-    Submit(ctx, std::move(call->writer), std::move(call->requests), std::move(call->on_event),
-           std::move(call->on_done), std::move(call->on_rejected), call->n, call->stream);
+    Submit(ctx, call);
   });
 }
 
@@ -88,16 +129,17 @@ void CallTracker::FetchPrefilled(ServerContext& ctx, std::shared_ptr<PendingCall
                                call->on_rejected(FromStatus(*fetches->failure), false);
                                return;
                              }
-                             Start(ctx, std::move(call->writer), std::move(call->requests),
-                                   std::move(call->on_event), std::move(call->on_done),
-                                   std::move(call->on_rejected), call->n, call->stream);
+                             Proceed(ctx, call);
                            });
   }
 }
 
-void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
-                         std::vector<engine::GenerateRequest> requests, OnEvent on_event,
-                         OnDone on_done, OnRejected on_rejected, size_t n, bool stream) {
+void CallTracker::Submit(ServerContext& ctx, std::shared_ptr<PendingCall> pending_call) {
+  PendingCall& pc = *pending_call;
+  std::vector<engine::GenerateRequest>& requests = pc.requests;
+  const OnRejected& on_rejected = pc.on_rejected;
+  const size_t n = pc.n;
+  const bool stream = pc.stream;
   // Every rid of the call must be non-empty and not live already (SGLang refuses a duplicate
   // request ID); the n > 1 warm-up prefills get rids of their own.
   std::vector<std::string> rids;
@@ -120,11 +162,13 @@ void CallTracker::Submit(ServerContext& ctx, ResponseWriterPtr writer,
     on_rejected(BadRequest("Duplicate request ID: " + shown), false);
     return;
   }
+  ResponseWriterPtr writer = pc.writer;
   if (stream) writer->StartStream();
 
   std::shared_ptr<CallTracker> call(
-      new CallTracker(ctx, writer, std::move(on_event), std::move(on_done)));
+      new CallTracker(ctx, writer, std::move(pc.on_event), std::move(pc.on_done)));
   call->stream_ = stream;
+  call->rooms_ = pc.rooms;
   call->choices_.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     call->choices_[i].rid = requests[i].rid;
@@ -214,9 +258,11 @@ void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
   for (size_t i = 0; i < requests.size(); ++i) {
     // A prefill server's disaggregated request: its prompt's K/V rows go to the transfer service
     // under the request's room as soon as the engine reports the end (on the engine thread; the
-    // service only queues them).
+    // service only queues them). A refusal publishes through on_rejected (see Start).
     std::optional<uint64_t> room;
-    if (requests[i].export_kv && requests[i].bootstrap) room = requests[i].bootstrap->room;
+    if (rooms_ != nullptr && requests[i].export_kv && requests[i].bootstrap) {
+      room = requests[i].bootstrap->room;
+    }
     // The engine thread only hands the event over; folding and formatting run on the
     // connection's I/O strand.
     Status submitted =
@@ -227,14 +273,13 @@ void CallTracker::SubmitAll(std::vector<engine::GenerateRequest> requests,
               failure = "the prefill server's request ended without its prompt's KV: " +
                         event.finish_reason->message;
             }
-            self->ctx_.kv_transfer->Publish(*room, std::move(event.kv_rows), std::move(failure));
+            self->rooms_->Publish(*room, std::move(event.kv_rows), std::move(failure));
           }
           ResponseWriter& writer = *self->writer_;
           writer.Post(
               [self, i, event = std::move(event)]() mutable { self->Handle(i, std::move(event)); });
         });
     if (!submitted.ok()) {
-      if (room) ctx_.kv_transfer->Publish(*room, nullptr, submitted.message());
       {
         std::lock_guard lock(mu_);
         rejected_ = true;

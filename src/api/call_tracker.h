@@ -92,7 +92,28 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   ServerContext& context() { return ctx_; }
 
  private:
-  // A call waiting on the grammar queue or on the prefill server's K/V.
+  // A prefill server's call: each request's room gets exactly one publication on the transfer
+  // service, its prompt's rows when the request reaches its first token, else the failure that
+  // ended the request or refused the call (so its decode server answers at once instead of
+  // waiting out its timeout).
+  class PrefillRooms {
+   public:
+    PrefillRooms(disagg::KvTransfer& transfer,
+                 const std::vector<engine::GenerateRequest>& requests);
+    bool empty() const { return open_.empty(); }
+    // Publishes `room` unless it was published already (a request aborted after its call was
+    // refused).
+    void Publish(uint64_t room, disagg::KvTransfer::Rows rows, std::string failure);
+    // Publishes `why` under every room not published yet.
+    void FailRest(const std::string& why);
+
+   private:
+    disagg::KvTransfer& transfer_;
+    std::mutex mu_;
+    std::vector<uint64_t> open_;
+  };
+  // A call on its way to the engine: waiting on the prefill server's K/V, then on the grammar
+  // queue, then submitted.
   struct PendingCall {
     ResponseWriterPtr writer;
     std::vector<engine::GenerateRequest> requests;
@@ -101,16 +122,18 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
     OnRejected on_rejected;
     size_t n;
     bool stream;
+    std::shared_ptr<PrefillRooms> rooms;  // prefill server only
   };
+  // The next stage of `call`: fetching its K/V (decode server), compiling its grammars, or
+  // submitting it.
+  static void Proceed(ServerContext& ctx, std::shared_ptr<PendingCall> call);
   // Decode server: fetches the prompt K/V of every request with a bootstrap_room from its prefill
-  // server, then Starts the call again (a failed fetch answers it through on_rejected).
+  // server, then Proceeds (a failed fetch answers the call through on_rejected).
   static void FetchPrefilled(ServerContext& ctx, std::shared_ptr<PendingCall> call);
 
   CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent on_event, OnDone on_done);
-  // Start, once every grammar is compiled.
-  static void Submit(ServerContext& ctx, ResponseWriterPtr writer,
-                     std::vector<engine::GenerateRequest> requests, OnEvent on_event,
-                     OnDone on_done, OnRejected on_rejected, size_t n, bool stream);
+  // Every grammar is compiled and every K/V fetched: claims the rids and submits.
+  static void Submit(ServerContext& ctx, std::shared_ptr<PendingCall> pending);
   void Handle(size_t index, engine::RequestEvent event);
   void SubmitAll(std::vector<engine::GenerateRequest> requests, const OnRejected& on_rejected);
   void AbortUnfinished();
@@ -123,6 +146,7 @@ class CallTracker : public std::enable_shared_from_this<CallTracker> {
   ResponseWriterPtr writer_;
   // The tokenizer-side series of this call's custom labels; null without --enable-metrics.
   metrics::RequestMetrics* request_metrics_ = nullptr;
+  std::shared_ptr<PrefillRooms> rooms_;  // prefill server only
   OnEvent on_event_;
   OnDone on_done_;
   std::mutex mu_;

@@ -217,6 +217,35 @@ def test_bad_bootstrap_fields_are_refused(pd):
     assert generate(decode.url, "hi")["meta_info"]["completion_tokens"] > 0
 
 
+def test_a_call_the_prefill_server_refuses_fails_its_decode_side_at_once(pd):
+    """The prefill server refuses the call after parsing it (its rid is live there already): it
+    publishes the refusal under the room, so the decode server answers the error now instead of
+    waiting out its 300 s transfer timeout."""
+    _, prefill, decode, _ = pd
+    live = requests.post(prefill.url + "/generate", stream=True, timeout=120, json={
+        "text": PROMPTS[1], "rid": "pd-dup", "stream": True,
+        "sampling_params": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}})
+    try:
+        assert live.status_code == 200
+        lines = live.iter_lines()  # kept: a dropped iterator may close the connection
+        next(lines)  # the rid is live on the prefill server
+        body = {"text": PROMPTS[0], "rid": "pd-dup", "sampling_params": GREEDY,
+                "bootstrap_host": "127.0.0.1", "bootstrap_port": prefill.bootstrap_port,
+                "bootstrap_room": 4242}
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            to_decode = pool.submit(requests.post, decode.url + "/generate", json=body, timeout=60)
+            to_prefill = pool.submit(requests.post, prefill.url + "/generate", json=body,
+                                     timeout=60)
+            refused = to_prefill.result()
+            assert refused.status_code == 400 and "Duplicate request ID" in refused.text, refused.text
+            failed = to_decode.result()  # a timeout here means the decode side kept waiting
+        assert failed.status_code == 503, failed.text
+        assert "refused" in failed.text and "Duplicate request ID" in failed.text, failed.text
+    finally:
+        live.close()  # aborts the long request
+    assert generate(decode.url, "hi")["meta_info"]["completion_tokens"] > 0
+
+
 def test_decode_killed_while_its_transfer_is_pending_frees_the_prefill_side():
     """The prefill is slowed down (test hook) so the decode server is waiting on its transfer
     when it is killed; the prefill server then drops the rows at once and holds nothing."""
