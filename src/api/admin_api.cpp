@@ -84,6 +84,10 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   info["status"] = ctx.shutting_down ? "shutting_down" : ctx.starting ? "starting" : "ready";
   info["max_total_num_tokens"] = stats.max_total_num_tokens;
   info["max_req_input_len"] = stats.context_len - 1;
+  info["launch_command"] = ctx.launch_command;
+  // KV events (--kv-events-config) are not published: SGLang's descriptor is null then.
+  info["kv_events"] = nullptr;
+  info["startup_time"] = ctx.starting ? json(nullptr) : ctx.startup_time;
   json state = ctx.args->PublicValues();
   state["last_gen_throughput"] = stats.gen_throughput;
   state["memory_usage"] = {{"token_capacity", stats.max_total_num_tokens}};
@@ -137,6 +141,7 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;
+  info["frontend"] = "radixserve";  // SGLang answers "python" (or "rust")
   SendJson(*writer, 200, info);
 }
 

@@ -13,8 +13,9 @@ CallTracker::CallTracker(ServerContext& ctx, ResponseWriterPtr writer, OnEvent o
                          OnDone on_done)
     : ctx_(ctx),
       writer_(std::move(writer)),
-      request_metrics_(ctx.metrics != nullptr ? &ctx.metrics->Requests(writer_->metric_labels)
-                                              : nullptr),
+      request_metrics_(ctx.metrics != nullptr && writer_->log_metrics
+                           ? &ctx.metrics->Requests(writer_->metric_labels)
+                           : nullptr),
       on_event_(std::move(on_event)),
       on_done_(std::move(on_done)) {}
 
@@ -355,6 +356,7 @@ void CallTracker::RecordMetrics(ChoiceState& choice, const engine::RequestEvent&
 // SGLang logs a request when the tokenizer manager receives it and when it finishes, and keeps
 // it for the crash dump.
 void CallTracker::RecordReceived(const engine::GenerateRequest& request, ChoiceState& choice) {
+  if (writer_->no_logs) return;
   const std::shared_ptr<const RequestLog> log = ctx_.request_log.load();
   if (log == nullptr && ctx_.crash_dump == nullptr) return;
   choice.log_obj = RequestObjJson(ctx_, request);

@@ -13,6 +13,7 @@
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/lightllm_api.h"
+#include "api/openai_common.h"
 #include "api/request_builder.h"
 #include "api/serving.h"
 #include "api/session_store.h"
@@ -55,7 +56,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"routing_key", kMetadata},
       {"conversation_id", kMetadata},
       {"session_id", kMetadata},
-      {"log_metrics", kMetadata},
+      {"log_metrics", kUsed},
       // SGLang's router (sglang-router) names the model it routed for; one server serves one.
       {"model", kMetadata},
       // Multimodal inputs, LoRA, disaggregation, sessions, hidden states and the rest.
@@ -93,7 +94,7 @@ const std::map<std::string, FieldUse, std::less<>>& Fields() {
       {"background", kDefaultOnly},
       {"require_reasoning", kDefaultOnly},
       {"max_thinking_tokens", kDefaultOnly},
-      {"no_logs", kDefaultOnly},
+      {"no_logs", kUsed},
       {"custom_labels", kUsed},
       {"return_bytes", kDefaultOnly},
       {"return_entropy", kUsed},
@@ -213,10 +214,10 @@ struct ItemInfo {
   engine::GenerateRequest shape;  // logprob options only (ids and sampling not needed)
 };
 
-// One item of the answer. With `ids_sent` (--stream-output), output_ids holds only the ids after
-// *ids_sent, and the cursor moves to the end.
-json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInfo& info,
-              size_t* ids_sent, std::optional<size_t> index) {
+}  // namespace
+
+nlohmann::json MetaInfoJson(const ServerContext& ctx, const ChoiceState& choice,
+                            const engine::GenerateRequest& shape) {
   json meta = {{"id", choice.rid},
                {"finish_reason", FinishReasonJson(choice)},
                {"prompt_tokens", choice.prompt_tokens},
@@ -226,23 +227,26 @@ json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInf
                {"total_retractions", 0}};
   if (choice.finished) meta["e2e_latency"] = choice.e2e_latency_s;
   if (choice.storage_cached_tokens >= 0) {
-    // SGLang's breakdown with a storage tier: on a CPU the RAM pool is the device tier and
-    // there is no separate host tier.
-    meta["cached_tokens_details"] = {
-        {"device", choice.cached_tokens - choice.storage_cached_tokens},
-        {"host", 0},
-        {"storage", choice.storage_cached_tokens},
-        {"storage_backend", "HiCacheFile"}};
+    meta["cached_tokens_details"] = openai::CachedTokensDetails(choice);
   }
   if (choice.spec_verify_ct) meta["spec_verify_ct"] = *choice.spec_verify_ct;
-  if (info.shape.return_logprob) {
-    AddLogprobs(ctx, info.shape, choice.input_logprobs, "input", meta);
-    AddLogprobs(ctx, info.shape, choice.output_logprobs, "output", meta);
+  if (shape.return_logprob) {
+    AddLogprobs(ctx, shape, choice.input_logprobs, "input", meta);
+    AddLogprobs(ctx, shape, choice.output_logprobs, "output", meta);
   }
-  if (info.shape.return_entropy) meta["output_token_entropy"] = choice.output_entropy;
-  if (info.shape.return_hidden_states && choice.finished) {
+  if (shape.return_entropy) meta["output_token_entropy"] = choice.output_entropy;
+  if (shape.return_hidden_states && choice.finished)
     meta["hidden_states"] = HiddenStatesJson(choice);
-  }
+  return meta;
+}
+
+namespace {
+
+// One item of the answer. With `ids_sent` (--stream-output), output_ids holds only the ids after
+// *ids_sent, and the cursor moves to the end.
+json ItemJson(const ServerContext& ctx, const ChoiceState& choice, const ItemInfo& info,
+              size_t* ids_sent, std::optional<size_t> index) {
+  json meta = MetaInfoJson(ctx, choice, info.shape);
   json ids;
   if (ids_sent != nullptr) {
     ids = std::vector<int32_t>(choice.output_ids.begin() + static_cast<std::ptrdiff_t>(*ids_sent),
@@ -572,15 +576,16 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   const bool stream = stream_field->value_or(false);
   auto priority = ReadOptionalInt(body, "priority");
   if (!priority.ok()) return invalid(priority.status());
-  // The replica a router chose (data_parallel_rank: SGLang's deprecated spelling).
-  const int64_t dp_size = ctx.args->GetInt(args::key::kDpSize);
-  auto routed = ReadOptionalInt(body, "routed_dp_rank", 0, dp_size - 1);
-  if (!routed.ok()) return invalid(routed.status());
-  auto routed_alias = ReadOptionalInt(body, "data_parallel_rank", 0, dp_size - 1);
-  if (!routed_alias.ok()) return invalid(routed_alias.status());
-  const std::optional<int64_t> dp_rank = routed->has_value() ? *routed : *routed_alias;
+  auto dp_rank = ReadRoutedDpRank(ctx, body);
+  if (!dp_rank.ok()) return invalid(dp_rank.status());
   auto session = ReadSessionParams(body);
   if (!session.ok()) return invalid(session.status());
+  auto labels = ReadBodyLabels(body);
+  if (!labels.ok()) return invalid(labels.status());
+  auto log_metrics = ReadOptionalBool(body, "log_metrics");
+  if (!log_metrics.ok()) return invalid(log_metrics.status());
+  auto no_logs = ReadOptionalBool(body, "no_logs");
+  if (!no_logs.ok()) return invalid(no_logs.status());
 
   // Everything is read and bounded before any prompt is tokenized or copied n times.
   std::vector<ItemOptions> items;
@@ -639,7 +644,7 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
       BuiltRequest built = BuildGenerateRequest(ctx, (*prompts)[i], item.sampling, options);
       if (built.error) return *built.error;
       built.request->sampling.n = 1;  // the n copies are separate engine requests
-      if (dp_rank) built.request->routed_dp_rank = static_cast<int32_t>(*dp_rank);
+      if (*dp_rank) built.request->routed_dp_rank = **dp_rank;
       ItemInfo info;
       info.shape.return_hidden_states = item.return_hidden_states;
       info.shape.return_entropy = item.return_entropy;
@@ -652,6 +657,9 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
     }
   }
   plan.group = static_cast<size_t>(group_n.value_or(1));
+  plan.metric_labels = std::move(*labels);
+  plan.log_metrics = log_metrics->value_or(true);
+  plan.no_logs = no_logs->value_or(false);
   plan.formatter = std::make_shared<GenerateFormatter>(std::move(infos), batch,
                                                        ctx.args->GetBool(args::key::kStreamOutput));
   if (ApiExpected<bool> applied = ApplyBootstrap(ctx, body, plan); !applied.ok()) {
@@ -677,14 +685,6 @@ void HandleGenerate(ServerContext& ctx, const std::string& body_text, ResponseWr
     body->erase("stream");
     return ServeLightLlm(ctx, *body, stream->value_or(false), /*list_answer=*/false,
                          std::move(writer));
-  }
-  // SGLang's custom metric labels in the body; they win over the custom-labels header's.
-  if (auto labels = body->find("custom_labels"); labels != body->end() && !labels->is_null()) {
-    Expected<std::map<std::string, std::string>> read = ReadLabelMap(*labels, "custom_labels");
-    if (!read.ok()) {
-      return SendResult(*writer, InvalidRequest(read.status().message()), ErrorStyle::kNative);
-    }
-    for (auto& [label, value] : *read) writer->metric_labels[label] = value;
   }
   Serve(ctx, std::move(writer), ErrorStyle::kNative, ParseGenerate(ctx, *body));
 }

@@ -15,6 +15,12 @@
 
 namespace radixserve::api {
 
+// SGLang's meta_info of one finished or streaming choice: id, finish_reason, token counts,
+// cached tokens (by tier with a storage tier), weight version, latency, and the logprobs,
+// entropy and hidden states `shape` asked for. Chat completions' return_meta_info answers it too.
+nlohmann::json MetaInfoJson(const ServerContext& ctx, const ChoiceState& choice,
+                            const engine::GenerateRequest& shape);
+
 // The parse step of /generate (serving.h): the body's engine requests and their formatter, or the
 // 400 to answer.
 ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const nlohmann::json& body);

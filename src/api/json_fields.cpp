@@ -80,6 +80,12 @@ Expected<std::map<std::string, std::string>> ReadLabelMap(const nlohmann::json& 
   return labels;
 }
 
+Expected<std::map<std::string, std::string>> ReadBodyLabels(const nlohmann::json& body) {
+  auto it = body.find("custom_labels");
+  if (it == body.end() || it->is_null()) return std::map<std::string, std::string>();
+  return ReadLabelMap(*it, "custom_labels");
+}
+
 std::map<std::string, std::string> ParseLabelHeader(std::string_view value,
                                                     std::string_view header) {
   const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);

@@ -39,6 +39,9 @@ Expected<std::optional<std::string>> ReadOptionalString(const nlohmann::json& ob
 Expected<std::map<std::string, std::string>> ReadLabelMap(const nlohmann::json& value,
                                                           std::string_view name);
 
+// The body's custom_labels field (SGLang's): empty when absent or null.
+Expected<std::map<std::string, std::string>> ReadBodyLabels(const nlohmann::json& body);
+
 // The custom-labels header's value (`header` names it in the log): a JSON object of label
 // names to strings. Anything else is logged and the request served without custom labels, as
 // SGLang does with a header it cannot parse.

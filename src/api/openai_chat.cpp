@@ -5,10 +5,12 @@
 
 #include "api/chat_output.h"
 #include "api/disagg_fields.h"
+#include "api/generate_api.h"
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/openai_api.h"
 #include "api/openai_common.h"
+#include "api/openai_fields.h"
 #include "api/openai_tools.h"
 #include "api/request_builder.h"
 #include "api/serving.h"
@@ -85,6 +87,18 @@ class ChatFormatter final : public ResponseFormatter {
     bool include_usage = false;
     bool hidden_states = false;
     size_t group = 1;
+    // SGLang's per-choice extras (non-streamed calls only): prompt_token_ids, response_token_ids,
+    // meta_info (as /generate's, with `meta_shape`'s logprob options).
+    bool prompt_token_ids = false;
+    bool response_token_ids = false;
+    bool meta_info = false;
+    engine::GenerateRequest meta_shape;
+    // The prompt's ids, for prompt_token_ids and sglext.input_ids.
+    std::vector<int32_t> prompt_ids;
+    // sglext: cached_tokens_details, input_ids, output_ids (one list per choice).
+    bool sglext_cached_tokens_details = false;
+    bool sglext_input_ids = false;
+    bool sglext_output_ids = false;
   };
 
   ChatFormatter(Options options, std::unique_ptr<ChatOutput> output, size_t choices)
@@ -133,6 +147,15 @@ class ChatFormatter final : public ResponseFormatter {
                   {"matched_stop",
                    called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}}));
     }
+    if (json ext = Sglext(choices); !ext.empty()) {
+      emit({{"id", o_.id},
+            {"object", "chat.completion.chunk"},
+            {"created", o_.created},
+            {"model", o_.model},
+            {"choices", json::array()},
+            {"usage", nullptr},
+            {"sglext", std::move(ext)}});
+    }
     if (o_.include_usage) {
       emit(UsageChunk(o_.id, "chat.completion.chunk", o_.created, o_.model,
                       Usage(ctx, choices, o_.group)));
@@ -154,10 +177,15 @@ class ChatFormatter final : public ResponseFormatter {
           {"finish_reason", ToolAwareFinish(choices[i], called)},
           {"matched_stop", called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}};
       if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);
+      if (o_.prompt_token_ids) choice["prompt_token_ids"] = o_.prompt_ids;
+      if (o_.response_token_ids) choice["response_token_ids"] = choices[i].output_ids;
+      if (o_.meta_info) choice["meta_info"] = MetaInfoJson(ctx, choices[i], o_.meta_shape);
       out_choices.push_back(std::move(choice));
     }
-    return {200, Envelope(ctx, o_.id, "chat.completion", o_.created, o_.model,
-                          std::move(out_choices), Usage(ctx, choices, o_.group))};
+    json out = Envelope(ctx, o_.id, "chat.completion", o_.created, o_.model, std::move(out_choices),
+                        Usage(ctx, choices, o_.group));
+    if (json ext = Sglext(choices); !ext.empty()) out["sglext"] = std::move(ext);
+    return {200, std::move(out)};
   }
 
  private:
@@ -167,6 +195,22 @@ class ChatFormatter final : public ResponseFormatter {
     size_t text_sent = 0;
     size_t logprobs_sent = 0;
   };
+
+  // SGLang's response-level extension object; empty when the request asked for none of it.
+  json Sglext(const std::vector<ChoiceState>& choices) const {
+    json ext = json::object();
+    if (choices.empty()) return ext;
+    if (o_.sglext_cached_tokens_details) {
+      ext["cached_tokens_details"] = CachedTokensDetails(choices[0]);
+    }
+    if (o_.sglext_input_ids) ext["input_ids"] = o_.prompt_ids;
+    if (o_.sglext_output_ids) {
+      json ids = json::array();
+      for (const ChoiceState& choice : choices) ids.push_back(choice.output_ids);
+      ext["output_ids"] = std::move(ids);
+    }
+    return ext;
+  }
 
   json Chunk(json choice) const {
     return {
@@ -189,6 +233,60 @@ class ChatFormatter final : public ResponseFormatter {
   std::unique_ptr<ChatOutput> output_;
   std::vector<Cursor> cursors_;
 };
+
+// The template kwargs with the request's reasoning switches added where the client's
+// chat_template_kwargs did not set them, as SGLang's ChatCompletionRequest does:
+// - reasoning_effort (or SGLang's reasoning: {"effort", "enabled"}): itself as a kwarg
+//   (gpt-oss-style templates read it), and thinking / enable_thinking = effort != "none"
+//   (DeepSeek- and Qwen3-style templates and the reasoning parsers read those);
+// - thinking: {"type": ...}: thinking_mode = type (SGLang's MiniMax-M3 kwarg), and, unless the
+//   effort decided it, thinking / enable_thinking = type != "disabled".
+ApiExpected<chat::Json> AddThinkingKwargs(const json& body, chat::Json kwargs) {
+  if (kwargs.is_null()) kwargs = chat::Json::object();
+  auto set_default = [&kwargs](const char* key, const chat::Json& value) {
+    if (!kwargs.contains(key)) kwargs[key] = value;
+  };
+  std::optional<std::string> effort;
+  std::optional<bool> thinking;
+  if (auto it = body.find("reasoning"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return InvalidRequest("reasoning must be an object.");
+    for (const char* key : {"effort", "reasoning_effort"}) {
+      if (auto e = it->find(key); !effort && e != it->end() && !e->is_null()) {
+        if (!e->is_string()) return InvalidRequest("reasoning.effort must be a string.");
+        effort = e->get<std::string>();
+      }
+    }
+    for (const char* key : {"enabled", "enable"}) {
+      if (auto e = it->find(key); e != it->end() && e->is_boolean()) {
+        if (e->get<bool>()) thinking = true;
+        break;
+      }
+    }
+  }
+  if (auto it = body.find("reasoning_effort"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return InvalidRequest("Invalid value for 'reasoning_effort': expected a string.");
+    }
+    effort = it->get<std::string>();
+  }
+  if (effort) {
+    thinking = *effort != "none";
+    set_default("reasoning_effort", *effort);
+  }
+  if (auto it = body.find("thinking"); it != body.end() && !it->is_null()) {
+    auto type = it->is_object() ? it->find("type") : it->end();
+    if (!it->is_object() || type == it->end() || !type->is_string()) {
+      return InvalidRequest("thinking must be an object with a string 'type'.");
+    }
+    set_default("thinking_mode", type->get<std::string>());
+    if (!thinking) thinking = type->get<std::string>() != "disabled";
+  }
+  if (thinking) {
+    set_default("thinking", *thinking);
+    set_default("enable_thinking", *thinking);
+  }
+  return kwargs;
+}
 
 // --reasoning-parser for this request: the parser that splits the thinking off (null when the
 // request keeps it in content) and the token a constraint starts after.
@@ -275,8 +373,16 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
     }
     input.template_kwargs = ordered["chat_template_kwargs"];
   }
+  RADIX_ASSIGN_OR_RETURN(input.template_kwargs, AddThinkingKwargs(body, input.template_kwargs));
   auto prompt = ctx.chat_template->Render(input);
   if (!prompt.ok()) return BadRequest(prompt.status().message());
+  // SGLang's input_ids: the prompt's ids, computed by the client; the template still ran above
+  // (it checks the messages, and tools and reasoning are set up from them).
+  std::optional<std::vector<int32_t>> input_ids;
+  if (auto it = body.find("input_ids"); it != body.end() && !it->is_null()) {
+    RADIX_ASSIGN_OR_RETURN(input_ids, Field(ReadTokenIds(*it, "input_ids", ctx.model.vocab_size)));
+    if (input_ids->empty()) return InvalidRequest("input_ids must not be empty.");
+  }
   ReasoningSetup reasoning;
   RADIX_ASSIGN_OR_RETURN(reasoning, SetUpReasoning(ctx, reader, body, input.template_kwargs));
 
@@ -315,9 +421,12 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
         .add_special_tokens = false,
         .apply_model_defaults = ctx.args->GetString(args::key::kSamplingDefaults) == "model",
         .float_fields_are_floats = true};
-    BuiltRequest built = BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
+    BuiltRequest built =
+        input_ids ? BuildGenerateRequest(ctx, {std::nullopt, *input_ids}, sampling, options)
+                  : BuildGenerateRequest(ctx, {*prompt, std::nullopt}, sampling, options);
     if (built.error) return *built.error;
     built.request->sampling.n = 1;
+    built.request->routed_dp_rank = common.routed_dp_rank;
     if (built.request->sampling.HasGrammar()) {
       built.request->grammar_start_token = reasoning.grammar_start_token;
     }
@@ -334,24 +443,60 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
   return call;
 }
 
+// SGLang's response extras of /v1/chat/completions into `format` (the per-choice ones refuse a
+// streamed call, as SGLang does).
+ApiExpected<bool> ReadChatExtras(const json& body, const ServingPlan& plan,
+                                 ChatFormatter::Options& format) {
+  FieldReader reader;
+  const bool token_ids = reader.Bool(body, "return_token_ids").value_or(false);
+  format.prompt_token_ids =
+      reader.Bool(body, "return_prompt_token_ids").value_or(false) || token_ids;
+  format.response_token_ids = token_ids;
+  format.meta_info = reader.Bool(body, "return_meta_info").value_or(false);
+  format.sglext_cached_tokens_details =
+      reader.Bool(body, "return_cached_tokens_details").value_or(false);
+  format.sglext_input_ids = reader.Bool(body, "return_input_ids_in_sglext").value_or(false);
+  format.sglext_output_ids = reader.Bool(body, "return_output_ids_in_sglext").value_or(false);
+  if (!reader.ok()) return reader.error();
+  if (plan.stream) {
+    for (const char* key : {"return_prompt_token_ids", "return_token_ids", "return_meta_info"}) {
+      if (body.contains(key) && body[key].is_boolean() && body[key].get<bool>()) {
+        return BadRequest(fmt::format(
+            "{} is not supported with streaming. Please set stream=false when using {}=true.", key,
+            key));
+      }
+    }
+  }
+  format.prompt_ids = plan.requests[0].input_ids;
+  format.meta_shape.return_logprob = plan.requests[0].return_logprob;
+  format.meta_shape.top_logprobs_num = plan.requests[0].top_logprobs_num;
+  format.meta_shape.return_hidden_states = plan.requests[0].return_hidden_states;
+  return true;
+}
+
 ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_view body_text) {
   // Templates see the client's key order (tools | tojson), so the body is read order-preserving.
   nlohmann::ordered_json ordered;
   RADIX_ASSIGN_OR_RETURN(ordered, ParseOrderedJsonObjectBody(body_text));
+  const json body = ordered;
+  if (auto error = CheckOpenAiFields(body, Route::kChat)) return *error;
   ChatCall call;
   RADIX_ASSIGN_OR_RETURN(call, ParseChatCall(ctx, ordered));
   ServingPlan plan = std::move(call.plan);
-  ChatFormatter::Options format{.id = plan.requests[0].rid,
-                                .created = NowSeconds(),
-                                .model = call.model,
-                                .logprobs = call.logprobs,
-                                .include_usage = call.include_usage,
-                                .hidden_states = call.hidden_states,
-                                .group = plan.group};
+  ChatFormatter::Options format;
+  format.id = plan.requests[0].rid;
+  format.created = NowSeconds();
+  format.model = call.model;
+  format.logprobs = call.logprobs;
+  format.include_usage = call.include_usage;
+  format.hidden_states = call.hidden_states;
+  format.group = plan.group;
+  if (ApiExpected<bool> extras = ReadChatExtras(body, plan, format); !extras.ok()) {
+    return extras.status();
+  }
   plan.formatter = std::make_shared<ChatFormatter>(std::move(format), std::move(call.output),
                                                    plan.requests.size());
-  if (ApiExpected<bool> applied = ApplyBootstrap(ctx, nlohmann::json(ordered), plan);
-      !applied.ok()) {
+  if (ApiExpected<bool> applied = ApplyBootstrap(ctx, body, plan); !applied.ok()) {
     return applied.status();
   }
   return plan;

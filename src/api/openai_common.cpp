@@ -162,6 +162,14 @@ OpenAiCommon ReadOpenAiCommon(FieldReader& reader, const ServerContext& ctx, con
         InvalidRequest("The server is not configured to return the hidden states. Please set "
                        "`--enable-return-hidden-states` to enable this feature."));
   }
+  out.return_token_ids = reader.Bool(body, "return_token_ids").value_or(false);
+  out.return_cached_tokens_details =
+      reader.Bool(body, "return_cached_tokens_details").value_or(false);
+  if (auto rank = ReadRoutedDpRank(ctx, body); rank.ok()) {
+    out.routed_dp_rank = *rank;
+  } else {
+    reader.Fail(InvalidRequest(rank.status().message()));
+  }
   out.sampling = SamplingFromOpenAi(reader, body, ordered);
   return out;
 }
@@ -291,6 +299,14 @@ json UsageChunk(const std::string& id, const char* object, int64_t created,
                 const std::string& model, json usage) {
   return {{"id", id},       {"object", object},         {"created", created},
           {"model", model}, {"choices", json::array()}, {"usage", std::move(usage)}};
+}
+
+json CachedTokensDetails(const ChoiceState& choice) {
+  if (choice.storage_cached_tokens < 0) return {{"device", choice.cached_tokens}, {"host", 0}};
+  return {{"device", choice.cached_tokens - choice.storage_cached_tokens},
+          {"host", 0},
+          {"storage", choice.storage_cached_tokens},
+          {"storage_backend", "HiCacheFile"}};
 }
 
 json Bytes(const std::string& text) {

@@ -52,6 +52,12 @@ struct OpenAiCommon {
   std::optional<engine::LoraRef> lora;
   // SGLang's return_hidden_states extension (needs --enable-return-hidden-states).
   bool return_hidden_states = false;
+  // SGLang's return_token_ids: each choice's token ids (and, non-streamed, the prompt's).
+  bool return_token_ids = false;
+  // SGLang's return_cached_tokens_details: sglext.cached_tokens_details, the cached prompt tokens
+  // by tier.
+  bool return_cached_tokens_details = false;
+  std::optional<int32_t> routed_dp_rank;  // routed_dp_rank / data_parallel_rank
   // SGLang's sampling-params dict from the OpenAI fields (stop, penalties, top_k/min_p extras,
   // logit_bias, seed, min_tokens, stop_token_ids, ignore_eos, stop_regex, the regex / ebnf /
   // json_schema constraints, response_format, ...): only the fields the request set, so server
@@ -98,6 +104,10 @@ json Envelope(const ServerContext& ctx, const std::string& id, const char* objec
 // just the usage. `object` is the route's chunk object name.
 json UsageChunk(const std::string& id, const char* object, int64_t created,
                 const std::string& model, json usage);
+
+// SGLang's sglext.cached_tokens_details of the first choice: {"device", "host"} (+ "storage" and
+// "storage_backend" with a storage tier); on a CPU the RAM pool is the device tier.
+json CachedTokensDetails(const ChoiceState& choice);
 
 // UTF-8 bytes of a token's text, for OpenAI's "bytes" fields.
 json Bytes(const std::string& text);

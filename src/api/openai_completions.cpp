@@ -7,6 +7,7 @@
 #include "api/json_fields.h"
 #include "api/openai_api.h"
 #include "api/openai_common.h"
+#include "api/openai_fields.h"
 #include "api/request_builder.h"
 #include "api/serving.h"
 
@@ -90,6 +91,10 @@ class CompletionsFormatter final : public ResponseFormatter {
     bool logprobs = false;
     bool include_usage = false;
     bool hidden_states = false;
+    // return_token_ids: each choice's prompt ids (per choice) and output ids.
+    bool token_ids = false;
+    std::vector<std::vector<int32_t>> prompt_ids;
+    bool cached_tokens_details = false;  // sglext.cached_tokens_details
     size_t group = 1;
   };
 
@@ -127,11 +132,20 @@ class CompletionsFormatter final : public ResponseFormatter {
       lp = CompletionLogprobs(ctx, choice, cursor.logprobs_sent, first && o_.echo);
       cursor.logprobs_sent = choice.output_logprobs.size();
     }
-    emit(Chunk({{"index", index},
-                {"text", std::move(delta)},
-                {"logprobs", std::move(lp)},
-                {"finish_reason", event.finished ? json(FinishReasonName(choice)) : json(nullptr)},
-                {"matched_stop", event.finished ? MatchedStop(choice) : json(nullptr)}}));
+    json chunk = {
+        {"index", index},
+        {"text", std::move(delta)},
+        {"logprobs", std::move(lp)},
+        {"finish_reason", event.finished ? json(FinishReasonName(choice)) : json(nullptr)},
+        {"matched_stop", event.finished ? MatchedStop(choice) : json(nullptr)}};
+    if (o_.token_ids) {
+      chunk["token_ids"] = std::vector<int32_t>(
+          choice.output_ids.begin() + static_cast<std::ptrdiff_t>(cursor.ids_sent),
+          choice.output_ids.end());
+      cursor.ids_sent = choice.output_ids.size();
+      if (first) chunk["prompt_token_ids"] = o_.prompt_ids[index];
+    }
+    emit(Chunk(std::move(chunk)));
   }
 
   void StreamEnd(const ServerContext& ctx, const std::vector<ChoiceState>& choices,
@@ -139,6 +153,14 @@ class CompletionsFormatter final : public ResponseFormatter {
     if (auto failed = FailedChoice(choices)) {
       emit(StreamErrorBody(ErrorStyle::kOpenAi, *failed));
       return;
+    }
+    if (o_.cached_tokens_details && !choices.empty()) {
+      emit({{"id", o_.id},
+            {"object", "text_completion"},
+            {"created", o_.created},
+            {"model", o_.model},
+            {"choices", json::array()},
+            {"sglext", {{"cached_tokens_details", CachedTokensDetails(choices[0])}}}});
     }
     if (o_.include_usage) {
       emit(UsageChunk(o_.id, "text_completion", o_.created, o_.model,
@@ -158,10 +180,18 @@ class CompletionsFormatter final : public ResponseFormatter {
                      {"finish_reason", FinishReasonName(choices[i])},
                      {"matched_stop", MatchedStop(choices[i])}};
       if (o_.hidden_states) choice["hidden_states"] = LastHiddenState(choices[i]);
+      if (o_.token_ids) {
+        choice["token_ids"] = choices[i].output_ids;
+        choice["prompt_token_ids"] = o_.prompt_ids[i];
+      }
       out_choices.push_back(std::move(choice));
     }
-    return {200, Envelope(ctx, o_.id, "text_completion", o_.created, o_.model,
-                          std::move(out_choices), Usage(ctx, choices, o_.group))};
+    json out = Envelope(ctx, o_.id, "text_completion", o_.created, o_.model, std::move(out_choices),
+                        Usage(ctx, choices, o_.group));
+    if (o_.cached_tokens_details && !choices.empty()) {
+      out["sglext"] = {{"cached_tokens_details", CachedTokensDetails(choices[0])}};
+    }
+    return {200, std::move(out)};
   }
 
  private:
@@ -169,6 +199,7 @@ class CompletionsFormatter final : public ResponseFormatter {
   struct Cursor {
     bool started = false;  // the first chunk (with the echoed prompt) went out
     size_t text_sent = 0;
+    size_t ids_sent = 0;
     size_t logprobs_sent = 0;
   };
 
@@ -190,6 +221,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
   nlohmann::ordered_json ordered;
   RADIX_ASSIGN_OR_RETURN(ordered, ParseOrderedJsonObjectBody(body_text));
   const json body = ordered;
+  if (auto error = CheckOpenAiFields(body, Route::kCompletions)) return *error;
   FieldReader reader;
   OpenAiCommon common = ReadOpenAiCommon(reader, ctx, body, ordered);
   const bool echo = reader.Bool(body, "echo").value_or(false);
@@ -212,6 +244,8 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
                     ctx.limits.max_top_logprobs, *logprobs));
   }
   if (max_tokens <= 0) return BadRequest("max_tokens must be positive");
+  ApiExpected<std::map<std::string, std::string>> labels = Field(ReadBodyLabels(body));
+  if (!labels.ok()) return labels.status();
 
   std::vector<PromptInput> prompts;
   RADIX_ASSIGN_OR_RETURN(prompts, ReadCompletionPrompts(ctx, body));
@@ -247,6 +281,9 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
                                        .logprobs = logprobs.has_value(),
                                        .include_usage = common.include_usage,
                                        .hidden_states = common.return_hidden_states,
+                                       .token_ids = common.return_token_ids,
+                                       .prompt_ids = {},
+                                       .cached_tokens_details = common.return_cached_tokens_details,
                                        .group = plan.group};
   const size_t total = prompts.size() * plan.group;
   for (size_t p = 0; p < prompts.size(); ++p) {
@@ -269,6 +306,8 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
       BuiltRequest built = BuildGenerateRequest(ctx, prompts[p], sampling, options);
       if (built.error) return *built.error;
       built.request->sampling.n = 1;
+      built.request->routed_dp_rank = common.routed_dp_rank;
+      if (common.return_token_ids) format.prompt_ids.push_back(built.request->input_ids);
       std::string text;
       if (echo) {
         text = prompts[p].text ? *prompts[p].text
@@ -280,6 +319,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
   }
   format.id = plan.requests[0].rid;
   plan.formatter = std::make_shared<CompletionsFormatter>(std::move(format));
+  plan.metric_labels = std::move(*labels);
   if (ApiExpected<bool> applied = ApplyBootstrap(ctx, body, plan); !applied.ok()) {
     return applied.status();
   }

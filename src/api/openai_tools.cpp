@@ -103,10 +103,11 @@ ApiExpected<ToolRequest> ReadToolRequest(const chat::Json& body) {
   } else {
     return InvalidRequest("tool_choice must be a string or an object.");
   }
+  // SGLang: "auto" (its default) without tools calls nothing; the others need tools.
+  if (out.mode == ToolChoiceMode::kAuto && out.tools.empty()) out.mode = ToolChoiceMode::kNone;
   if (out.mode != ToolChoiceMode::kNone && out.tools.empty()) {
     return BadRequest(
-        "Tools cannot be empty when tool_choice is \"auto\", \"required\" or a "
-        "named function.");
+        "Tools cannot be empty when tool_choice is \"required\" or a named function.");
   }
   if (out.mode == ToolChoiceMode::kNamed) {
     bool found = false;

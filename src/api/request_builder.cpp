@@ -20,6 +20,19 @@ std::string NewRid(ServerContext& ctx) {
   return fmt::format("{:016x}{:016x}", kStart, n);
 }
 
+Expected<std::optional<int32_t>> ReadRoutedDpRank(const ServerContext& ctx,
+                                                  const nlohmann::json& body) {
+  const int64_t dp_size = ctx.args->GetInt(args::key::kDpSize);
+  std::optional<int64_t> rank;
+  for (const char* key : {"data_parallel_rank", "routed_dp_rank"}) {  // the newer name wins
+    Expected<std::optional<int64_t>> read = ReadOptionalInt(body, key, 0, dp_size - 1);
+    if (!read.ok()) return read.status();
+    if (read->has_value()) rank = *read;
+  }
+  if (!rank) return std::optional<int32_t>();
+  return std::optional<int32_t>(static_cast<int32_t>(*rank));
+}
+
 Expected<int64_t> CheckN(const nlohmann::json& value, const RequestLimits& limits,
                          const char* field) {
   int64_t n = 0;
@@ -181,10 +194,12 @@ BuiltRequest BuildGenerateRequest(const ServerContext& ctx, const PromptInput& p
     return out;
   }
   // SGLang's TokenizerManager length checks (the engine truncates instead under
-  // --allow-auto-truncate).
+  // --allow-auto-truncate or LightLLM's --long_truncation_mode).
   const auto input_len = static_cast<int64_t>(request.input_ids.size());
   const int64_t context_len = ctx.model.context_len;
-  if (!ctx.args->GetBool(args::key::kAllowAutoTruncate) && context_len > 0) {
+  const bool engine_truncates = ctx.args->GetBool(args::key::kAllowAutoTruncate) ||
+                                !ctx.args->IsNull(args::key::kLongTruncationMode);
+  if (!engine_truncates && context_len > 0) {
     if (input_len >= context_len) {
       out.error = BadRequest(fmt::format(
           "The input ({} tokens) is longer than the model's context length ({} tokens).", input_len,

@@ -75,6 +75,12 @@ Status CompileConstraint(const ServerContext& ctx, engine::GenerateRequest& requ
 Expected<int64_t> CheckN(const nlohmann::json& value, const RequestLimits& limits,
                          const char* field = "n");
 
+// The data-parallel replica a router chose for the request: routed_dp_rank, or its deprecated
+// spelling data_parallel_rank (SGLang's), an integer in [0, --dp-size); nullopt when neither is
+// set (the server's own --load-balance-method picks).
+Expected<std::optional<int32_t>> ReadRoutedDpRank(const ServerContext& ctx,
+                                                  const nlohmann::json& body);
+
 // A fresh request id (hex), unique within this process.
 std::string NewRid(ServerContext& ctx);
 

@@ -43,6 +43,11 @@ class ResponseWriter {
   // or /generate's custom_labels); keys outside --tokenizer-metrics-allowed-customer-labels are
   // dropped by ServingMetrics::Requests. Set before the handler submits the call.
   std::map<std::string, std::string> metric_labels;
+  // SGLang's log_metrics (false: the call adds nothing to the tokenizer-side metrics) and
+  // no_logs (true: neither --log-requests nor the crash dump records it, e.g. for zero data
+  // retention). Set before the handler submits the call.
+  bool log_metrics = true;
+  bool no_logs = false;
 };
 
 using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;

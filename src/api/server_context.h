@@ -27,6 +27,7 @@
 namespace radixserve::api {
 
 class BackgroundStreams;
+class ConcurrencyLimit;
 class CrashDump;
 class HealthProbe;
 class RequestLog;
@@ -155,6 +156,9 @@ struct ServerContext {
   WorkQueue* admin_queue = nullptr;
   // Where POST /load_lora_adapter reads adapter files (off the I/O threads); null: inline.
   WorkQueue* lora_queue = nullptr;
+  // RTP-LLM's --concurrency-limit (with --concurrency-with-block) over the generation calls of
+  // every route; null unless the limit was given on the command line.
+  ConcurrencyLimit* concurrency = nullptr;
   RequestLimits limits;
   ModelFacts model;
   std::string served_model_name;
@@ -162,6 +166,10 @@ struct ServerContext {
   // and --tokenizer-metrics-allowed-customer-labels); empty otherwise.
   std::string metrics_labels_header;
   WeightVersion weight_version;
+  // /server_info's launch_command (the command line, secrets redacted) and startup_time (SGLang's
+  // phases in seconds; set before `starting` is cleared, null until then).
+  std::string launch_command;
+  nlohmann::json startup_time;
   // True until the startup warmup is over (main clears it before the "ready" line): the health
   // routes answer 503 meanwhile, as SGLang's do while its server is starting.
   std::atomic<bool> starting{true};

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace radixserve::api {
 
 void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
@@ -11,6 +13,9 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
     writer->Send(error.status, "application/json", ToJsonText(ErrorBody(errors, error)));
     return;
   }
+  for (auto& [label, value] : plan->metric_labels) writer->metric_labels[label] = value;
+  writer->log_metrics = writer->log_metrics && plan->log_metrics;
+  writer->no_logs = writer->no_logs || plan->no_logs;
   std::shared_ptr<ResponseFormatter> formatter = plan->formatter;
   const bool stream = plan->stream;
   auto on_end = std::make_shared<std::function<void(const std::vector<ChoiceState>*)>>(
@@ -62,8 +67,47 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
     }
     writer->Send(error.status, "application/json", ToJsonText(ErrorBody(errors, error)));
   };
-  CallTracker::Start(ctx, std::move(writer), std::move(plan->requests), std::move(on_event),
-                     std::move(on_done), std::move(on_rejected), plan->group, stream);
+  if (ctx.concurrency == nullptr) {
+    CallTracker::Start(ctx, std::move(writer), std::move(plan->requests), std::move(on_event),
+                       std::move(on_done), std::move(on_rejected), plan->group, stream);
+    return;
+  }
+  // RTP-LLM's --concurrency-limit: the call holds a slot until it is answered. A waiting call
+  // starts on its connection's strand, never inside the call that freed its slot.
+  struct Call {
+    std::vector<engine::GenerateRequest> requests;
+    CallTracker::OnEvent on_event;
+    CallTracker::OnDone on_done;
+    CallTracker::OnRejected on_rejected;
+  };
+  auto call = std::make_shared<Call>(Call{std::move(plan->requests), std::move(on_event),
+                                          std::move(on_done), std::move(on_rejected)});
+  const size_t group = plan->group;
+  const bool admitted = ctx.concurrency->Enter(
+      [&ctx, writer, call, group, stream](std::shared_ptr<ConcurrencyLimit::Slot> slot) {
+        writer->Post([&ctx, writer, call, group, stream, slot] {
+          auto on_done = [slot, done = std::move(call->on_done)](CallTracker& tracker) {
+            done(tracker);
+            slot->Release();
+          };
+          auto on_rejected = [slot, rejected = std::move(call->on_rejected)](const ApiError& error,
+                                                                             bool stream_started) {
+            rejected(error, stream_started);
+            slot->Release();
+          };
+          CallTracker::Start(ctx, writer, std::move(call->requests), std::move(call->on_event),
+                             std::move(on_done), std::move(on_rejected), group, stream);
+        });
+      });
+  if (!admitted) {
+    ApiError error{503,
+                   fmt::format("The server's --concurrency-limit of {} calls in flight is reached; "
+                               "try again later.",
+                               ctx.concurrency->limit()),
+                   "CONCURRENCY_LIMIT_ERROR",
+                   {}};
+    writer->Send(error.status, "application/json", ToJsonText(ErrorBody(errors, error)));
+  }
 }
 
 std::optional<ApiError> FailedChoice(const std::vector<ChoiceState>& choices) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -20,6 +21,7 @@
 
 #include "api/api_error.h"
 #include "api/call_tracker.h"
+#include "api/concurrency_limit.h"
 #include "api/response_writer.h"
 #include "api/server_context.h"
 #include "engine/request.h"
@@ -69,6 +71,12 @@ struct ServingPlan {
   // Responses streams).
   bool named_events = false;
   std::shared_ptr<ResponseFormatter> formatter;
+  // SGLang's custom_labels from the body: added to the call's metric labels, over the
+  // custom-labels header's.
+  std::map<std::string, std::string> metric_labels;
+  // SGLang's log_metrics / no_logs (ResponseWriter's).
+  bool log_metrics = true;
+  bool no_logs = false;
   // Runs once when the call ends, before its last answer is written: with the choices when every
   // one has finished, with nullptr when the call was refused. Optional (sessions record outputs).
   std::function<void(const std::vector<ChoiceState>*)> on_end;

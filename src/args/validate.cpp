@@ -1,6 +1,8 @@
 #include "args/validate.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string_view>
@@ -427,6 +429,7 @@ Status CheckRanges(const ServerArgs& args) {
       {key::kPageSize, 1},
       {key::kStreamInterval, 1},
       {key::kMaxQueuedRequests, 1},
+      {key::kConcurrencyLimit, 1},
       {key::kMaxRunningRequests, 1},
       {key::kMaxTotalTokens, 1},
       {key::kMaxPrefillTokens, 1},
@@ -644,16 +647,52 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   if (!args.IsNull(key::kMaxRunningRequests) && args.GetInt(key::kMaxRunningRequests) == 0) {
     args.Set(key::kMaxRunningRequests, nlohmann::json());
   }
+  // RTP-LLM's --reuse-cache given as false: no prefix reuse, SGLang's --disable-radix-cache. (Its
+  // default is false, but left out the radix cache stays on: SGLang launch lines never name it.)
+  if (args.IsExplicit(key::kReuseCache) && !args.GetBool(key::kReuseCache)) {
+    args.Set(key::kDisableRadixCache, true);
+  }
   DeriveMemoryDefaults(args, machine);
   RADIX_RETURN_IF_ERROR(CheckRanges(args));
   RADIX_RETURN_IF_ERROR(CheckCombinations(args, warnings));
   RADIX_RETURN_IF_ERROR(ValidateDisaggregation(args, warnings));
+  if (!args.IsNull(key::kFirstTokenConstraintMode) &&
+      args.GetBool(key::kFirstTokenConstraintMode)) {
+    RADIX_RETURN_IF_ERROR(FirstAllowedTokens().status());
+  }
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, key::kPromptTokensBuckets));
   RADIX_RETURN_IF_ERROR(CheckBuckets(args, key::kGenerationTokensBuckets));
   WarnInapplicable(args, warnings);
   WarnInapplicableValues(args, warnings);
   WarnMoeRunnerBackend(args, warnings);
   return Status::Ok();
+}
+
+Expected<std::vector<int32_t>> FirstAllowedTokens() {
+  const char* env = std::getenv("FIRST_ALLOWED_TOKENS");
+  const std::string value = env != nullptr ? env : "";
+  const auto bad = [&value] {
+    return InvalidArgument(
+        "--first_token_constraint_mode needs FIRST_ALLOWED_TOKENS in the environment: "
+        "comma-separated token ids, got '" +
+        value + "'.");
+  };
+  std::vector<int32_t> ids;
+  std::string_view rest = value;
+  while (!rest.empty() || ids.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    int32_t id = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || id < 0) {
+      return bad();
+    }
+    ids.push_back(id);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return ids;
 }
 
 int64_t ModelSplitRanks(const ServerArgs& args) {

@@ -2,6 +2,7 @@
 // the cpu device. Runs once, after parsing, before anything is loaded.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,10 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
 // --enable-dp-attention the --dp-size attention replicas take the TP ranks, each a whole model
 // (SGLang splits their MLPs over the TP ranks too; radixserve keeps each replica's MLP whole).
 int64_t ModelSplitRanks(const ServerArgs& args);
+
+// LightLLM's --first_token_constraint_mode reads the allowed first tokens from the
+// FIRST_ALLOWED_TOKENS environment variable: comma-separated non-negative ids, at least one.
+// The error names the flag.
+Expected<std::vector<int32_t>> FirstAllowedTokens();
 
 }  // namespace radixserve::args

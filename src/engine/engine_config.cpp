@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <random>
 
+#include "args/validate.h"
+
 namespace radixserve::engine {
 
 namespace {
@@ -33,6 +35,11 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   }
   // LightLLM's --disable_chunked_prefill: every prompt is prefilled whole.
   if (BoolArg(args, key::kDisableChunkedPrefill)) s.chunked_prefill_size.reset();
+  // RTP-LLM's --enable-fast-gen false, given: its prompts are prefilled whole too. (Its default
+  // is false, but left out SGLang's chunking stays: SGLang launch lines never name it.)
+  if (args.IsExplicit(key::kEnableFastGen) && !BoolArg(args, key::kEnableFastGen)) {
+    s.chunked_prefill_size.reset();
+  }
   s.prefill_max_requests = args.GetOptionalInt(key::kPrefillMaxRequests);
   s.max_queued_requests = args.GetOptionalInt(key::kMaxQueuedRequests);
   if (s.max_queued_requests && *s.max_queued_requests < 1) {
@@ -45,19 +52,37 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   s.priority_preemption_threshold =
       args.GetOptionalInt(key::kPrioritySchedulingPreemptionThreshold).value_or(10);
   s.max_loras_per_batch = args.GetOptionalInt(key::kMaxLorasPerBatch).value_or(8);
+  if (BoolArg(args, key::kDisableAggressiveSchedule)) {
+    s.prefill_wait_decode_steps =
+        std::max<int64_t>(0, args.GetOptionalInt(key::kRouterMaxWaitTokens).value_or(6));
+  }
 
   config.stream_interval =
       std::max<int64_t>(1, args.GetOptionalInt(key::kStreamInterval).value_or(1));
   config.decode_log_interval =
       std::max<int64_t>(1, args.GetOptionalInt(key::kDecodeLogInterval).value_or(40));
+  config.log_decode_stats = !BoolArg(args, key::kDisableLogStats);
+  if (args.IsExplicit(key::kLogStatsInterval) && config.log_decode_stats) {
+    config.throughput_log_interval_s = static_cast<double>(args.GetInt(key::kLogStatsInterval));
+  }
+  config.scheduler_recv_interval =
+      std::max<int64_t>(1, args.GetOptionalInt(key::kSchedulerRecvInterval).value_or(1));
+  config.show_time_cost = BoolArg(args, key::kShowTimeCost);
+  config.log_request_time_stats = BoolArg(args, key::kEnableRequestTimeStatsLogging);
   config.num_continuous_decode_steps =
       std::max<int64_t>(1, args.GetOptionalInt(key::kNumContinuousDecodeSteps).value_or(1));
   config.allow_auto_truncate = BoolArg(args, key::kAllowAutoTruncate);
+  config.long_truncation_mode = args.GetOptionalString(key::kLongTruncationMode).value_or("");
   config.grammar_jump_forward = !BoolArg(args, key::kDisableGrammarJumpForward);
   if (!args.IsNull(key::kEosId)) {
     for (const auto& id : args.Get(key::kEosId)) config.eos_override.push_back(id.get<int32_t>());
   }
   config.sleep_on_idle = BoolArg(args, key::kSleepOnIdle);
+  if (BoolArg(args, key::kFirstTokenConstraintMode)) {
+    Expected<std::vector<int32_t>> ids = args::FirstAllowedTokens();
+    if (!ids.ok()) return ids.status();
+    config.first_allowed_tokens = std::move(ids).value();
+  }
   config.deterministic_inference = BoolArg(args, key::kEnableDeterministicInference);
   config.enable_priority_scheduling = s.enable_priority_scheduling;
   // SGLang draws a random seed in [0, 2^30] when --random-seed is unset.

@@ -23,8 +23,27 @@ struct EngineConfig {
   sched::SchedulerConfig sched;
   int64_t stream_interval = 1;
   int64_t decode_log_interval = 40;
+  // LightLLM's --disable_log_stats: no periodic "Decode batch" statistics line (the figures are
+  // still published to /server_info and the metrics).
+  bool log_decode_stats = true;
+  // LightLLM's --log_stats_interval when given: its three throughput lines (prompt + generated,
+  // prompt, generated tokens/s) every this many seconds of serving; 0 is off.
+  double throughput_log_interval_s = 0;
   int64_t num_continuous_decode_steps = 1;
+  // --scheduler-recv-interval: while only decode steps run, the inbox (new requests, aborts,
+  // commands) is drained every this many of them; after any other step, or idle, at once.
+  int64_t scheduler_recv_interval = 1;
+  // --show-time-cost: the cumulative time of each step stage (schedule, prefill, decode, mixed)
+  // is logged whenever it grew by more than 0.1 s since its last line (SGLang's TimeInfo).
+  bool show_time_cost = false;
+  // --enable-request-time-stats-logging: SGLang's ReqTimeStats line for every finished request.
+  bool log_request_time_stats = false;
   bool allow_auto_truncate = false;
+  // LightLLM's --long_truncation_mode: a prompt whose length plus max_new_tokens exceeds the
+  // longest request (max_req_len) loses tokens from its start ("head") or its middle ("center")
+  // to fit; empty: such a request is handled as SGLang does (refused, or cut by
+  // --allow-auto-truncate).
+  std::string long_truncation_mode;
   bool sleep_on_idle = false;
   bool deterministic_inference = false;
   bool enable_priority_scheduling = false;
@@ -35,6 +54,9 @@ struct EngineConfig {
   bool grammar_jump_forward = true;
   // LightLLM's --eos_id: the token ids that end generation, replacing the model's when not empty.
   std::vector<int32_t> eos_override;
+  // LightLLM's --first_token_constraint_mode: the first generated token of every request is one
+  // of these ids (the FIRST_ALLOWED_TOKENS environment variable); empty: no constraint.
+  std::vector<int32_t> first_allowed_tokens;
   // Speculative decoding: draft tokens proposed per decode step of an eligible sequence
   // (NGRAM: --speculative-num-draft-tokens - 1; STANDALONE: --speculative-num-steps); 0 is off.
   size_t spec_num_drafts = 0;

@@ -198,6 +198,14 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
       args, mc.context_length, static_cast<int64_t>((*memory)->max_total_num_tokens()),
       (*memory)->max_running_requests());
   if (!config.ok()) return config.status();
+  for (const int32_t id : config->first_allowed_tokens) {
+    if (id >= mc.vocab_size) {
+      return InvalidArgument(fmt::format(
+          "--first_token_constraint_mode: FIRST_ALLOWED_TOKENS names token {}, outside the "
+          "vocabulary ({} tokens).",
+          id, mc.vocab_size));
+    }
+  }
   config->dp_rank = place.rank;
   config->dp_size = place.size;
   Expected<std::unique_ptr<sched::Scheduler>> scheduler =

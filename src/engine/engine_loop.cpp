@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "sampling/token_bitmask.h"
+
 #include "common/log.h"
 #include "spec/kv_view.h"
 
@@ -34,6 +36,12 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
   const model::ModelConfig& mc = model_->config();
   kv_view_ = spec::KvViewOf(memory_->pool().storage());
   kv_layout_ = kv::LayoutOf(memory_->pool().storage());
+  if (!config_.first_allowed_tokens.empty()) {
+    first_token_mask_.assign(sampling::TokenBitmaskWords(static_cast<size_t>(vocab_size_)), 0);
+    for (const int32_t id : config_.first_allowed_tokens) {
+      first_token_mask_[static_cast<size_t>(id) / 32] |= uint32_t{1} << (id % 32);
+    }
+  }
   if (!config_.eos_override.empty()) {
     eos_ids_ = config_.eos_override;
   } else {
@@ -43,6 +51,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
     }
   }
   if (config_.dp_size > 1) log_prefix_ = fmt::format("[DP{}] ", config_.dp_rank);
+  time_cost_ = StageTimeLog(log_prefix_);
   if (config_.spec_num_drafts > 0 && config_.spec_draft_model) {
     RADIX_CHECK(draft_model != nullptr && memory_->draft_storage() != nullptr);
     spec::DraftRunnerOptions options;
@@ -85,6 +94,9 @@ Status EngineLoop::Submit(GenerateRequest request, EventSink sink) {
                              std::to_string(vocab_size_) + ").");
     }
   }
+  if (!config_.long_truncation_mode.empty()) {
+    if (Status cut = TruncateLongPrompt(request); !cut.ok()) return cut;
+  }
   const auto max_input = config_.max_req_input_len();
   if (static_cast<int64_t>(request.input_ids.size()) >= max_input) {
     if (!config_.allow_auto_truncate) {
@@ -110,6 +122,29 @@ Status EngineLoop::Submit(GenerateRequest request, EventSink sink) {
   }
   submissions_.push_back(Submission{std::move(request), std::move(sink)});
   wake_.notify_all();
+  return Status::Ok();
+}
+
+Status EngineLoop::TruncateLongPrompt(GenerateRequest& request) const {
+  const int64_t limit = config_.max_req_len();
+  const int64_t max_new = request.sampling.max_new_tokens.value_or(0);
+  const auto prompt = static_cast<int64_t>(request.input_ids.size());
+  if (prompt + max_new <= limit) return Status::Ok();
+  // LightLLM keeps max_req_total_len - max_new_tokens prompt tokens; here the limit is also
+  // bounded by SGLang's input rule (max_req_input_len), so the cut prompt is always admitted.
+  const int64_t keep = std::min(limit - max_new, config_.max_req_input_len() - 1);
+  if (keep <= 0) {
+    return InvalidArgument("max_new_tokens (" + std::to_string(max_new) +
+                           ") leaves no room for the prompt within the maximum request length (" +
+                           std::to_string(limit) + " tokens).");
+  }
+  std::vector<int32_t>& ids = request.input_ids;
+  if (config_.long_truncation_mode == "head") {
+    ids.erase(ids.begin(), ids.end() - keep);  // the last `keep` tokens
+  } else {
+    const int64_t front = keep / 2;
+    ids.erase(ids.begin() + front, ids.end() - (keep - front));  // the first and last halves
+  }
   return Status::Ok();
 }
 
@@ -394,11 +429,15 @@ void EngineLoop::Shutdown() {
 
 void EngineLoop::Run() {
   int64_t continuous_decodes = 0;
+  int64_t decodes_since_drain = 0;
   while (true) {
     progress_.Begin();
-    if (continuous_decodes % config_.num_continuous_decode_steps == 0) {
+    if (continuous_decodes % config_.num_continuous_decode_steps == 0 &&
+        (continuous_decodes == 0 || decodes_since_drain >= config_.scheduler_recv_interval)) {
+      decodes_since_drain = 0;
       if (DrainInbox()) break;
     }
+    const StepProfiler::Clock::time_point schedule_start = StepProfiler::Clock::now();
     AbortFlagged();
     MaybeSwapModel();
     if (speculating() && !halted()) ProposeDrafts();
@@ -437,10 +476,14 @@ void EngineLoop::Run() {
                                                                : "prefill";
     const bool profiled = profiler_.Wants(forward_ct_, stage);
     const StepProfiler::Clock::time_point step_start = StepProfiler::Clock::now();
+    if (config_.show_time_cost) time_cost_.Add("schedule", step_start - schedule_start);
     RunStep(plan);
     if (profiled) ProfileStep(plan, stage, step_start);
+    if (config_.show_time_cost) time_cost_.Add(stage, StepProfiler::Clock::now() - step_start);
     ++forward_ct_;
-    continuous_decodes = plan.kind == sched::StepKind::kDecode ? continuous_decodes + 1 : 0;
+    const bool decode = plan.kind == sched::StepKind::kDecode;
+    continuous_decodes = decode ? continuous_decodes + 1 : 0;
+    decodes_since_drain = decode ? decodes_since_drain + 1 : 0;
     PublishStats();
     progress_.End();
   }
@@ -529,6 +572,7 @@ void EngineLoop::AdmitSubmission(Submission submission) {
       std::make_unique<RequestState>(std::move(submission.request), std::move(submission.sink),
                                      tokenizer_.get(), seed, config_.stream_interval);
   if (speculating()) state->EnableSpecCount();
+  if (config_.log_request_time_stats) state->EnableTimeStatsLog(log_prefix_);
   sched::Sequence* raw = seq.get();
   std::unique_ptr<sched::Sequence> displaced;
   Status status = scheduler_->Enqueue(std::move(seq), &displaced);

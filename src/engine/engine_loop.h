@@ -152,8 +152,12 @@ class EngineLoop final : public Engine {
   // Records a step that ran for the profiler.
   void ProfileStep(const sched::StepPlan& plan, const char* stage,
                    StepProfiler::Clock::time_point start);
+  // LightLLM's --long_truncation_mode on a request too long for max_req_len (EngineConfig).
+  Status TruncateLongPrompt(GenerateRequest& request) const;
   void LogPrefill(const sched::StepPlan& plan);
   void LogDecode();
+  // LightLLM's throughput lines, every --log_stats_interval seconds of steps (when given).
+  void LogThroughput();
   void PublishStats();
   Status RunOnEngineThread(std::function<Status()> fn) const;
   // Runs `command` on the engine thread (or inline, serialized, once it has ended); never waits.
@@ -178,6 +182,8 @@ class EngineLoop final : public Engine {
   std::unordered_map<const sched::Sequence*, bool> abort_flags_;
   std::vector<float> logits_;
   std::vector<uint32_t> grammar_mask_;  // the current constrained row's token bitmask
+  // --first_token_constraint_mode: the bitmask of the ids a first output token may be.
+  std::vector<uint32_t> first_token_mask_;
   // Jump-forward: at most this many forced tokens are appended after one sampled token.
   static constexpr int64_t kMaxJumpForwardTokens = 64;
   int64_t jump_forward_tokens_ = 0;  // forced tokens appended without sampling, since start
@@ -205,6 +211,10 @@ class EngineLoop final : public Engine {
   int64_t prompt_tokens_total_ = 0;
   int64_t cached_tokens_total_ = 0;
   double last_gen_throughput_ = 0.0;
+  // LogThroughput's counts since its last lines.
+  int64_t interval_prompt_tokens_ = 0;
+  int64_t interval_output_tokens_ = 0;
+  std::chrono::steady_clock::time_point last_throughput_log_ = std::chrono::steady_clock::now();
   // The published leak check is recomputed the next time the engine is idle after this is set
   // (a step ran, or the cache changed).
   bool leak_check_stale_ = true;
@@ -221,6 +231,7 @@ class EngineLoop final : public Engine {
   std::optional<PendingModel> pending_model_;
   int64_t forward_ct_ = 0;  // steps run since start (SGLang's forward count)
   StepProfiler profiler_;
+  StageTimeLog time_cost_;  // --show-time-cost
   std::string leak_check_ = "ok";
 
   // Shared with other threads.

@@ -22,7 +22,9 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   size_t base = 0;
   for (size_t e = 0; e < plan.entries.size(); ++e) {
     const sched::StepEntry& entry = plan.entries[e];
-    const GenerateRequest& request = states_.at(entry.seq)->request();
+    RequestState& state = *states_.at(entry.seq);
+    state.MarkForwardEntry();
+    const GenerateRequest& request = state.request();
     if (request.lora) batch.sequences[e].lora = request.lora->adapter.get();
     if (request.return_hidden_states) {
       // Such requests never speculate: every extend token is a fill position.
@@ -94,6 +96,28 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
     tokens_since_log_ += decoded;
     if (++decode_steps_ % config_.decode_log_interval == 0) LogDecode();
   }
+  if (config_.throughput_log_interval_s > 0) {
+    interval_output_tokens_ += decoded;
+    if (plan.kind != sched::StepKind::kDecode) {
+      interval_prompt_tokens_ += static_cast<int64_t>(plan.new_tokens);
+    }
+    LogThroughput();
+  }
+}
+
+void EngineLoop::LogThroughput() {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - last_throughput_log_).count();
+  if (elapsed <= config_.throughput_log_interval_s) return;
+  const auto rate = [elapsed](int64_t tokens) { return static_cast<double>(tokens) / elapsed; };
+  RADIX_LOG_INFO("{}Avg tokens(prompt+generate) throughput: {:8.3f} tokens/s", log_prefix_,
+                 rate(interval_prompt_tokens_ + interval_output_tokens_));
+  RADIX_LOG_INFO("{}Avg prompt tokens throughput:           {:8.3f} tokens/s", log_prefix_,
+                 rate(interval_prompt_tokens_));
+  RADIX_LOG_INFO("{}Avg generate tokens throughput:         {:8.3f} tokens/s", log_prefix_,
+                 rate(interval_output_tokens_));
+  interval_prompt_tokens_ = interval_output_tokens_ = 0;
+  last_throughput_log_ = now;
 }
 
 void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
@@ -176,6 +200,15 @@ bool EngineLoop::SampleToken(sched::Sequence* seq, RequestState& state, std::spa
     }
     context.allowed_tokens = grammar_mask_;
   }
+  if (!first_token_mask_.empty() && seq->output_ids.empty()) {
+    if (grammar == nullptr) {
+      context.allowed_tokens = first_token_mask_;
+    } else {  // both apply
+      for (size_t w = 0; w < grammar_mask_.size() && w < first_token_mask_.size(); ++w) {
+        grammar_mask_[w] &= first_token_mask_[w];
+      }
+    }
+  }
   logits_processor_.ProcessRow(logits, context);
   sampling::SampleRowParams params =
       sampling::SampleRowParams::From(request.sampling, state.seed(), seq->output_ids.size());
@@ -257,6 +290,7 @@ void EngineLoop::LogDecode() {
     spec = fmt::format("accept len: {:.2f}, accept rate: {:.2f}, ", last_accept_length_,
                        last_accept_rate_);
   }
+  if (!config_.log_decode_stats) return;
   RADIX_LOG_INFO(
       "{}Decode batch, #running-req: {}, #token: {}, token usage: {:.2f}, {}cpu graph: False, gen "
       "throughput (token/s): {:.2f}, #queue-req: {}, ",

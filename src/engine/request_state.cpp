@@ -5,6 +5,10 @@
 #include <iterator>
 #include <limits>
 
+#include <fmt/format.h>
+
+#include "common/log.h"
+
 namespace radixserve::engine {
 
 RequestState::RequestState(GenerateRequest request, EventSink sink,
@@ -185,12 +189,35 @@ void RequestState::Emit(bool final, int64_t output_len, int64_t cached_tokens) {
   event.e2e_latency_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - request_.arrival).count();
   if (final) {
+    if (time_stats_prefix_) LogTimeStats(output_len, cached_tokens);
     event.finished = true;
     event.finish_reason = finish_;
     event.kv_rows = std::move(kv_rows_);
     finished_ = true;
   }
   sink_(std::move(event));
+}
+
+void RequestState::LogTimeStats(int64_t output_len, int64_t cached_tokens) const {
+  // SGLang's Req.log_time_stats line: queueing until the first step, then the steps until now.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point forward = forward_entry_.value_or(now);
+  const auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d); };
+  const double entry_wall =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      std::chrono::duration<double>(now - request_.arrival).count();
+  const char* type = request_.export_kv                 ? "prefill"
+                     : request_.prefilled_kv != nullptr ? "decode"
+                                                        : "unified";
+  std::string bootstrap;
+  if (request_.bootstrap) bootstrap = fmt::format(", bootstrap_room={}", request_.bootstrap->room);
+  RADIX_LOG_INFO(
+      "{}ReqTimeStats(rid={}{}, input_len={}, cached_input_len={}, output_len={}, attempts=1, "
+      "type={}): queue_duration={:.2f}ms, forward_duration={:.2f}ms, entry_time={:.3f}",
+      *time_stats_prefix_, request_.rid, bootstrap, request_.input_ids.size(), cached_tokens,
+      output_len, type, ms(forward - request_.arrival).count(), ms(now - forward).count(),
+      entry_wall);
 }
 
 }  // namespace radixserve::engine

@@ -101,11 +101,19 @@ class RequestState {
   // With the hierarchical cache's storage tier: how many of the cached prompt tokens came from
   // storage (events then carry the cache-source breakdown).
   void set_storage_cached_tokens(int64_t tokens) { storage_cached_tokens_ = tokens; }
+  // --enable-request-time-stats-logging: log SGLang's ReqTimeStats line when the request ends
+  // (with the loop's log prefix).
+  void EnableTimeStatsLog(std::string prefix) { time_stats_prefix_ = std::move(prefix); }
+  // The request's first step began (SGLang's forward entry: the end of its queueing).
+  void MarkForwardEntry() {
+    if (!forward_entry_) forward_entry_ = std::chrono::steady_clock::now();
+  }
   // GenerateRequest::export_kv: the prompt's K/V rows, for the final event.
   void set_kv_rows(std::shared_ptr<const kv::KvRows> rows) { kv_rows_ = std::move(rows); }
 
  private:
   void Emit(bool final, int64_t output_len, int64_t cached_tokens);
+  void LogTimeStats(int64_t output_len, int64_t cached_tokens) const;
   // Detokenized text of one step: applies stop strings and stop regexes and moves what may be
   // released into the pending event (everything when `finishing`).
   void AddText(std::string_view delta, bool finishing);
@@ -126,6 +134,8 @@ class RequestState {
   bool finished_ = false;
   int64_t storage_cached_tokens_ = -1;  // -1: no storage tier
   std::shared_ptr<const kv::KvRows> kv_rows_;
+  std::optional<std::string> time_stats_prefix_;
+  std::optional<std::chrono::steady_clock::time_point> forward_entry_;
   bool input_logprobs_sent_ = false;
   size_t input_logprob_start_ = 0;
   RequestEvent pending_;

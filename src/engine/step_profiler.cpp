@@ -69,4 +69,13 @@ void StepProfiler::Deliver() {
   trace_ = StepTrace{};
 }
 
+void StageTimeLog::Add(const std::string& stage, StepProfiler::Clock::duration spent) {
+  constexpr double kLogEvery = 0.1;  // seconds of growth between two lines of one stage
+  Total& total = totals_[stage];
+  total.seconds += std::chrono::duration<double>(spent).count();
+  if (total.seconds - total.logged <= kLogEvery) return;
+  total.logged = total.seconds;
+  RADIX_LOG_INFO("{}{}: {:.3f}s", prefix_, stage, total.seconds);
+}
+
 }  // namespace radixserve::engine

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,24 @@ class StepProfiler {
   int64_t recorded_ = 0;
   int64_t prefill_ = 0;
   int64_t decode_ = 0;
+};
+
+// --show-time-cost: the cumulative time spent in each named stage of the loop, logged as
+// "<stage>: <seconds>s" whenever it grew by more than 0.1 s since its last line (SGLang's
+// TimeInfo accounting of its timing marks).
+class StageTimeLog {
+ public:
+  StageTimeLog() = default;
+  explicit StageTimeLog(std::string prefix) : prefix_(std::move(prefix)) {}
+  void Add(const std::string& stage, StepProfiler::Clock::duration spent);
+
+ private:
+  struct Total {
+    double seconds = 0;
+    double logged = 0;  // `seconds` at the stage's last line
+  };
+  std::string prefix_;
+  std::map<std::string, Total> totals_;
 };
 
 }  // namespace radixserve::engine

@@ -1,5 +1,6 @@
 // radixserve entry point: parse and resolve the server arguments, load the model, start the
 // engine and the HTTP server, serve until SIGINT/SIGTERM.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "api/background_streams.h"
+#include "api/concurrency_limit.h"
 #include "api/crash_dump.h"
 #include "api/health_probe.h"
 #include "api/request_log.h"
@@ -118,6 +120,32 @@ int UsageError(const std::string& message) {
   return kUsageError;
 }
 
+// SGLang's launch_command: the command line as given, secrets redacted.
+std::string LaunchCommand(int argc, char** argv) {
+  static const std::vector<std::string> kSecret = {"--api-key", "--admin-api-key"};
+  std::string out;
+  bool redact_next = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string word = argv[i];
+    if (redact_next) {
+      word = "<redacted>";
+      redact_next = false;
+    } else {
+      for (const std::string& secret : kSecret) {
+        std::string dashed = secret, underscored = secret;
+        std::replace(underscored.begin() + 2, underscored.end(), '-', '_');
+        for (const std::string& name : {dashed, underscored}) {
+          if (word == name) redact_next = true;
+          if (word.rfind(name + "=", 0) == 0) word = name + "=<redacted>";
+        }
+      }
+    }
+    if (!out.empty()) out += ' ';
+    out += word;
+  }
+  return out;
+}
+
 int StartupError(const std::string& message) {
   RADIX_LOG_ERROR("{}", message);
   return kStartupError;
@@ -162,6 +190,7 @@ radixserve::Expected<std::unique_ptr<radixserve::metrics::ServingMetrics>> MakeM
 int main(int argc, char** argv) {
   using radixserve::args::ParsedCommandLine;
   namespace rs = radixserve;
+  const auto process_start = std::chrono::steady_clock::now();
   auto parsed = rs::args::ParseCommandLine(argc, argv);
   if (!parsed.ok()) return UsageError(parsed.status().message());
   if (parsed->action == ParsedCommandLine::Action::kHelp) {
@@ -210,7 +239,9 @@ int main(int argc, char** argv) {
   }
   if (!tp->leader()) return rs::RunFollowerRank(args, *tp);
 
+  const auto load_start = std::chrono::steady_clock::now();
   auto assets = rs::LoadModelAssets(args, tp->shard(), tp->stage());
+  const auto load_end = std::chrono::steady_clock::now();
   if (!assets.ok()) {
     if (assets.status().message().rfind("argument --", 0) == 0) {
       return UsageError(assets.status().message());
@@ -234,6 +265,7 @@ int main(int argc, char** argv) {
   if (!lora_registry.ok()) return UsageError(lora_registry.status().message());
 
   rs::ThreadPool pool(tp->threads);
+  const auto engine_start = std::chrono::steady_clock::now();
   auto engine = assets->encoder != nullptr
                     ? MakeEmbeddingEngine(args, assets->encoder, &pool)
                     : rs::engine::CreateEngine(args, assets->model, assets->tokenizer, &pool,
@@ -247,8 +279,11 @@ int main(int argc, char** argv) {
     return StartupError(engine.status().message());
   }
 
+  const auto engine_end = std::chrono::steady_clock::now();
+
   rs::api::ServerContext ctx;
   ctx.args = &args;
+  ctx.launch_command = LaunchCommand(argc, argv);
   ctx.engine = engine->get();
   ctx.tokenizer = assets->tokenizer.get();
   ctx.chat_template = assets->chat_template.get();
@@ -313,6 +348,16 @@ int main(int argc, char** argv) {
   ctx.limits = {.max_n = args.GetInt(key::kMaxN),
                 .max_requests_per_call = args.GetInt(key::kMaxRequestsPerCall),
                 .max_top_logprobs = args.GetInt(key::kMaxTopLogprobs)};
+  // RTP-LLM's --concurrency-limit, enforced when it or --concurrency-with-block is given: its
+  // default (32) must not limit the users of the other servers' launch lines.
+  std::optional<rs::api::ConcurrencyLimit> concurrency;
+  if (args.IsExplicit(key::kConcurrencyLimit) || args.IsExplicit(key::kConcurrencyWithBlock)) {
+    concurrency.emplace(args.GetInt(key::kConcurrencyLimit),
+                        args.GetBool(key::kConcurrencyWithBlock));
+    ctx.concurrency = &*concurrency;
+    RADIX_LOG_INFO("Concurrency limit: {} calls in flight; beyond it calls {}.",
+                   concurrency->limit(), concurrency->blocks() ? "wait" : "are refused");
+  }
   rs::api::HealthProbe health_probe(engine->get(), kHealthGenerateTimeout);
   ctx.health_probe = &health_probe;
   // /v1/responses keeps its answers (store: true) for previous_response_id and GET; the oldest go
@@ -401,6 +446,21 @@ int main(int argc, char** argv) {
       RADIX_LOG_ERROR("warmup failed: {}", warmed.message());
     }
   }
+  // SGLang's startup_time phases, in seconds (no CUDA graphs: their phases stay 0).
+  const auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  ctx.startup_time = {{"load_weight", seconds(load_start, load_end)},
+                      {"kv_cache_allocation", seconds(engine_start, engine_end)},
+                      {"scheduler_e2e", seconds(process_start, engine_end)},
+                      {"cuda_graph",
+                       {{"prefill", 0.0},
+                        {"decode", 0.0},
+                        {"target_verify", 0.0},
+                        {"draft_prefill", 0.0},
+                        {"draft_decode", 0.0},
+                        {"draft_extend", 0.0}}},
+                      {"tokenizer_e2e", seconds(process_start, std::chrono::steady_clock::now())}};
   ctx.starting = false;
   RADIX_LOG_INFO("The server is fired up and ready to roll! Listening on http://{}:{}",
                  http_options.host, server.port());

@@ -60,8 +60,11 @@ StepPlan Scheduler::PlanStep() {
     return plan;
   }
   plan.running_before = running_.size();
-  PlanPrefill(plan);
+  const bool prefill_may_wait = !running_.empty() && chunked_ == nullptr &&
+                                decodes_since_prefill_ < config_.prefill_wait_decode_steps;
+  if (!prefill_may_wait) PlanPrefill(plan);
   if (!plan.empty()) {
+    decodes_since_prefill_ = 0;
     plan.kind = StepKind::kExtend;
     const bool any_logprob =
         std::any_of(plan.entries.begin(), plan.entries.end(),
@@ -77,7 +80,10 @@ StepPlan Scheduler::PlanStep() {
   }
   if (!running_.empty()) {
     PlanDecode(plan, /*allow_retract=*/true);
-    if (!plan.empty()) plan.kind = StepKind::kDecode;
+    if (!plan.empty()) {
+      plan.kind = StepKind::kDecode;
+      ++decodes_since_prefill_;
+    }
   }
   return plan;
 }

@@ -116,6 +116,7 @@ class Scheduler {
   Sequence* chunked_ = nullptr;
   bool admission_held_ = false;
   double new_token_ratio_;
+  int64_t decodes_since_prefill_ = 0;  // SchedulerConfig::prefill_wait_decode_steps
   uint64_t next_queue_order_ = 0;
   int64_t num_retractions_ = 0;
 };

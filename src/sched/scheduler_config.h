@@ -24,6 +24,10 @@ struct SchedulerConfig {
   int64_t max_running_requests = 1 << 20;
   int64_t max_prefill_tokens = 16384;
   std::optional<int64_t> chunked_prefill_size;  // nullopt: chunked prefill off
+  // LightLLM's --disable_aggressive_schedule with --router_max_wait_tokens: while a batch runs,
+  // waiting requests are prefilled only after this many decode steps since the last prefill
+  // (0: at once, SGLang's and LightLLM's default). A chunked prefill in progress goes on.
+  int64_t prefill_wait_decode_steps = 0;
   std::optional<int64_t> prefill_max_requests;  // nullopt: unlimited
   std::optional<int64_t> max_queued_requests;   // nullopt: unlimited
   double schedule_conservativeness = 1.0;

@@ -16,10 +16,10 @@ IMPLEMENTED = {"text", "input_ids", "sampling_params", "rid", "return_logprob",
                "logprob_start_len", "top_logprobs_num", "token_ids_logprob",
                "return_text_in_logprobs", "stream", "priority", "extra_key", "cache_salt",
                "routed_dp_rank", "data_parallel_rank", "return_hidden_states",
-               "return_entropy"}
+               "return_entropy", "log_metrics", "no_logs"}
 # Routing and tracing metadata (cannot change one server's answer).
 METADATA = {"http_worker_ipc", "external_trace_header", "received_time", "routing_key",
-            "conversation_id", "session_id", "log_metrics", "input_embeds"}
+            "conversation_id", "session_id", "input_embeds"}
 
 
 def sglang_fields():

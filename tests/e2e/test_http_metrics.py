@@ -92,6 +92,29 @@ def test_custom_labels_from_the_header_and_the_generate_field():
         assert server.stop() == 0, server.logs()
 
 
+def test_log_metrics_false_keeps_a_request_out_of_the_metrics():
+    """SGLang's log_metrics: false leaves the tokenizer-side series alone (as its health checks
+    do); the same request without it counts."""
+    server = Server(SMOLLM2, "--skip-server-warmup", "--enable-metrics")
+    try:
+        def total():
+            return sum(s.value for s in samples(server.url, "sglang:prompt_tokens_total"))
+
+        before = total()
+        body = {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 2}}
+        r = requests.post(server.url + "/generate", json={**body, "log_metrics": False},
+                          timeout=120)
+        assert r.status_code == 200, r.text
+        assert total() == before
+        r = requests.post(server.url + "/generate", json=body, timeout=120)
+        assert total() == before + r.json()["meta_info"]["prompt_tokens"]
+        r = requests.post(server.url + "/generate", json={**body, "log_metrics": "no"},
+                          timeout=120)
+        assert r.status_code == 400 and "log_metrics" in r.text, r.text
+    finally:
+        assert server.stop() == 0, server.logs()
+
+
 def test_allowed_labels_need_a_header_name():
     out = subprocess.run([str(BUILD / "radixserve"), "--model-path", str(SMOLLM2),
                           "--tokenizer-metrics-allowed-customer-labels", "team",

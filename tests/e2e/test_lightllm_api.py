@@ -198,3 +198,39 @@ def test_token_load_reports_shares_of_the_kv_pool():
     # The request may still grow to its prompt plus 100 tokens.
     assert load["dynamic_max_load"] > load["current_load"]
     assert 100 - 2 <= load["dynamic_max_load"] * total <= 100 + 32
+
+
+def test_disable_log_stats_drops_the_periodic_statistics_line():
+    """LightLLM's --disable_log_stats: no periodic decode statistics line; without it the line
+    comes every --decode-log-interval steps."""
+    for flags, want in (([], True), (["--disable_log_stats"], False)):
+        srv = Server(STORIES, "--skip-server-warmup", "--decode-log-interval", "1", *flags)
+        try:
+            r = requests.post(srv.url + "/generate", timeout=60, json={
+                "inputs": "Once upon a time", "parameters": {"max_new_tokens": 5}})
+            assert r.status_code == 200, r.text
+            srv.log.flush()
+            assert ("Decode batch" in srv.log_path.read_text()) == want, srv.logs()
+        finally:
+            assert srv.stop() == 0, srv.logs()
+
+
+def test_log_stats_interval_logs_lightllm_throughput_lines():
+    """LightLLM's --log_stats_interval: its three throughput lines, at the first step after each
+    interval (engine steps slowed by the test hook so one request spans several intervals)."""
+    srv = Server(STORIES, "--skip-server-warmup", "--log_stats_interval", "1",
+                 env={"RADIX_TEST_STEP_DELAY_MS": "50"})
+    try:
+        r = requests.post(srv.url + "/generate", timeout=120, json={
+            "inputs": "Once upon a time", "parameters": {"max_new_tokens": 60,
+                                                         "ignore_eos": True}})
+        assert r.status_code == 200, r.text
+        srv.log.flush()
+        logs = srv.log_path.read_text()
+        generate = re.findall(r"Avg generate tokens throughput: +([0-9.]+) tokens/s", logs)
+        assert len(generate) >= 1, logs
+        assert all(float(rate) > 0 for rate in generate)
+        assert "Avg tokens(prompt+generate) throughput:" in logs
+        assert "Avg prompt tokens throughput:" in logs
+    finally:
+        assert srv.stop() == 0, srv.logs()

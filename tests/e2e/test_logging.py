@@ -120,6 +120,19 @@ def receive_and_finish(server, rid):
     return recv[0], fin[0]
 
 
+def test_no_logs_keeps_a_request_out_of_the_request_log(logged_server):
+    """SGLang's no_logs (zero data retention): the request is served but never logged; the
+    next one is."""
+    level, server = logged_server
+    body = {"text": "A secret prompt", "sampling_params": {"max_new_tokens": 2}}
+    r = requests.post(server.url + "/generate", timeout=120,
+                      json={**body, "rid": f"zdr-{level}", "no_logs": True})
+    assert r.status_code == 200, r.text
+    requests.post(server.url + "/generate", json={**body, "rid": f"after-{level}"}, timeout=120)
+    receive_and_finish(server, f"after-{level}")
+    assert f"zdr-{level}" not in full_log(server)
+
+
 def test_request_log_levels(logged_server):
     level, server = logged_server
     prompt = "Paris is a city. " * 150  # 2,550 characters: longer than level 2's 2,048

@@ -4,7 +4,9 @@ token for token), and RTP-LLM's own source for the shapes: frontend_worker.py (P
 MultiSequencesPipelineResponse, BatchPipelineResponse), utils/base_model_datatypes.py (AuxInfo),
 frontend_server.py (SSE "data:" events ending with "data:[done]"; error bodies from
 server/misc.py format_exception), config/generate_config.py (fields and defaults)."""
+import concurrent.futures
 import json
+import time
 
 import pytest
 import requests
@@ -237,3 +239,79 @@ def test_lightllm_body_on_root_is_unchanged(srv):
     r = rtp(srv, {"inputs": PROMPT, "parameters": {"max_new_tokens": 4}})
     assert r.status_code == 200, r.text
     assert "generated_text" in r.json()
+
+
+def open_stream(srv, rid):
+    """A long streamed call, live once its first event arrived (the iterator is kept: dropping
+    it may close the connection)."""
+    r = requests.post(srv.url + "/generate", stream=True, timeout=120, json={
+        "text": PROMPT, "rid": rid, "stream": True,
+        "sampling_params": {"max_new_tokens": 200, "ignore_eos": True}})
+    assert r.status_code == 200, r.text
+    lines = r.iter_lines()
+    next(lines)
+    return r, lines
+
+
+def test_concurrency_limit_refuses_calls_beyond_it():
+    """RTP-LLM's --concurrency-limit: with two calls in flight, a third is refused on every route
+    (RTP-LLM's CONCURRENCY_LIMIT_ERROR body on POST /), and served once one has ended. Engine
+    steps are slowed by the test hook so the two stay in flight."""
+    srv = Server(STORIES, "--skip-server-warmup", "--concurrency-limit", "2",
+                 env={"RADIX_TEST_STEP_DELAY_MS": "20"})
+    try:
+        streams = [open_stream(srv, f"held-{i}") for i in range(2)]
+        r = requests.post(srv.url + "/", json={"prompt": PROMPT,
+                                               "generate_config": {"max_new_tokens": 2}},
+                          timeout=60)
+        assert r.status_code == 503, r.text
+        assert r.json()["error_code_str"] == "409_CONCURRENCY_LIMIT_ERROR", r.text
+        r = requests.post(srv.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 2},
+                          timeout=60)
+        assert r.status_code == 503 and "--concurrency-limit" in r.text, r.text
+        streams[0][0].close()  # aborts it; its slot frees when the abort is answered
+        deadline = time.time() + 30
+        while True:
+            r = requests.post(srv.url + "/", json={"prompt": PROMPT,
+                                                   "generate_config": {"max_new_tokens": 2}},
+                              timeout=60)
+            if r.status_code == 200:
+                break
+            assert r.status_code == 503 and time.time() < deadline, r.text
+            time.sleep(0.05)
+        streams[1][0].close()
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_concurrency_with_block_makes_calls_wait_their_turn():
+    srv = Server(STORIES, "--skip-server-warmup", "--concurrency-limit", "1",
+                 "--concurrency-with-block", "true", env={"RADIX_TEST_STEP_DELAY_MS": "20"})
+    try:
+        held, _ = open_stream(srv, "held")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(requests.post, srv.url + "/", timeout=120, json={
+                "prompt": PROMPT, "generate_config": {"max_new_tokens": 2}})
+            time.sleep(1.0)
+            assert not waiting.done()  # it waits for the held call's slot
+            held.close()
+            r = waiting.result()
+        assert r.status_code == 200 and r.json()["finished"] is True, r.text
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_the_default_concurrency_limit_is_not_enforced_unless_given():
+    srv = Server(STORIES, "--skip-server-warmup", env={"RADIX_TEST_STEP_DELAY_MS": "20"})
+    try:
+        streams = [open_stream(srv, f"free-{i}") for i in range(33)]  # one past the default
+        info = srv.server_info()
+        assert info["concurrency_limit"] == 32  # the argument's value, not enforced
+        srv.log.flush()
+        assert "Concurrency limit" not in srv.log_path.read_text()
+        for r, _ in streams:
+            r.close()
+    finally:
+        assert srv.stop() == 0, srv.logs()

@@ -133,6 +133,10 @@ def valid_value(entry):
     return ["x-value"], "x-value"
 
 
+# Environment an argument needs to be valid.
+EXTRA_ENV = {"first-token-constraint-mode": {"FIRST_ALLOWED_TOKENS": "1,2"}}
+
+
 def test_every_seed_spelling_is_accepted(radixserve_bin, shared_dir, arg_table):
     index = index_spellings(arg_table)
     dest = sglang_dest_names(shared_dir)
@@ -156,7 +160,8 @@ def test_every_seed_spelling_is_accepted(radixserve_bin, shared_dir, arg_table):
         if entry["name"] in SECRETS:
             expected = "<redacted>"  # keys never appear in --print-config (docs/security.md)
         proc = run_radixserve(radixserve_bin, "--model-path", MODEL, "--print-config",
-                              *EXTRA_ARGS.get(entry["name"], []), spelling, *words)
+                              *EXTRA_ARGS.get(entry["name"], []), spelling, *words,
+                              env=EXTRA_ENV.get(entry["name"]))
         if proc.returncode != 0:
             failures.append(f"{seed} {spelling} {words}: exit {proc.returncode}: "
                             f"{proc.stderr.strip()}")

@@ -1,14 +1,18 @@
-"""LightLLM arguments this round made real, checked against the same server without them.
+"""Arguments made real (LightLLM's, SGLang's scheduler and logging ones), checked against the same
+server without them.
 
 The guard that no argument marked as taking effect is silently ignored lives in
 tests/unit/args/arg_readers_test.cpp: every argument whose entry in src/args/server_args.json says
 cpu "yes" or "partial" is read outside src/args/ through its generated key:: constant, or says
 "read_in": "args" with the reason."""
+import os
 import re
+import subprocess
+import threading
 
 import requests
 
-from server_util import STORIES, Server
+from server_util import BUILD, STORIES, Server
 
 
 def generate(srv, prompt, max_new_tokens):
@@ -38,19 +42,186 @@ def test_eos_id_replaces_the_models_end_of_sequence_ids():
 
 
 def test_disable_chunked_prefill_prefills_a_long_prompt_in_one_step():
+    """LightLLM's --disable_chunked_prefill and RTP-LLM's --enable-fast-gen false prefill a long
+    prompt whole; left out, or --enable-fast-gen true, it is chunked."""
     prompt = " ".join(["The little dog ran to the park and played with a ball."] * 12)
-    logs = {}
-    for flag in ([], ["--disable_chunked_prefill"]):
-        srv = Server(STORIES, "--chunked-prefill-size", 32, "--disable-radix-cache", *flag)
+    for flags, whole in (([], False), (["--disable_chunked_prefill"], True),
+                         (["--enable-fast-gen", "false"], True),
+                         (["--enable-fast-gen", "true"], False)):
+        srv = Server(STORIES, "--chunked-prefill-size", 32, "--disable-radix-cache", *flags)
         try:
             out = generate(srv, prompt, 2)
-            logs[bool(flag)] = srv.logs()
+            logs = srv.logs()
         finally:
             assert srv.stop() == 0
         assert out["meta_info"]["prompt_tokens"] > 64
-    chunks = [int(n) for n in re.findall(r"Prefill batch, #new-seq: \d+, #new-token: (\d+)",
-                                          logs[False])]
-    whole = [int(n) for n in re.findall(r"Prefill batch, #new-seq: \d+, #new-token: (\d+)",
-                                         logs[True])]
-    assert max(chunks) <= 32 and len(chunks) > 2, chunks
-    assert whole and max(whole) > 64, whole
+        sizes = [int(n) for n in re.findall(r"Prefill batch, #new-seq: \d+, #new-token: (\d+)",
+                                             logs)]
+        if whole:
+            assert sizes and max(sizes) > 64, (flags, sizes)
+        else:
+            assert max(sizes) <= 32 and len(sizes) > 2, (flags, sizes)
+
+
+def finish_order(*flags):
+    """A long streamed request decodes (steps slowed by the test hook); a one-token request
+    arrives meanwhile. Returns which finished first, as the client saw it."""
+    srv = Server(STORIES, "--skip-server-warmup", *flags, env={"RADIX_TEST_STEP_DELAY_MS": "10"})
+    try:
+        order = []
+        long = requests.post(srv.url + "/generate", stream=True, timeout=120, json={
+            "text": "Once upon a time", "stream": True,
+            "sampling_params": {"max_new_tokens": 80, "ignore_eos": True}})
+        lines = long.iter_lines()
+        next(lines)  # decoding now
+
+        def drain():
+            for _ in lines:
+                pass
+            order.append("long")
+
+        reader = threading.Thread(target=drain)
+        reader.start()
+        generate(srv, "Hello", 1)
+        order.append("short")
+        reader.join()
+        srv.assert_no_leak()
+        return order
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_scheduler_recv_interval_defers_new_requests_while_decoding():
+    """SGLang's --scheduler-recv-interval: with a large interval the engine does not look at its
+    inbox while it only decodes, so the new request waits for the long one to end; with the
+    default (1) it joins at once and ends first."""
+    assert finish_order("--scheduler-recv-interval", 1) == ["short", "long"]
+    assert finish_order("--scheduler-recv-interval", 100000) == ["long", "short"]
+
+
+def test_disable_aggressive_schedule_waits_router_max_wait_tokens_between_prefills():
+    """LightLLM's --disable_aggressive_schedule: a request arriving while a batch decodes is
+    prefilled only after --router_max_wait_tokens decode steps; aggressive (the default) takes
+    it at once, whatever the wait setting."""
+    assert finish_order("--router_max_wait_tokens", 100000) == ["short", "long"]
+    assert finish_order("--disable_aggressive_schedule", "--router_max_wait_tokens",
+                        100000) == ["long", "short"]
+
+
+def test_show_time_cost_logs_the_stage_times():
+    for flags, want in (([], False), (["--show-time-cost"], True)):
+        srv = Server(STORIES, "--skip-server-warmup", *flags,
+                     env={"RADIX_TEST_STEP_DELAY_MS": "30"})
+        try:
+            generate(srv, "Once upon a time", 10)
+            srv.log.flush()
+            lines = re.findall(r"\] decode: (\d+\.\d{3})s$", srv.log_path.read_text(), re.M)
+            assert bool(lines) == want, srv.logs()
+            if want:  # cumulative: never decreasing
+                assert [float(x) for x in lines] == sorted(float(x) for x in lines)
+        finally:
+            assert srv.stop() == 0, srv.logs()
+
+
+def test_request_time_stats_logging_logs_sglangs_line_per_request():
+    import time
+    srv = Server(STORIES, "--skip-server-warmup", "--enable-request-time-stats-logging")
+    try:
+        r = requests.post(srv.url + "/generate", timeout=60, json={
+            "text": "Once upon a time", "rid": "ts-1",
+            "sampling_params": {"max_new_tokens": 6, "ignore_eos": True}})
+        meta = r.json()["meta_info"]
+        srv.log.flush()
+        [line] = re.findall(
+            r"ReqTimeStats\(rid=ts-1, input_len=(\d+), cached_input_len=(\d+), output_len=(\d+), "
+            r"attempts=1, type=unified\): queue_duration=([\d.]+)ms, forward_duration=([\d.]+)ms, "
+            r"entry_time=([\d.]+)", srv.log_path.read_text())
+        assert [int(x) for x in line[:3]] == [meta["prompt_tokens"], meta["cached_tokens"],
+                                              meta["completion_tokens"]]
+        queue_ms, forward_ms = float(line[3]), float(line[4])
+        assert (queue_ms + forward_ms) / 1000 <= meta["e2e_latency"] + 0.05
+        assert abs(float(line[5]) - time.time()) < 120
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_long_truncation_mode_cuts_the_prompt_as_lightllm_does():
+    """LightLLM's --long_truncation_mode: the reference is the plain server given the cut ids
+    by hand (head keeps the last tokens, center the first and last halves)."""
+    context = 64
+    prompt_ids = [(i * 7) % 200 + 10 for i in range(100)]
+    max_new = 10  # leaves the prompt under SGLang's input margin too
+    plain = Server(STORIES, "--skip-server-warmup", "--context-length", context)
+    try:
+        limit = context - 1  # SGLang's max_req_len
+        keep = limit - max_new
+        want = {"head": prompt_ids[-keep:],
+                "center": prompt_ids[:keep // 2] + prompt_ids[-(keep - keep // 2):]}
+        ref = {}
+        for mode, ids in want.items():
+            r = requests.post(plain.url + "/generate", timeout=60, json={
+                "input_ids": ids, "sampling_params": {"temperature": 0, "max_new_tokens": max_new}})
+            assert r.status_code == 200, r.text
+            ref[mode] = r.json()
+        r = requests.post(plain.url + "/generate", timeout=60, json={
+            "input_ids": prompt_ids, "sampling_params": {"max_new_tokens": max_new}})
+        assert r.status_code == 400, r.text  # without the mode: refused
+    finally:
+        assert plain.stop() == 0
+    for mode in ("head", "center"):
+        srv = Server(STORIES, "--skip-server-warmup", "--context-length", context,
+                     "--long_truncation_mode", mode)
+        try:
+            r = requests.post(srv.url + "/generate", timeout=60, json={
+                "input_ids": prompt_ids,
+                "sampling_params": {"temperature": 0, "max_new_tokens": max_new}})
+            assert r.status_code == 200, r.text
+            got = r.json()
+            assert got["meta_info"]["prompt_tokens"] == len(want[mode])
+            assert got["output_ids"] == ref[mode]["output_ids"]
+        finally:
+            assert srv.stop() == 0, srv.logs()
+
+
+def test_first_token_constraint_mode_restricts_the_first_token():
+    """LightLLM's --first_token_constraint_mode: the first output token is one of
+    FIRST_ALLOWED_TOKENS (chosen here among tokens the model would not pick greedily); later
+    tokens are free. Without the variable the start stops naming the flag (exit 2)."""
+    prompt = "Once upon a time"
+    plain = Server(STORIES, "--skip-server-warmup")
+    try:
+        free = generate(plain, prompt, 4)["output_ids"]
+    finally:
+        assert plain.stop() == 0
+    allowed = [t for t in (300, 301) if t != free[0]]
+    srv = Server(STORIES, "--skip-server-warmup", "--first_token_constraint_mode",
+                 env={"FIRST_ALLOWED_TOKENS": ",".join(map(str, allowed))})
+    try:
+        for _ in range(2):
+            assert generate(srv, prompt, 4)["output_ids"][0] in allowed
+        r = requests.post(srv.url + "/generate", timeout=60, json={
+            "text": prompt, "sampling_params": {"max_new_tokens": 4, "temperature": 1.0}})
+        assert r.json()["output_ids"][0] in allowed
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    out = subprocess.run([str(BUILD / "radixserve"), "--model-path", str(STORIES),
+                          "--first_token_constraint_mode"], capture_output=True, text=True,
+                         timeout=120, env={k: v for k, v in os.environ.items()
+                                           if k != "FIRST_ALLOWED_TOKENS"})
+    assert out.returncode == 2, out.stderr
+    assert "--first_token_constraint_mode" in out.stderr + out.stdout
+
+
+def test_reuse_cache_false_turns_prefix_reuse_off():
+    """RTP-LLM's --reuse-cache, given as false: a repeated prompt is computed again (no cached
+    tokens); given as true, the radix cache serves the repeat."""
+    prompt = " ".join(["The little dog ran to the park and played with a ball."] * 4)
+    for value, reused in (("false", False), ("true", True)):
+        srv = Server(STORIES, "--skip-server-warmup", "--reuse-cache", value)
+        try:
+            generate(srv, prompt, 2)
+            again = generate(srv, prompt, 2)["meta_info"]
+            assert (again["cached_tokens"] > 0) == reused, (value, again)
+            assert srv.server_info()["disable_radix_cache"] == (not reused)
+        finally:
+            assert srv.stop() == 0, srv.logs()

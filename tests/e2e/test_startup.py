@@ -51,3 +51,25 @@ def test_health_is_503_until_the_warmup_is_over(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=60) == 0
+
+
+def test_server_info_has_sglangs_launch_and_startup_keys():
+    """SGLang 0.5.23's build_server_info keys: launch_command (secrets redacted), kv_events (null:
+    no KV events are published), startup_time (its phases in seconds), frontend."""
+    from server_util import Server
+    srv = Server(STORIES, "--skip-server-warmup", "--api-key", "sekrit")
+    try:
+        info = requests.get(srv.url + "/server_info", timeout=30,
+                            headers={"Authorization": "Bearer sekrit"}).json()
+        command = info["launch_command"]
+        assert command.split()[0].endswith("radixserve") and "--model-path" in command
+        assert "sekrit" not in command and "--api-key <redacted>" in command
+        assert info["kv_events"] is None
+        phases = info["startup_time"]
+        assert set(phases) == {"load_weight", "kv_cache_allocation", "scheduler_e2e",
+                               "cuda_graph", "tokenizer_e2e"}
+        assert 0 < phases["load_weight"] <= phases["scheduler_e2e"] <= phases["tokenizer_e2e"]
+        assert all(v == 0 for v in phases["cuda_graph"].values())
+        assert info["frontend"] == "radixserve"
+    finally:
+        assert srv.stop() == 0, srv.logs()

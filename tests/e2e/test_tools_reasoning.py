@@ -345,3 +345,31 @@ def test_constraint_applies_after_the_thinking(qwen3):
     assert "</think>" not in content
     jsonschema.validate(json.loads(content), schema)
     qwen3.assert_no_leak()
+
+
+@pytest.mark.parametrize("fields,enable", [
+    ({"reasoning_effort": "none"}, False),
+    ({"reasoning_effort": "low"}, True),
+    ({"reasoning": {"effort": "none"}}, False),
+    ({"thinking": {"type": "disabled"}}, False),
+    ({"thinking": {"type": "enabled"}}, True),
+    # The client's own kwargs win.
+    ({"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": False}}, False),
+])
+def test_reasoning_switches_reach_the_chat_template(qwen3, fields, enable):
+    """SGLang's reasoning_effort / reasoning / thinking fields set the template's enable_thinking
+    (where chat_template_kwargs does not): the prompt ids equal the HF tokenizer's rendering of
+    Qwen3's template with that switch (transformers, an independent renderer)."""
+    import transformers
+    from test_schema_corpus import QWEN3_TOKENIZER
+    hf = transformers.AutoTokenizer.from_pretrained(str(QWEN3_TOKENIZER))
+    messages = [{"role": "user", "content": "Is the sky blue?"}]
+    want = hf.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                  enable_thinking=enable)
+    if isinstance(want, dict) or hasattr(want, "input_ids"):
+        want = want["input_ids"]
+    r = requests.post(qwen3.url + "/v1/chat/completions", timeout=120, json={
+        "model": "default", "messages": messages, "max_tokens": 1,
+        "return_prompt_token_ids": True, **fields})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["prompt_token_ids"] == want

@@ -3,9 +3,12 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "args/arg_parser.h"
+#include "args/arg_table.h"
 
 namespace radixserve::args {
 namespace {
@@ -182,6 +185,90 @@ TEST(Validate, GgufModelPathSetsTheLoadFormat) {
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_EQ(r.args.GetString("load-format"), "gguf");
   EXPECT_EQ(r.args.GetString("quantization"), "gguf");
+}
+
+}  // namespace
+}  // namespace radixserve::args
+
+namespace radixserve::args {
+namespace {
+
+// A command-line value of `spec`'s type other than its default (a choice when it has choices).
+std::vector<std::string> NonDefaultWords(const ArgSpec& spec) {
+  const std::string flag = "--" + std::string(spec.name);
+  const nlohmann::json def = nlohmann::json::parse(spec.default_value);
+  if (!spec.choices.empty()) {
+    const std::string spelled = def.is_string() ? def.get<std::string>() : def.dump();
+    for (std::string_view choice : spec.choices) {
+      if (spelled != choice) return {flag, std::string(choice)};
+    }
+  }
+  switch (spec.type) {
+    case ArgType::kFlag:
+      return {flag};
+    case ArgType::kBool:
+      return {flag, def.is_boolean() && def.get<bool>() ? "false" : "true"};
+    case ArgType::kInt:
+      return {flag, std::to_string(def.is_number_integer() ? def.get<int64_t>() + 1 : 1)};
+    case ArgType::kFloat:
+      return {flag, def.is_number() ? fmt::format("{}", def.get<double>() + 0.25) : "0.5"};
+    case ArgType::kIntList:
+      return {flag, "3"};
+    case ArgType::kFloatList:
+      return {flag, "0.5"};
+    case ArgType::kStringList:
+      return {flag, "x"};
+    case ArgType::kJson:
+      return {flag, R"({"k": 1})"};
+    case ArgType::kString:
+      break;
+  }
+  return {flag, def.is_string() && def.get<std::string>() == "x" ? "y" : "x"};
+}
+
+// Every argument documented "no" (no effect on cpu) is accepted with exactly one warning naming
+// it when set to a value other than its default, or, where its note says so, refused at startup
+// naming it: none is silently ignored.
+TEST(Validate, EveryArgumentWithoutAnEffectWarnsOrIsRefused) {
+  int warned = 0;
+  for (const ArgSpec& spec : AllArgs()) {
+    if (spec.cpu != Support::kNo || spec.name == "model-path") continue;
+    const std::vector<std::string> words = NonDefaultWords(spec);
+    auto parsed = ParseCommandLine([&] {
+      std::vector<std::string> all = {"--model-path", "/m"};
+      all.insert(all.end(), words.begin(), words.end());
+      return all;
+    }());
+    const std::string flag = "--" + std::string(spec.name);
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.status().message().find(spec.name), std::string::npos)
+          << flag << ": " << parsed.status().message();
+      continue;
+    }
+    ServerArgs args = parsed->args;
+    std::vector<std::string> warnings;
+    MachineInfo machine{
+        .total_memory_bytes = 24 * kGiB, .available_memory_bytes = 24 * kGiB, .usable_cpus = 2};
+    Status status = ResolveServerArgs(args, machine, warnings);
+    if (!status.ok()) {
+      EXPECT_NE(status.message().find(spec.name), std::string::npos)
+          << flag << " refused without naming it: " << status.message();
+      EXPECT_NE(spec.cpu_note.find("efused"), std::string_view::npos)
+          << flag << " is refused at startup but its note does not say so: " << spec.cpu_note;
+      continue;
+    }
+    int naming = 0;  // (a deprecated spelling also gets its notice)
+    for (const std::string& warning : warnings) {
+      if (warning.find(flag + " ") != std::string::npos &&
+          warning.find("has no effect") != std::string::npos) {
+        ++naming;
+      }
+    }
+    EXPECT_EQ(naming, 1) << flag << " " << (words.size() > 1 ? words[1] : "")
+                         << " logged no (or several) warnings";
+    ++warned;
+  }
+  EXPECT_GT(warned, 200);
 }
 
 }  // namespace
