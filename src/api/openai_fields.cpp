@@ -144,7 +144,9 @@ const std::vector<FieldSpec>& OpenAiFields() {
 
 std::optional<ApiError> CheckOpenAiFields(const nlohmann::json& body, Route route) {
   const std::vector<FieldSpec>& fields = OpenAiFields();
-  for (const auto& [key, value] : body.items()) {
+  for (auto item = body.begin(); item != body.end(); ++item) {
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldSpec& spec) {
       return spec.name == key && (route == Route::kChat ? spec.chat : spec.completions);
     });

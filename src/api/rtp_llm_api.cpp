@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -41,6 +42,7 @@ const std::set<std::string, std::less<>>& UsedFields() {
                                                           "return_input_ids",
                                                           "aux_info",
                                                           "return_incremental",
+                                                          "return_cum_log_probs",
                                                           "adapter_name"};
   return used;
 }
@@ -102,7 +104,6 @@ const std::map<std::string, json, std::less<>>& DefaultOnlyFields() {
       {"sp_edit", false},
       {"force_disable_sp_run", false},
       {"force_sp_accept", false},
-      {"return_cum_log_probs", false},
       {"return_all_probs", 0},
       {"return_softmax_probs", false},
       {"can_use_pd_separation", true},
@@ -262,6 +263,7 @@ struct RtpConfig {
   bool input_ids = false;
   bool aux_info = true;
   bool incremental = false;
+  bool cum_log_probs = false;           // return_cum_log_probs
   std::optional<engine::LoraRef> lora;  // adapter_name
 };
 
@@ -326,7 +328,8 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
         std::pair{"skip_special_tokens", &skip_special}, std::pair{"print_stop_words", &print_stop},
         std::pair{"return_output_ids", &out.output_ids},
         std::pair{"return_input_ids", &out.input_ids}, std::pair{"aux_info", &out.aux_info},
-        std::pair{"return_incremental", &out.incremental}}) {
+        std::pair{"return_incremental", &out.incremental},
+        std::pair{"return_cum_log_probs", &out.cum_log_probs}}) {
     if (auto error = ReadFlag(config, key, *target)) return *error;
   }
   if (temperature < 0.0) return ConfigError("generate_config.temperature must be >= 0.");
@@ -410,11 +413,21 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
 // one per token, radixserve has no speculative decoding), input_len, output_len, reuse_len and
 // local_reuse_len (prompt tokens found in the radix cache; radixserve has only the local cache),
 // step_output_len and first_token_cost_time (streams only: tokens of the latest event, time to
-// the first token). Left at AuxInfo's defaults: prefix_len (no p-tuning prefixes), wait_time
-// (not tracked), pd_sep, cum_log_probs, beam_responses, softmax_probs (not requestable here), the
-// remote / memory / prefill / decode reuse counts (no such caches), multimodal_lengths,
-// speculative_*, role_addrs, aux_string.
-json AuxInfo(const ChoiceState& choice, double first_token_ms, int64_t step_output_len) {
+// the first token), cum_log_probs (with return_cum_log_probs). Left at AuxInfo's defaults:
+// prefix_len (no p-tuning prefixes), wait_time (not tracked), pd_sep, beam_responses, softmax_probs
+// (not requestable here), the remote / memory / prefill / decode reuse counts (no such caches),
+// multimodal_lengths, speculative_*, role_addrs, aux_string.
+json AuxInfo(const ChoiceState& choice, double first_token_ms, int64_t step_output_len,
+             bool cum_log_probs) {
+  // return_cum_log_probs: the sum of the output tokens' log-probabilities, one per sequence.
+  json cum = json::array();
+  if (cum_log_probs) {
+    double sum = 0.0;
+    for (const engine::TokenLogprobInfo& info : choice.output_logprobs) {
+      if (!std::isnan(info.logprob)) sum += info.logprob;
+    }
+    cum.push_back(sum);
+  }
   const double cost_ms = choice.finished ? choice.e2e_latency_s * 1000.0
                                          : std::chrono::duration<double, std::milli>(
                                                std::chrono::steady_clock::now() - choice.arrival)
@@ -428,7 +441,7 @@ json AuxInfo(const ChoiceState& choice, double first_token_ms, int64_t step_outp
           {"first_token_cost_time", first_token_ms},
           {"wait_time", 0},
           {"pd_sep", false},
-          {"cum_log_probs", json::array()},
+          {"cum_log_probs", std::move(cum)},
           {"beam_responses", json::array()},
           {"softmax_probs", json::array()},
           {"reuse_len", choice.cached_tokens},
@@ -461,6 +474,7 @@ class RtpLlmFormatter final : public ResponseFormatter {
     bool aux_info = true;
     bool output_ids = false;
     bool input_ids = false;
+    bool cum_log_probs = false;
     std::vector<std::vector<int32_t>> prompt_ids;  // per prompt
   };
 
@@ -520,7 +534,7 @@ class RtpLlmFormatter final : public ResponseFormatter {
   }
 
   json Aux(const ChoiceState& choice, size_t i) const {
-    return AuxInfo(choice, first_token_ms_[i], step_output_len_[i]);
+    return AuxInfo(choice, first_token_ms_[i], step_output_len_[i], o_.cum_log_probs);
   }
 
   json PromptAnswer(const std::vector<ChoiceState>& choices, size_t prompt, bool delta) {
@@ -595,6 +609,7 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
                                    .aux_info = config.aux_info,
                                    .output_ids = config.output_ids,
                                    .input_ids = config.input_ids,
+                                   .cum_log_probs = config.cum_log_probs,
                                    .prompt_ids = {}};
   json sampling = config.sampling;
   sampling["n"] = 1;
@@ -622,7 +637,7 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
                          .priority = std::nullopt,
                          .extra_key = {},
                          .lora = config.lora,
-                         .return_logprob = false,
+                         .return_logprob = config.cum_log_probs,
                          .logprob_start_len = -1,
                          .top_logprobs_num = 0,
                          .token_ids_logprob = {},

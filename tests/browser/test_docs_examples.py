@@ -3,11 +3,13 @@
 Every ```sh block of docs/quickstart.md and docs/api.md that calls curl, every ```python block
 (one interpreter per page, in page order, with the official openai SDK) and the quick start's
 Node example (npm openai) run against SmolLM2 on a free port instead of 30000. curl runs with
---fail-with-body, so an example that gets an HTTP error fails the test.
+--fail-with-body, so an example that gets an HTTP error fails the test. docs/migration.md's
+"after" launch line of each system starts a server of its own for that section's curl calls.
 """
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -77,3 +79,56 @@ def test_node_example(server, tmp_path):
         script.unlink()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
+
+
+def migration_sections():
+    """docs/migration.md's "## From X" sections: (name, the "# after" launch line's arguments,
+    the section's curl examples)."""
+    text = (DOCS / "migration.md").read_text()
+    sections = []
+    for part in re.split(r"^## ", text, flags=re.M)[1:]:
+        name = part.splitlines()[0]
+        if not name.startswith("From "):
+            continue
+        launch, clients = None, []
+        for lang, body in BLOCK.findall(part):
+            if lang != "sh":
+                continue
+            if "# after" in body:
+                line = body.split("# after", 1)[1].replace("\\\n", " ")
+                launch = shlex.split(line)
+            elif "curl " in body:
+                clients.append(body)
+        sections.append((name, launch, clients))
+    return sections
+
+
+@pytest.mark.parametrize("name,launch,clients", migration_sections(),
+                         ids=[s[0] for s in migration_sections()])
+def test_migration_launch_lines_serve_their_clients(name, launch, clients):
+    """Each system's "after" launch line, as docs/migration.md gives it (the model swapped for
+    SmolLM2, on loopback and a free port), starts and answers that system's client calls."""
+    assert launch and launch[0] == "radixserve", name
+    assert clients, f"{name}: no client call"
+    port = "30000"
+    args = []
+    words = iter(launch[1:])
+    for word in words:
+        if word in ("--model-path", "--model_dir", "--host"):
+            next(words)
+        elif word == "--port":
+            port = next(words)
+        else:
+            args.append(word)
+    srv = Server(SMOLLM2, *args)
+    try:
+        for example in clients:
+            script = example.replace(f"127.0.0.1:{port}", f"127.0.0.1:{srv.port}")
+            script = script.replace("curl ", "curl -sS --fail-with-body ")
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", script],
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"{example}\n{done.stdout}\n{done.stderr}"
+            assert done.stdout.strip(), example
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()

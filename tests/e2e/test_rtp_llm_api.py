@@ -210,6 +210,23 @@ def test_unsupported_or_unknown_config_field_is_refused(srv, config, name):
     assert name in body["message"]
 
 
+def test_return_cum_log_probs_sums_the_output_logprobs(srv):
+    """aux_info.cum_log_probs: one number per sequence, the sum of its tokens' log-probabilities
+    (as /generate's output_token_logprobs report them; those are checked against llama.cpp in
+    tests/oracle)."""
+    r = requests.post(srv.url + "/generate", timeout=60, json={
+        "text": PROMPT, "return_logprob": True,
+        "sampling_params": {"temperature": 0, "max_new_tokens": 8, "skip_special_tokens": False}})
+    want = sum(lp for lp, _, _ in r.json()["meta_info"]["output_token_logprobs"])
+    r = rtp(srv, {"prompt": PROMPT, "generate_config": {
+        "max_new_tokens": 8, "top_k": 1, "return_cum_log_probs": True}})
+    assert r.status_code == 200, r.text
+    [got] = r.json()["aux_info"]["cum_log_probs"]
+    assert got == pytest.approx(want, abs=1e-4)
+    plain = rtp(srv, {"prompt": PROMPT, "generate_config": {"max_new_tokens": 2, "top_k": 1}})
+    assert plain.json()["aux_info"]["cum_log_probs"] == []
+
+
 def test_unknown_top_level_field_is_refused(srv):
     r = rtp(srv, {"prompt": PROMPT, "bogus": 1})
     assert r.status_code == 400

@@ -113,6 +113,50 @@ def test_a_running_request_finishes_with_the_old_weights(checkpoints, prompts):
         assert srv.stop() == 0, srv.logs()
 
 
+def test_abort_all_requests_ends_the_running_ones(checkpoints, prompts):
+    """abort_all_requests: a request decoding when the update arrives ends with an abort (its
+    client gets the answer at once) instead of finishing with the old weights."""
+    srv = Server(STORIES, "--skip-server-warmup", env={"RADIX_TEST_STEP_DELAY_MS": "20"})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            running = pool.submit(generate, srv, prompts[0], 240)
+            for _ in range(2000):
+                if requests.get(srv.url + "/get_load", timeout=10).json()[0]["num_reqs"] > 0:
+                    break
+            r = update(srv, model_path=str(checkpoints["new"]), abort_all_requests=True)
+            assert r.status_code == 200 and r.json()["success"] is True, r.text
+            meta = running.result()["meta_info"]
+        assert meta["finish_reason"]["type"] == "abort", meta
+        assert meta["completion_tokens"] < 240
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_keep_pause_and_flush_cache_false(checkpoints, prompts):
+    """keep_pause: the engine stays paused after the update until /continue_generation (a new
+    request waits meanwhile); flush_cache false: the prefix cached under the old weights is
+    still matched (SGLang leaves the cache to the caller then)."""
+    srv = Server(STORIES, "--skip-server-warmup")
+    try:
+        generate(srv, prompts[2])
+        r = update(srv, model_path=str(checkpoints["new"]), keep_pause=True, flush_cache=False)
+        assert r.status_code == 200 and r.json()["success"] is True, r.text
+        assert srv.server_info()["internal_states"][0]["paused"] is True
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(generate, srv, prompts[2])
+            with pytest.raises(concurrent.futures.TimeoutError):
+                waiting.result(timeout=1.0)  # paused: no step runs
+            r = requests.post(srv.url + "/continue_generation", json={}, timeout=30)
+            assert r.status_code == 200, r.text
+            out = waiting.result(timeout=120)
+        assert srv.server_info()["internal_states"][0]["paused"] is False
+        assert out["meta_info"]["cached_tokens"] > 0  # not flushed
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
 def test_refusals(checkpoints, tmp_path):
     other = tmp_path / "other.gguf"
     # A checkpoint of another shape: the vocabulary cut (tensors keep their shapes but the

@@ -1,12 +1,13 @@
 // libFuzzer target: the JSON request bodies of the API routes, through the real handlers of
 // api::ApiRoutes(). The first input byte picks the route and how the engine behaves; the rest is
-// the request body:
+// the request body. Bytes below 30 pick among the first six routes, as the seeds were written:
 //   route = byte % 6:       0 /generate, 1 /v1/completions, 2 /v1/chat/completions, 3 /tokenize,
 //                           4 /detokenize, 5 /abort_request
-//   engine = byte / 6 % 5:  0 requests finish on a stop token, 1 on the length limit,
-//                           2 fail after admission (abort with status 400), 3 are refused at
-//                           submission (kInvalidArgument), 4 the client disconnects before the
-//                           engine answers
+//   engine = byte / 6 % 5
+// and bytes from 30 among the others (kRoutes[6..]): route = 6 + (byte - 30) % 22,
+// engine = (byte - 30) / 22 % 5. Engine behaviours: 0 requests finish on a stop token, 1 on the
+// length limit, 2 fail after admission (abort with status 400), 3 are refused at submission
+// (kInvalidArgument), 4 the client disconnects before the engine answers.
 // (tests/fuzz/corpus/README.md lists the byte of each seed.)
 //
 // The context is what main builds, without a model: ServerArgs from the command line
@@ -34,6 +35,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -43,8 +45,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/response_store.h"
 #include "api/routes.h"
 #include "api/server_context.h"
+#include "api/session_store.h"
 #include "args/arg_parser.h"
 #include "args/validate.h"
 #include "chat/chat_template_loader.h"
@@ -67,10 +71,41 @@ struct RouteChoice {
   const char* path;
 };
 constexpr RouteChoice kRoutes[] = {
-    {"POST", "/generate"}, {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"},
-    {"POST", "/tokenize"}, {"POST", "/detokenize"},     {"POST", "/abort_request"},
+    {"POST", "/generate"},
+    {"POST", "/v1/completions"},
+    {"POST", "/v1/chat/completions"},
+    {"POST", "/tokenize"},
+    {"POST", "/detokenize"},
+    {"POST", "/abort_request"},
+    // From byte 30 on.
+    {"POST", "/generate_stream"},
+    {"POST", "/"},
+    {"POST", "/v1/responses"},
+    {"POST", "/invocations"},
+    {"POST", "/open_session"},
+    {"POST", "/close_session"},
+    {"POST", "/update_weight_version"},
+    {"POST", "/pause_generation"},
+    {"POST", "/continue_generation"},
+    {"POST", "/configure_logging"},
+    {"POST", "/set_internal_state"},
+    {"POST", "/start_profile"},
+    {"POST", "/stop_profile"},
+    {"POST", "/update_weights_from_disk"},
+    {"POST", "/get_weights_by_name"},
+    {"POST", "/release_memory_occupation"},
+    {"POST", "/resume_memory_occupation"},
+    {"POST", "/flush_cache"},
+    {"POST", "/v1/score"},
+    {"POST", "/v1/rerank"},
+    {"POST", "/parse_function_call"},
+    {"POST", "/separate_reasoning"},
 };
-constexpr int kNumRoutes = 6;
+constexpr int kNumRoutes = static_cast<int>(std::size(kRoutes));
+constexpr int kFirstRoutes = 6;  // the routes of bytes 0..29
+constexpr int kFirstBytes = kFirstRoutes * 5;
+static_assert(kNumRoutes - kFirstRoutes == 22, "the header comment and corpus/README.md say 22");
+static_assert(kFirstBytes + (kNumRoutes - kFirstRoutes) * 5 <= 256, "one byte picks both");
 
 enum class EngineMode { kStop, kLength, kFailAfterAdmission, kRefuse, kDisconnect };
 constexpr int kNumModes = 5;
@@ -240,7 +275,7 @@ class RecordingWriter final : public api::ResponseWriter {
   void SendEvent(std::string data) override {
     if (!streaming || complete || disconnected) return;
     transcript += "data: " + data + "\n";
-    if (data == "[DONE]") return;
+    if (data == "[DONE]" || data == "[done]") return;  // SGLang/OpenAI's end, RTP-LLM's
     json event = CheckJson(data, "stream event");
     if (event.is_object() && event.contains("error") && event["error"].is_object()) {
       const json& code = event["error"].value("code", json());
@@ -314,6 +349,8 @@ struct Fixture {
   std::unique_ptr<chat::ChatTemplate> chat_template;
   chat::CompletionTemplate completion_template;
   std::unique_ptr<metrics::ServingMetrics> metrics;
+  api::SessionStore sessions;
+  api::ResponseStore responses{/*max_entries=*/64, /*max_bytes=*/std::size_t{1} << 20};
   FakeEngine engine;
   api::ServerContext ctx;
   api::ApiHandler handlers[kNumRoutes];
@@ -361,6 +398,8 @@ void Init() {
   ctx.chat_template = f->chat_template.get();
   ctx.completion_template = &f->completion_template;
   ctx.metrics = f->metrics.get();
+  ctx.sessions = &f->sessions;
+  ctx.response_store = &f->responses;
   ctx.model.model_type = config.at("model_type").get<std::string>();
   ctx.model.architectures = config.at("architectures").get<std::vector<std::string>>();
   ctx.model.context_len = config.at("max_position_embeddings").get<int64_t>();
@@ -396,8 +435,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   g_input = std::string_view(reinterpret_cast<const char*>(data), size);
   Fixture& f = *g_fixture;
-  const int route = data[0] % kNumRoutes;
-  const auto mode = static_cast<EngineMode>(data[0] / kNumRoutes % kNumModes);
+  const int byte = data[0];
+  const int later = kNumRoutes - kFirstRoutes;
+  const int route =
+      byte < kFirstBytes ? byte % kFirstRoutes : kFirstRoutes + (byte - kFirstBytes) % later;
+  const auto mode = static_cast<EngineMode>(
+      (byte < kFirstBytes ? byte / kFirstRoutes : (byte - kFirstBytes) / later) % kNumModes);
   f.engine.mode = mode;
 
   api::ApiRequest request{.method = kRoutes[route].method,
