@@ -426,7 +426,10 @@ void PerToken(const engine::RequestEvent& event, TokenEvent&& token_event) {
 // LightLLM's answers (api_lightllm.py).
 class LightLlmFormatter final : public ResponseFormatter {
  public:
-  explicit LightLlmFormatter(bool details) : details_(details) {}
+  // `prompt_logprobs`: --return_all_prompt_logprobs (the requests computed their input logprobs
+  // from the prompt's first token).
+  LightLlmFormatter(bool details, bool prompt_logprobs)
+      : details_(details), prompt_logprobs_(prompt_logprobs) {}
 
   void StreamEvent(const ServerContext& ctx, const std::vector<ChoiceState>& choices, size_t index,
                    const engine::RequestEvent& event, const Emit& emit) override {
@@ -489,6 +492,7 @@ class LightLlmFormatter final : public ResponseFormatter {
                 {"finish_reason", one ? reasons[0] : reasons},
                 {"prompt_tokens", choices[0].prompt_tokens}};
     if (details_) out["tokens"] = one ? tokens[0] : tokens;
+    if (prompt_logprobs_) AddPromptLogprobs(choices[0], out);
     return {200, std::move(out)};
   }
 
@@ -510,7 +514,26 @@ class LightLlmFormatter final : public ResponseFormatter {
     return tokens;
   }
 
+  // LightLLM's --return_all_prompt_logprobs fields: prompt_token_ids, and for every prompt token
+  // but the last [its id, {next id: the next token's log-probability}].
+  static void AddPromptLogprobs(const ChoiceState& choice, json& out) {
+    json ids = json::array(), pairs = json::array();
+    const auto& infos = choice.input_logprobs;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      ids.push_back(infos[i].token_id);
+      if (i + 1 < infos.size()) {
+        const float next = infos[i + 1].logprob;
+        pairs.push_back(json::array({infos[i].token_id,
+                                     {{std::to_string(infos[i + 1].token_id),
+                                       std::isnan(next) ? json(nullptr) : json(next)}}}));
+      }
+    }
+    out["prompt_token_ids"] = std::move(ids);
+    out["prompt_logprobs"] = std::move(pairs);
+  }
+
   bool details_;
+  bool prompt_logprobs_;
 };
 
 // Text Generation Inference's answers (its OpenAPI schema: GenerateResponse, StreamResponse).
@@ -697,9 +720,13 @@ ApiExpected<ServingPlan> ParseLightLlm(ServerContext& ctx, const json& body, boo
     sampling = std::move(read.sampling);
     n = read.n;
     add_special_tokens = read.add_special_tokens;
-    // Streamed tokens and return_details carry logprobs.
-    logprobs = stream || read.details;
-    formatter = std::make_shared<LightLlmFormatter>(read.details);
+    // Streamed tokens and return_details carry logprobs; --return_all_prompt_logprobs adds the
+    // prompt's (answered without streaming, as LightLLM does).
+    const bool all_prompt = !ctx.args->IsNull(args::key::kReturnAllPromptLogprobs) &&
+                            ctx.args->GetBool(args::key::kReturnAllPromptLogprobs);
+    logprobs = stream || read.details || all_prompt;
+    prompt_logprobs = all_prompt;
+    formatter = std::make_shared<LightLlmFormatter>(read.details, all_prompt);
   }
   sampling["n"] = n;
 

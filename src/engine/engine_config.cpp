@@ -52,6 +52,11 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   s.priority_preemption_threshold =
       args.GetOptionalInt(key::kPrioritySchedulingPreemptionThreshold).value_or(10);
   s.max_loras_per_batch = args.GetOptionalInt(key::kMaxLorasPerBatch).value_or(8);
+  if (args.IsExplicit(key::kSchedulerReserveResourceRatio)) {
+    s.reserved_tokens =
+        max_total_tokens *
+        std::clamp<int64_t>(args.GetInt(key::kSchedulerReserveResourceRatio), 0, 100) / 100;
+  }
   if (BoolArg(args, key::kDisableAggressiveSchedule)) {
     s.prefill_wait_decode_steps =
         std::max<int64_t>(0, args.GetOptionalInt(key::kRouterMaxWaitTokens).value_or(6));

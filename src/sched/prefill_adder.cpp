@@ -23,6 +23,10 @@ PrefillAdder::PrefillAdder(const SchedulerConfig& config, kv::KvMemory& memory,
   for (const Sequence* seq : running) {
     total_offset_ += static_cast<double>(ClippedNewTokens(*seq)) * new_token_ratio;
   }
+  if (!running.empty() && config.reserved_tokens > 0) {
+    total_offset_ += static_cast<double>(config.reserved_tokens);
+    cur_offset_ += static_cast<double>(config.reserved_tokens);
+  }
   const auto mixed = static_cast<int64_t>(mixed_decode_tokens);
   rem_input_ = config.max_prefill_tokens - mixed;
   if (config.chunked_prefill_size) rem_chunk_ = *config.chunked_prefill_size - mixed;

@@ -28,6 +28,10 @@ struct SchedulerConfig {
   // waiting requests are prefilled only after this many decode steps since the last prefill
   // (0: at once, SGLang's and LightLLM's default). A chunked prefill in progress goes on.
   int64_t prefill_wait_decode_steps = 0;
+  // RTP-LLM's --scheduler-reserve-resource-ratio when given: KV tokens admission keeps free as
+  // headroom for the running requests (ignored while none runs, so any request that fits the
+  // pool is admitted eventually).
+  int64_t reserved_tokens = 0;
   std::optional<int64_t> prefill_max_requests;  // nullopt: unlimited
   std::optional<int64_t> max_queued_requests;   // nullopt: unlimited
   double schedule_conservativeness = 1.0;

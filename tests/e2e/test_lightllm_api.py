@@ -234,3 +234,29 @@ def test_log_stats_interval_logs_lightllm_throughput_lines():
         assert "Avg prompt tokens throughput:" in logs
     finally:
         assert srv.stop() == 0, srv.logs()
+
+
+def test_return_all_prompt_logprobs_adds_lightllms_prompt_fields():
+    """--return_all_prompt_logprobs: the answer carries prompt_token_ids and, for each prompt token
+    but the last, [id, {next id: logprob}]; the logprobs are SGLang's input_token_logprobs of the
+    same prompt (checked against llama.cpp in tests/oracle)."""
+    srv = Server(STORIES, "--skip-server-warmup", "--return_all_prompt_logprobs")
+    try:
+        prompt = "Once upon a time, there was"
+        r = requests.post(srv.url + "/generate", timeout=60, json={
+            "inputs": prompt, "parameters": {"max_new_tokens": 2}})
+        assert r.status_code == 200, r.text
+        out = r.json()
+        ref = requests.post(srv.url + "/generate", timeout=60, json={
+            "text": prompt, "return_logprob": True, "logprob_start_len": 0,
+            "sampling_params": {"max_new_tokens": 1}}).json()["meta_info"]
+        want = ref["input_token_logprobs"]  # [logprob, id, text], the first logprob null
+        assert out["prompt_token_ids"] == [t for _, t, _ in want]
+        assert len(out["prompt_logprobs"]) == len(want) - 1
+        for (prev_id, step), (_, tid, _), (lp, nid, _) in zip(out["prompt_logprobs"], want,
+                                                             want[1:]):
+            assert prev_id == tid
+            [(key, value)] = step.items()
+            assert int(key) == nid and value == pytest.approx(lp, abs=1e-5)
+    finally:
+        assert srv.stop() == 0, srv.logs()

@@ -225,3 +225,11 @@ def test_reuse_cache_false_turns_prefix_reuse_off():
             assert srv.server_info()["disable_radix_cache"] == (not reused)
         finally:
             assert srv.stop() == 0, srv.logs()
+
+
+def test_scheduler_reserve_resource_ratio_keeps_headroom_for_running_requests():
+    """RTP-LLM's --scheduler-reserve-resource-ratio: with 99% of a 1024-token pool reserved
+    while a request runs, a new one waits for it to end; with nothing running it is admitted."""
+    assert finish_order("--max-total-tokens", 1024) == ["short", "long"]
+    assert finish_order("--max-total-tokens", 1024,
+                        "--scheduler-reserve-resource-ratio", 99) == ["long", "short"]
