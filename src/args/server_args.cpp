@@ -1,6 +1,7 @@
 #include "args/server_args.h"
 
 #include <string>
+#include <string_view>
 
 #include "args/arg_table.h"
 
@@ -42,13 +43,43 @@ bool ServerArgs::IsExplicit(ArgKey key) const {
   return explicit_.find(key.config_key()) != explicit_.end();
 }
 
+namespace {
+
+// The arguments whose values never appear in logs, --print-config or /server_info.
+constexpr ArgKey kSecrets[] = {key::kApiKey, key::kAdminApiKey};
+
+}  // namespace
+
 nlohmann::json ServerArgs::PublicValues() const {
   nlohmann::json values = values_;
-  for (ArgKey secret : {key::kApiKey, key::kAdminApiKey}) {
+  for (ArgKey secret : kSecrets) {
     std::string config_key(secret.config_key());
     if (!values[config_key].is_null()) values[config_key] = "<redacted>";
   }
   return values;
+}
+
+std::string ServerArgs::PublicCommandLine(int argc, const char* const* argv) {
+  std::string out;
+  bool redact_next = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string word = argv[i];
+    if (redact_next) {
+      word = "<redacted>";
+      redact_next = false;
+    } else {
+      for (ArgKey secret : kSecrets) {
+        for (std::string_view spelling : {secret.name(), secret.config_key()}) {
+          const std::string flag = "--" + std::string(spelling);
+          if (word == flag) redact_next = true;
+          if (word.rfind(flag + "=", 0) == 0) word = flag + "=<redacted>";
+        }
+      }
+    }
+    if (!out.empty()) out += ' ';
+    out += word;
+  }
+  return out;
 }
 
 }  // namespace radixserve::args

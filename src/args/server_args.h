@@ -32,6 +32,9 @@ class ServerArgs {
   // values() with every secret (--api-key, --admin-api-key) replaced by "<redacted>" when set:
   // what logs, --print-config and /server_info show.
   nlohmann::json PublicValues() const;
+  // The command line as given (argv joined by spaces) with the value of every secret replaced by
+  // "<redacted>", in either spelling and as "--x v" or "--x=v": SGLang's launch_command.
+  static std::string PublicCommandLine(int argc, const char* const* argv);
 
   // The value of one argument. The typed getters require a value of that type (checked by
   // nlohmann::json, which throws on a mismatch); the Optional ones return nullopt when unset.

@@ -120,32 +120,6 @@ int UsageError(const std::string& message) {
   return kUsageError;
 }
 
-// SGLang's launch_command: the command line as given, secrets redacted.
-std::string LaunchCommand(int argc, char** argv) {
-  static const std::vector<std::string> kSecret = {"--api-key", "--admin-api-key"};
-  std::string out;
-  bool redact_next = false;
-  for (int i = 0; i < argc; ++i) {
-    std::string word = argv[i];
-    if (redact_next) {
-      word = "<redacted>";
-      redact_next = false;
-    } else {
-      for (const std::string& secret : kSecret) {
-        std::string dashed = secret, underscored = secret;
-        std::replace(underscored.begin() + 2, underscored.end(), '-', '_');
-        for (const std::string& name : {dashed, underscored}) {
-          if (word == name) redact_next = true;
-          if (word.rfind(name + "=", 0) == 0) word = name + "=<redacted>";
-        }
-      }
-    }
-    if (!out.empty()) out += ' ';
-    out += word;
-  }
-  return out;
-}
-
 int StartupError(const std::string& message) {
   RADIX_LOG_ERROR("{}", message);
   return kStartupError;
@@ -283,7 +257,7 @@ int main(int argc, char** argv) {
 
   rs::api::ServerContext ctx;
   ctx.args = &args;
-  ctx.launch_command = LaunchCommand(argc, argv);
+  ctx.launch_command = rs::args::ServerArgs::PublicCommandLine(argc, argv);
   ctx.engine = engine->get();
   ctx.tokenizer = assets->tokenizer.get();
   ctx.chat_template = assets->chat_template.get();
