@@ -37,14 +37,4 @@ void ConcurrencyLimit::Free() {
   next(std::make_shared<Slot>(*this));
 }
 
-int64_t ConcurrencyLimit::in_flight() const {
-  std::lock_guard lock(mu_);
-  return in_flight_;
-}
-
-int64_t ConcurrencyLimit::waiting() const {
-  std::lock_guard lock(mu_);
-  return static_cast<int64_t>(waiting_.size());
-}
-
 }  // namespace radixserve::api

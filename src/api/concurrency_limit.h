@@ -39,8 +39,6 @@ class ConcurrencyLimit {
 
   int64_t limit() const { return limit_; }
   bool blocks() const { return block_; }
-  int64_t in_flight() const;
-  int64_t waiting() const;
 
  private:
   void Free();

@@ -67,13 +67,7 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
     }
     writer->Send(error.status, "application/json", ToJsonText(ErrorBody(errors, error)));
   };
-  if (ctx.concurrency == nullptr) {
-    CallTracker::Start(ctx, std::move(writer), std::move(plan->requests), std::move(on_event),
-                       std::move(on_done), std::move(on_rejected), plan->group, stream);
-    return;
-  }
-  // RTP-LLM's --concurrency-limit: the call holds a slot until it is answered. A waiting call
-  // starts on its connection's strand, never inside the call that freed its slot.
+  // Starts the call; under RTP-LLM's --concurrency-limit it holds `slot` until it is answered.
   struct Call {
     std::vector<engine::GenerateRequest> requests;
     CallTracker::OnEvent on_event;
@@ -82,22 +76,29 @@ void Serve(ServerContext& ctx, ResponseWriterPtr writer, ErrorStyle errors,
   };
   auto call = std::make_shared<Call>(Call{std::move(plan->requests), std::move(on_event),
                                           std::move(on_done), std::move(on_rejected)});
-  const size_t group = plan->group;
-  const bool admitted = ctx.concurrency->Enter(
-      [&ctx, writer, call, group, stream](std::shared_ptr<ConcurrencyLimit::Slot> slot) {
-        writer->Post([&ctx, writer, call, group, stream, slot] {
-          auto on_done = [slot, done = std::move(call->on_done)](CallTracker& tracker) {
-            done(tracker);
-            slot->Release();
-          };
-          auto on_rejected = [slot, rejected = std::move(call->on_rejected)](const ApiError& error,
-                                                                             bool stream_started) {
-            rejected(error, stream_started);
-            slot->Release();
-          };
-          CallTracker::Start(ctx, writer, std::move(call->requests), std::move(call->on_event),
-                             std::move(on_done), std::move(on_rejected), group, stream);
-        });
+  auto start = [&ctx, writer, call, group = plan->group,
+                stream](std::shared_ptr<ConcurrencyLimit::Slot> slot) {
+    CallTracker::OnDone done = std::move(call->on_done);
+    CallTracker::OnRejected rejected = std::move(call->on_rejected);
+    if (slot != nullptr) {
+      done = [slot, done = std::move(done)](CallTracker& tracker) {
+        done(tracker);
+        slot->Release();
+      };
+      rejected = [slot, rejected = std::move(rejected)](const ApiError& error,
+                                                        bool stream_started) {
+        rejected(error, stream_started);
+        slot->Release();
+      };
+    }
+    CallTracker::Start(ctx, writer, std::move(call->requests), std::move(call->on_event),
+                       std::move(done), std::move(rejected), group, stream);
+  };
+  if (ctx.concurrency == nullptr) return start(nullptr);
+  // A waiting call starts on its connection's strand, never inside the call that freed its slot.
+  const bool admitted =
+      ctx.concurrency->Enter([writer, start](std::shared_ptr<ConcurrencyLimit::Slot> slot) {
+        writer->Post([start, slot] { start(slot); });
       });
   if (!admitted) {
     ApiError error{503,
