@@ -31,6 +31,8 @@ struct ChatCall {
   bool logprobs = false;
   bool include_usage = false;
   bool hidden_states = false;  // return_hidden_states
+  bool return_token_ids = false;
+  bool return_cached_tokens_details = false;
 };
 // `body` is the request with its key order kept (templates see tools in the client's order).
 ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_json& body);

@@ -148,13 +148,7 @@ class ChatFormatter final : public ResponseFormatter {
                    called && IsStop(choices[i]) ? json(nullptr) : MatchedStop(choices[i])}}));
     }
     if (json ext = Sglext(choices); !ext.empty()) {
-      emit({{"id", o_.id},
-            {"object", "chat.completion.chunk"},
-            {"created", o_.created},
-            {"model", o_.model},
-            {"choices", json::array()},
-            {"usage", nullptr},
-            {"sglext", std::move(ext)}});
+      emit(SglextChunk(o_.id, "chat.completion.chunk", o_.created, o_.model, std::move(ext)));
     }
     if (o_.include_usage) {
       emit(UsageChunk(o_.id, "chat.completion.chunk", o_.created, o_.model,
@@ -439,28 +433,30 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
       .model = common.model,
       .logprobs = logprobs,
       .include_usage = common.include_usage,
-      .hidden_states = common.return_hidden_states};
+      .hidden_states = common.return_hidden_states,
+      .return_token_ids = common.return_token_ids,
+      .return_cached_tokens_details = common.return_cached_tokens_details};
   return call;
 }
 
 // SGLang's response extras of /v1/chat/completions into `format` (the per-choice ones refuse a
 // streamed call, as SGLang does).
-ApiExpected<bool> ReadChatExtras(const json& body, const ServingPlan& plan,
+ApiExpected<bool> ReadChatExtras(const json& body, const ChatCall& call, const ServingPlan& plan,
                                  ChatFormatter::Options& format) {
   FieldReader reader;
-  const bool token_ids = reader.Bool(body, "return_token_ids").value_or(false);
-  format.prompt_token_ids =
-      reader.Bool(body, "return_prompt_token_ids").value_or(false) || token_ids;
-  format.response_token_ids = token_ids;
+  const bool prompt_token_ids = reader.Bool(body, "return_prompt_token_ids").value_or(false);
+  format.prompt_token_ids = prompt_token_ids || call.return_token_ids;
+  format.response_token_ids = call.return_token_ids;
   format.meta_info = reader.Bool(body, "return_meta_info").value_or(false);
-  format.sglext_cached_tokens_details =
-      reader.Bool(body, "return_cached_tokens_details").value_or(false);
+  format.sglext_cached_tokens_details = call.return_cached_tokens_details;
   format.sglext_input_ids = reader.Bool(body, "return_input_ids_in_sglext").value_or(false);
   format.sglext_output_ids = reader.Bool(body, "return_output_ids_in_sglext").value_or(false);
   if (!reader.ok()) return reader.error();
   if (plan.stream) {
-    for (const char* key : {"return_prompt_token_ids", "return_token_ids", "return_meta_info"}) {
-      if (body.contains(key) && body[key].is_boolean() && body[key].get<bool>()) {
+    for (auto [key, asked] : {std::pair{"return_prompt_token_ids", prompt_token_ids},
+                              std::pair{"return_token_ids", call.return_token_ids},
+                              std::pair{"return_meta_info", format.meta_info}}) {
+      if (asked) {
         return BadRequest(fmt::format(
             "{} is not supported with streaming. Please set stream=false when using {}=true.", key,
             key));
@@ -491,7 +487,7 @@ ApiExpected<ServingPlan> ParseChatCompletions(ServerContext& ctx, std::string_vi
   format.include_usage = call.include_usage;
   format.hidden_states = call.hidden_states;
   format.group = plan.group;
-  if (ApiExpected<bool> extras = ReadChatExtras(body, plan, format); !extras.ok()) {
+  if (ApiExpected<bool> extras = ReadChatExtras(body, call, plan, format); !extras.ok()) {
     return extras.status();
   }
   plan.formatter = std::make_shared<ChatFormatter>(std::move(format), std::move(call.output),

@@ -301,6 +301,13 @@ json UsageChunk(const std::string& id, const char* object, int64_t created,
           {"model", model}, {"choices", json::array()}, {"usage", std::move(usage)}};
 }
 
+json SglextChunk(const std::string& id, const char* object, int64_t created,
+                 const std::string& model, json sglext) {
+  json chunk = UsageChunk(id, object, created, model, nullptr);
+  chunk["sglext"] = std::move(sglext);
+  return chunk;
+}
+
 json CachedTokensDetails(const ChoiceState& choice) {
   if (choice.storage_cached_tokens < 0) return {{"device", choice.cached_tokens}, {"host", 0}};
   return {{"device", choice.cached_tokens - choice.storage_cached_tokens},

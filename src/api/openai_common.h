@@ -105,6 +105,11 @@ json Envelope(const ServerContext& ctx, const std::string& id, const char* objec
 json UsageChunk(const std::string& id, const char* object, int64_t created,
                 const std::string& model, json usage);
 
+// A streamed chunk without choices carrying SGLang's response-level `sglext` object (sent after
+// the finishing chunks, before the usage chunk). `object` is the route's chunk object name.
+json SglextChunk(const std::string& id, const char* object, int64_t created,
+                 const std::string& model, json sglext);
+
 // SGLang's sglext.cached_tokens_details of the first choice: {"device", "host"} (+ "storage" and
 // "storage_backend" with a storage tier); on a CPU the RAM pool is the device tier.
 json CachedTokensDetails(const ChoiceState& choice);

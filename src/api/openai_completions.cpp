@@ -154,13 +154,8 @@ class CompletionsFormatter final : public ResponseFormatter {
       emit(StreamErrorBody(ErrorStyle::kOpenAi, *failed));
       return;
     }
-    if (o_.cached_tokens_details && !choices.empty()) {
-      emit({{"id", o_.id},
-            {"object", "text_completion"},
-            {"created", o_.created},
-            {"model", o_.model},
-            {"choices", json::array()},
-            {"sglext", {{"cached_tokens_details", CachedTokensDetails(choices[0])}}}});
+    if (json ext = Sglext(choices); !ext.empty()) {
+      emit(SglextChunk(o_.id, "text_completion", o_.created, o_.model, std::move(ext)));
     }
     if (o_.include_usage) {
       emit(UsageChunk(o_.id, "text_completion", o_.created, o_.model,
@@ -188,9 +183,7 @@ class CompletionsFormatter final : public ResponseFormatter {
     }
     json out = Envelope(ctx, o_.id, "text_completion", o_.created, o_.model, std::move(out_choices),
                         Usage(ctx, choices, o_.group));
-    if (o_.cached_tokens_details && !choices.empty()) {
-      out["sglext"] = {{"cached_tokens_details", CachedTokensDetails(choices[0])}};
-    }
+    if (json ext = Sglext(choices); !ext.empty()) out["sglext"] = std::move(ext);
     return {200, std::move(out)};
   }
 
@@ -202,6 +195,15 @@ class CompletionsFormatter final : public ResponseFormatter {
     size_t ids_sent = 0;
     size_t logprobs_sent = 0;
   };
+
+  // SGLang's response-level extension object; empty when the request asked for none of it.
+  json Sglext(const std::vector<ChoiceState>& choices) const {
+    json ext = json::object();
+    if (o_.cached_tokens_details && !choices.empty()) {
+      ext["cached_tokens_details"] = CachedTokensDetails(choices[0]);
+    }
+    return ext;
+  }
 
   json Chunk(json choice) const {
     return {{"id", o_.id},
