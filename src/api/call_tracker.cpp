@@ -308,6 +308,7 @@ void CallTracker::Handle(size_t index, engine::RequestEvent event) {
   choice.output_entropy.insert(choice.output_entropy.end(), event.output_entropy.begin(),
                                event.output_entropy.end());
   for (auto& row : event.hidden_states) choice.hidden_states.push_back(std::move(row));
+  if (!event.logits.empty()) choice.logits = std::move(event.logits);
   choice.prompt_tokens = event.prompt_tokens;
   choice.completion_tokens = event.completion_tokens;
   choice.cached_tokens = event.cached_tokens;

@@ -37,6 +37,7 @@ struct ChoiceState {
   // return_hidden_states: one row per fed position (the prompt's first), see RequestEvent.
   std::vector<std::vector<float>> hidden_states;
   std::vector<float> output_entropy;  // return_entropy: one per output token
+  std::vector<float> logits;          // return_logits: the latest event's row (RequestEvent)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;

@@ -19,7 +19,9 @@ Expected<int64_t> ReadInt(const nlohmann::json& value, std::string_view name, in
                           int64_t max) {
   if (value.is_number_unsigned()) {
     const uint64_t u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(max)) return OutOfRange(name, min, max);
+    if (u > static_cast<uint64_t>(max) || (min > 0 && u < static_cast<uint64_t>(min))) {
+      return OutOfRange(name, min, max);
+    }
     return static_cast<int64_t>(u);
   }
   int64_t out = 0;

@@ -43,6 +43,11 @@ const std::set<std::string, std::less<>>& UsedFields() {
                                                           "aux_info",
                                                           "return_incremental",
                                                           "return_cum_log_probs",
+                                                          "return_logits",
+                                                          "logits_index",
+                                                          "return_hidden_states",
+                                                          "hidden_states_cut_dim",
+                                                          "normalized_hidden_states",
                                                           "adapter_name"};
   return used;
 }
@@ -84,17 +89,12 @@ const std::map<std::string, json, std::less<>>& DefaultOnlyFields() {
       {"json_format", false},
       {"response_format", nullptr},
       {"calculate_loss", 0},
-      {"return_logits", false},
-      {"logits_index", nullptr},
       {"return_prompt_logits", false},
       {"prompt_logits_top_k", 64},
       {"prompt_logits_start", -1},
       {"prompt_logits_end", -1},
       {"return_target_logprob", true},
-      {"return_hidden_states", false},
       {"return_all_hidden_states", false},
-      {"hidden_states_cut_dim", 0},
-      {"normalized_hidden_states", false},
       {"select_tokens_str", json::array()},
       {"select_tokens_id", json::array()},
       {"md5_value", ""},
@@ -263,7 +263,12 @@ struct RtpConfig {
   bool input_ids = false;
   bool aux_info = true;
   bool incremental = false;
-  bool cum_log_probs = false;           // return_cum_log_probs
+  bool cum_log_probs = false;         // return_cum_log_probs
+  bool logits = false;                // return_logits
+  int64_t logits_index = 0;           // 0: the last token's row
+  bool hidden_states = false;         // return_hidden_states
+  int64_t hidden_states_cut_dim = 0;  // 0: the whole row
+  bool normalized_hidden_states = false;
   std::optional<engine::LoraRef> lora;  // adapter_name
 };
 
@@ -329,8 +334,20 @@ ApiExpected<RtpConfig> ReadConfig(const ServerContext& ctx, const json& config) 
         std::pair{"return_output_ids", &out.output_ids},
         std::pair{"return_input_ids", &out.input_ids}, std::pair{"aux_info", &out.aux_info},
         std::pair{"return_incremental", &out.incremental},
-        std::pair{"return_cum_log_probs", &out.cum_log_probs}}) {
+        std::pair{"return_cum_log_probs", &out.cum_log_probs},
+        std::pair{"return_logits", &out.logits},
+        std::pair{"return_hidden_states", &out.hidden_states},
+        std::pair{"normalized_hidden_states", &out.normalized_hidden_states}}) {
     if (auto error = ReadFlag(config, key, *target)) return *error;
+  }
+  RADIX_ASSIGN_OR_RETURN(out.logits_index, integer("logits_index", 0, 1));
+  RADIX_ASSIGN_OR_RETURN(out.hidden_states_cut_dim, integer("hidden_states_cut_dim", 0, 0));
+  if ((out.logits || out.hidden_states) && out.num_return_sequences > 0) {
+    // RTP-LLM's MultiSequencesPipelineResponse has no field for them.
+    return RtpLlmError(
+        "generate_config.return_logits and return_hidden_states are not returned with "
+        "num_return_sequences (RTP-LLM leaves them out): send one request per sequence.",
+        "UNSUPPORTED_OPERATION");
   }
   if (temperature < 0.0) return ConfigError("generate_config.temperature must be >= 0.");
   // RTP-LLM samples greedily with do_sample false, top_k 1 or temperature 0.
@@ -475,6 +492,10 @@ class RtpLlmFormatter final : public ResponseFormatter {
     bool output_ids = false;
     bool input_ids = false;
     bool cum_log_probs = false;
+    bool logits = false;
+    bool hidden_states = false;
+    int64_t hidden_states_cut_dim = 0;
+    bool normalized_hidden_states = false;
     std::vector<std::vector<int32_t>> prompt_ids;  // per prompt
   };
 
@@ -533,6 +554,27 @@ class RtpLlmFormatter final : public ResponseFormatter {
                                              choice.output_ids.end())});
   }
 
+  // RTP-LLM's hidden_states: [[row]], the final hidden state the latest token was drawn from
+  // (the last fed position's), its first hidden_states_cut_dim values, L2-normalized with
+  // normalized_hidden_states.
+  json HiddenState(const ChoiceState& choice) const {
+    if (choice.hidden_states.empty()) return json::array({json::array()});
+    std::vector<float> row = choice.hidden_states.back();
+    if (o_.hidden_states_cut_dim > 0 &&
+        static_cast<size_t>(o_.hidden_states_cut_dim) < row.size()) {
+      row.resize(static_cast<size_t>(o_.hidden_states_cut_dim));
+    }
+    if (o_.normalized_hidden_states) {
+      double norm = 0.0;
+      for (float x : row) norm += static_cast<double>(x) * x;
+      norm = std::sqrt(norm);
+      if (norm > 0.0) {
+        for (float& x : row) x = static_cast<float>(x / norm);
+      }
+    }
+    return json::array({std::move(row)});
+  }
+
   json Aux(const ChoiceState& choice, size_t i) const {
     return AuxInfo(choice, first_token_ms_[i], step_output_len_[i], o_.cum_log_probs);
   }
@@ -553,6 +595,8 @@ class RtpLlmFormatter final : public ResponseFormatter {
     json out = {{"response", Text(choice, prompt, delta)},
                 {"finished", choice.finished},
                 {"aux_info", o_.aux_info ? Aux(choice, prompt) : json::object()}};
+    if (o_.hidden_states) out["hidden_states"] = HiddenState(choice);
+    if (o_.logits) out["logits"] = json::array({choice.logits});
     if (o_.output_ids) out["output_ids"] = Ids(choice, prompt, delta);
     if (o_.input_ids) out["input_ids"] = json::array({o_.prompt_ids[prompt]});
     return out;
@@ -610,6 +654,10 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
                                    .output_ids = config.output_ids,
                                    .input_ids = config.input_ids,
                                    .cum_log_probs = config.cum_log_probs,
+                                   .logits = config.logits,
+                                   .hidden_states = config.hidden_states,
+                                   .hidden_states_cut_dim = config.hidden_states_cut_dim,
+                                   .normalized_hidden_states = config.normalized_hidden_states,
                                    .prompt_ids = {}};
   json sampling = config.sampling;
   sampling["n"] = 1;
@@ -642,6 +690,8 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
                          .top_logprobs_num = 0,
                          .token_ids_logprob = {},
                          .return_text_in_logprobs = false,
+                         .return_hidden_states = config.hidden_states,
+                         .return_entropy = false,
                          .add_special_tokens = true,
                          .apply_model_defaults = false,
                          .float_fields_are_floats = true};
@@ -651,6 +701,8 @@ ApiExpected<ServingPlan> ParseRtpLlm(ServerContext& ctx, const json& body) {
         if (error.type != "Bad Request") error.type = "ERROR_INPUT_FORMAT_ERROR";
         return error;
       }
+      built.request->return_logits = config.logits;
+      built.request->logits_index = config.logits_index;
       plan.requests.push_back(std::move(*built.request));
     }
     options.prompt_ids.push_back(std::move(ids));

@@ -20,10 +20,16 @@
 // structural_tag, num_return_sequences (0: one PipelineResponse; N > 0: N samples in a
 // MultiSequencesPipelineResponse), return_output_ids / return_input_ids (nested [[...]]),
 // aux_info (true), return_incremental (streams send deltas; refused without streaming, as
-// RTP-LLM). Every other GenerateConfig field is accepted at RTP-LLM's default and refused with a
-// 400 naming it otherwise; fields RTP-LLM does not know are refused too (RTP-LLM drops them).
+// RTP-LLM), return_cum_log_probs, return_logits (logits_index), return_hidden_states
+// (hidden_states_cut_dim, normalized_hidden_states; both refused with num_return_sequences, whose
+// response has no field for them), adapter_name. Every other GenerateConfig field is accepted at
+// RTP-LLM's default and refused with a 400 naming it otherwise; fields RTP-LLM does not know are
+// refused too (RTP-LLM drops them).
 //
-// Responses: PipelineResponse {"response", "finished", "aux_info", "output_ids"?, "input_ids"?},
+// Responses: PipelineResponse {"response", "finished", "aux_info", "hidden_states"?, "logits"?,
+// "output_ids"?, "input_ids"?}: hidden_states [[the final hidden state the latest token was drawn
+// from]], logits [[the raw logits row it was drawn from]] (the N-th token's with logits_index N,
+// in the final answer), as RTP-LLM reports the last step of each engine event;
 // MultiSequencesPipelineResponse {"response": [...], "finished", "aux_info": [...]}, and for
 // prompt_batch {"response_batch": [...]}. Streams send one of these per engine event as an SSE
 // event and end with "data:[done]" (none when the request said "stream": true), as RTP-LLM.

@@ -57,6 +57,11 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
         max_total_tokens *
         std::clamp<int64_t>(args.GetInt(key::kSchedulerReserveResourceRatio), 0, 100) / 100;
   }
+  if (args.IsExplicit(key::kRouterTokenRatio)) {
+    s.busy_token_ratio = args.GetFloat(key::kRouterTokenRatio);
+    s.idle_new_tokens_estimate =
+        std::max<int64_t>(1, args.GetOptionalInt(key::kRouterMaxNewTokenLen).value_or(1024));
+  }
   if (BoolArg(args, key::kDisableAggressiveSchedule)) {
     s.prefill_wait_decode_steps =
         std::max<int64_t>(0, args.GetOptionalInt(key::kRouterMaxWaitTokens).value_or(6));
@@ -76,6 +81,8 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   config.log_request_time_stats = BoolArg(args, key::kEnableRequestTimeStatsLogging);
   config.num_continuous_decode_steps =
       std::max<int64_t>(1, args.GetOptionalInt(key::kNumContinuousDecodeSteps).value_or(1));
+  config.nan_detection = BoolArg(args, key::kEnableNanDetection);
+  config.crash_on_nan = BoolArg(args, key::kCrashOnNan);
   config.allow_auto_truncate = BoolArg(args, key::kAllowAutoTruncate);
   config.long_truncation_mode = args.GetOptionalString(key::kLongTruncationMode).value_or("");
   config.grammar_jump_forward = !BoolArg(args, key::kDisableGrammarJumpForward);

@@ -38,6 +38,12 @@ struct EngineConfig {
   bool show_time_cost = false;
   // --enable-request-time-stats-logging: SGLang's ReqTimeStats line for every finished request.
   bool log_request_time_stats = false;
+  // --enable-nan-detection: every sampled (or scored) row's logits are checked before sampling;
+  // a NaN logs one warning naming the request (a NaN logit is never chosen either way).
+  bool nan_detection = false;
+  // --crash-on-nan: such a NaN logs an error and aborts the process (as the watchdog does), so a
+  // crash-dump handler runs and the server exits non-zero.
+  bool crash_on_nan = false;
   bool allow_auto_truncate = false;
   // LightLLM's --long_truncation_mode: a prompt whose length plus max_new_tokens exceeds the
   // longest request (max_req_len) loses tokens from its start ("head") or its middle ("center")

@@ -124,6 +124,9 @@ class EngineLoop final : public Engine {
   Commit CommitToken(sched::Sequence* seq, RequestState& state, int32_t token, bool last);
   // Ends a constrained sequence whose grammar failed (no token allowed, a token rejected).
   void FinishGrammarError(sched::Sequence* seq, const Status& error);
+  // --enable-nan-detection / --crash-on-nan: a NaN in the logits row of `rid` (before any
+  // processing) warns, or logs an error and aborts the process.
+  void CheckNan(const std::string& rid, std::span<const float> logits) const;
   // engine_spec.cpp: speculative decoding.
   // Whether a sequence's decode steps speculate: every request but those returning hidden
   // states (greedy or sampled, with logprobs or a grammar: verification samples each row as the

@@ -1,5 +1,6 @@
 // EngineLoop's model step: forward, input logprobs, sampling, token commit, step logs, stats.
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
@@ -129,6 +130,7 @@ void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
   params.top_logprobs_num = request.top_logprobs_num;
   params.token_ids_logprob = request.token_ids_logprob;
   const int32_t token = entry.seq->input_ids[position];
+  CheckNan(entry.seq->rid, logits);
   sampler_.ScoreRow(logits, token, params, sample_out_);
   state.AddInputLogprob(position, MakeLogprobInfo(token, sample_out_));
 }
@@ -158,12 +160,12 @@ EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& s
   seq->output_ids.push_back(token);
   // Jump-forward: text the grammar forces after the step's last token is appended now, without
   // sampling; the next decode step computes its K/V together with this token's. Requests that
-  // return logprobs or entropies sample every token (a forced token has no distribution to
-  // report), and so do those returning hidden states (every output token's row is reported by
+  // return logprobs, entropies or logits sample every token (a forced token has no distribution
+  // to report), and so do those returning hidden states (every output token's row is reported by
   // the step that feeds it).
   std::vector<int32_t> forced;
   if (last && grammar != nullptr && config_.grammar_jump_forward && !request.return_logprob &&
-      !request.return_entropy && !request.return_hidden_states) {
+      !request.return_entropy && !request.return_hidden_states && !request.return_logits) {
     const int64_t room = seq->max_new_tokens - static_cast<int64_t>(seq->output_ids.size());
     if (room > 0) {
       forced = grammar->ForcedTokens(static_cast<size_t>(std::min(room, kMaxJumpForwardTokens)));
@@ -187,6 +189,10 @@ EngineLoop::Commit EngineLoop::CommitToken(sched::Sequence* seq, RequestState& s
 
 bool EngineLoop::SampleToken(sched::Sequence* seq, RequestState& state, std::span<float> logits) {
   const GenerateRequest& request = state.request();
+  CheckNan(seq->rid, logits);
+  if (request.return_logits) {
+    state.RecordLogits(logits, static_cast<int64_t>(seq->output_ids.size()) + 1);
+  }
   sampling::LogitsRowContext context;
   context.params = &request.sampling;
   context.output_ids = seq->output_ids;
@@ -233,6 +239,23 @@ void EngineLoop::FinishGrammarError(sched::Sequence* seq, const Status& error) {
                  error.message());
   FinishSequence(seq, AbortFinish("Constrained decoding failed: " + error.message(), 400),
                  /*cache_kv=*/true);
+}
+
+void EngineLoop::CheckNan(const std::string& rid, std::span<const float> logits) const {
+  if (!config_.nan_detection && !config_.crash_on_nan) return;
+  const auto nans = std::count_if(logits.begin(), logits.end(), [](float x) { return x != x; });
+  if (nans == 0) return;
+  if (!config_.crash_on_nan) {
+    RADIX_LOG_WARN("{}Detected errors during sampling! NaN in the logits ({} of {} in request {}).",
+                   log_prefix_, nans, logits.size(), rid);
+    return;
+  }
+  RADIX_LOG_ERROR(
+      "{}Detected errors during sampling! NaN in the logits ({} of {} in request {}); "
+      "--crash-on-nan stops the server.",
+      log_prefix_, nans, logits.size(), rid);
+  spdlog::default_logger()->flush();
+  std::abort();
 }
 
 std::string EngineLoop::DescribePlan(const sched::StepPlan& plan) const {

@@ -68,6 +68,13 @@ struct GenerateRequest {
   // SGLang's return_entropy: the entropy of each output token's sampling distribution
   // (RequestEvent::output_entropy). Such a request samples every token (no jump-forward).
   bool return_entropy = false;
+  // RTP-LLM's return_logits: the raw logits row (the model's output, before penalties, grammar
+  // masks and temperature) each output token was drawn from; an event carries the row of its last
+  // token (RequestEvent::logits). With logits_index N > 0 the final event carries the row of the
+  // N-th output token instead, once the request got that far. Such a request samples every token
+  // (no jump-forward).
+  bool return_logits = false;
+  int64_t logits_index = 0;
 
   // Prefill/decode disaggregation (docs/disaggregation.md).
   // Decode side: the K/V rows of the prompt that the prefill server computed. The engine puts

@@ -47,6 +47,9 @@ struct RequestEvent {
   // return_entropy: aligned with new_token_ids, the entropy (nats) of the distribution each token
   // was drawn from: softmax(processed logits / temperature), before top-k/top-p/min-p.
   std::vector<float> output_entropy;
+  // return_logits: the raw logits row of the event's last output token (see GenerateRequest);
+  // empty when the event has no new token.
+  std::vector<float> logits;
   // Prompt logprobs, in the first event only: one entry per prompt position from
   // logprob_start_len to the end, entry i holding log P(token_i | tokens before i). Like SGLang,
   // the first entry has no computed value: its logprob is NaN (reported as null).

@@ -73,6 +73,11 @@ void RequestState::AddHiddenRow(size_t pos, std::span<const float> row) {
   hidden_[i].assign(row.begin(), row.end());
 }
 
+void RequestState::RecordLogits(std::span<const float> row, int64_t output_len) {
+  pending_.logits.assign(row.begin(), row.end());
+  if (output_len == request_.logits_index) indexed_logits_.assign(row.begin(), row.end());
+}
+
 bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, int64_t output_len,
                            std::span<const int32_t> eos_ids, int64_t vocab_size,
                            int64_t cached_tokens, bool emit) {
@@ -193,6 +198,7 @@ void RequestState::Emit(bool final, int64_t output_len, int64_t cached_tokens) {
     event.finished = true;
     event.finish_reason = finish_;
     event.kv_rows = std::move(kv_rows_);
+    if (!indexed_logits_.empty()) event.logits = std::move(indexed_logits_);
     finished_ = true;
   }
   sink_(std::move(event));

@@ -71,6 +71,8 @@ class RequestState {
   // return_hidden_states: the final hidden state after feeding fill position `pos`. Positions
   // already emitted (recomputed after a retraction) are ignored.
   void AddHiddenRow(size_t pos, std::span<const float> row);
+  // return_logits: the raw logits row output token number `output_len` (1-based) is drawn from.
+  void RecordLogits(std::span<const float> row, int64_t output_len);
 
   // The grammar state of a constrained request (null when unconstrained).
   SequenceGrammar* grammar() { return grammar_ ? &*grammar_ : nullptr; }
@@ -143,6 +145,8 @@ class RequestState {
   // (an empty row: not computed yet).
   std::vector<std::vector<float>> hidden_;
   size_t hidden_sent_ = 0;
+  // return_logits with logits_index: the row of that output token, for the final event.
+  std::vector<float> indexed_logits_;
   std::optional<FinishReason> finish_;
   std::optional<int64_t> spec_verify_ct_;
   size_t ngram_recorded_ = 0;

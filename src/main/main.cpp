@@ -373,9 +373,13 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (args.GetBool(key::kLogRequests)) {
-    ctx.request_log = std::make_shared<const rs::api::RequestLog>(
-        static_cast<int>(args.GetInt(key::kLogRequestsLevel)));
+  // RTP-LLM's --py-inference-log-response: the request log, at a level that shows the output
+  // (2, SGLang's default, unless --log-requests-level asks for more).
+  const bool log_responses = args.GetBool(key::kPyInferenceLogResponse);
+  if (args.GetBool(key::kLogRequests) || log_responses) {
+    int level = static_cast<int>(args.GetInt(key::kLogRequestsLevel));
+    if (log_responses) level = std::max(level, 2);
+    ctx.request_log = std::make_shared<const rs::api::RequestLog>(level);
   }
   std::unique_ptr<rs::api::CrashDump> crash_dump;
   if (auto folder = args.GetOptionalString(key::kCrashDumpFolder)) {

@@ -4,14 +4,6 @@
 
 namespace radixserve::sched {
 
-namespace {
-
-int64_t ClippedNewTokens(const Sequence& seq) {
-  return std::min(seq.remaining_new_tokens(), kClipMaxNewTokensEstimation);
-}
-
-}  // namespace
-
 PrefillAdder::PrefillAdder(const SchedulerConfig& config, kv::KvMemory& memory,
                            const std::vector<Sequence*>& running, double new_token_ratio,
                            size_t mixed_decode_tokens)
@@ -19,7 +11,8 @@ PrefillAdder::PrefillAdder(const SchedulerConfig& config, kv::KvMemory& memory,
       memory_(memory),
       page_(memory.pool().page_size()),
       running_(running),
-      new_token_ratio_(new_token_ratio) {
+      new_token_ratio_(new_token_ratio),
+      new_tokens_clip_(config.NewTokensEstimateClip(memory.token_usage())) {
   for (const Sequence* seq : running) {
     total_offset_ += static_cast<double>(ClippedNewTokens(*seq)) * new_token_ratio;
   }

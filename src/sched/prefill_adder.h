@@ -4,7 +4,8 @@
 //
 // Budgets (tokens; "extend" is rounded up to a page):
 //   rem_total = (pool available + cache evictable) - total_offset, where total_offset starts at
-//               sum over running of min(remaining new tokens, 4096) * new_token_ratio and grows
+//               sum over running of ClippedNewTokens (min(remaining new tokens, 4096)) *
+//               new_token_ratio and grows
 //               by extend + reserved new tokens per admission;
 //   cur_rem   = (pool available + cache evictable) - cur_offset (input tokens only);
 //   rem_input = max_prefill_tokens - mixed decode tokens;  rem_chunk likewise from
@@ -15,6 +16,7 @@
 // Thread affinity: engine thread only; lives for one pass.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -54,6 +56,11 @@ class PrefillAdder {
   int64_t rem_input_tokens() const { return rem_input_; }
   std::optional<int64_t> rem_chunk_tokens() const { return rem_chunk_; }
   AddResult BudgetState() const;
+  // A request's remaining output as admission counts it: at most 4096 tokens (SGLang), or
+  // SchedulerConfig::idle_new_tokens_estimate while the pool is not busy.
+  int64_t ClippedNewTokens(const Sequence& seq) const {
+    return std::min(seq.remaining_new_tokens(), new_tokens_clip_);
+  }
 
  private:
   int64_t CeilPage(int64_t n) const { return (n + page_ - 1) / page_ * page_; }
@@ -75,6 +82,7 @@ class PrefillAdder {
   std::optional<int64_t> rem_chunk_;
   std::vector<Sequence*> running_;
   double new_token_ratio_;
+  int64_t new_tokens_clip_;
   // (tokens left, tokens occupied) per sequence, sorted by tokens left; built on first use.
   std::optional<std::vector<std::pair<double, double>>> req_states_;
   std::vector<StepEntry> planned_;

@@ -73,6 +73,7 @@ bool Scheduler::PreemptFor(const Sequence& seq, double tokens_needed, bool need_
   });
   std::vector<Sequence*> victims;
   double freed = 0.0;
+  const int64_t clip = config_.NewTokensEstimateClip(memory_->token_usage());
   for (Sequence* running : candidates) {
     if ((need_slot && !victims.empty()) ||
         (!need_slot && freed >= tokens_needed && !victims.empty())) {
@@ -83,9 +84,8 @@ bool Scheduler::PreemptFor(const Sequence& seq, double tokens_needed, bool need_
                              : seq.priority - running->priority;
     if (diff <= config_.priority_preemption_threshold) break;
     victims.push_back(running);
-    freed += static_cast<double>(
-                 std::min(running->remaining_new_tokens(), kClipMaxNewTokensEstimation)) *
-             new_token_ratio_;
+    freed +=
+        static_cast<double>(std::min(running->remaining_new_tokens(), clip)) * new_token_ratio_;
   }
   const bool enough = need_slot ? !victims.empty() : (!victims.empty() && freed >= tokens_needed);
   if (!enough) return false;

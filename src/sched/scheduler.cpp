@@ -130,10 +130,9 @@ void Scheduler::PlanPrefill(StepPlan& plan) {
     }
     if (result == AddResult::kNoToken && config_.enable_priority_scheduling &&
         (adder.planned().empty() || adder.planned().back().seq != seq)) {
-      const double needed =
-          static_cast<double>(seq->fill_len() - seq->match.matched_len()) +
-          static_cast<double>(std::min(seq->remaining_new_tokens(), kClipMaxNewTokensEstimation)) -
-          adder.rem_total_tokens();
+      const double needed = static_cast<double>(seq->fill_len() - seq->match.matched_len()) +
+                            static_cast<double>(adder.ClippedNewTokens(*seq)) -
+                            adder.rem_total_tokens();
       PreemptFor(*seq, needed, /*need_slot=*/false, plan);
     }
     if (result != AddResult::kContinue) break;

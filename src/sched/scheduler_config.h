@@ -32,6 +32,12 @@ struct SchedulerConfig {
   // headroom for the running requests (ignored while none runs, so any request that fits the
   // pool is admitted eventually).
   int64_t reserved_tokens = 0;
+  // LightLLM's --router_token_ratio with --router_max_new_token_len: while the KV pool's usage
+  // is below busy_token_ratio, admission (and preemption) estimates a request's remaining output
+  // as at most idle_new_tokens_estimate tokens instead of SGLang's 4096, so more requests run
+  // at once (at the price of retractions if they do generate more). 0: never (the default).
+  double busy_token_ratio = 0.0;
+  int64_t idle_new_tokens_estimate = kClipMaxNewTokensEstimation;
   std::optional<int64_t> prefill_max_requests;  // nullopt: unlimited
   std::optional<int64_t> max_queued_requests;   // nullopt: unlimited
   double schedule_conservativeness = 1.0;
@@ -55,6 +61,10 @@ struct SchedulerConfig {
   double new_token_ratio_decay() const {
     return (init_new_token_ratio() - min_new_token_ratio()) /
            static_cast<double>(kNewTokenRatioDecaySteps);
+  }
+  // The most output tokens admission counts for one request at this KV usage (0..1).
+  int64_t NewTokensEstimateClip(double token_usage) const {
+    return token_usage < busy_token_ratio ? idle_new_tokens_estimate : kClipMaxNewTokensEstimation;
   }
   // "More important" under priority scheduling.
   bool MoreImportant(int64_t a, int64_t b) const {

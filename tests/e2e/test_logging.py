@@ -179,6 +179,31 @@ def test_request_log_covers_openai_routes(logged_server):
     assert "'text': " + repr(reply["choices"][0]["message"]["content"]) in fin
 
 
+def test_rtp_py_inference_log_response_logs_each_response():
+    """RTP-LLM's --py-inference-log-response: the request log comes on, at a level that shows
+    the response's text (here for RTP-LLM's own POST / request)."""
+    server = Server(SMOLLM2, "--skip-server-warmup", "--py-inference-log-response", "true")
+    try:
+        r = requests.post(server.url + "/", timeout=120, json={
+            "prompt": "The capital of France is",
+            "generate_config": {"max_new_tokens": 4, "top_k": 1}})
+        assert r.status_code == 200, r.text
+        fin = wait_for_line(server, lambda line: "Finish: obj=GenerateReqInput(" in line)
+        assert len(fin) == 1, full_log(server)[-3000:]
+        assert "'text': " + repr(r.json()["response"]) in fin[0]
+    finally:
+        assert server.stop() == 0
+
+
+def test_without_py_inference_log_response_nothing_is_logged():
+    server = Server(SMOLLM2, "--skip-server-warmup", "--py-inference-log-response", "false")
+    try:
+        requests.post(server.url + "/generate", json=GEN, timeout=120)
+        assert "Finish: obj=" not in full_log(server)
+    finally:
+        assert server.stop() == 0
+
+
 # --- crash dump -------------------------------------------------------------------------------
 
 def dump_dir(folder):

@@ -196,8 +196,10 @@ def test_num_return_sequences_samples(srv):
 
 @pytest.mark.parametrize("config, name", [
     ({"num_beams": 2}, "num_beams"),
-    ({"return_logits": True}, "return_logits"),
-    ({"output_logits": True}, "return_logits"),
+    ({"return_all_hidden_states": True}, "return_all_hidden_states"),
+    ({"return_logits": True, "num_return_sequences": 2}, "return_logits"),
+    ({"output_hidden_states": True, "num_return_sequences": 2}, "return_hidden_states"),
+    ({"logits_index": 0}, "logits_index"),
     ({"no_such_field": 1}, "no_such_field"),
     ({"stop_words_list": [[1, 2]]}, "stop_words_list"),
     ({"top_k": [1, 2]}, "top_k"),

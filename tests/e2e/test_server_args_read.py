@@ -108,6 +108,32 @@ def test_disable_aggressive_schedule_waits_router_max_wait_tokens_between_prefil
                         100000) == ["long", "short"]
 
 
+def test_router_token_ratio_admits_on_the_shorter_output_estimate():
+    """LightLLM's --router_token_ratio / --router_max_new_token_len: in a 300-token pool, four
+    requests of up to 200 output tokens run at most two at a time under SGLang's estimate (each
+    counts its 200 tokens); while usage is below the ratio each counts 16, so all four run at once (and
+    some are retracted later, the price LightLLM's documentation names). All finish either way."""
+    def max_running(*flags):
+        srv = Server(STORIES, "--skip-server-warmup", "--max-total-tokens", 300,
+                     "--decode-log-interval", 1, *flags)
+        try:
+            r = requests.post(srv.url + "/generate", timeout=120, json={
+                "text": ["Once upon a time", "The cat sat", "A little dog", "One day a bird"],
+                "sampling_params": {"temperature": 0, "max_new_tokens": 200, "ignore_eos": True}})
+            assert r.status_code == 200, r.text
+            assert all(o["meta_info"]["completion_tokens"] == 200 for o in r.json())
+            srv.assert_no_leak()
+            srv.log.flush()
+            return max(int(n) for n in re.findall(r"Decode batch, #running-req: (\d+)",
+                                                  srv.log_path.read_text()))
+        finally:
+            assert srv.stop() == 0, srv.logs()
+
+    assert max_running() <= 2
+    assert max_running("--router_max_new_token_len", 16) <= 2  # ratio 0: no effect
+    assert max_running("--router_token_ratio", 0.9, "--router_max_new_token_len", 16) == 4
+
+
 def test_show_time_cost_logs_the_stage_times():
     for flags, want in (([], False), (["--show-time-cost"], True)):
         srv = Server(STORIES, "--skip-server-warmup", *flags,

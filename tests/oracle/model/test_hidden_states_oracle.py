@@ -195,3 +195,57 @@ def test_return_entropy_matches_transformers(srv, tmp_path):
     r = requests.post(srv.url + "/generate", json={"text": "a", "return_entropy": "yes"},
                       timeout=30)
     assert r.status_code == 400 and "return_entropy" in r.text
+
+
+def rtp(srv, prompt, **config):
+    """RTP-LLM's POST / (greedy, MAX_NEW tokens), returning the parsed answer or SSE events."""
+    body = {"prompt": prompt, "generate_config": {
+        "max_new_tokens": MAX_NEW, "top_k": 1, "ignore_eos": True, "return_input_ids": True,
+        "return_output_ids": True, **config}}
+    stream = config.get("yield_generator", False)
+    r = requests.post(srv.url + "/", json=body, stream=stream, timeout=120)
+    assert r.status_code == 200, r.text
+    if not stream:
+        return r.json()
+    events = [line.split(":", 1)[1].strip() for line in r.iter_lines(decode_unicode=True)
+              if line.startswith("data:")]
+    assert events[-1] == "[done]"
+    return [json.loads(e) for e in events[:-1]]
+
+
+def test_rtp_logits_and_hidden_states_match_transformers(srv, tmp_path):
+    """RTP-LLM's return_logits / return_hidden_states on POST /: [[row]] of the raw logits the
+    last token was drawn from and of the final hidden state at the position that produced it
+    (RTP-LLM's last-step rows); logits_index N gives the N-th token's row; hidden_states_cut_dim
+    and normalized_hidden_states cut and L2-normalize. Against transformers at those positions."""
+    out = rtp(srv, PROMPTS[0], return_logits=True, return_hidden_states=True)
+    indexed = rtp(srv, PROMPTS[0], return_logits=True, logits_index=3)
+    cut = rtp(srv, PROMPTS[0], return_hidden_states=True, hidden_states_cut_dim=16,
+              normalized_hidden_states=True)
+    events = rtp(srv, PROMPTS[0], return_logits=True, yield_generator=True,
+                 return_incremental=True)
+    prompt_ids, output_ids = out["input_ids"][0], out["output_ids"][0]
+    assert len(output_ids) == MAX_NEW and indexed["output_ids"][0] == output_ids
+    reference(tmp_path, [prompt_ids + output_ids[:-1]])
+    hidden, logits = np.load(tmp_path / "0.npy"), np.load(tmp_path / "0.logits.npy")
+    # Output token j (0-based) is drawn at position len(prompt) - 1 + j.
+    last = len(prompt_ids) - 1 + MAX_NEW - 1
+    assert np.array(out["logits"]).shape == (1, logits.shape[1])
+    np.testing.assert_allclose(out["logits"][0], logits[last], atol=ATOL, rtol=1e-4)
+    np.testing.assert_allclose(out["hidden_states"][0], hidden[last], atol=ATOL)
+    np.testing.assert_allclose(indexed["logits"][0], logits[len(prompt_ids) - 1 + 2], atol=ATOL,
+                               rtol=1e-4)
+    assert "hidden_states" not in indexed and "logits" not in cut
+    want = hidden[last][:16] / np.linalg.norm(hidden[last][:16])
+    np.testing.assert_allclose(cut["hidden_states"][0], want, atol=1e-4)
+    # Streamed: every event carries the row of its own latest token.
+    seen = 0
+    for event in events:
+        seen += len(event["output_ids"][0])
+        np.testing.assert_allclose(event["logits"][0], logits[len(prompt_ids) - 2 + seen],
+                                   atol=ATOL, rtol=1e-4)
+    assert seen == MAX_NEW
+    # The raw row: a repetition penalty changes what is sampled, never the reported logits.
+    penalized = rtp(srv, PROMPTS[0], return_logits=True, repetition_penalty=2.0, max_new_tokens=1)
+    np.testing.assert_allclose(penalized["logits"][0], logits[len(prompt_ids) - 1], atol=ATOL,
+                               rtol=1e-4)

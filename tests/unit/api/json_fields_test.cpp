@@ -21,6 +21,10 @@ TEST(JsonFieldsTest, IntegersAreCheckedNotNarrowed) {
   auto range = ReadInt(json(4294967297ll), "top_logprobs_num", 0, 100);
   ASSERT_FALSE(range.ok());
   EXPECT_NE(range.status().message().find("top_logprobs_num"), std::string::npos);
+  // Parsed non-negative numbers are unsigned in nlohmann::json: the lower bound applies too.
+  EXPECT_FALSE(ReadInt(json::parse("0"), "max_new_tokens", 1).ok());
+  EXPECT_FALSE(ReadInt(json::parse("2"), "x", 3, 10).ok());
+  EXPECT_EQ(*ReadInt(json::parse("3"), "x", 3, 10), 3);
 }
 
 TEST(JsonFieldsTest, OptionalFieldsNameTheField) {

@@ -55,6 +55,26 @@ TEST(PrefillAdderTest, RunningReservationUsesRatioAndClip) {
   EXPECT_TRUE(adder.planned().empty());
 }
 
+// LightLLM's --router_token_ratio / --router_max_new_token_len: below the busy ratio a request's
+// output is counted as at most the idle estimate; at or above it, SGLang's 4096 clip.
+TEST(PrefillAdderTest, IdlePoolCountsOutputUpToTheIdleEstimate) {
+  auto memory = MakeMemory(10000);
+  SchedulerConfig config;
+  config.busy_token_ratio = 0.5;
+  config.idle_new_tokens_estimate = 100;
+  auto running = MakeSeq(1, 10, 9000);
+  PrefillAdder idle(config, *memory, {running.get()}, 0.5, 0);
+  EXPECT_DOUBLE_EQ(idle.rem_total_tokens(), 10000.0 - 0.5 * 100);
+  auto next = MakeSeq(2, 10, 5000, 3000);
+  EXPECT_EQ(idle.ClippedNewTokens(*next), 100);
+  EXPECT_EQ(idle.AddOneReq(next.get()), AddResult::kContinue);
+  EXPECT_DOUBLE_EQ(idle.rem_total_tokens(), 10000.0 - 0.5 * 100 - 10 - 100);
+
+  config.busy_token_ratio = 0.0;  // usage 0 is not below 0: busy, SGLang's clip
+  PrefillAdder busy(config, *memory, {running.get()}, 0.5, 0);
+  EXPECT_DOUBLE_EQ(busy.rem_total_tokens(), 10000.0 - 0.5 * 4096);
+}
+
 TEST(PrefillAdderTest, ChunksToPageFloorOfRemainingChunkBudget) {
   auto memory = MakeMemory(4096, /*page_size=*/16);
   SchedulerConfig config;
