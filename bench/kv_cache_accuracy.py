@@ -24,7 +24,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=SMOLLM2_GGUF)
     parser.add_argument("--tokens", type=int, default=512)
-    parser.add_argument("--dtypes", default="bf16,fp8_e4m3,fp8_e5m2")
+    parser.add_argument("--dtypes", default="bf16,fp8_e4m3,fp8_e5m2,int8")
     parser.add_argument("--kv-scales", nargs="*", default=[])
     args = parser.parse_args()
     tokens = tokenize(args.model, TECH + " " + STORY)[:args.tokens]

@@ -44,7 +44,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--build-dir", default=None, help="default: $RADIX_BUILD_DIR")
-    parser.add_argument("--dtypes", default="fp16,fp8_e4m3")
+    parser.add_argument("--dtypes", default="fp16,fp8_e4m3,int8")
     parser.add_argument("--depths", default="2048,8064")
     parser.add_argument("--decode-tokens", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)

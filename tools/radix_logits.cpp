@@ -4,7 +4,7 @@
 //   radix_logits --model PATH [--load-format F] [--dtype D] [--threads N]
 //                (--tokens 1,2,3 | --tokens-file FILE) [--chunk N] [--logits-out FILE]
 //                [--exact-activations] [--disable-mmap]
-//                [--kv-cache-dtype f32|bf16|fp16|fp8_e4m3|fp8_e5m2] [--kv-scales K,V]
+//                [--kv-cache-dtype f32|bf16|fp16|fp8_e4m3|fp8_e5m2|int8] [--kv-scales K,V]
 //                [--lora PATH]
 //   radix_logits --model PATH --dump-tensor NAME --out FILE
 //   radix_logits --model PATH --rope-info [--json-model-override-args JSON]
@@ -142,11 +142,9 @@ int main(int argc, char** argv) {
     else if (arg == "--kv-cache-dtype") {
       const std::string name = next();
       using radixserve::kernels::KvType;
-      const std::pair<const char*, KvType> kNames[] = {{"f32", KvType::kF32},
-                                                       {"bf16", KvType::kBF16},
-                                                       {"fp16", KvType::kF16},
-                                                       {"fp8_e4m3", KvType::kFp8E4M3},
-                                                       {"fp8_e5m2", KvType::kFp8E5M2}};
+      const std::pair<const char*, KvType> kNames[] = {
+          {"f32", KvType::kF32},          {"bf16", KvType::kBF16},        {"fp16", KvType::kF16},
+          {"fp8_e4m3", KvType::kFp8E4M3}, {"fp8_e5m2", KvType::kFp8E5M2}, {"int8", KvType::kInt8}};
       bool known = false;
       for (const auto& [spelled, type] : kNames) {
         if (name == spelled) kv_type = type, known = true;

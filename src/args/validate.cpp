@@ -344,6 +344,39 @@ void WarnInapplicableValues(const ServerArgs& args, std::vector<std::string>& wa
   }
 }
 
+// LightLLM's --mode: its int8kv modes store the KV cache as int8 with per-token, per-head scales
+// (--kv-cache-dtype int8 here), triton_fp8kv as fp8 (fp8_e4m3); the others pick GPU attention
+// kernels and log one warning each. A --kv-cache-dtype given as well must agree.
+Status ApplyLightLlmModes(ServerArgs& args, std::vector<std::string>& warnings) {
+  if (args.IsNull(key::kMode)) return Status::Ok();
+  std::string kv_dtype;
+  for (const nlohmann::json& item : args.Get(key::kMode)) {
+    const std::string mode = item.get<std::string>();
+    std::string dtype;
+    if (mode == "triton_int8kv" || mode == "ppl_int8kv") dtype = "int8";
+    if (mode == "triton_fp8kv") dtype = "fp8_e4m3";
+    if (dtype.empty()) {
+      warnings.push_back(fmt::format(
+          "--mode {} selects a GPU attention kernel and is ignored on device cpu", mode));
+      continue;
+    }
+    if (!kv_dtype.empty() && kv_dtype != dtype) {
+      return InvalidArgument(
+          fmt::format("--mode: {} asks for a {} KV cache, but another mode asks for {}", mode,
+                      dtype, kv_dtype));
+    }
+    kv_dtype = dtype;
+  }
+  if (kv_dtype.empty()) return Status::Ok();
+  if (args.IsExplicit(key::kKvCacheDtype) && args.GetString(key::kKvCacheDtype) != kv_dtype) {
+    return InvalidArgument(
+        fmt::format("--mode asks for a {} KV cache but --kv-cache-dtype is {}: give one of them",
+                    kv_dtype, args.GetString(key::kKvCacheDtype)));
+  }
+  args.Set(key::kKvCacheDtype, kv_dtype);
+  return Status::Ok();
+}
+
 // Every --moe-runner-backend value runs on the one CPU expert GEMM: one line saying so.
 void WarnMoeRunnerBackend(const ServerArgs& args, std::vector<std::string>& warnings) {
   const std::string backend = args.GetString(key::kMoeRunnerBackend);
@@ -652,6 +685,7 @@ Status ResolveServerArgs(ServerArgs& args, const MachineInfo& machine,
   if (args.IsExplicit(key::kReuseCache) && !args.GetBool(key::kReuseCache)) {
     args.Set(key::kDisableRadixCache, true);
   }
+  RADIX_RETURN_IF_ERROR(ApplyLightLlmModes(args, warnings));
   DeriveMemoryDefaults(args, machine);
   RADIX_RETURN_IF_ERROR(CheckRanges(args));
   RADIX_RETURN_IF_ERROR(CheckCombinations(args, warnings));

@@ -47,6 +47,12 @@ void RefGather(const void* base, KvType type, float scale, const int32_t* slots,
         for (int64_t c = 0; c < d; ++c)
           out[c] = Fp8E5M2ToF32(static_cast<const uint8_t*>(base)[at + c]) * scale;
         break;
+      case KvType::kInt8: {
+        const auto* codes = static_cast<const int8_t*>(base) + at;
+        const float s = Int8HeadScale(codes, d);
+        for (int64_t c = 0; c < d; ++c) out[c] = static_cast<float>(codes[c]) * s;
+        break;
+      }
     }
   }
 }
@@ -89,6 +95,9 @@ void RefStore(const float* src, int64_t count, KvType type, float scale, void* d
       for (int64_t i = 0; i < count; ++i)
         static_cast<uint8_t*>(dst)[i] = F32ToFp8E5M2(src[i] * inv);
       break;
+    case KvType::kInt8:
+      StoreInt8Head(src, count, dst);
+      break;
   }
 }
 
@@ -118,9 +127,24 @@ size_t KvTypeSize(KvType type) {
       return 2;
     case KvType::kFp8E4M3:
     case KvType::kFp8E5M2:
+    case KvType::kInt8:
       return 1;
   }
   RADIX_CHECK_MSG(false, "unknown KvType");
+}
+
+void StoreInt8Head(const float* src, int64_t count, void* dst) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(src[i]));
+  const float scale = amax / 127.0f;
+  const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  auto* codes = static_cast<int8_t*>(dst);
+  for (int64_t i = 0; i < count; ++i) {
+    // |src * inv| <= 127 up to rounding; clamp so that rounding can never wrap.
+    const float q = std::nearbyint(std::clamp(src[i] * inv, -127.0f, 127.0f));
+    codes[i] = static_cast<int8_t>(q);
+  }
+  std::memcpy(codes + count, &scale, sizeof(scale));
 }
 
 bool IsFp8(KvType type) { return type == KvType::kFp8E4M3 || type == KvType::kFp8E5M2; }
@@ -158,8 +182,9 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
   const FloatGemmKernels& gk = FloatKernelsFor(table);
   const int64_t d = shape.head_dim;
   const int64_t nq = block.nq;
-  const int64_t slot_stride = static_cast<int64_t>(shape.num_kv_heads) * d;
-  const int64_t offset = static_cast<int64_t>(block.kv_head) * d;
+  const int64_t head_elements = KvHeadElements(k_cache.type, d);
+  const int64_t slot_stride = static_cast<int64_t>(shape.num_kv_heads) * head_elements;
+  const int64_t offset = static_cast<int64_t>(block.kv_head) * head_elements;
   thread_local std::vector<float> keys, values, scores;
   keys.resize(static_cast<size_t>(kKeyTile * d));
   values.resize(static_cast<size_t>(kKeyTile * d));

@@ -7,8 +7,8 @@
 // KV layout (shared with src/kv): per layer one K and one V buffer of `KvType` elements,
 // [slots, kv_heads, head_dim], contiguous per slot. A sequence's key at position j lives in slot
 // kv_slots[j]. FP8 buffers hold value / scale (one scale per buffer: per layer, K and V apart);
-// each tile of kKeyTile rows is dequantized into a small f32 tile as it is read, never the
-// whole cache.
+// int8 buffers hold per-token, per-head scales inside each row (kernels/kv_type.h); each tile of
+// kKeyTile rows is dequantized into a small f32 tile as it is read, never the whole cache.
 //
 // Work is split into chunks of kKeyChunk key positions (AttendChunk) whose partial results are
 // merged in chunk order (MergeChunks). Tiles and chunks are aligned to absolute key positions and
@@ -64,7 +64,8 @@ inline constexpr int64_t kKeyChunk = 256;  // a multiple of kKeyTile
 struct AttentionKernels {
   std::string_view name;
   // dst[i * d + c] = row(slots[i])[offset + c] as f32, row(s) = base + s * slot_stride elements;
-  // fp8 elements are multiplied by `scale` (the other types ignore it).
+  // fp8 elements are multiplied by `scale` (the other types ignore it); int8 codes by the f32
+  // stored right after the head's d codes (offset and slot_stride count KvHeadElements).
   void (*gather)(const void* base, KvType type, float scale, const int32_t* slots, int64_t count,
                  int64_t slot_stride, int64_t offset, int64_t d, float* dst);
   // x[i] = exp(x[i] - max) for i < kKeyTile (exactly 0 where x[i] is -inf); returns the sum of
@@ -72,7 +73,9 @@ struct AttentionKernels {
   float (*exp_tile)(float* x, float max);
   // acc[q * d + c] += sum_{j < nk} p[q * kKeyTile + j] * v[j * d + c], j ascending.
   void (*accumulate)(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d, float* acc);
-  // Converts `count` f32 values to `type` at dst; fp8 stores encode(src[i] * (1 / scale)).
+  // Converts `count` f32 values to `type` at dst; fp8 stores encode(src[i] * (1 / scale)); int8
+  // stores one head: count codes round(src[i] / s), then s = max |src| / 127 (0 codes, s = 0 for
+  // an all-zero head).
   void (*store)(const float* src, int64_t count, KvType type, float scale, void* dst);
 };
 

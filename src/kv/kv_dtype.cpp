@@ -20,6 +20,8 @@ std::string_view KvDtypeName(KvDtype dtype) {
       return "float8_e4m3fn";
     case KvDtype::kFp8E5M2:
       return "float8_e5m2";
+    case KvDtype::kInt8:
+      return "int8";
   }
   RADIX_CHECK_MSG(false, "unknown KvDtype");
 }
@@ -31,13 +33,14 @@ Expected<KvDtype> ParseKvCacheDtype(std::string_view flag, KvDtype auto_dtype) {
   if (flag == "fp16" || flag == "float16" || flag == "half") return KvDtype::kF16;
   if (flag == "fp8_e4m3") return KvDtype::kFp8E4M3;
   if (flag == "fp8_e5m2") return KvDtype::kFp8E5M2;
+  if (flag == "int8") return KvDtype::kInt8;
   if (flag == "fp4_e2m1") {
     return Unsupported(
         "--kv-cache-dtype fp4_e2m1 is not supported; use auto, bf16, fp16, fp32, "
-        "fp8_e4m3 or fp8_e5m2");
+        "fp8_e4m3, fp8_e5m2 or int8");
   }
   return InvalidArgument("--kv-cache-dtype: invalid choice '" + std::string(flag) +
-                         "' (choose from auto, bf16, fp16, fp32, fp8_e4m3, fp8_e5m2)");
+                         "' (choose from auto, bf16, fp16, fp32, fp8_e4m3, fp8_e5m2, int8)");
 }
 
 void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst, float scale) {
@@ -66,6 +69,9 @@ void StoreRow(const float* src, size_t count, KvDtype dtype, void* dst, float sc
       for (size_t i = 0; i < count; ++i) out[i] = kernels::F32ToFp8E5M2(src[i] * inv);
       return;
     }
+    case KvDtype::kInt8:
+      kernels::StoreInt8Head(src, static_cast<int64_t>(count), dst);
+      return;
   }
 }
 
@@ -92,6 +98,12 @@ void LoadRow(const void* src, size_t count, KvDtype dtype, float* dst, float sca
     case KvDtype::kFp8E5M2: {
       const auto* in = static_cast<const uint8_t*>(src);
       for (size_t i = 0; i < count; ++i) dst[i] = kernels::Fp8E5M2ToF32(in[i]) * scale;
+      return;
+    }
+    case KvDtype::kInt8: {
+      const auto* in = static_cast<const int8_t*>(src);
+      const float s = kernels::Int8HeadScale(in, static_cast<int64_t>(count));
+      for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(in[i]) * s;
       return;
     }
   }

@@ -11,8 +11,7 @@ constexpr size_t kBufferAlign = 4096;
 }  // namespace
 
 size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype) {
-  return static_cast<size_t>(num_layers) * 2 * static_cast<size_t>(kv_heads) *
-         static_cast<size_t>(head_dim) * KvDtypeSize(dtype);
+  return static_cast<size_t>(num_layers) * 2 * kernels::KvRowBytes(dtype, kv_heads, head_dim);
 }
 
 void KvStorage::Unmapper::operator()(std::byte* base) const {
@@ -29,7 +28,7 @@ Expected<KvStorage> KvStorage::Create(const KvStorageSpec& spec) {
   for (const std::vector<float>* s : {&spec.scales.k, &spec.scales.v}) {
     RADIX_CHECK(s->empty() || s->size() == static_cast<size_t>(spec.num_layers));
   }
-  const size_t row = static_cast<size_t>(spec.kv_heads) * spec.head_dim * KvDtypeSize(spec.dtype);
+  const size_t row = kernels::KvRowBytes(spec.dtype, spec.kv_heads, spec.head_dim);
   const size_t stride = (row * spec.num_rows + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
   const size_t total = stride * 2 * static_cast<size_t>(spec.num_layers);
   if (total == 0) {
@@ -50,10 +49,22 @@ KvStorage::KvStorage(const KvStorageSpec& spec, std::unique_ptr<std::byte, Unmap
     : spec_(spec), base_(std::move(base)), buffer_stride_(stride) {}
 
 size_t KvStorage::row_elements() const {
-  return static_cast<size_t>(spec_.kv_heads) * spec_.head_dim;
+  return static_cast<size_t>(spec_.kv_heads) *
+         static_cast<size_t>(kernels::KvHeadElements(spec_.dtype, spec_.head_dim));
 }
 
 size_t KvStorage::row_bytes() const { return row_elements() * KvDtypeSize(spec_.dtype); }
+
+KvStorage::RowRuns KvStorage::Runs() const {
+  // int8 converts head by head (each carries its scale); the other types a whole row at once.
+  const size_t heads = static_cast<size_t>(spec_.kv_heads);
+  const size_t count = spec_.dtype == KvDtype::kInt8 && heads > 0 ? heads : 1;
+  return {count, row_values() / count, row_bytes() / count};
+}
+
+size_t KvStorage::row_values() const {
+  return static_cast<size_t>(spec_.kv_heads) * static_cast<size_t>(spec_.head_dim);
+}
 
 const std::byte* KvStorage::buffer(int32_t layer, bool is_v) const {
   RADIX_CHECK(layer >= 0 && layer < spec_.num_layers);
@@ -80,22 +91,29 @@ void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const flo
                         const float* v) {
   auto* k_dst = static_cast<std::byte*>(k_base(layer));
   auto* v_dst = static_cast<std::byte*>(v_base(layer));
-  const size_t n = row_elements();
+  const size_t n = row_values();
+  const auto [runs, run, run_bytes] = Runs();
   for (size_t i = 0; i < slots.size(); ++i) {
     const auto slot = static_cast<size_t>(slots[i]);
     RADIX_CHECK(slot < spec_.num_rows);
-    StoreRow(k + i * n, n, spec_.dtype, k_dst + slot * row_bytes(), spec_.scales.k_at(layer));
-    StoreRow(v + i * n, n, spec_.dtype, v_dst + slot * row_bytes(), spec_.scales.v_at(layer));
+    for (size_t r = 0; r < runs; ++r) {
+      const size_t at = slot * row_bytes() + r * run_bytes;
+      StoreRow(k + i * n + r * run, run, spec_.dtype, k_dst + at, spec_.scales.k_at(layer));
+      StoreRow(v + i * n + r * run, run, spec_.dtype, v_dst + at, spec_.scales.v_at(layer));
+    }
   }
 }
 
 void KvStorage::LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const {
   RADIX_CHECK(slot >= 0 && static_cast<size_t>(slot) < spec_.num_rows);
-  const size_t offset = static_cast<size_t>(slot) * row_bytes();
-  LoadRow(buffer(layer, false) + offset, row_elements(), spec_.dtype, k_out,
-          spec_.scales.k_at(layer));
-  LoadRow(buffer(layer, true) + offset, row_elements(), spec_.dtype, v_out,
-          spec_.scales.v_at(layer));
+  const auto [runs, run, run_bytes] = Runs();
+  for (size_t r = 0; r < runs; ++r) {
+    const size_t offset = static_cast<size_t>(slot) * row_bytes() + r * run_bytes;
+    LoadRow(buffer(layer, false) + offset, run, spec_.dtype, k_out + r * run,
+            spec_.scales.k_at(layer));
+    LoadRow(buffer(layer, true) + offset, run, spec_.dtype, v_out + r * run,
+            spec_.scales.v_at(layer));
+  }
 }
 
 }  // namespace radixserve::kv

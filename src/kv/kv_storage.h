@@ -37,7 +37,9 @@ struct KvLayerView {
   size_t element_size = 4;
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
-  size_t row_elements = 0;  // kv_heads * head_dim: the stride between slots, in elements
+  // The stride between slots, in elements: kv_heads * head_dim (int8: kv_heads * (head_dim + 4),
+  // each head followed by its scale).
+  size_t row_elements = 0;
   size_t num_rows = 0;
   float k_scale = 1.0f;  // fp8 dequantization factors (KvScales)
   float v_scale = 1.0f;
@@ -56,8 +58,9 @@ class KvStorage {
   KvStorage& operator=(KvStorage&&) noexcept = default;
 
   const KvStorageSpec& spec() const { return spec_; }
-  size_t row_elements() const;
+  size_t row_elements() const;  // KvLayerView::row_elements
   size_t row_bytes() const;
+  size_t row_values() const;  // kv_heads * head_dim: the f32 values one row stores
   // Bytes of all K buffers (equal to all V buffers).
   size_t k_bytes() const { return row_bytes() * spec_.num_rows * spec_.num_layers; }
 
@@ -67,10 +70,10 @@ class KvStorage {
   const void* v_base(int32_t layer) const { return buffer(layer, true); }
   KvLayerView layer(int32_t layer);
 
-  // Writes f32 rows k[i], v[i] (each row_elements() floats, rows contiguous) into slots[i] of
+  // Writes f32 rows k[i], v[i] (each row_values() floats, rows contiguous) into slots[i] of
   // `layer`, converting to the KV dtype.
   void StoreKv(int32_t layer, std::span<const int32_t> slots, const float* k, const float* v);
-  // Reads one slot of `layer` back as f32 (row_elements() floats each).
+  // Reads one slot of `layer` back as f32 (row_values() floats each).
   void LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const;
 
   // Gives every buffer page back to the OS (madvise MADV_DONTNEED: the pages read as zeros and
@@ -79,6 +82,11 @@ class KvStorage {
   void ReleaseMemory();
 
  private:
+  // A row as StoreRow / LoadRow convert it: `count` runs of `values` f32 values, `bytes` apart.
+  struct RowRuns {
+    size_t count, values, bytes;
+  };
+  RowRuns Runs() const;
   struct Unmapper {
     size_t bytes;
     void operator()(std::byte* base) const;

@@ -1,7 +1,8 @@
 // KvCacheView: how the model sees the paged KV pool owned by src/kv. Per layer, one K and one V
-// buffer of `dtype` elements (f32, bf16 or f16) laid out [num_slots, num_kv_heads, head_dim],
-// contiguous per slot. The model reads K/V of prefix slots and writes K/V of the slots given for
-// new tokens (converting from f32, round to nearest even); it never allocates or frees slots.
+// buffer of `dtype` elements laid out [num_slots, num_kv_heads, head_dim], contiguous per slot
+// (int8: each head followed by its scale, kernels/kv_type.h). The model reads K/V of prefix slots
+// and writes K/V of the slots given for new tokens (converting from f32, round to nearest even); it
+// never allocates or frees slots.
 #pragma once
 
 #include <cstdint>
@@ -25,14 +26,14 @@ class KvCacheBuffers {
  public:
   KvCacheBuffers(int64_t num_layers, int64_t num_slots, int64_t num_kv_heads, int64_t head_dim,
                  kernels::KvType dtype = kernels::KvType::kF32)
-      : storage_(static_cast<size_t>(2 * num_layers * num_slots * num_kv_heads * head_dim) *
-                 kernels::KvTypeSize(dtype)) {
+      : storage_(static_cast<size_t>(2 * num_layers * num_slots) *
+                 kernels::KvRowBytes(dtype, num_kv_heads, head_dim)) {
     view_.dtype = dtype;
     view_.num_slots = num_slots;
     view_.num_kv_heads = num_kv_heads;
     view_.head_dim = head_dim;
     const size_t per_layer =
-        static_cast<size_t>(num_slots * num_kv_heads * head_dim) * kernels::KvTypeSize(dtype);
+        static_cast<size_t>(num_slots) * kernels::KvRowBytes(dtype, num_kv_heads, head_dim);
     for (int64_t l = 0; l < num_layers; ++l) {
       view_.k.emplace_back(storage_.data() + (2 * l) * per_layer, dtype);
       view_.v.emplace_back(storage_.data() + (2 * l + 1) * per_layer, dtype);

@@ -64,6 +64,11 @@ RADIX_AVX2 inline __m256 Load8(const void* base, KvType type, float scale, int64
                            _mm256_set1_ps(scale * 256.0f));
     case KvType::kFp8E5M2:
       return _mm256_mul_ps(_mm256_cvtph_ps(Fp8ToHalf8(base, type, at)), _mm256_set1_ps(scale));
+    case KvType::kInt8:  // Gather passes the head's scale in `scale`
+      return _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+              reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(base) + at)))),
+          _mm256_set1_ps(scale));
   }
   return _mm256_setzero_ps();
 }
@@ -80,6 +85,8 @@ float LoadOne(const void* base, KvType type, float scale, int64_t at) {
       return Fp8E4M3ToF32(static_cast<const uint8_t*>(base)[at]) * scale;
     case KvType::kFp8E5M2:
       return Fp8E5M2ToF32(static_cast<const uint8_t*>(base)[at]) * scale;
+    case KvType::kInt8:
+      return static_cast<float>(static_cast<const int8_t*>(base)[at]) * scale;
   }
   return 0.0f;
 }
@@ -105,9 +112,11 @@ RADIX_AVX2 void Gather(const void* base, KvType type, float scale, const int32_t
   for (int64_t i = 0; i < count; ++i) {
     PrefetchRow(base, type, slots, i + kPrefetchRows, count, slot_stride, offset, d);
     const int64_t at = static_cast<int64_t>(slots[i]) * slot_stride + offset;
+    const float s =
+        type == KvType::kInt8 ? Int8HeadScale(static_cast<const int8_t*>(base) + at, d) : scale;
     int64_t c = 0;
-    for (; c + 8 <= d; c += 8) _mm256_storeu_ps(dst + i * d + c, Load8(base, type, scale, at + c));
-    for (; c < d; ++c) dst[i * d + c] = LoadOne(base, type, scale, at + c);
+    for (; c + 8 <= d; c += 8) _mm256_storeu_ps(dst + i * d + c, Load8(base, type, s, at + c));
+    for (; c < d; ++c) dst[i * d + c] = LoadOne(base, type, s, at + c);
   }
 }
 
@@ -196,6 +205,7 @@ RADIX_AVX2 inline void F32ToFp8x8(__m256 x, float max, uint8_t* dst) {
 }
 
 RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {
+  if (type == KvType::kInt8) return StoreInt8Head(src, count, dst);
   int64_t i = 0;
   const float inv = 1.0f / scale;
   if (type == KvType::kFp8E4M3 || type == KvType::kFp8E5M2) {
@@ -233,6 +243,8 @@ RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, float scale,
       case KvType::kFp8E5M2:
         static_cast<uint8_t*>(dst)[i] = F32ToFp8E5M2(src[i] * inv);
         break;
+      case KvType::kInt8:
+        break;  // handled above
     }
   }
 }

@@ -52,7 +52,8 @@ RADIX_AVX512 inline __m512 LoadAs(const void* base, KvType type, int64_t at, __m
       return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(base) + at));
     case KvType::kFp8E4M3:
     case KvType::kFp8E5M2:
-      break;  // Gather hands fp8 rows to the AVX2 variant
+    case KvType::kInt8:
+      break;  // Gather hands fp8 and int8 rows to the AVX2 variant
   }
   return _mm512_setzero_ps();
 }
@@ -91,7 +92,7 @@ RADIX_AVX512 void GatherAs(const void* base, const int32_t* slots, int64_t count
   }
 }
 
-// FP8 rows are widened by the AVX2 variant (every AVX-512 CPU has AVX2, FMA and F16C).
+// FP8 and int8 rows are widened by the AVX2 variant (every AVX-512 CPU has AVX2, FMA and F16C).
 RADIX_AVX512 void Gather(const void* base, KvType type, float scale, const int32_t* slots,
                          int64_t count, int64_t slot_stride, int64_t offset, int64_t d,
                          float* dst) {
@@ -104,6 +105,7 @@ RADIX_AVX512 void Gather(const void* base, KvType type, float scale, const int32
       return GatherAs<KvType::kF16>(base, slots, count, slot_stride, offset, d, dst);
     case KvType::kFp8E4M3:
     case KvType::kFp8E5M2:
+    case KvType::kInt8:
       return Avx2AttentionTable().gather(base, type, scale, slots, count, slot_stride, offset, d,
                                          dst);
   }
@@ -156,7 +158,9 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
 }
 
 RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {
-  if (IsFp8(type)) return Avx2AttentionTable().store(src, count, type, scale, dst);
+  if (IsFp8(type) || type == KvType::kInt8) {
+    return Avx2AttentionTable().store(src, count, type, scale, dst);
+  }
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 m = Mask16(count - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
@@ -180,6 +184,7 @@ RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scal
         break;
       case KvType::kFp8E4M3:
       case KvType::kFp8E5M2:
+      case KvType::kInt8:
         break;  // handled above
     }
   }

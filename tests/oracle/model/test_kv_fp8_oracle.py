@@ -1,5 +1,5 @@
-"""FP8 KV cache accuracy: SmolLM2 Q4_1 teacher-forced on ~320 tokens of text with the KV cache
-stored as fp8_e4m3 / fp8_e5m2 (scale 1.0), against the same run with an fp16 KV cache: top-1
+"""FP8 and int8 KV cache accuracy: SmolLM2 Q4_1 teacher-forced on ~320 tokens of text with the KV
+cache stored as fp8_e4m3 / fp8_e5m2 (scale 1.0) or int8 (per-token, per-head scales), against the same run with an fp16 KV cache: top-1
 agreement and mean |dlogprob| of the text's next tokens, with bounds.
 
 The whole difference between the runs is the KV element type, so the comparison isolates it; the
@@ -28,7 +28,8 @@ def test_smollm2_fp8_kv_against_fp16_kv(tmp_path):
         return run_radix(model, tokens, tmp_path, "--threads", "2", "--kv-cache-dtype", dtype)
 
     fp16 = run("fp16")
-    results = {dtype: agreement(fp16, run(dtype), tokens) for dtype in ("fp8_e4m3", "fp8_e5m2")}
+    results = {dtype: agreement(fp16, run(dtype), tokens)
+               for dtype in ("fp8_e4m3", "fp8_e5m2", "int8")}
     for dtype, (top1, dlp) in results.items():
         print(f"SmolLM2 Q4_1, {len(tokens)} tokens, {dtype} KV vs fp16 KV: top-1 {top1:.4f}, "
               f"mean |dlogprob| {dlp:.4f}")
@@ -40,4 +41,7 @@ def test_smollm2_fp8_kv_against_fp16_kv(tmp_path):
     assert results["fp8_e5m2"][0] >= 0.84 and results["fp8_e5m2"][1] <= 0.24
     # E4M3 keeps 3 mantissa bits, E5M2 2: E5M2 loses more.
     assert results["fp8_e5m2"][1] > results["fp8_e4m3"][1]
+    # int8 with a scale per token and head keeps about 7 bits of each head's range: closer to
+    # fp16 than either fp8 format.
+    assert results["int8"][0] >= 0.88 and results["int8"][1] < results["fp8_e4m3"][1]
 

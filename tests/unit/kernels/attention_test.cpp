@@ -1,7 +1,8 @@
 // Blocked paged attention (AttendChunk + MergeChunks) on every CPU variant and KV element type
 // against a double-precision softmax computed here from the values the cache actually holds;
 // a query's result is bit-identical alone or inside a larger block; stores round like half.h and
-// fp8.h, the scalar conversions that fp8_test.cpp checks against the formats' definitions.
+// fp8.h, the scalar conversions that fp8_test.cpp checks against the formats' definitions, and
+// int8 heads quantize as Int8Reference below (symmetric, max |x| / 127, round half to even).
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -33,12 +34,31 @@ float RoundTrip(KvType type, float f, float scale) {
       return Fp8E4M3ToF32(F32ToFp8E4M3(f * (1.0f / scale))) * scale;
     case KvType::kFp8E5M2:
       return Fp8E5M2ToF32(F32ToFp8E5M2(f * (1.0f / scale))) * scale;
+    case KvType::kInt8:
+      break;  // per head: Int8Reference
   }
   return 0.0f;
 }
 
-constexpr KvType kAllTypes[] = {KvType::kF32, KvType::kBF16, KvType::kF16, KvType::kFp8E4M3,
-                                KvType::kFp8E5M2};
+// int8 per head, written here from its definition: the scale s = max |x| / 127 (0 for an
+// all-zero head), codes round-half-even(x / s) (0 when s is 0), bytes = codes then s.
+std::vector<uint8_t> Int8Reference(const float* x, int64_t d, std::vector<double>* values) {
+  float amax = 0.0f;
+  for (int64_t c = 0; c < d; ++c) amax = std::max(amax, std::fabs(x[c]));
+  const float s = amax / 127.0f;
+  std::vector<uint8_t> bytes(static_cast<size_t>(d) + 4);
+  for (int64_t c = 0; c < d; ++c) {
+    const float q = s > 0.0f ? std::nearbyint(x[c] * (1.0f / s)) : 0.0f;
+    const auto code = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+    std::memcpy(&bytes[static_cast<size_t>(c)], &code, 1);
+    if (values != nullptr) values->push_back(static_cast<double>(static_cast<float>(code) * s));
+  }
+  std::memcpy(bytes.data() + d, &s, 4);
+  return bytes;
+}
+
+constexpr KvType kAllTypes[] = {KvType::kF32,     KvType::kBF16,    KvType::kF16,
+                                KvType::kFp8E4M3, KvType::kFp8E5M2, KvType::kInt8};
 
 struct Cache {
   KvType type;
@@ -47,12 +67,29 @@ struct Cache {
   std::vector<double> k_values, v_values;  // what the cache holds, as doubles
 };
 
-Cache RandomCache(KvType type, int64_t slots, int64_t width, std::mt19937& rng) {
+// values[(slot * heads + head) * d + c] is what the cache holds; the bytes follow the layout of
+// kernels/kv_type.h (KvRowBytes per slot).
+Cache RandomCache(KvType type, int64_t slots, int64_t heads, int64_t d, std::mt19937& rng) {
   // A non-trivial fp8 scale, so that the test also covers scaling on both sides.
   Cache c{type, IsFp8(type) ? 0.375f : 1.0f, {}, {}, {}, {}};
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  const size_t size = KvTypeSize(type);
-  for (auto* pair : {&c.k, &c.v}) pair->resize(static_cast<size_t>(slots * width) * size);
+  const int64_t width = heads * d;
+  for (auto* pair : {&c.k, &c.v}) {
+    pair->resize(static_cast<size_t>(slots) * KvRowBytes(type, heads, d));
+  }
+  if (type == KvType::kInt8) {
+    for (int which = 0; which < 2; ++which) {
+      std::vector<uint8_t>& bytes = which == 0 ? c.k : c.v;
+      std::vector<double>& values = which == 0 ? c.k_values : c.v_values;
+      std::vector<float> head(static_cast<size_t>(d));
+      for (int64_t h = 0; h < slots * heads; ++h) {
+        for (float& x : head) x = dist(rng);
+        const std::vector<uint8_t> coded = Int8Reference(head.data(), d, &values);
+        std::copy(coded.begin(), coded.end(), bytes.begin() + h * (d + 4));
+      }
+    }
+    return c;
+  }
   c.k_values.resize(static_cast<size_t>(slots * width));
   c.v_values.resize(c.k_values.size());
   for (int which = 0; which < 2; ++which) {
@@ -119,7 +156,7 @@ TEST(AttentionTest, EveryVariantAndKvTypeMatchesADoublePrecisionSoftmax) {
     for (KvType type : kAllTypes) {
       const int64_t d = tc.head_dim, width = tc.num_kv_heads * d;
       const int64_t slots_total = tc.context + 5;
-      Cache cache = RandomCache(type, slots_total, width, rng);
+      Cache cache = RandomCache(type, slots_total, tc.num_kv_heads, d, rng);
       std::vector<int32_t> slots(static_cast<size_t>(slots_total));
       std::iota(slots.begin(), slots.end(), 0);
       std::shuffle(slots.begin(), slots.end(), rng);
@@ -176,7 +213,7 @@ TEST(AttentionTest, EveryVariantAndKvTypeMatchesADoublePrecisionSoftmax) {
 TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
   std::mt19937 rng(9);
   const int64_t d = 64, context = 600;
-  Cache cache = RandomCache(KvType::kBF16, context, 3 * d, rng);
+  Cache cache = RandomCache(KvType::kBF16, context, 3, d, rng);
   std::vector<int32_t> slots(static_cast<size_t>(context));
   std::iota(slots.begin(), slots.end(), 0);
   std::shuffle(slots.begin(), slots.end(), rng);
@@ -212,6 +249,7 @@ TEST(AttentionTest, StoreAndGatherRoundLikeTheScalarConversions) {
   row[4] = 3e-4f;  // fp8 subnormal range
   for (const AttentionKernels* k : AvailableAttentionKernels()) {
     for (KvType type : kAllTypes) {
+      if (type == KvType::kInt8) continue;  // StoresInt8HeadsAsTheirDefinition
       for (float scale : {1.0f, 0.0625f, 3.0f}) {
         if (!IsFp8(type) && scale != 1.0f) continue;
         std::vector<uint8_t> buf(static_cast<size_t>(2 * d) * KvTypeSize(type));
@@ -224,6 +262,39 @@ TEST(AttentionTest, StoreAndGatherRoundLikeTheScalarConversions) {
           const float want = RoundTrip(type, row[static_cast<size_t>(c)], scale);
           ASSERT_EQ(back[static_cast<size_t>(c)], want)
               << k->name << " type=" << static_cast<int>(type) << " scale=" << scale << " c=" << c;
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionTest, StoresInt8HeadsAsTheirDefinition) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  for (int64_t d : {int64_t{37}, int64_t{64}, int64_t{128}}) {
+    std::vector<float> head(static_cast<size_t>(d));
+    for (float& x : head) x = dist(rng);
+    head[0] = 127.0f * 0.5f;  // with amax 127 below: a tie, rounds to even
+    head[1] = -127.0f;
+    head[2] = 0.0f;
+    head[3] = 2.5f;
+    const std::vector<float> zeros(static_cast<size_t>(d), 0.0f);
+    const std::vector<float>* const sources[] = {&head, &zeros};
+    for (const std::vector<float>* src : sources) {
+      std::vector<double> want;
+      const std::vector<uint8_t> bytes = Int8Reference(src->data(), d, &want);
+      for (const AttentionKernels* k : AvailableAttentionKernels()) {
+        // Slot 1 of a one-head buffer.
+        std::vector<uint8_t> buf(2 * bytes.size(), 0xAB);
+        k->store(src->data(), d, KvType::kInt8, 1.0f, buf.data() + bytes.size());
+        ASSERT_EQ(0, std::memcmp(buf.data() + bytes.size(), bytes.data(), bytes.size()))
+            << k->name << " d=" << d;
+        std::vector<float> back(static_cast<size_t>(d));
+        const int32_t slot = 1;
+        k->gather(buf.data(), KvType::kInt8, 1.0f, &slot, 1, d + 4, 0, d, back.data());
+        for (int64_t c = 0; c < d; ++c) {
+          ASSERT_EQ(back[static_cast<size_t>(c)], static_cast<float>(want[static_cast<size_t>(c)]))
+              << k->name << " d=" << d << " c=" << c;
         }
       }
     }

@@ -33,6 +33,8 @@ TEST(KvDtypeTest, Fp8ParsesFp4IsUnsupportedAndGarbageIsInvalid) {
   Expected<KvDtype> fp4 = ParseKvCacheDtype("fp4_e2m1", KvDtype::kF32);
   ASSERT_FALSE(fp4.ok());
   EXPECT_EQ(fp4.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(ParseKvCacheDtype("int8", KvDtype::kF32).value(), KvDtype::kInt8);
+  EXPECT_EQ(KvDtypeName(KvDtype::kInt8), "int8");
   Expected<KvDtype> bad = ParseKvCacheDtype("int4", KvDtype::kF32);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);

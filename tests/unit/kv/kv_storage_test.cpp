@@ -1,6 +1,8 @@
 #include "kv/kv_storage.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -85,6 +87,39 @@ TEST(KvStorageTest, Fp8StorageHoldsOneByteCodesOfValueOverTheLayerScale) {
   EXPECT_EQ(k_back[0], 0.5f);
   EXPECT_EQ(k_back[1], -112.0f);  // -448 * 0.25
   EXPECT_EQ(v_back[0], 3.0f);
+}
+
+TEST(KvStorageTest, Int8RowsHoldEachHeadsCodesThenItsScale) {
+  // Two heads of 3: head h of a slot is 3 one-byte codes followed by its f32 scale
+  // max |x| / 127, so a row is 2 * (3 + 4) bytes and the values are code * scale.
+  KvStorageSpec spec{1, 2, 3, KvDtype::kInt8, 4, {}};
+  Expected<KvStorage> storage = KvStorage::Create(spec);
+  ASSERT_TRUE(storage.ok());
+  EXPECT_EQ(storage->row_bytes(), 14u);
+  EXPECT_EQ(storage->row_values(), 6u);
+  EXPECT_EQ(KvBytesPerToken(1, 2, 3, KvDtype::kInt8), 28u);
+  const float k[6] = {127.0f, -63.5f, 1.0f, 0.0f, 0.0f, 0.0f};  // head 1 all zero: scale 0
+  const float v[6] = {0.5f, -0.25f, 2.54f, 1.0f, 2.0f, -4.0f};
+  const int32_t slot = 2;
+  storage->StoreKv(0, {&slot, 1}, k, v);
+  const auto* row = static_cast<const int8_t*>(storage->k_base(0)) + 2 * 14;
+  EXPECT_EQ(row[0], 127);
+  EXPECT_EQ(row[1], -64);  // -63.5 rounds half to even
+  EXPECT_EQ(row[2], 1);
+  float scale = 0.0f;
+  std::memcpy(&scale, row + 3, 4);
+  EXPECT_EQ(scale, 1.0f);
+  std::memcpy(&scale, row + 7 + 3, 4);
+  EXPECT_EQ(scale, 0.0f);
+  float k_back[6], v_back[6];
+  storage->LoadKv(0, 2, k_back, v_back);
+  EXPECT_EQ(k_back[0], 127.0f);
+  EXPECT_EQ(k_back[1], -64.0f);
+  EXPECT_EQ(k_back[3], 0.0f);
+  const float v_scale = 2.54f / 127.0f;  // head 0 of V
+  EXPECT_EQ(v_back[2], 127.0f * v_scale);
+  EXPECT_EQ(v_back[0], std::nearbyint(0.5f * (1.0f / v_scale)) * v_scale);
+  EXPECT_EQ(v_back[5], -4.0f);  // head 1's max: exact
 }
 
 TEST(KvStorageTest, ZeroLayersNeedNoMemory) {
