@@ -291,45 +291,37 @@ void HiCache::InsertLoaded(Op& op, size_t blocks) {
   const size_t begin = op.first_block * b;
   const size_t end = begin + blocks * b;
   const CacheKey key{std::span(op.tokens).first(end), op.extra_key};
-  MatchResult match = cache_->MatchPrefix(key);
-  const size_t matched = match.matched_len();
-  if (matched >= end) return;   // another load (or a computation) got there first
-  if (matched < begin) return;  // the RAM part it continues was evicted meanwhile
-  const size_t need = end - matched;
-  cache_->IncLockRef(match.last_node);
-  if (pool_->available_size() < need) cache_->Evict(need - pool_->available_size());
-  Expected<std::vector<int32_t>> slots = pool_->Alloc(need);
-  if (!slots.ok()) {
-    cache_->DecLockRef(match.last_node);
+  // Only a continuation of what RAM holds: a match shorter than `begin` means the RAM part was
+  // evicted meanwhile. The inserted nodes are marked disk-backed (OnInsert), not written back.
+  inserting_loaded_ = true;
+  const PrefixExtension ext = ExtendCachedPrefix(
+      *cache_, *pool_, key, begin, [&](size_t matched, std::span<const int32_t> slots) {
+        for (size_t pos = matched; pos < end;) {
+          const size_t block = pos / b;
+          const size_t offset = pos % b;
+          const size_t count = std::min(b - offset, end - pos);
+          const Load& load = loads_.at(op.hashes[block - op.first_block]);
+          ScatterRows(pool_->storage(), load.block.payload->data(), b, offset,
+                      slots.subspan(pos - matched, count));
+          pos += count;
+        }
+      });
+  inserting_loaded_ = false;
+  if (ext.node == nullptr) return;
+  if (ext.matched >= end) {  // another load (or a computation) got there first
+    cache_->DecLockRef(ext.node);
     return;
   }
-  for (size_t pos = matched; pos < end;) {
-    const size_t block = pos / b;
-    const size_t offset = pos % b;
-    const size_t count = std::min(b - offset, end - pos);
-    const Load& load = loads_.at(op.hashes[block - op.first_block]);
-    ScatterRows(pool_->storage(), load.block.payload->data(), b, offset,
-                std::span(*slots).subspan(pos - matched, count));
-    pos += count;
-  }
-  std::vector<int32_t> value = std::move(match.device_indices);
-  value.insert(value.end(), slots->begin(), slots->end());
-  inserting_loaded_ = true;
-  const size_t already = cache_->Insert(key, value);
-  inserting_loaded_ = false;
-  RADIX_CHECK_MSG(already == matched, "the radix tree changed under a storage load");
-  MatchResult inserted = cache_->MatchPrefix(key);
-  RADIX_CHECK(inserted.matched_len() == end);
   const bool lock = !op.released && locked_tokens_ + end <= pool_->size() / kMaxLockedShareDivisor;
   if (lock) {
-    cache_->IncLockRef(inserted.last_node);
-    op.locked = inserted.last_node;
+    op.locked = ext.node;  // keeps the caller's lock
     locked_tokens_ += end;
+  } else {
+    cache_->DecLockRef(ext.node);
   }
-  cache_->DecLockRef(match.last_node);
-  op.loaded_from = matched;
+  op.loaded_from = ext.matched;
   op.loaded_end = end;
-  stats_.prefetched_tokens += need;
+  stats_.prefetched_tokens += end - ext.matched;
 }
 
 void HiCache::SetModelTag(uint64_t tag) {

@@ -59,27 +59,26 @@ void ScatterRows(KvStorage& storage, const std::byte* in, size_t total, size_t f
   }
 }
 
-RadixNode* InsertRows(RadixCache& cache, TokenToKVPool& pool, const KvRows& rows,
-                      std::string_view extra_key, size_t max_len) {
-  RADIX_CHECK(rows.bytes.size() == rows.ExpectedBytes());
-  const auto page = static_cast<size_t>(cache.page_size());
-  const size_t end = std::min(max_len, rows.tokens.size()) / page * page;
-  const CacheKey key{std::span(rows.tokens).first(end), extra_key};
+PrefixExtension ExtendCachedPrefix(
+    RadixCache& cache, TokenToKVPool& pool, const CacheKey& key, size_t min_matched,
+    const std::function<void(size_t matched, std::span<const int32_t> slots)>& fill) {
   MatchResult match = cache.MatchPrefix(key);
   const size_t matched = match.matched_len();
+  const size_t end = key.tokens.size();
   if (matched >= end) {
     cache.IncLockRef(match.last_node);
-    return match.last_node;
+    return {match.last_node, matched};
   }
+  if (matched < min_matched) return {nullptr, matched};
   const size_t need = end - matched;
-  cache.IncLockRef(match.last_node);
+  cache.IncLockRef(match.last_node);  // keeps the matched part through the eviction below
   if (pool.available_size() < need) cache.Evict(need - pool.available_size());
   Expected<std::vector<int32_t>> slots = pool.Alloc(need);
   if (!slots.ok()) {
     cache.DecLockRef(match.last_node);
-    return nullptr;
+    return {nullptr, matched};
   }
-  ScatterRows(pool.storage(), rows.bytes.data(), rows.tokens.size(), matched, *slots);
+  fill(matched, *slots);
   std::vector<int32_t> value = std::move(match.device_indices);
   value.insert(value.end(), slots->begin(), slots->end());
   const size_t already = cache.Insert(key, value);
@@ -88,7 +87,21 @@ RadixNode* InsertRows(RadixCache& cache, TokenToKVPool& pool, const KvRows& rows
   RADIX_CHECK(inserted.matched_len() == end);
   cache.IncLockRef(inserted.last_node);
   cache.DecLockRef(match.last_node);
-  return inserted.last_node;
+  return {inserted.last_node, matched};
+}
+
+RadixNode* InsertRows(RadixCache& cache, TokenToKVPool& pool, const KvRows& rows,
+                      std::string_view extra_key, size_t max_len) {
+  RADIX_CHECK(rows.bytes.size() == rows.ExpectedBytes());
+  const auto page = static_cast<size_t>(cache.page_size());
+  const size_t end = std::min(max_len, rows.tokens.size()) / page * page;
+  const CacheKey key{std::span(rows.tokens).first(end), extra_key};
+  return ExtendCachedPrefix(cache, pool, key, 0,
+                            [&](size_t matched, std::span<const int32_t> slots) {
+                              ScatterRows(pool.storage(), rows.bytes.data(), rows.tokens.size(),
+                                          matched, slots);
+                            })
+      .node;
 }
 
 }  // namespace radixserve::kv

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,23 @@ void GatherRows(const KvStorage& storage, std::span<const int32_t> slots, std::b
 // of each layer's K and V go into `slots`.
 void ScatterRows(KvStorage& storage, const std::byte* in, size_t total, size_t first,
                  std::span<const int32_t> slots);
+
+// What ExtendCachedPrefix did: `node` ends the whole key and is locked once for the caller
+// (DecLockRef it when done), or is null when nothing was inserted; `matched` is the length the
+// tree already held.
+struct PrefixExtension {
+  RadixNode* node = nullptr;
+  size_t matched = 0;
+};
+
+// The step shared by InsertRows and the disk tier's loads: gives the part of `key` the radix tree
+// lacks new slots (evicting as admission would), lets `fill(matched, slots)` write the rows of
+// key positions [matched, key length) into them, and inserts them. A key the tree already holds
+// whole returns its node locked, unchanged; a match shorter than `min_matched`, or a pool that
+// cannot hold the rest, returns a null node with nothing changed. Engine thread only.
+PrefixExtension ExtendCachedPrefix(
+    RadixCache& cache, TokenToKVPool& pool, const CacheKey& key, size_t min_matched,
+    const std::function<void(size_t matched, std::span<const int32_t> slots)>& fill);
 
 // Puts the first `max_len` (page-aligned down) tokens of `rows` into the radix tree under
 // `extra_key`: the part the tree lacks gets new slots (evicting as admission would) and its rows.
