@@ -39,4 +39,18 @@ inline size_t KvRowBytes(KvType type, int64_t kv_heads, int64_t head_dim) {
   return static_cast<size_t>(kv_heads * KvHeadElements(type, head_dim)) * KvTypeSize(type);
 }
 
+// How a row's kv_heads * head_dim f32 values are converted to and from `type`: `count` runs of
+// `values` values each, the run i's bytes starting at i * `bytes` in the row. int8 goes head by
+// head (each head carries its own scale); the other types convert the whole row at once.
+struct KvRowRuns {
+  int64_t count = 1;
+  int64_t values = 0;
+  size_t bytes = 0;
+};
+inline KvRowRuns KvRowRunsOf(KvType type, int64_t kv_heads, int64_t head_dim) {
+  const int64_t count = type == KvType::kInt8 && kv_heads > 0 ? kv_heads : 1;
+  return {count, kv_heads * head_dim / count,
+          KvRowBytes(type, kv_heads, head_dim) / static_cast<size_t>(count)};
+}
+
 }  // namespace radixserve::kernels

@@ -55,11 +55,8 @@ size_t KvStorage::row_elements() const {
 
 size_t KvStorage::row_bytes() const { return row_elements() * KvDtypeSize(spec_.dtype); }
 
-KvStorage::RowRuns KvStorage::Runs() const {
-  // int8 converts head by head (each carries its scale); the other types a whole row at once.
-  const size_t heads = static_cast<size_t>(spec_.kv_heads);
-  const size_t count = spec_.dtype == KvDtype::kInt8 && heads > 0 ? heads : 1;
-  return {count, row_values() / count, row_bytes() / count};
+kernels::KvRowRuns KvStorage::Runs() const {
+  return kernels::KvRowRunsOf(spec_.dtype, spec_.kv_heads, spec_.head_dim);
 }
 
 size_t KvStorage::row_values() const {
@@ -92,12 +89,13 @@ void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const flo
   auto* k_dst = static_cast<std::byte*>(k_base(layer));
   auto* v_dst = static_cast<std::byte*>(v_base(layer));
   const size_t n = row_values();
-  const auto [runs, run, run_bytes] = Runs();
+  const kernels::KvRowRuns runs = Runs();
+  const auto run = static_cast<size_t>(runs.values);
   for (size_t i = 0; i < slots.size(); ++i) {
     const auto slot = static_cast<size_t>(slots[i]);
     RADIX_CHECK(slot < spec_.num_rows);
-    for (size_t r = 0; r < runs; ++r) {
-      const size_t at = slot * row_bytes() + r * run_bytes;
+    for (size_t r = 0; r < static_cast<size_t>(runs.count); ++r) {
+      const size_t at = slot * row_bytes() + r * runs.bytes;
       StoreRow(k + i * n + r * run, run, spec_.dtype, k_dst + at, spec_.scales.k_at(layer));
       StoreRow(v + i * n + r * run, run, spec_.dtype, v_dst + at, spec_.scales.v_at(layer));
     }
@@ -106,9 +104,10 @@ void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const flo
 
 void KvStorage::LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const {
   RADIX_CHECK(slot >= 0 && static_cast<size_t>(slot) < spec_.num_rows);
-  const auto [runs, run, run_bytes] = Runs();
-  for (size_t r = 0; r < runs; ++r) {
-    const size_t offset = static_cast<size_t>(slot) * row_bytes() + r * run_bytes;
+  const kernels::KvRowRuns runs = Runs();
+  const auto run = static_cast<size_t>(runs.values);
+  for (size_t r = 0; r < static_cast<size_t>(runs.count); ++r) {
+    const size_t offset = static_cast<size_t>(slot) * row_bytes() + r * runs.bytes;
     LoadRow(buffer(layer, false) + offset, run, spec_.dtype, k_out + r * run,
             spec_.scales.k_at(layer));
     LoadRow(buffer(layer, true) + offset, run, spec_.dtype, v_out + r * run,

@@ -82,11 +82,8 @@ class KvStorage {
   void ReleaseMemory();
 
  private:
-  // A row as StoreRow / LoadRow convert it: `count` runs of `values` f32 values, `bytes` apart.
-  struct RowRuns {
-    size_t count, values, bytes;
-  };
-  RowRuns Runs() const;
+  // A row as StoreRow / LoadRow convert it (kernels/kv_type.h).
+  kernels::KvRowRuns Runs() const;
   struct Unmapper {
     size_t bytes;
     void operator()(std::byte* base) const;

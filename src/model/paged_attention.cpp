@@ -66,12 +66,7 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
   const int64_t q_width = static_cast<int64_t>(shape.num_heads) * d;
   const int64_t group_size = shape.num_heads / shape.num_kv_heads;
   const size_t row_bytes = kernels::KvRowBytes(k_cache.type, shape.num_kv_heads, d);
-  // int8 rows are stored head by head (each head carries its own scale); the other types are one
-  // contiguous run per row.
-  const bool per_head = k_cache.type == kernels::KvType::kInt8;
-  const int64_t run = per_head ? d : kv_width;
-  const size_t run_bytes =
-      per_head ? row_bytes / static_cast<size_t>(shape.num_kv_heads) : row_bytes;
+  const kernels::KvRowRuns runs = kernels::KvRowRunsOf(k_cache.type, shape.num_kv_heads, d);
   for (int64_t t = 0; t < n; ++t) {
     const SequenceExtend& seq =
         batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
@@ -79,10 +74,11 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
         seq.kv_slots[static_cast<size_t>(layout.token_kv_pos[static_cast<size_t>(t)])];
     auto* k_row = static_cast<uint8_t*>(k_cache.data) + static_cast<size_t>(slot) * row_bytes;
     auto* v_row = static_cast<uint8_t*>(v_cache.data) + static_cast<size_t>(slot) * row_bytes;
-    for (int64_t r = 0; r * run < kv_width; ++r) {
-      const auto at = static_cast<size_t>(r) * run_bytes;
-      ak.store(k + t * kv_width + r * run, run, k_cache.type, k_cache.scale, k_row + at);
-      ak.store(v + t * kv_width + r * run, run, v_cache.type, v_cache.scale, v_row + at);
+    for (int64_t r = 0; r < runs.count; ++r) {
+      const size_t at = static_cast<size_t>(r) * runs.bytes;
+      const int64_t from = t * kv_width + r * runs.values;
+      ak.store(k + from, runs.values, k_cache.type, k_cache.scale, k_row + at);
+      ak.store(v + from, runs.values, v_cache.type, v_cache.scale, v_row + at);
     }
   }
 

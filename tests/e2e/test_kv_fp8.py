@@ -25,6 +25,15 @@ def generate(server, text, n=24):
     return reply.json()
 
 
+def assert_cached_repeat(server, first):
+    """The same prompt again finds it in the radix cache; stored codes read back the same
+    whether written by this request or the last one, so greedy output cannot change."""
+    second = generate(server, PROMPT)
+    assert second["meta_info"]["cached_tokens"] > 0
+    assert second["text"] == first["text"]
+    server.assert_no_leak()
+
+
 @pytest.fixture(scope="module")
 def model():
     if not SMOLLM2.exists():
@@ -45,12 +54,7 @@ def test_fp8_serves_and_reports_its_dtype(model, dtype, name):
         first = generate(server, PROMPT)
         assert first["meta_info"]["completion_tokens"] == 24
         assert first["text"].strip()
-        # The second request finds the prompt in the radix cache; fp8 codes read back the same
-        # whether written by this request or the last one, so greedy output cannot change.
-        second = generate(server, PROMPT)
-        assert second["meta_info"]["cached_tokens"] > 0
-        assert second["text"] == first["text"]
-        server.assert_no_leak()
+        assert_cached_repeat(server, first)
     finally:
         assert server.stop() == 0
     if dtype != "fp8_e4m3":

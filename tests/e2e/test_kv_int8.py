@@ -13,7 +13,7 @@ import requests
 
 from server_util import BUILD, SMOLLM2, Server
 from test_kv_dtype_auto import kv_row_bytes
-from test_kv_fp8 import PROMPT, generate
+from test_kv_fp8 import PROMPT, assert_cached_repeat, generate
 
 
 def int8_bytes_per_token(path):
@@ -60,10 +60,7 @@ def test_int8_serves_and_reports_its_dtype(model, int8_text):
         first = generate(server, PROMPT)
         assert first["meta_info"]["completion_tokens"] == 24 and first["text"].strip()
         assert first["text"] == int8_text  # chunked prefill: the same codes
-        second = generate(server, PROMPT)
-        assert second["meta_info"]["cached_tokens"] > 0
-        assert second["text"] == first["text"]
-        server.assert_no_leak()
+        assert_cached_repeat(server, first)
     finally:
         assert server.stop() == 0
 
