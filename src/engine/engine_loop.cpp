@@ -2,6 +2,7 @@
 
 #include "kv/kv_block_hash.h"
 
+#include <algorithm>
 #include <future>
 #include <limits>
 #include <optional>
@@ -445,7 +446,7 @@ void EngineLoop::Run() {
     sched::StepPlan plan = halted() ? sched::StepPlan{} : scheduler_->PlanStep();
     for (const sched::StepEntry& entry : plan.entries) {
       if (entry.seq->prefetch_op != 0 || entry.seq->transferred_prefix != nullptr) {
-        ReleasePrefixHolds(entry.seq, states_.at(entry.seq).get());
+        ReleasePrefixHolds(entry.seq, &StateOf(entry.seq));
       }
     }
     for (const sched::DroppedSeq& dropped : plan.dropped) {
@@ -494,7 +495,7 @@ void EngineLoop::Run() {
     pending_model_.reset();
   }
   const FinishReason shutdown = AbortFinish("The server is shutting down.", 503);
-  for (sched::Sequence* seq : scheduler_->AllSequences()) FinishSequence(seq, shutdown, true);
+  for (sched::Sequence* seq : HeldInArrivalOrder()) FinishSequence(seq, shutdown, true);
   PublishStats();
   std::lock_guard<std::mutex> inline_lock(inline_mutex_);
   std::deque<Submission> left;
@@ -536,9 +537,9 @@ bool EngineLoop::DrainInbox() {
 
 void EngineLoop::AdmitSubmission(Submission submission) {
   GenerateRequest& request = submission.request;
-  auto seq = std::make_unique<sched::Sequence>();
-  seq->id = next_seq_id_++;
-  seq->rid = request.rid;
+  sched::Sequence seq;
+  seq.id = next_seq_id_++;
+  seq.rid = request.rid;
   // The namespace starts with the adapter's load id ("B" for the base model), so no cache_salt
   // or extra_key a client sends can reach another adapter's prefixes.
   std::string ns = "B";
@@ -547,51 +548,67 @@ void EngineLoop::AdmitSubmission(Submission submission) {
     ns += std::to_string(request.lora->id);
     ns += ':';
   }
-  seq->extra_key = ns + request.extra_key;
-  seq->lora_id = request.lora ? request.lora->id : 0;
-  seq->input_ids = request.input_ids;
+  seq.extra_key = ns + request.extra_key;
+  seq.lora_id = request.lora ? request.lora->id : 0;
+  seq.input_ids = request.input_ids;
   const int64_t limit = config_.max_req_len() - static_cast<int64_t>(request.input_ids.size()) - 1;
-  seq->max_new_tokens = std::min(request.sampling.max_new_tokens.value_or(int64_t{1} << 30), limit);
-  seq->max_new_tokens = std::max<int64_t>(seq->max_new_tokens, 0);
+  seq.max_new_tokens = std::min(request.sampling.max_new_tokens.value_or(int64_t{1} << 30), limit);
+  seq.max_new_tokens = std::max<int64_t>(seq.max_new_tokens, 0);
   if (config_.enable_priority_scheduling) {
     const int64_t lowest = config_.sched.schedule_low_priority_values_first
                                ? std::numeric_limits<int64_t>::max()
                                : std::numeric_limits<int64_t>::min();
-    seq->priority = request.priority.value_or(lowest);
+    seq.priority = request.priority.value_or(lowest);
   }
-  seq->ignore_eos = request.sampling.ignore_eos;
-  seq->return_logprob = request.return_logprob;
-  seq->no_prefix_match = request.return_hidden_states;
+  seq.ignore_eos = request.sampling.ignore_eos;
+  seq.return_logprob = request.return_logprob;
+  seq.no_prefix_match = request.return_hidden_states;
   if (request.return_logprob && request.logprob_start_len >= 0) {
-    seq->logprob_start_len = static_cast<size_t>(request.logprob_start_len);
+    seq.logprob_start_len = static_cast<size_t>(request.logprob_start_len);
   }
   // The state keeps the request with max_new_tokens capped by the context (finish checks).
-  request.sampling.max_new_tokens = seq->max_new_tokens;
+  request.sampling.max_new_tokens = seq.max_new_tokens;
   const uint64_t seed = seeds_.SeedFor(request.sampling.sampling_seed);
-  auto state =
-      std::make_unique<RequestState>(std::move(submission.request), std::move(submission.sink),
-                                     tokenizer_.get(), seed, config_.stream_interval);
-  if (speculating()) state->EnableSpecCount();
-  if (config_.log_request_time_stats) state->EnableTimeStatsLog(log_prefix_);
-  sched::Sequence* raw = seq.get();
-  std::unique_ptr<sched::Sequence> displaced;
-  Status status = scheduler_->Enqueue(std::move(seq), &displaced);
+  auto record = std::make_unique<ActiveRequest>(std::move(seq), std::move(submission.request),
+                                                std::move(submission.sink), tokenizer_.get(), seed,
+                                                config_.stream_interval);
+  RequestState& state = record->state;
+  if (speculating()) state.EnableSpecCount();
+  if (config_.log_request_time_stats) state.EnableTimeStatsLog(log_prefix_);
+  sched::Sequence* placed = &record->seq;
+  sched::Sequence* displaced = nullptr;
+  Status status = scheduler_->Enqueue(placed, &displaced);
   if (!status.ok()) {
-    state->Finish(AbortFinish(status.message(), 503), 0, 0);
+    state.Finish(AbortFinish(status.message(), 503), 0, 0);
     return;
   }
-  prompt_tokens_total_ += static_cast<int64_t>(raw->input_ids.size());
-  if (memory_->hicache() != nullptr) state->set_storage_cached_tokens(0);
-  RequestState& placed = *states_.emplace(raw, std::move(state)).first->second;
-  if (displaced) {
-    ReleasePrefixHolds(displaced.get(), nullptr);
-    auto it = states_.find(displaced.get());
-    it->second->Finish(AbortFinish("The request is aborted by a higher priority request.", 503), 0,
-                       0);
-    states_.erase(it);
+  prompt_tokens_total_ += static_cast<int64_t>(placed->input_ids.size());
+  if (memory_->hicache() != nullptr) state.set_storage_cached_tokens(0);
+  requests_.emplace(placed->id, std::move(record));
+  if (displaced != nullptr) {
+    EndHandedBack(displaced,
+                  AbortFinish("The request is aborted by a higher priority request.", 503));
   }
-  if (placed.request().prefilled_kv && !InsertPrefilledKv(raw, placed)) return;
-  StartPrefetch(raw);
+  if (state.request().prefilled_kv && !InsertPrefilledKv(placed, state)) return;
+  StartPrefetch(placed);
+}
+
+void EngineLoop::EndHandedBack(sched::Sequence* seq, FinishReason reason) {
+  RADIX_CHECK(!seq->held);
+  ReleasePrefixHolds(seq, nullptr);
+  auto it = requests_.find(seq->id);
+  RADIX_CHECK(it != requests_.end());
+  it->second->state.Finish(std::move(reason), 0, 0);
+  requests_.erase(it);
+}
+
+std::vector<sched::Sequence*> EngineLoop::HeldInArrivalOrder() const {
+  std::vector<sched::Sequence*> held;
+  held.reserve(requests_.size());
+  for (const auto& [id, record] : requests_) held.push_back(&record->seq);
+  std::sort(held.begin(), held.end(),
+            [](const sched::Sequence* a, const sched::Sequence* b) { return a->id < b->id; });
+  return held;
 }
 
 void EngineLoop::AbortMatching(const AbortOrder& order) {
@@ -600,36 +617,39 @@ void EngineLoop::AbortMatching(const AbortOrder& order) {
     if (order.match == AbortMatch::kExactRid) return seq.rid == order.rid;
     return seq.rid.compare(0, order.rid.size(), order.rid) == 0;
   };
-  for (std::unique_ptr<sched::Sequence>& seq : scheduler_->TakeWaiting(matches)) {
-    ReleasePrefixHolds(seq.get(), nullptr);
-    auto it = states_.find(seq.get());
-    it->second->Finish(AbortFinish("Abort in waiting queue"), 0, 0);
-    states_.erase(it);
+  for (sched::Sequence* seq : scheduler_->TakeWaiting(matches)) {
+    EndHandedBack(seq, AbortFinish("Abort in waiting queue"));
   }
-  for (sched::Sequence* seq : scheduler_->AllSequences()) {
-    if (matches(*seq)) abort_flags_[seq] = true;
+  for (auto& [id, record] : requests_) {
+    if (!matches(record->seq)) continue;
+    record->abort_requested = true;
+    abort_pending_ = true;
   }
 }
 
 void EngineLoop::AbortFlagged() {
-  if (abort_flags_.empty()) return;
-  const auto flags = std::move(abort_flags_);
-  abort_flags_.clear();
-  for (const auto& [seq, flag] : flags) {
-    FinishSequence(const_cast<sched::Sequence*>(seq), AbortFinish("Aborted"),
-                   /*cache_kv=*/true);
+  if (!abort_pending_) return;
+  abort_pending_ = false;
+  for (sched::Sequence* seq : HeldInArrivalOrder()) {
+    if (requests_.at(seq->id)->abort_requested) {
+      FinishSequence(seq, AbortFinish("Aborted"), /*cache_kv=*/true);
+    }
   }
 }
 
 void EngineLoop::FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv) {
   ReleasePrefixHolds(seq, nullptr);
-  auto it = states_.find(seq);
-  if (it != states_.end()) {
-    it->second->Finish(std::move(reason), static_cast<int64_t>(seq->output_ids.size()),
-                       static_cast<int64_t>(seq->cached_tokens));
-    states_.erase(it);
-  }
+  StateOf(seq).Finish(std::move(reason), static_cast<int64_t>(seq->output_ids.size()),
+                      static_cast<int64_t>(seq->cached_tokens));
+  EndRequest(seq, cache_kv);
+}
+
+void EngineLoop::EndRequest(sched::Sequence* seq, bool cache_kv) {
+  auto it = requests_.find(seq->id);
+  RADIX_CHECK(it != requests_.end());
+  RADIX_CHECK_MSG(it->second->state.finished(), "ending a request before its final event");
   scheduler_->Release(seq, cache_kv);
+  requests_.erase(it);
 }
 
 }  // namespace radixserve::engine

@@ -89,7 +89,19 @@ class EngineLoop final : public Engine {
   };
   void AbortMatching(const AbortOrder& order);
   void AbortFlagged();
+  // Ends a held request: gives up its prefix holds, sends its final event with `reason`, then
+  // EndRequest.
   void FinishSequence(sched::Sequence* seq, FinishReason reason, bool cache_kv);
+  // The last step of every request the scheduler holds (its state has sent the final event):
+  // the scheduler releases the sequence (KV into the prefix cache if cache_kv) and the record
+  // goes. seq dangles afterwards.
+  void EndRequest(sched::Sequence* seq, bool cache_kv);
+  // Ends a request whose sequence the scheduler handed back (taken from the waiting queue, or
+  // displaced by a more important one): prefix holds, final event, record.
+  void EndHandedBack(sched::Sequence* seq, FinishReason reason);
+  // Every held sequence, oldest first (the order aborts and shutdown end them in).
+  std::vector<sched::Sequence*> HeldInArrivalOrder() const;
+  RequestState& StateOf(const sched::Sequence* seq) { return requests_.at(seq->id)->state; }
   // The hierarchical cache's storage tier (engine_kv_loads.cpp): a queued sequence starts loading
   // its stored prefix; before each plan finished loads go into the radix cache and the prefetch
   // policy decides who may be admitted; an admitted (or ended) sequence gives up its load.
@@ -166,8 +178,22 @@ class EngineLoop final : public Engine {
   // Runs `command` on the engine thread (or inline, serialized, once it has ended); never waits.
   void PostCommand(Command command) const;
 
+  // One record per request from admission to its final event, keyed by Sequence::id: the
+  // scheduler's sequence (borrowed by the scheduler while it holds it), the request's state and
+  // a pending abort. Engine thread only. Declared before scheduler_, so it outlives the borrower.
+  struct ActiveRequest {
+    template <typename... StateArgs>
+    explicit ActiveRequest(sched::Sequence s, StateArgs&&... args)
+        : seq(std::move(s)), state(std::forward<StateArgs>(args)...) {}
+    sched::Sequence seq;
+    RequestState state;
+    bool abort_requested = false;  // AbortMatching found it running; AbortFlagged ends it
+  };
+
   EngineConfig config_;
   std::unique_ptr<kv::KvMemory> memory_;
+  std::unordered_map<uint64_t, std::unique_ptr<ActiveRequest>> requests_;
+  bool abort_pending_ = false;  // some record has abort_requested
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::shared_ptr<const model::CausalLM> model_;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
@@ -181,8 +207,6 @@ class EngineLoop final : public Engine {
   sampling::Sampler sampler_;
   sampling::SeedSource seeds_;
   sampling::SampleOutput sample_out_;
-  std::unordered_map<const sched::Sequence*, std::unique_ptr<RequestState>> states_;
-  std::unordered_map<const sched::Sequence*, bool> abort_flags_;
   std::vector<float> logits_;
   std::vector<uint32_t> grammar_mask_;  // the current constrained row's token bitmask
   // --first_token_constraint_mode: the bitmask of the ids a first output token may be.

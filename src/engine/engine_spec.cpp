@@ -31,9 +31,8 @@ void EngineLoop::ProposeDrafts() {
       config_.spec_disable_batch == 0 || scheduler_->running().size() < config_.spec_disable_batch;
   for (sched::Sequence* seq : scheduler_->running()) {
     seq->draft_ids.clear();
-    auto it = states_.find(seq);
-    if (it == states_.end() || !Speculates(*it->second)) continue;
-    RequestState& state = *it->second;
+    RequestState& state = StateOf(seq);
+    if (!Speculates(state)) continue;
     if (ngram_) {
       fill = seq->FillIds(seq->fill_len());
       ngram_->Record(fill, state.ngram_recorded());
@@ -76,7 +75,7 @@ void EngineLoop::ProposeDrafts() {
 
 size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) {
   sched::Sequence* seq = entry.seq;
-  RequestState& state = *states_.at(seq);
+  RequestState& state = StateOf(seq);
   const std::vector<int32_t> drafts = seq->draft_ids;
   RADIX_CHECK(drafts.size() == entry.num_drafts);
   const auto vocab = static_cast<size_t>(vocab_size_);
@@ -109,10 +108,7 @@ size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) 
   ++spec_steps_;
   spec_tokens_ += static_cast<int64_t>(appended);
   spec_drafted_ += static_cast<int64_t>(drafts.size());
-  if (done) {
-    states_.erase(seq);
-    scheduler_->Release(seq, /*cache_kv=*/true);
-  }
+  if (done) EndRequest(seq, /*cache_kv=*/true);
   return appended;
 }
 

@@ -13,8 +13,7 @@ namespace radixserve::engine {
 void EngineLoop::RunStep(sched::StepPlan& plan) {
   const InputLogprobStart input_start =
       [this](const sched::Sequence& seq) -> std::optional<size_t> {
-    auto it = states_.find(&seq);
-    if (it == states_.end() || !it->second->needs_input_logprobs()) return std::nullopt;
+    if (!StateOf(&seq).needs_input_logprobs()) return std::nullopt;
     return seq.logprob_start_len;
   };
   model::ForwardBatch batch =
@@ -23,7 +22,7 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   size_t base = 0;
   for (size_t e = 0; e < plan.entries.size(); ++e) {
     const sched::StepEntry& entry = plan.entries[e];
-    RequestState& state = *states_.at(entry.seq);
+    RequestState& state = StateOf(entry.seq);
     state.MarkForwardEntry();
     const GenerateRequest& request = state.request();
     if (request.lora) batch.sequences[e].lora = request.lora->adapter.get();
@@ -59,9 +58,9 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   }
   for (size_t r = 0; r < hidden_positions_.size(); ++r) {
     const auto [entry, position] = hidden_positions_[r];
-    states_.at(plan.entries[entry].seq)
-        ->AddHiddenRow(position,
-                       std::span<const float>(hidden_.data() + r * hidden_size, hidden_size));
+    StateOf(plan.entries[entry].seq)
+        .AddHiddenRow(position,
+                      std::span<const float>(hidden_.data() + r * hidden_size, hidden_size));
   }
   progress_.SetPhase("sample");
   const auto vocab = static_cast<size_t>(vocab_size_);
@@ -83,9 +82,9 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
       ++decoded;
       if (speculating()) {
         // A speculative sequence without a draft this step verifies nothing but still counts.
-        auto it = states_.find(entry.seq);
-        if (it != states_.end() && Speculates(*it->second)) {
-          it->second->CountSpecVerify();
+        RequestState& state = StateOf(entry.seq);
+        if (Speculates(state)) {
+          state.CountSpecVerify();
           ++spec_steps_;
           ++spec_tokens_;
         }
@@ -123,7 +122,7 @@ void EngineLoop::LogThroughput() {
 
 void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
                             std::span<const float> logits) {
-  RequestState& state = *states_.at(entry.seq);
+  RequestState& state = StateOf(entry.seq);
   const GenerateRequest& request = state.request();
   sampling::SampleRowParams params;
   params.temperature = 1.0;
@@ -137,19 +136,17 @@ void EngineLoop::ScoreInput(const sched::StepEntry& entry, size_t position,
 
 void EngineLoop::SampleEntry(const sched::StepEntry& entry, std::span<float> logits) {
   sched::Sequence* seq = entry.seq;
-  RequestState& state = *states_.at(seq);
+  RequestState& state = StateOf(seq);
   if (seq->output_ids.empty()) ExportPromptKv(seq, state);
   if (seq->max_new_tokens <= 0) {
     // Prefill only (max_new_tokens 0, e.g. scoring a prompt's logprobs): nothing is sampled.
     state.Finish(LengthFinish(), 0, static_cast<int64_t>(seq->cached_tokens));
-    states_.erase(seq);
-    scheduler_->Release(seq, /*cache_kv=*/true);
+    EndRequest(seq, /*cache_kv=*/true);
     return;
   }
   if (!SampleToken(seq, state, logits)) return;
   if (CommitToken(seq, state, sample_out_.token_id, /*last=*/true) == Commit::kDone) {
-    states_.erase(seq);
-    scheduler_->Release(seq, /*cache_kv=*/true);
+    EndRequest(seq, /*cache_kv=*/true);
   }
 }
 
@@ -337,9 +334,11 @@ void EngineLoop::PublishStats() {
   stats.cached_tokens = static_cast<int64_t>(memory_->cache().TotalSize());
   stats.token_usage = memory_->token_usage();
   stats.peak_tokens = stats.used_tokens;
-  for (const sched::Sequence* seq : scheduler_->AllSequences()) {
-    stats.peak_tokens += seq->remaining_new_tokens();
-    if (!seq->admitted) stats.peak_tokens += static_cast<int64_t>(seq->input_ids.size());
+  RADIX_CHECK(requests_.size() == scheduler_->num_sequences());
+  for (const auto& [id, record] : requests_) {
+    const sched::Sequence& seq = record->seq;
+    stats.peak_tokens += seq.remaining_new_tokens();
+    if (!seq.admitted) stats.peak_tokens += static_cast<int64_t>(seq.input_ids.size());
   }
   stats.cache_hit_rate = prompt_tokens_total_ > 0 ? static_cast<double>(cached_tokens_total_) /
                                                         static_cast<double>(prompt_tokens_total_)

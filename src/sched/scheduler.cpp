@@ -23,7 +23,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, kv::KvMemory* memory,
       policy_(std::move(policy)),
       new_token_ratio_(config.init_new_token_ratio()) {}
 
-Status Scheduler::Enqueue(std::unique_ptr<Sequence> seq, std::unique_ptr<Sequence>* displaced) {
+Status Scheduler::Enqueue(Sequence* seq, Sequence** displaced) {
+  RADIX_CHECK_MSG(!seq->held, "queueing a sequence the scheduler already holds");
   if (config_.max_queued_requests &&
       static_cast<int64_t>(waiting_.size()) + 1 > *config_.max_queued_requests) {
     Sequence* victim = nullptr;
@@ -42,14 +43,14 @@ Status Scheduler::Enqueue(std::unique_ptr<Sequence> seq, std::unique_ptr<Sequenc
       return Status(StatusCode::kResourceExhausted, "The request queue is full.");
     }
     RemoveFrom(waiting_, victim);
-    auto it = owned_.find(victim);
-    if (displaced != nullptr) *displaced = std::move(it->second);
-    owned_.erase(it);
+    victim->held = false;
+    --num_held_;
+    if (displaced != nullptr) *displaced = victim;
   }
   seq->queue_order = next_queue_order_++;
-  Sequence* raw = seq.get();
-  owned_.emplace(raw, std::move(seq));
-  waiting_.push_back(raw);
+  seq->held = true;
+  ++num_held_;
+  waiting_.push_back(seq);
   return Status::Ok();
 }
 
@@ -308,39 +309,30 @@ void Scheduler::ReleaseKv(Sequence* seq, bool cache_kv) {
   seq->admitted = false;
 }
 
-std::unique_ptr<Sequence> Scheduler::Release(Sequence* seq, bool cache_kv) {
-  auto it = owned_.find(seq);
-  RADIX_CHECK_MSG(it != owned_.end(), "releasing a sequence the scheduler does not hold");
+void Scheduler::Release(Sequence* seq, bool cache_kv) {
+  RADIX_CHECK_MSG(seq->held, "releasing a sequence the scheduler does not hold");
   ReleaseKv(seq, cache_kv);
   RemoveFrom(waiting_, seq);
   RemoveFrom(running_, seq);
   if (chunked_ == seq) chunked_ = nullptr;
-  std::unique_ptr<Sequence> owned = std::move(it->second);
-  owned_.erase(it);
-  return owned;
+  seq->held = false;
+  --num_held_;
 }
 
-std::vector<std::unique_ptr<Sequence>> Scheduler::TakeWaiting(
-    const std::function<bool(const Sequence&)>& pred) {
-  std::vector<std::unique_ptr<Sequence>> taken;
+std::vector<Sequence*> Scheduler::TakeWaiting(const std::function<bool(const Sequence&)>& pred) {
+  std::vector<Sequence*> taken;
   std::vector<Sequence*> keep;
   for (Sequence* seq : waiting_) {
     if (pred(*seq)) {
-      auto it = owned_.find(seq);
-      taken.push_back(std::move(it->second));
-      owned_.erase(it);
+      seq->held = false;
+      --num_held_;
+      taken.push_back(seq);
     } else {
       keep.push_back(seq);
     }
   }
   waiting_ = std::move(keep);
   return taken;
-}
-
-std::vector<Sequence*> Scheduler::AllSequences() const {
-  std::vector<Sequence*> all;
-  for (const auto& [key, seq] : owned_) all.push_back(seq.get());
-  return all;
 }
 
 void Scheduler::Requeue(Sequence* seq) {

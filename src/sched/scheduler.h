@@ -11,6 +11,10 @@
 //   ... append sampled tokens to entry.seq->output_ids ...
 //   Release(seq) for every finished or aborted sequence (KV goes to the prefix cache)
 //
+// Ownership: the engine owns every Sequence (with the request's state, in one record); the
+// scheduler borrows it from Enqueue until Release, TakeWaiting or a displacement hands it back.
+// Sequence::held says which sequences it holds.
+//
 // Thread affinity: engine thread only; nothing here is synchronized.
 #pragma once
 
@@ -18,7 +22,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -40,8 +43,9 @@ class Scheduler {
   // Queues a new sequence. With a full queue (--max-queued-requests): without priority
   // scheduling the newcomer is refused (kResourceExhausted "The request queue is full."); with
   // it, if the newcomer is strictly more important than the least important queued sequence
-  // (ties: the newest), that one is removed instead and handed back through *displaced.
-  Status Enqueue(std::unique_ptr<Sequence> seq, std::unique_ptr<Sequence>* displaced);
+  // (ties: the newest), that one is removed instead and handed back through *displaced (when
+  // given). seq is borrowed until it is handed back; on refusal it never was.
+  Status Enqueue(Sequence* seq, Sequence** displaced);
 
   StepPlan PlanStep();
   void CompleteStep(const StepPlan& plan);
@@ -52,21 +56,17 @@ class Scheduler {
   void AcceptDrafts(Sequence* seq, size_t accepted);
 
   // Removes a sequence from the scheduler wherever it is, returning its KV: inserted into the
-  // prefix cache if `cache_kv`, else freed. Returns ownership to the caller.
-  std::unique_ptr<Sequence> Release(Sequence* seq, bool cache_kv = true);
+  // prefix cache if `cache_kv`, else freed. The scheduler no longer refers to it afterwards.
+  void Release(Sequence* seq, bool cache_kv = true);
 
-  // Waiting (not admitted) sequences matching pred, removed and handed back.
-  std::vector<std::unique_ptr<Sequence>> TakeWaiting(
-      const std::function<bool(const Sequence&)>& pred);
+  // Waiting (not admitted) sequences matching pred, removed and handed back (queue order).
+  std::vector<Sequence*> TakeWaiting(const std::function<bool(const Sequence&)>& pred);
 
   // /pause_generation's retract mode (retraction.cpp): every running (decoding) sequence gives its
   // KV to the prefix cache and goes back to the waiting queue, to be prefilled again (from the
   // cache where it survives). A sequence in the middle of a chunked prefill keeps its KV, as
   // SGLang's retraction takes the running batch only. Returns how many moved.
   size_t RetractAll();
-
-  // Every sequence the scheduler holds (waiting, running, chunked).
-  std::vector<Sequence*> AllSequences() const;
 
   // While held, PlanStep admits no waiting sequence (running ones keep decoding and a chunked
   // prefill in progress completes): how a weight update drains the batch before swapping models.
@@ -79,7 +79,7 @@ class Scheduler {
   bool idle() const { return waiting_.empty() && running_.empty() && chunked_ == nullptr; }
   // Every sequence the scheduler holds, including those of a planned step that has not completed
   // (a new sequence's first prefill is in neither waiting() nor running() until CompleteStep).
-  size_t num_sequences() const { return owned_.size(); }
+  size_t num_sequences() const { return num_held_; }
   double new_token_ratio() const { return new_token_ratio_; }
   int64_t num_retractions() const { return num_retractions_; }
   const SchedulerConfig& config() const { return config_; }
@@ -110,7 +110,7 @@ class Scheduler {
   SchedulerConfig config_;
   kv::KvMemory* memory_;
   std::unique_ptr<SchedulePolicy> policy_;
-  std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> owned_;
+  size_t num_held_ = 0;  // sequences with `held` set
   std::vector<Sequence*> waiting_;
   std::vector<Sequence*> running_;
   Sequence* chunked_ = nullptr;

@@ -1,6 +1,7 @@
 // Sequence: the scheduler's mutable state of one generation (MLC-LLM's RequestState; the immutable
-// request lives in src/engine). The engine creates it, the scheduler owns it while it is queued or
-// running, and the engine appends sampled tokens to `output_ids`.
+// request lives in src/engine). The engine creates and owns it (one record per request, with the
+// request's state); the scheduler borrows it while it is queued or running (`held`), and the
+// engine appends sampled tokens to `output_ids`.
 //
 // Positions: fill ids are input_ids followed by output_ids. `kv_len` positions from the start have
 // K/V in the KV pool (through kv.req_pool_slot's row); the step plan extends that by extend_len.
@@ -55,10 +56,10 @@ struct Sequence {
   kv::SeqKvState kv;
   size_t kv_len = 0;         // positions with computed K/V
   size_t draft_kv_len = 0;   // slots past kv_len holding K/V of unaccepted drafts
+  bool held = false;         // the scheduler holds it (Enqueue until Release / hand-back)
   bool admitted = false;     // holds a request row and a prefix lock
   size_t cached_tokens = 0;  // prompt tokens served by the prefix cache (first admission)
   int32_t retraction_count = 0;
-  bool finished = false;  // set by the engine; the scheduler then releases it
   // The hierarchical cache's load for this sequence (the engine's; 0: none) and whether
   // admission waits for it (the prefetch policy): PlanStep skips the sequence meanwhile.
   uint64_t prefetch_op = 0;

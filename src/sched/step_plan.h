@@ -27,7 +27,7 @@ struct StepEntry {
   size_t num_drafts = 0;
 };
 
-// kRetracted / kPreempted: KV released, sequence back in the waiting queue (scheduler-owned).
+// kRetracted / kPreempted: KV released, sequence back in the waiting queue (still held).
 // kOutOfMemory: a lone running sequence that cannot get one more KV slot even after evicting the
 // whole cache; it stays in the running set and the engine must abort it (Scheduler::Release).
 enum class DropReason { kRetracted, kPreempted, kOutOfMemory };

@@ -357,6 +357,37 @@ TEST_P(PauseTest, NoStepRunsWhilePausedAndContinuingKeepsTheGreedyOutputs) {
 INSTANTIATE_TEST_SUITE_P(Modes, PauseTest,
                          ::testing::Values(PauseMode::kRetract, PauseMode::kInPlace));
 
+// With priority scheduling a full queue makes room for a more important newcomer: the least
+// important queued request ends with SGLang's abort, the newcomer runs, and nothing leaks.
+TEST(EngineLoopTest, AMoreImportantRequestDisplacesTheLeastImportantQueuedOne) {
+  const auto prompts = SharedPrefixPrompts();
+  args::ServerArgs args = testing::BaseArgs();
+  args.Set("enable-priority-scheduling", true);
+  args.Set("max-queued-requests", 1);
+  auto engine = testing::MakeEngine(args);
+  Collector collector(2);
+  PauseSync(*engine, PauseMode::kInPlace);  // nothing is admitted: both stay queued
+  GenerateRequest low = testing::GreedyRequest("low", prompts[0], 4);
+  low.priority = 1;
+  ASSERT_TRUE(engine->Submit(std::move(low), collector.Sink(0)).ok());
+  PauseSync(*engine, PauseMode::kInPlace);  // the inbox (and "low") was taken in
+  GenerateRequest high = testing::GreedyRequest("high", prompts[1], 4);
+  high.priority = 5;
+  ASSERT_TRUE(engine->Submit(std::move(high), collector.Sink(1)).ok());
+  PauseSync(*engine, PauseMode::kInPlace);
+  collector.Wait(1);
+  ASSERT_TRUE(collector[0].finish.has_value());
+  EXPECT_EQ(collector[0].finish->kind, FinishKind::kAbort);
+  EXPECT_EQ(collector[0].finish->status_code, 503);
+  EXPECT_EQ(collector[0].finish->message, "The request is aborted by a higher priority request.");
+  EXPECT_TRUE(collector[0].tokens.empty());
+  engine->Continue();
+  collector.Wait(2);
+  EXPECT_EQ(collector[1].tokens, testing::ReferenceGreedy(prompts[1], 4));
+  Status leaks = engine->CheckLeaks();
+  EXPECT_TRUE(leaks.ok()) << leaks.message();
+}
+
 TEST(EngineLoopTest, PauseAbortEndsEveryRequestInFlight) {
   const auto prompts = SharedPrefixPrompts();
   auto engine = testing::MakeEngine(testing::BaseArgs());

@@ -2,6 +2,7 @@
 // counts, and a fake engine step that appends a fixed token to every sampling entry.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -41,24 +42,32 @@ inline std::unique_ptr<Sequence> MakeSeq(uint64_t id, size_t prompt_len, int64_t
   return seq;
 }
 
+// The scheduler borrows sequences; the tests own them here until the test binary exits (the
+// engine's request records play this part in the server).
+inline Sequence* Keep(std::unique_ptr<Sequence> seq) {
+  static std::deque<std::unique_ptr<Sequence>> owned;
+  owned.push_back(std::move(seq));
+  return owned.back().get();
+}
+
 inline Sequence* Add(Scheduler& s, std::unique_ptr<Sequence> seq) {
-  Sequence* raw = seq.get();
-  EXPECT_TRUE(s.Enqueue(std::move(seq), nullptr).ok());
+  Sequence* raw = Keep(std::move(seq));
+  EXPECT_TRUE(s.Enqueue(raw, nullptr).ok());
   return raw;
 }
 
 // Completes a planned step like the engine would: every sampling entry gets token 7; sequences
 // reaching max_new_tokens are released into the cache.
-// Released sequences are destroyed unless `released` keeps them.
+// `released` (when given) collects the released sequences.
 inline void FakeRun(Scheduler& s, const StepPlan& plan,
-                    std::vector<std::unique_ptr<Sequence>>* released = nullptr) {
+                    std::vector<Sequence*>* released = nullptr) {
   s.CompleteStep(plan);
   for (const StepEntry& e : plan.entries) {
     if (!e.samples) continue;
     e.seq->output_ids.push_back(7);
     if (static_cast<int64_t>(e.seq->output_ids.size()) >= e.seq->max_new_tokens) {
-      std::unique_ptr<Sequence> done = s.Release(e.seq);
-      if (released != nullptr) released->push_back(std::move(done));
+      s.Release(e.seq);
+      if (released != nullptr) released->push_back(e.seq);
     }
   }
 }

@@ -14,6 +14,7 @@ namespace {
 using testing::Add;
 using testing::ExtendOf;
 using testing::FakeRun;
+using testing::Keep;
 using testing::MakeMemory;
 using testing::MakeSeq;
 
@@ -130,7 +131,7 @@ TEST(SchedulerTest, DecodeOutOfMemoryRetractsFewestOutputsLongestPrompt) {
   EXPECT_DOUBLE_EQ(plan.ratio_after, std::min(1.0, (decoded + 40.0) / 81.0));
   EXPECT_DOUBLE_EQ(s->new_token_ratio(), plan.ratio_after);
   EXPECT_EQ(s->num_retractions(), 1);
-  std::vector<std::unique_ptr<Sequence>> released;
+  std::vector<Sequence*> released;
   FakeRun(*s, plan, &released);
   while (!s->idle()) FakeRun(*s, s->PlanStep(), &released);
   ASSERT_EQ(released.size(), 3u);
@@ -195,7 +196,7 @@ TEST(SchedulerTest, QueueLimitRejectsOrDisplacesLessImportant) {
   auto s = MakeScheduler(config, memory.get());
   Add(*s, MakeSeq(1, 4, 4));
   Add(*s, MakeSeq(2, 4, 4));
-  Status full = s->Enqueue(MakeSeq(3, 4, 4), nullptr);
+  Status full = s->Enqueue(Keep(MakeSeq(3, 4, 4)), nullptr);
   EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(full.message(), "The request queue is full.");
 
@@ -209,11 +210,11 @@ TEST(SchedulerTest, QueueLimitRejectsOrDisplacesLessImportant) {
   Add(*p, std::move(b));
   auto same = MakeSeq(3, 4, 4);
   same->priority = 1;  // not strictly more important than the least important (1)
-  EXPECT_FALSE(p->Enqueue(std::move(same), nullptr).ok());
+  EXPECT_FALSE(p->Enqueue(Keep(std::move(same)), nullptr).ok());
   auto more = MakeSeq(4, 4, 4);
   more->priority = 3;
-  std::unique_ptr<Sequence> displaced;
-  EXPECT_TRUE(p->Enqueue(std::move(more), &displaced).ok());
+  Sequence* displaced = nullptr;
+  EXPECT_TRUE(p->Enqueue(Keep(std::move(more)), &displaced).ok());
   ASSERT_NE(displaced, nullptr);
   EXPECT_EQ(displaced->id, 2u);
 }
