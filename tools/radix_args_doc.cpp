@@ -29,6 +29,7 @@ nlohmann::json TableAsJson() {
     out.push_back({{"name", spec.name},
                    {"key", ConfigKey(spec.name)},
                    {"type", TypeName(spec.type)},
+                   {"append", spec.append},
                    {"default", nlohmann::json::parse(spec.default_value)},
                    {"choices", choices},
                    {"group", spec.group},

@@ -17,6 +17,7 @@
 #include "api/request_builder.h"
 #include "api/serving.h"
 #include "common/version.h"
+#include "metrics/registry.h"
 
 namespace radixserve::api {
 namespace {
@@ -194,16 +195,7 @@ void HandleClearHiCacheStorage(ServerContext& ctx, const ApiRequest&, ResponseWr
   });
 }
 
-void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
-  if (ctx.metrics == nullptr) {
-    writer->Send(404, "application/json",
-                 ToJsonText(ApiError{
-                     404,
-                     "Metrics are off: start the server with --enable-metrics.",
-                     "NotFoundError",
-                     {}}.OpenAiBody()));
-    return;
-  }
+std::string ScrapeMetrics(ServerContext& ctx) {
   // Scheduler-side gauges are read from the engine at scrape time.
   engine::EngineStats stats = ctx.engine->Stats();
   metrics::SchedulerStats scheduler;
@@ -231,7 +223,20 @@ void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writ
          distribution(h.prefetch_bandwidth), distribution(h.backup_bandwidth)},
         replica.dp_rank);
   }
-  writer->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics->Expose());
+  return ctx.metrics->Expose();
+}
+
+void HandleMetrics(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  if (ctx.metrics == nullptr) {
+    writer->Send(404, "application/json",
+                 ToJsonText(ApiError{
+                     404,
+                     "Metrics are off: start the server with --enable-metrics.",
+                     "NotFoundError",
+                     {}}.OpenAiBody()));
+    return;
+  }
+  writer->Send(200, metrics::Registry::kContentType, ScrapeMetrics(ctx));
 }
 
 void HandleAbortRequest(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer) {

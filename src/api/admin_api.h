@@ -2,6 +2,8 @@
 // /get_load, /flush_cache, /abort_request, /tokenize, /detokenize, /v1/models.
 #pragma once
 
+#include <string>
+
 #include "api/routes.h"
 
 namespace radixserve::api {
@@ -21,6 +23,9 @@ void HandleTokenize(ServerContext& ctx, const ApiRequest& request, ResponseWrite
 void HandleDetokenize(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleListModels(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleMetrics(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+// The /metrics text: the scheduler-side gauges are read from the engine, then the whole
+// exposition (ctx.metrics must be set). Thread-safe; also what --metric_gateway pushes.
+std::string ScrapeMetrics(ServerContext& ctx);
 void HandleGetModel(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 
 }  // namespace radixserve::api

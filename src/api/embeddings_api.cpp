@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include "api/json_body.h"
 #include "api/json_fields.h"
 #include "api/score_api.h"
+#include "common/base64.h"
 
 namespace radixserve::api {
 namespace {
@@ -232,21 +232,9 @@ void Truncate(std::vector<float>& v, int64_t dims, bool normalized) {
 }
 
 std::string Base64(const std::vector<float>& values) {
-  static const char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string bytes(values.size() * sizeof(float), '\0');
-  std::memcpy(bytes.data(), values.data(), bytes.size());  // little-endian on x86-64
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t chunk = static_cast<uint8_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) chunk |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    if (i + 2 < bytes.size()) chunk |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kTable[(chunk >> 18) & 63];
-    out += kTable[(chunk >> 12) & 63];
-    out += i + 1 < bytes.size() ? kTable[(chunk >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kTable[chunk & 63] : '=';
-  }
-  return out;
+  // The floats' bytes as they are in memory: little-endian on x86-64, as OpenAI's clients expect.
+  return Base64Encode(std::string_view(reinterpret_cast<const char*>(values.data()),
+                                       values.size() * sizeof(float)));
 }
 
 }  // namespace

@@ -233,7 +233,7 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
       values.push_back(*inline_value);
     } else if (spec->type == ArgType::kFlag || spec->type == ArgType::kBool) {
       if (i + 1 < words.size() && ParseBoolWord(words[i + 1])) values.push_back(words[++i]);
-    } else if (IsListType(spec->type)) {
+    } else if (IsListType(spec->type) && !spec->append) {
       while (i + 1 < words.size() && !LooksLikeOption(words[i + 1])) values.push_back(words[++i]);
       if (values.empty()) {
         return InvalidArgument(fmt::format("argument {}: expected at least one argument", display));
@@ -253,6 +253,14 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
     }
     if (KeyOf(*spec) == key::kConfig) {
       config_path = value.get<std::string>();
+    }
+    if (spec->append) {
+      auto earlier = std::find_if(given.begin(), given.end(),
+                                  [spec](const Given& g) { return g.spec == spec; });
+      if (earlier != given.end()) {
+        for (nlohmann::json& item : value) earlier->value.push_back(std::move(item));
+        continue;
+      }
     }
     given.push_back({spec, display, std::move(value)});
   }

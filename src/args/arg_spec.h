@@ -58,6 +58,9 @@ struct ArgSpec {
   std::vector<AliasSpec> aliases = {};
   System system = System::kSglang;  // where the canonical name comes from
   bool required = false;
+  // List types only: argparse's action="append" (one word per occurrence, collected in order)
+  // instead of nargs="+".
+  bool append = false;
 };
 
 std::string_view SystemName(System system);

@@ -26,6 +26,8 @@ groups and entries appear in the order --help and docs/server_args.md list them.
     aliases     [{"name": spelling, "system": ... [sglang], "deprecated": true/false [false]}]
     system      sglang | lightllm | rtpllm | radixserve: where the name comes from [sglang]
     required    true when the argument must be given [false]
+    append      for list types: argparse's action="append", one word per occurrence, the
+                occurrences collected in order (LightLLM's --grouping_key) [false: nargs="+"]
     read_in     "args": the argument is consumed inside src/args/ only (parser, validation,
                 --help), so no reader elsewhere is expected; tests/unit/args/arg_readers_test.cpp
                 otherwise fails for a supported argument whose key:: constant src/ never uses
@@ -45,7 +47,7 @@ SUPPORT = {"yes": "kYes", "partial": "kPartial", "no": "kNo"}
 SYSTEMS = {"sglang": "kSglang", "lightllm": "kLightllm", "rtpllm": "kRtpllm",
            "radixserve": "kRadixserve"}
 FIELDS = {"name", "type", "default", "choices", "help", "cpu", "cpu_note", "cpu_values",
-          "aliases", "system", "required", "read_in", "read_in_why"}
+          "aliases", "system", "required", "append", "read_in", "read_in_why"}
 ALIAS_FIELDS = {"name", "system", "deprecated"}
 NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 SPELLING = re.compile(r"[A-Za-z0-9]+([-_][A-Za-z0-9]+)*")
@@ -107,6 +109,10 @@ def check_entry(entry, group):
         fail(where, f"'system' must be one of {sorted(SYSTEMS)}")
     if not isinstance(entry.get("required", False), bool):
         fail(where, "'required' must be true or false")
+    if not isinstance(entry.get("append", False), bool):
+        fail(where, "'append' must be true or false")
+    if entry.get("append") and not entry["type"].endswith("_list"):
+        fail(where, "'append' only makes sense for a list type")
     cpu = entry.get("cpu", "yes")
     if cpu != "yes" and not entry.get("cpu_note"):
         fail(where, f"cpu '{cpu}' needs a cpu_note saying which part applies or why not")
@@ -222,6 +228,8 @@ def spec_initializer(group_index, entry):
     fields.append(f".system = System::{SYSTEMS[entry.get('system', 'sglang')]}")
     if entry.get("required"):
         fields.append(".required = true")
+    if entry.get("append"):
+        fields.append(".append = true")
     return "  out.push_back(ArgSpec{" + ",\n                          ".join(fields) + "});\n"
 
 

@@ -162,6 +162,7 @@ std::string RenderServerArgsMarkdown() {
         }
       } else {
         options = std::string(TypeName(spec->type));
+        if (spec->append) options += " (one per occurrence)";
       }
       std::string cpu(SupportName(spec->cpu));
       if (!spec->cpu_note.empty()) cpu += ": " + std::string(spec->cpu_note);

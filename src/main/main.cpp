@@ -8,10 +8,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "api/admin_api.h"
 #include "api/background_streams.h"
 #include "api/concurrency_limit.h"
 #include "api/crash_dump.h"
@@ -43,6 +46,7 @@
 #include "main/tensor_parallel.h"
 #include "main/warmup.h"
 #include "main/weight_update.h"
+#include "metrics/push_gateway.h"
 #include "metrics/serving_metrics.h"
 #include "web/web_routes.h"
 
@@ -159,6 +163,50 @@ radixserve::Expected<std::unique_ptr<radixserve::metrics::ServingMetrics>> MakeM
   return radixserve::metrics::ServingMetrics::Create(options);
 }
 
+// LightLLM's metrics push: where (--metric_gateway, --job_name, --grouping_key), how often
+// (--push_interval) and as whom (--enable_monitor_auth: HTTP Basic auth from the USERNAME and
+// PASSWORD environment variables, as LightLLM reads them). nullopt without a gateway.
+struct MetricsPush {
+  radixserve::metrics::PushGatewayOptions options;
+  std::string url;
+};
+
+radixserve::Expected<std::optional<MetricsPush>> MetricsPushFromArgs(
+    const radixserve::args::ServerArgs& args) {
+  using radixserve::Status;
+  using radixserve::StatusCode;
+  std::optional<std::string> gateway = args.GetOptionalString(key::kMetricGateway);
+  if (!gateway) return std::optional<MetricsPush>();
+  const auto usage = [](const std::string& message) {
+    return Status(StatusCode::kInvalidArgument, message);
+  };
+  if (gateway->empty()) return usage("argument --metric_gateway: the gateway address is empty");
+  MetricsPush push;
+  push.options.gateway = *gateway;
+  push.options.job = args.GetString(key::kJobName);
+  push.options.grouping_key = Words(args, key::kGroupingKey);
+  const int64_t interval = args.GetInt(key::kPushInterval);
+  if (interval < 1) {
+    return usage("argument --push_interval: must be at least 1 second (got " +
+                 std::to_string(interval) + ")");
+  }
+  push.options.interval = std::chrono::seconds(interval);
+  if (args.GetBool(key::kEnableMonitorAuth)) {
+    const char* user = std::getenv("USERNAME");
+    const char* password = std::getenv("PASSWORD");
+    if (user == nullptr || password == nullptr) {
+      return usage(
+          "argument --enable_monitor_auth: set the USERNAME and PASSWORD environment variables "
+          "(HTTP Basic auth to the push gateway)");
+    }
+    push.options.basic_auth = std::make_pair(std::string(user), std::string(password));
+  }
+  auto url = radixserve::metrics::PushUrl(push.options);
+  if (!url.ok()) return usage("argument --grouping_key: " + url.status().message());
+  push.url = std::move(url).value();
+  return std::optional<MetricsPush>(std::move(push));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +251,9 @@ int main(int argc, char** argv) {
       return UsageError("argument --reasoning-parser: " + parser.status().message());
     }
   }
+
+  auto metrics_push = MetricsPushFromArgs(args);
+  if (!metrics_push.ok()) return UsageError(metrics_push.status().message());
 
   // --tp-size or --pp-size > 1: this node's other ranks start here; followers never serve HTTP.
   auto tp = rs::SetUpTensorParallel(args, argv);
@@ -363,7 +414,9 @@ int main(int argc, char** argv) {
         "argument --tokenizer-metrics-allowed-customer-labels: needs "
         "--tokenizer-metrics-custom-labels-header (the header carrying the labels)");
   }
-  if (args.GetBool(key::kEnableMetrics)) {
+  // LightLLM always collects its metrics; pushing them needs them collected (and /metrics then
+  // serves them too).
+  if (args.GetBool(key::kEnableMetrics) || metrics_push->has_value()) {
     auto made = MakeMetrics(args, ctx.served_model_name);
     if (!made.ok()) return UsageError(made.status().message());
     metrics = std::move(made).value();
@@ -442,6 +495,12 @@ int main(int argc, char** argv) {
   ctx.starting = false;
   RADIX_LOG_INFO("The server is fired up and ready to roll! Listening on http://{}:{}",
                  http_options.host, server.port());
+  std::unique_ptr<rs::metrics::MetricsPusher> pusher;
+  if (*metrics_push) {
+    pusher = std::make_unique<rs::metrics::MetricsPusher>(
+        (*metrics_push)->options, (*metrics_push)->url,
+        [&ctx] { return rs::api::ScrapeMetrics(ctx); });
+  }
 
   // Graceful shutdown: refuse new work, give requests in flight the grace period, end the rest
   // with an abort event (complete responses), then close the connections.
@@ -459,6 +518,7 @@ int main(int argc, char** argv) {
   if (const int64_t left = InFlight(**engine); left > 0) {
     RADIX_LOG_WARN("Aborting {} requests still running after the grace period", left);
   }
+  pusher.reset();         // stops pushing (a push in flight is aborted) while the engine still runs
   (*engine)->Shutdown();  // what is left ends with an abort event ("The server is shutting down.")
   server.Shutdown();      // idle connections close; responses in flight flush first
   // SGLang dumps the recent requests once a SIGTERM drain is over.

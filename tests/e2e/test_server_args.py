@@ -112,6 +112,8 @@ def valid_value(entry):
         value = not bool(default)
         return [str(value).lower()], value
     if kind in ("str list", "int list", "float list"):
+        if entry["append"]:  # argparse action="append": one word per occurrence
+            return ["alpha"], ["alpha"]
         if choices:
             return list(choices[:2]), list(choices[:2])
         if kind == "int list":

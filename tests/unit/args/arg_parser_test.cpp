@@ -39,6 +39,20 @@ TEST(ArgParser, FlagsAcceptAnOptionalBooleanWord) {
   EXPECT_TRUE(parsed->args.GetBool("disable-radix-cache"));
 }
 
+// argparse's action="append" (LightLLM's --grouping_key): one word per occurrence, collected;
+// nargs="+" (--allowed-origins): the words after one occurrence, the last occurrence wins.
+TEST(ArgParser, AppendListsCollectOneWordPerOccurrence) {
+  auto parsed = Parse({"--grouping_key", "a=1", "--allowed-origins", "x", "y", "--grouping-key",
+                       "b=2", "--allowed-origins", "z"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->args.Get("grouping-key"), nlohmann::json({"a=1", "b=2"}));
+  EXPECT_EQ(parsed->args.Get("allowed-origins"), nlohmann::json({"z"}));
+  auto two_words = Parse({"--grouping_key", "a=1", "b=2"});
+  ASSERT_FALSE(two_words.ok());
+  EXPECT_NE(two_words.status().message().find("'b=2'"), std::string::npos)
+      << two_words.status().message();
+}
+
 TEST(ArgParser, NegativeNumbersAreValuesNotOptions) {
   auto parsed = Parse({"--chunked-prefill-size", "-1"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
