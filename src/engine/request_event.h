@@ -11,25 +11,17 @@
 #include <vector>
 
 #include "kv/kv_rows.h"
+#include "sampling/finish_reason.h"
 
 namespace radixserve::engine {
 
-enum class FinishKind {
-  kStop,    // EOS, a stop token id or a stop string
-  kLength,  // max_new_tokens or the context length reached
-  kAbort,   // aborted: client gone, /abort_request, server shutdown, or an error after admission
-};
-
-struct FinishReason {
-  FinishKind kind = FinishKind::kStop;
-  // kStop: the matched stop string, or the matched token id (EOS / stop_token_ids).
-  std::optional<std::string> matched_str;
-  std::optional<int32_t> matched_token;
-  // kAbort: why, and the HTTP status the API should report (400 bad request, 503 queue full /
-  // shutting down, 500 internal).
-  std::string message;
-  int status_code = 0;
-};
+// SGLang's finish reasons (sampling/finish_reason.h), under the engine's names.
+using sampling::AbortFinish;
+using sampling::FinishKind;
+using sampling::FinishReason;
+using sampling::LengthFinish;
+using sampling::StopTextFinish;
+using sampling::StopTokenFinish;
 
 struct TokenLogprobInfo {
   int32_t token_id = 0;

@@ -84,13 +84,13 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
   pending_.new_token_ids.push_back(token);
   if (request_.return_logprob) pending_.output_logprobs.push_back(MakeLogprobInfo(token, sample));
   if (request_.return_entropy) pending_.output_entropy.push_back(sample.entropy);
-  const sampling::TokenFinish check =
+  const std::optional<FinishReason> check =
       sampling::CheckTokenFinish(request_.sampling, output_len, token, eos_ids, vocab_size);
   // Whether the token's text is dropped: a stop token (EOS or stop_token_ids) that ends the
   // request, unless no_stop_trim.
-  bool trim_token = check.kind == sampling::FinishKind::kStopToken;
-  if (check.kind == sampling::FinishKind::kLength) {
-    finish_ = LengthFinish();
+  bool trim_token = check && check->matched_token.has_value();
+  if (check && check->kind == FinishKind::kLength) {
+    finish_ = *check;
   } else if (grammar_ && grammar_->terminated()) {
     // SGLang reports grammar termination as a stop on the last token. That token is text the
     // grammar matched (kept) unless it is an EOS / stop id (EOS while the grammar accepts).
@@ -98,10 +98,8 @@ bool RequestState::OnToken(int32_t token, const sampling::SampleOutput& sample, 
     trim_token = std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end() ||
                  std::binary_search(request_.sampling.stop_token_ids.begin(),
                                     request_.sampling.stop_token_ids.end(), token);
-  } else if (check.kind == sampling::FinishKind::kStopToken) {
-    finish_ = StopTokenFinish(check.matched_token);
-  } else if (check.kind == sampling::FinishKind::kStopText) {
-    finish_ = StopTextFinish(check.matched_text);
+  } else if (check) {
+    finish_ = *check;
   }
 
   if (detokenizer_) {

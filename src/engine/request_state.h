@@ -26,30 +26,6 @@
 
 namespace radixserve::engine {
 
-// FinishReason builders (designated initializers would leave members implicitly initialized).
-inline FinishReason LengthFinish() {
-  FinishReason r;
-  r.kind = FinishKind::kLength;
-  return r;
-}
-inline FinishReason StopTokenFinish(int32_t token) {
-  FinishReason r;
-  r.matched_token = token;
-  return r;
-}
-inline FinishReason StopTextFinish(std::string text) {
-  FinishReason r;
-  r.matched_str = std::move(text);
-  return r;
-}
-inline FinishReason AbortFinish(std::string message, int status_code = 0) {
-  FinishReason r;
-  r.kind = FinishKind::kAbort;
-  r.message = std::move(message);
-  r.status_code = status_code;
-  return r;
-}
-
 // The logprob entry of `token` from the sampler's output for its row.
 TokenLogprobInfo MakeLogprobInfo(int32_t token, const sampling::SampleOutput& sample);
 

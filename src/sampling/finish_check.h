@@ -10,27 +10,20 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
-#include <string>
 
+#include "sampling/finish_reason.h"
 #include "sampling/sampling_params.h"
 
 namespace radixserve::sampling {
 
-enum class FinishKind { kNone, kLength, kStopToken, kStopText };
-
-struct TokenFinish {
-  FinishKind kind = FinishKind::kNone;
-  int64_t length = 0;         // kLength: the max_new_tokens that was reached
-  int32_t matched_token = 0;  // kStopToken: the stop / EOS token id
-  std::string matched_text;   // kStopText: "NaN happened"
-
-  bool finished() const { return kind != FinishKind::kNone; }
-};
-
+// nullopt: the request goes on. Otherwise kLength (length = max_new_tokens), or kStop with
+// matched_token (a stop / EOS id) or matched_str ("NaN happened").
 // output_len counts generated tokens including `token`. eos_token_ids: model config eos ids ∪
 // tokenizer eos ∪ tokenizer additional stop ids, any order.
-TokenFinish CheckTokenFinish(const SamplingParams& params, int64_t output_len, int32_t token,
-                             std::span<const int32_t> eos_token_ids, int64_t vocab_size);
+std::optional<FinishReason> CheckTokenFinish(const SamplingParams& params, int64_t output_len,
+                                             int32_t token, std::span<const int32_t> eos_token_ids,
+                                             int64_t vocab_size);
 
 }  // namespace radixserve::sampling

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 namespace radixserve::sampling {
@@ -19,46 +20,54 @@ SamplingParams Params(int64_t max_new_tokens, std::vector<int32_t> stop_ids, boo
 }
 
 TEST(FinishCheckTest, OrdinaryTokenDoesNotFinish) {
-  EXPECT_FALSE(CheckTokenFinish(Params(10, {7}, false), 3, 5, kEos, kVocab).finished());
+  EXPECT_FALSE(CheckTokenFinish(Params(10, {7}, false), 3, 5, kEos, kVocab).has_value());
 }
 
 TEST(FinishCheckTest, StopTokenIdsAndEos) {
-  TokenFinish f = CheckTokenFinish(Params(10, {7, 11}, false), 3, 11, kEos, kVocab);
-  EXPECT_EQ(f.kind, FinishKind::kStopToken);
-  EXPECT_EQ(f.matched_token, 11);
+  std::optional<FinishReason> f = CheckTokenFinish(Params(10, {7, 11}, false), 3, 11, kEos, kVocab);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FinishKind::kStop);
+  EXPECT_EQ(f->matched_token, 11);
   f = CheckTokenFinish(Params(10, {}, false), 3, 99, kEos, kVocab);
-  EXPECT_EQ(f.kind, FinishKind::kStopToken);
-  EXPECT_EQ(f.matched_token, 99);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FinishKind::kStop);
+  EXPECT_EQ(f->matched_token, 99);
 }
 
 TEST(FinishCheckTest, IgnoreEosDisablesEosAndStopIds) {
-  EXPECT_FALSE(CheckTokenFinish(Params(10, {7}, true), 3, 7, kEos, kVocab).finished());
-  EXPECT_FALSE(CheckTokenFinish(Params(10, {7}, true), 3, 2, kEos, kVocab).finished());
+  EXPECT_FALSE(CheckTokenFinish(Params(10, {7}, true), 3, 7, kEos, kVocab).has_value());
+  EXPECT_FALSE(CheckTokenFinish(Params(10, {7}, true), 3, 2, kEos, kVocab).has_value());
 }
 
 TEST(FinishCheckTest, LengthWinsOverEosOnTheLastStep) {
-  TokenFinish f = CheckTokenFinish(Params(4, {}, false), 4, 2, kEos, kVocab);
-  EXPECT_EQ(f.kind, FinishKind::kLength);
-  EXPECT_EQ(f.length, 4);
+  std::optional<FinishReason> f = CheckTokenFinish(Params(4, {}, false), 4, 2, kEos, kVocab);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FinishKind::kLength);
+  EXPECT_EQ(f->length, 4);
   f = CheckTokenFinish(Params(4, {}, false), 3, 2, kEos, kVocab);
-  EXPECT_EQ(f.kind, FinishKind::kStopToken);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FinishKind::kStop);
+  EXPECT_EQ(f->matched_token, 2);
   f = CheckTokenFinish(Params(0, {}, false), 0, 5, kEos, kVocab);
-  EXPECT_EQ(f.kind, FinishKind::kLength);
-  EXPECT_EQ(f.length, 0);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FinishKind::kLength);
+  EXPECT_EQ(f->length, 0);
 }
 
 TEST(FinishCheckTest, NoMaxNewTokensMeansNoLengthLimit) {
   SamplingParams p;
   p.max_new_tokens.reset();
-  EXPECT_FALSE(CheckTokenFinish(p, 1 << 20, 5, kEos, kVocab).finished());
+  EXPECT_FALSE(CheckTokenFinish(p, 1 << 20, 5, kEos, kVocab).has_value());
 }
 
 TEST(FinishCheckTest, OutOfVocabTokenIsNaN) {
-  TokenFinish f = CheckTokenFinish(Params(10, {}, false), 1, kVocab, kEos, kVocab);
-  EXPECT_EQ(f.kind, FinishKind::kStopText);
-  EXPECT_EQ(f.matched_text, "NaN happened");
-  EXPECT_EQ(CheckTokenFinish(Params(10, {}, true), 1, -1, kEos, kVocab).kind,
-            FinishKind::kStopText);
+  std::optional<FinishReason> f = CheckTokenFinish(Params(10, {}, false), 1, kVocab, kEos, kVocab);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FinishKind::kStop);
+  EXPECT_EQ(f->matched_str, "NaN happened");
+  f = CheckTokenFinish(Params(10, {}, true), 1, -1, kEos, kVocab);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->matched_str, "NaN happened");
 }
 
 }  // namespace
