@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "kernels/half.h"
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels {
 
@@ -67,20 +68,11 @@ constexpr int64_t kWideRows = 192;
 const FloatGemmKernels& RefFloatKernels() { return kRef; }
 
 const FloatGemmKernels* Avx2FloatKernels() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c()) {
-    return &x86::Avx2FloatTable();
-  }
-  return nullptr;
+  return x86::CpuHasAvx2() ? &x86::Avx2FloatTable() : nullptr;
 }
 
 const FloatGemmKernels* Avx512FloatKernels() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && CpuHasF16c()) {
-    return &x86::Avx512FloatTable();
-  }
-  return nullptr;
+  return x86::CpuHasAvx512() ? &x86::Avx512FloatTable() : nullptr;
 }
 
 std::vector<const FloatGemmKernels*> AvailableFloatKernels() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/half.h"
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels {
 namespace {
@@ -39,8 +40,8 @@ float Lookup(const float* table, float x) {
   return table[F32ToF16(x)];
 }
 
-__attribute__((target("avx512f,f16c"))) void Avx512Mul(const float* table, const float* gate,
-                                                       const float* up, float* out, int64_t n) {
+RADIX_AVX512 void Avx512Mul(const float* table, const float* gate, const float* up, float* out,
+                            int64_t n) {
   const __m512 low = _mm512_set1_ps(kLow), high = _mm512_set1_ps(kHigh);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -54,17 +55,12 @@ __attribute__((target("avx512f,f16c"))) void Avx512Mul(const float* table, const
   for (; i < n; ++i) out[i] = Lookup(table, gate[i]) * up[i];
 }
 
-bool HasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && CpuHasF16c();
-}
-
 }  // namespace
 
 float GeluTanhF16(float x) { return Lookup(Table().data(), x); }
 
 void GeluTanhF16TableMul(const float* gate, const float* up, float* out, int64_t n) {
-  static const bool avx512 = HasAvx512();
+  static const bool avx512 = x86::CpuHasAvx512();
   const float* table = Table().data();
   if (avx512) {
     Avx512Mul(table, gate, up, out, n);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels {
 
@@ -12,19 +13,9 @@ const KernelTable& Avx2Table();
 const KernelTable& Avx512Table();
 }  // namespace x86
 
-const KernelTable* Avx2Kernels() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &x86::Avx2Table();
-  return nullptr;
-}
+const KernelTable* Avx2Kernels() { return x86::CpuHasAvx2() ? &x86::Avx2Table() : nullptr; }
 
-const KernelTable* Avx512Kernels() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
-    return &x86::Avx512Table();
-  }
-  return nullptr;
-}
+const KernelTable* Avx512Kernels() { return x86::CpuHasAvx512() ? &x86::Avx512Table() : nullptr; }
 
 std::vector<const KernelTable*> AvailableKernels() {
   std::vector<const KernelTable*> out{&RefKernels()};

@@ -9,32 +9,10 @@
 #include "kernels/attention.h"
 #include "kernels/fp8.h"
 #include "kernels/half.h"
-
-#define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
-
-// exp(x) for x <= 0, as in the AVX-512 variant; inputs below -87 give ~0.
-RADIX_AVX2 inline __m256 Exp(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  // 2^n for n >= -126 through the exponent field; below that the result is flushed to 0.
-  const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-  const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
-  const __m256 ok = _mm256_cmp_ps(n, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
-  return _mm256_and_ps(_mm256_mul_ps(p, scale), ok);
-}
 
 // Eight fp8 codes widened to the half whose value is the code's (E5M2: the code is the top byte;
 // E4M3: sign to bit 15, magnitude bits to bits 7..14, reading as 2^-8 times the value, see

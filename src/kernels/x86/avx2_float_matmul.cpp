@@ -8,8 +8,8 @@
 #include "common/check.h"
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
-
-#define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/x86/simd.h"
+#include "kernels/x86/token_tiles.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -88,21 +88,9 @@ RADIX_AVX2 void Tile(const float* x, int64_t ldx, const uint8_t* w, int64_t w_st
 template <WeightFormat F, int R>
 RADIX_AVX2 void RowBlock(const float* x, int64_t ldx, int64_t n, const uint8_t* w, int64_t w_stride,
                          int64_t cols, float* y, int64_t ldy) {
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) Tile<F, R, 4>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-  switch (n - t) {
-    case 3:
-      Tile<F, R, 3>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    case 2:
-      Tile<F, R, 2>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    case 1:
-      Tile<F, R, 1>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    default:
-      break;
-  }
+  ForEachTokenTile(n, [&](auto tokens, int64_t t) {
+    Tile<F, R, decltype(tokens)::value>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
+  });
 }
 
 // Tiles of 3 weight rows x 4 tokens: 12 accumulators, 3 weight vectors and one activation vector

@@ -10,8 +10,7 @@
 
 #include "kernels/half.h"
 #include "kernels/x86/quant_kernels.h"
-
-#define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -344,9 +343,7 @@ void RunPacked(const WeightMatrix& w, const uint8_t* packed, const ref::Quantize
 const QuantVariant* Avx2QuantVariant() {
   static const QuantVariant variant{"avx2",      kRows, true,     Run, ref::QuantizeActivationRows,
                                     PackedBytes, Pack,  RunPacked};
-  __builtin_cpu_init();
-  const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
-  return ok ? &variant : nullptr;
+  return CpuHasAvx2() ? &variant : nullptr;
 }
 
 }  // namespace radixserve::kernels::x86

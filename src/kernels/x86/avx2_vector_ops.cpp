@@ -6,9 +6,7 @@
 
 #include "kernels/half.h"
 #include "kernels/kernel_table.h"
-
-#define RADIX_AVX2 __attribute__((target("avx2,fma")))
-#define RADIX_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -29,26 +27,6 @@ RADIX_AVX2 float HorizontalMax(__m256 v) {
   lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
   lo = _mm_max_ss(lo, _mm_shuffle_ps(lo, lo, 1));
   return _mm_cvtss_f32(lo);
-}
-
-// exp(x) by range reduction to [-ln2/2, ln2/2] and a degree-6 polynomial (Cephes coefficients);
-// relative error about 2e-7 over the clamped input range.
-RADIX_AVX2 __m256 Exp(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-  __m256 n = _mm256_floor_ps(
-      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-  __m256i exponent =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
 }
 
 RADIX_AVX2 float Dot(const float* a, const float* b, int64_t n) {
@@ -78,16 +56,15 @@ RADIX_AVX2 void Axpy(float alpha, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
-// 8 halves or bfloat16s as floats. The F16 load needs F16C (every AVX2 CPU has it; the other
-// AVX2 kernels assume it too).
+// 8 halves or bfloat16s as floats.
 struct LoadF16 {
-  RADIX_AVX2_F16C __m256 operator()(const uint16_t* h) const {
+  RADIX_AVX2 __m256 operator()(const uint16_t* h) const {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
   }
   static float One(uint16_t h) { return F16ToF32(h); }
 };
 struct LoadBf16 {
-  RADIX_AVX2_F16C __m256 operator()(const uint16_t* h) const {
+  RADIX_AVX2 __m256 operator()(const uint16_t* h) const {
     const __m256i wide =
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
@@ -97,7 +74,7 @@ struct LoadBf16 {
 
 // Dot with the 16-bit operand converted on load: the same accumulators and order as Dot.
 template <typename Load>
-RADIX_AVX2_F16C float DotHalf(const uint16_t* h, const float* b, int64_t n) {
+RADIX_AVX2 float DotHalf(const uint16_t* h, const float* b, int64_t n) {
   const Load load;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
@@ -115,7 +92,7 @@ RADIX_AVX2_F16C float DotHalf(const uint16_t* h, const float* b, int64_t n) {
 }
 
 template <typename Load>
-RADIX_AVX2_F16C void AxpyHalf(float alpha, const uint16_t* h, float* y, int64_t n) {
+RADIX_AVX2 void AxpyHalf(float alpha, const uint16_t* h, float* y, int64_t n) {
   const Load load;
   const __m256 va = _mm256_set1_ps(alpha);
   int64_t i = 0;

@@ -11,8 +11,7 @@
 #include "common/check.h"
 #include "kernels/bf16_panels.h"
 #include "kernels/float_matmul.h"
-
-#define RADIX_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels {
 namespace {
@@ -34,8 +33,8 @@ int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 // with fused multiply-adds: vdpbf16ps issues at about a third of the FMA rate on this class of
 // CPU, and the products of bf16 values are exact in f32 either way.
 template <int P, int T>
-RADIX_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs, const float* x,
-                     int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                            const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
   __m512 acc[P][T];
 #pragma GCC unroll 4
   for (int i = 0; i < P; ++i) {
@@ -76,15 +75,16 @@ RADIX_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs
 }
 
 template <int P, int T>
-RADIX_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs, const float* x,
-                       int64_t ldx, int64_t t, float* y, int64_t ldy, int64_t rows_left) {
+RADIX_AVX512_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                              const float* x, int64_t ldx, int64_t t, float* y, int64_t ldy,
+                              int64_t rows_left) {
   Tile<P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
 }
 
 template <int P>
-RADIX_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                           const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy,
-                           int64_t rows_left) {
+RADIX_AVX512_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                                  const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy,
+                                  int64_t rows_left) {
   int64_t t = 0;
   for (; t + kTokensPerTile <= n; t += kTokensPerTile) {
     TileAt<P, kTokensPerTile>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
@@ -117,8 +117,8 @@ RADIX_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t
 }
 
 // Panels [p0, p1) for tokens [0, n) of the rounded activations xr.
-RADIX_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const float* xr, int64_t n,
-                          int64_t p0, int64_t p1, float* y) {
+RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const float* xr,
+                                 int64_t n, int64_t p0, int64_t p1, float* y) {
   const int64_t pairs = Pairs(w.cols);
   const int64_t stride = pairs * kRows;  // uint32 per panel
   for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
@@ -147,12 +147,7 @@ void RoundTokens(const float* x, int64_t cols, int64_t n, float* out) {
 }  // namespace
 
 bool Bf16PanelsSupported() {
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
-           Avx512FloatKernels() != nullptr;
-  }();
+  static const bool ok = x86::CpuHasAvx512Bf16() && Avx512FloatKernels() != nullptr;
   return ok;
 }
 

@@ -9,21 +9,19 @@
 
 #include "common/check.h"
 #include "kernels/float_matmul.h"
-
-#define RADIX_AVX512F16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c,fma")))
-#define RADIX_AVX512BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,f16c,fma")))
+#include "kernels/x86/simd.h"
+#include "kernels/x86/token_tiles.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
 
-RADIX_AVX512F16 inline __mmask16 Mask16(int64_t remaining) {
+RADIX_AVX512 inline __mmask16 Mask16(int64_t remaining) {
   return remaining >= 16 ? static_cast<__mmask16>(0xFFFF)
                          : static_cast<__mmask16>((1u << remaining) - 1u);
 }
 
 template <WeightFormat F>
-RADIX_AVX512F16 inline __m512 LoadW(const void* row, int64_t c) {
+RADIX_AVX512 inline __m512 LoadW(const void* row, int64_t c) {
   if constexpr (F == WeightFormat::kF32) {
     return _mm512_loadu_ps(static_cast<const float*>(row) + c);
   } else {
@@ -38,7 +36,7 @@ RADIX_AVX512F16 inline __m512 LoadW(const void* row, int64_t c) {
 }
 
 template <WeightFormat F>
-RADIX_AVX512F16 inline __m512 LoadWMasked(const void* row, int64_t c, __mmask16 m) {
+RADIX_AVX512 inline __m512 LoadWMasked(const void* row, int64_t c, __mmask16 m) {
   if constexpr (F == WeightFormat::kF32) {
     return _mm512_maskz_loadu_ps(m, static_cast<const float*>(row) + c);
   } else {
@@ -53,7 +51,7 @@ RADIX_AVX512F16 inline __m512 LoadWMasked(const void* row, int64_t c, __mmask16 
 
 // Lane sums of four vectors, {sum a, sum b, sum c, sum d}. Every vector goes through the same
 // addition tree whatever its companions, so a result never depends on the tile shape.
-RADIX_AVX512F16 inline __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+RADIX_AVX512 inline __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
   const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
   const __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
@@ -65,7 +63,7 @@ RADIX_AVX512F16 inline __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
 
 // y[t * ldy + r] = lane sum of acc[r][t].
 template <int R, int T>
-RADIX_AVX512F16 inline void StoreTile(const __m512 (&acc)[R][T], float* y, int64_t ldy) {
+RADIX_AVX512 inline void StoreTile(const __m512 (&acc)[R][T], float* y, int64_t ldy) {
   if constexpr (R == 4) {
     for (int t = 0; t < T; ++t) {
       _mm_storeu_ps(y + t * ldy, Reduce4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
@@ -83,8 +81,8 @@ RADIX_AVX512F16 inline void StoreTile(const __m512 (&acc)[R][T], float* y, int64
 }
 
 template <WeightFormat F, int R, int T>
-RADIX_AVX512F16 void Tile(const float* x, int64_t ldx, const uint8_t* w, int64_t w_stride,
-                          int64_t cols, float* y, int64_t ldy) {
+RADIX_AVX512 void Tile(const float* x, int64_t ldx, const uint8_t* w, int64_t w_stride,
+                       int64_t cols, float* y, int64_t ldy) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -110,28 +108,16 @@ RADIX_AVX512F16 void Tile(const float* x, int64_t ldx, const uint8_t* w, int64_t
 }
 
 template <WeightFormat F, int R>
-RADIX_AVX512F16 void RowBlock(const float* x, int64_t ldx, int64_t n, const uint8_t* w,
-                              int64_t w_stride, int64_t cols, float* y, int64_t ldy) {
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) Tile<F, R, 4>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-  switch (n - t) {
-    case 3:
-      Tile<F, R, 3>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    case 2:
-      Tile<F, R, 2>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    case 1:
-      Tile<F, R, 1>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    default:
-      break;
-  }
+RADIX_AVX512 void RowBlock(const float* x, int64_t ldx, int64_t n, const uint8_t* w,
+                           int64_t w_stride, int64_t cols, float* y, int64_t ldy) {
+  ForEachTokenTile(n, [&](auto tokens, int64_t t) {
+    Tile<F, R, decltype(tokens)::value>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
+  });
 }
 
 template <WeightFormat F>
-RADIX_AVX512F16 void GemmAs(const float* x, int64_t ldx, int64_t n, const void* w, int64_t w_stride,
-                            int64_t cols, int64_t r_begin, int64_t r_end, float* y, int64_t ldy) {
+RADIX_AVX512 void GemmAs(const float* x, int64_t ldx, int64_t n, const void* w, int64_t w_stride,
+                         int64_t cols, int64_t r_begin, int64_t r_end, float* y, int64_t ldy) {
   const auto* base = static_cast<const uint8_t*>(w);
   int64_t r = r_begin;
   for (; r + 4 <= r_end; r += 4) {
@@ -155,8 +141,8 @@ void Gemm(const float* x, int64_t ldx, int64_t n, const void* w, WeightFormat fo
 }
 
 template <int R, int T>
-RADIX_AVX512BF16 void TileBf16(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t w_stride,
-                               int64_t cols, float* y, int64_t ldy) {
+RADIX_AVX512_BF16 void TileBf16(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t w_stride,
+                                int64_t cols, float* y, int64_t ldy) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -183,28 +169,16 @@ RADIX_AVX512BF16 void TileBf16(const uint16_t* x, int64_t ldx, const uint16_t* w
 }
 
 template <int R>
-RADIX_AVX512BF16 void RowBlockBf16(const uint16_t* x, int64_t ldx, int64_t n, const uint16_t* w,
-                                   int64_t w_stride, int64_t cols, float* y, int64_t ldy) {
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) TileBf16<R, 4>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-  switch (n - t) {
-    case 3:
-      TileBf16<R, 3>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    case 2:
-      TileBf16<R, 2>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    case 1:
-      TileBf16<R, 1>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
-      break;
-    default:
-      break;
-  }
+RADIX_AVX512_BF16 void RowBlockBf16(const uint16_t* x, int64_t ldx, int64_t n, const uint16_t* w,
+                                    int64_t w_stride, int64_t cols, float* y, int64_t ldy) {
+  ForEachTokenTile(n, [&](auto tokens, int64_t t) {
+    TileBf16<R, decltype(tokens)::value>(x + t * ldx, ldx, w, w_stride, cols, y + t * ldy, ldy);
+  });
 }
 
-RADIX_AVX512BF16 void GemmBf16(const uint16_t* x, int64_t ldx, int64_t n, const uint16_t* w,
-                               int64_t w_stride, int64_t cols, int64_t r_begin, int64_t r_end,
-                               float* y, int64_t ldy) {
+RADIX_AVX512_BF16 void GemmBf16(const uint16_t* x, int64_t ldx, int64_t n, const uint16_t* w,
+                                int64_t w_stride, int64_t cols, int64_t r_begin, int64_t r_end,
+                                float* y, int64_t ldy) {
   int64_t r = r_begin;
   for (; r + 4 <= r_end; r += 4) {
     RowBlockBf16<4>(x, ldx, n, w + r * w_stride, w_stride, cols, y + r, ldy);
@@ -213,7 +187,7 @@ RADIX_AVX512BF16 void GemmBf16(const uint16_t* x, int64_t ldx, int64_t n, const 
 }
 
 // Round to nearest even on the bit pattern (NaNs stay NaN by keeping a mantissa bit).
-RADIX_AVX512F16 inline __m512i Bf16Bits(__m512 v) {
+RADIX_AVX512 inline __m512i Bf16Bits(__m512 v) {
   const __m512i bits = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
@@ -222,7 +196,7 @@ RADIX_AVX512F16 inline __m512i Bf16Bits(__m512 v) {
   return _mm512_srli_epi32(r, 16);
 }
 
-RADIX_AVX512F16 void RoundBf16(const float* x, float* out, int64_t count) {
+RADIX_AVX512 void RoundBf16(const float* x, float* out, int64_t count) {
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 m = Mask16(count - i);
     const __m512i b = Bf16Bits(_mm512_maskz_loadu_ps(m, x + i));
@@ -230,7 +204,7 @@ RADIX_AVX512F16 void RoundBf16(const float* x, float* out, int64_t count) {
   }
 }
 
-RADIX_AVX512F16 void RoundF16(const float* x, float* out, int64_t count) {
+RADIX_AVX512 void RoundF16(const float* x, float* out, int64_t count) {
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 m = Mask16(count - i);
     const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
@@ -238,7 +212,7 @@ RADIX_AVX512F16 void RoundF16(const float* x, float* out, int64_t count) {
   }
 }
 
-RADIX_AVX512F16 void ToBf16(const float* x, uint16_t* out, int64_t count) {
+RADIX_AVX512 void ToBf16(const float* x, uint16_t* out, int64_t count) {
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 m = Mask16(count - i);
     const __m512i b = Bf16Bits(_mm512_maskz_loadu_ps(m, x + i));
@@ -246,15 +220,10 @@ RADIX_AVX512F16 void ToBf16(const float* x, uint16_t* out, int64_t count) {
   }
 }
 
-bool HasBf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16");
-}
-
 }  // namespace
 
 const FloatGemmKernels& Avx512FloatTable() {
-  static const FloatGemmKernels table{"avx512",  Gemm,     HasBf16() ? GemmBf16 : nullptr,
+  static const FloatGemmKernels table{"avx512",  Gemm,     CpuHasAvx512Bf16() ? GemmBf16 : nullptr,
                                       RoundBf16, RoundF16, ToBf16};
   return table;
 }

@@ -9,13 +9,12 @@
 
 #include "kernels/half.h"
 #include "kernels/x86/quant_kernels.h"
-
-#define RADIX_AVX512BW __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
 
-RADIX_AVX512BW float AbsMax(const float* x, int64_t count) {
+RADIX_AVX512 float AbsMax(const float* x, int64_t count) {
   __m512 m = _mm512_setzero_ps();
   for (int64_t i = 0; i < count; i += 16)
     m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
@@ -23,14 +22,14 @@ RADIX_AVX512BW float AbsMax(const float* x, int64_t count) {
 }
 
 // q = round_even(x * scale) for 16 elements, stored as int8; returns the int32 lanes.
-RADIX_AVX512BW __m512i Codes16(const float* x, __m512 scale, int8_t* q) {
+RADIX_AVX512 __m512i Codes16(const float* x, __m512 scale, int8_t* q) {
   const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), scale));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(v));
   return v;
 }
 
-RADIX_AVX512BW void Row32(WeightFormat weight, int32_t offset, const float* x, int64_t subs,
-                          int8_t* q, float* d, float* s, int32_t* bias) {
+RADIX_AVX512 void Row32(WeightFormat weight, int32_t offset, const float* x, int64_t subs,
+                        int8_t* q, float* d, float* s, int32_t* bias) {
   const bool block_sums = ref::UsesBlockSums(weight);
   for (int64_t b = 0; b < subs; ++b) {
     const float amax = AbsMax(x + 32 * b, 32);
@@ -45,8 +44,8 @@ RADIX_AVX512BW void Row32(WeightFormat weight, int32_t offset, const float* x, i
   }
 }
 
-RADIX_AVX512BW void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q,
-                         float* d, float* s, int32_t* bias) {
+RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q,
+                       float* d, float* s, int32_t* bias) {
   for (int64_t b = 0; b < cols; b += 256) {
     const float amax = AbsMax(x + b, 256);
     const int64_t first = b / sub, last = (b + 256) / sub;
@@ -93,9 +92,9 @@ RADIX_AVX512BW void RowK(int32_t offset, const float* x, int64_t cols, int64_t s
 
 }  // namespace
 
-RADIX_AVX512BW void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset,
-                                                 const float* x, int64_t begin, int64_t end,
-                                                 ref::QuantizedActivations* out) {
+RADIX_AVX512 void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset, const float* x,
+                                               int64_t begin, int64_t end,
+                                               ref::QuantizedActivations* out) {
   const int64_t cols = out->cols, subs = out->subs;
   for (int64_t t = begin; t < end; ++t) {
     int8_t* q = out->q.data() + t * cols;

@@ -11,8 +11,7 @@
 
 #include "common/check.h"
 #include "kernels/x86/quant_kernels.h"
-
-#define RADIX_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -25,12 +24,12 @@ constexpr int64_t kPrefetchBytes = 2048;
 constexpr int64_t kPrefetchBlocks = 6;
 
 // Dword lane r of the result holds row r's value at row_offsets[r] + offset (bytes).
-RADIX_VNNI __m512i GatherRows(const uint8_t* base, __m512i row_offsets, int64_t offset) {
+RADIX_AVX512_VNNI __m512i GatherRows(const uint8_t* base, __m512i row_offsets, int64_t offset) {
   return _mm512_i32gather_epi32(row_offsets, base + offset, 1);
 }
 
 // 16 bytes from each of 16 rows; result k holds dword k of every row (lane r = row r).
-RADIX_VNNI void Transpose16x4(const uint8_t* const* rows, int64_t offset, __m512i* out) {
+RADIX_AVX512_VNNI void Transpose16x4(const uint8_t* const* rows, int64_t offset, __m512i* out) {
   __m512i z[4];
   for (int g = 0; g < 4; ++g) {
     // Lane L of z[g] holds row 4L + g, so after the 4x4 transposes lane 4L + g is row 4L + g.
@@ -97,8 +96,8 @@ void PackFifthBits(const uint8_t* const* rows, int64_t block_offset, uint8_t* ou
 }
 
 // Packs `blocks` blocks of 16 rows (rows[r] = start of row r) into compact panel form.
-RADIX_VNNI void PackCompact(WeightFormat format, const uint8_t* const* rows, __m512i row_offsets,
-                            int64_t blocks, uint8_t* out) {
+RADIX_AVX512_VNNI void PackCompact(WeightFormat format, const uint8_t* const* rows,
+                                   __m512i row_offsets, int64_t blocks, uint8_t* out) {
   const int64_t block_bytes = BlockBytes(format);
   const int64_t code_bytes = CompactCodeBytes(format);
   const int64_t header_bytes = format == WeightFormat::kQ4_1   ? 4
@@ -137,7 +136,7 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
   int64_t stride;
   bool prefetch;  // the panel streams from memory (read once, by a single token tile)
   template <int KW>
-  RADIX_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+  RADIX_AVX512_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
     const uint8_t* p = panel + j * stride;
     for (int64_t line = 0; prefetch && line < stride; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
@@ -152,7 +151,7 @@ template <WeightFormat kFormat>
 struct CompactPanel {
   const uint8_t* panel;
   template <int KW>
-  RADIX_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+  RADIX_AVX512_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
     constexpr int64_t kCodeBytes = CompactCodeBytes(kFormat);
     constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0   ? 34
                                           : kFormat == WeightFormat::kQ5_0 ? 22
@@ -205,8 +204,8 @@ int32_t Load32(const int8_t* p) {
 
 // y[t][0..15] (masked) for tokens t0..t0+T-1 over one panel.
 template <class Panel, int KW, bool kMin, int T>
-RADIX_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations& a, int64_t t0, float* y,
-                     int64_t ldy, __mmask16 mask) {
+RADIX_AVX512_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations& a, int64_t t0,
+                            float* y, int64_t ldy, __mmask16 mask) {
   const int64_t subs = a.subs, sub = 4 * KW;
   const int8_t* q = a.q.data() + t0 * a.cols;
   const float* d = a.d.data() + t0 * subs;
@@ -238,8 +237,8 @@ RADIX_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations& a, int
 
 // All tokens over one panel, in tiles of up to kMaxTokens.
 template <class Panel, int KW, bool kMin>
-RADIX_VNNI void AllTokens(const Panel& panel, const ref::QuantizedActivations& a, float* y,
-                          int64_t ldy, __mmask16 mask) {
+RADIX_AVX512_VNNI void AllTokens(const Panel& panel, const ref::QuantizedActivations& a, float* y,
+                                 int64_t ldy, __mmask16 mask) {
   int64_t t0 = 0;
   for (; t0 + kMaxTokens <= a.n; t0 += kMaxTokens) {
     Tile<Panel, KW, kMin, kMaxTokens>(panel, a, t0, y, ldy, mask);
@@ -264,9 +263,9 @@ RADIX_VNNI void AllTokens(const Panel& panel, const ref::QuantizedActivations& a
   }
 }
 
-RADIX_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
-                              const ref::QuantizedActivations& a, float* y, int64_t ldy,
-                              __mmask16 mask) {
+RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
+                                     const ref::QuantizedActivations& a, float* y, int64_t ldy,
+                                     __mmask16 mask) {
   const CodePanel codes{panel, PanelSubBytes(info.sub, kRows), a.n <= kMaxTokens};
   if (info.sub == 16) return AllTokens<CodePanel, 4, false>(codes, a, y, ldy, mask);
   if (info.has_min) return AllTokens<CodePanel, 8, true>(codes, a, y, ldy, mask);
@@ -275,7 +274,7 @@ RADIX_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
 
 // Compact panel -> code panel (what CompactPanel::Load does per token tile, done once).
 template <WeightFormat kFormat>
-RADIX_VNNI void ExpandCompact(const uint8_t* compact, int64_t blocks, uint8_t* codes) {
+RADIX_AVX512_VNNI void ExpandCompact(const uint8_t* compact, int64_t blocks, uint8_t* codes) {
   const CompactPanel<kFormat> source{compact};
   const int64_t stride = PanelSubBytes(32, kRows);
   for (int64_t b = 0; b < blocks; ++b) {
@@ -292,9 +291,9 @@ RADIX_VNNI void ExpandCompact(const uint8_t* compact, int64_t blocks, uint8_t* c
 // Token count above which a compact panel is expanded to codes once rather than per tile.
 constexpr int64_t kExpandTokens = 16;
 
-RADIX_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* panel,
-                                 const ref::QuantizedActivations& a, float* y, int64_t ldy,
-                                 __mmask16 mask) {
+RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* panel,
+                                        const ref::QuantizedActivations& a, float* y, int64_t ldy,
+                                        __mmask16 mask) {
   if (a.n > kExpandTokens) {
     thread_local std::vector<uint8_t> codes;
     const int64_t blocks = a.cols / 32;
@@ -334,7 +333,7 @@ __mmask16 RowMask(int64_t rows, int64_t row0) {
 }
 
 // Compact-panel packing of rows [row0, row0 + 16) (clamped to the last row).
-RADIX_VNNI void PackCompactPanel(const WeightMatrix& w, int64_t row0, uint8_t* out) {
+RADIX_AVX512_VNNI void PackCompactPanel(const WeightMatrix& w, int64_t row0, uint8_t* out) {
   const int64_t row_bytes = w.row_bytes();
   // The header gather addresses 16 rows with int32 byte offsets.
   RADIX_CHECK(row_bytes < (int64_t{1} << 31) / kRows);
@@ -349,8 +348,8 @@ RADIX_VNNI void PackCompactPanel(const WeightMatrix& w, int64_t row0, uint8_t* o
   PackCompact(w.format, rows, _mm512_load_si512(offsets), w.cols / 32, out);
 }
 
-RADIX_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t panel_begin,
-                    int64_t panel_end, float* y) {
+RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivations& a,
+                           int64_t panel_begin, int64_t panel_end, float* y) {
   const QuantFormatInfo info = FormatInfo(w.format, false);
   const int64_t subs = w.cols / info.sub;
   thread_local std::vector<uint8_t> panel;
@@ -381,7 +380,8 @@ int64_t PackedBytes(const WeightMatrix& w) {
   return (w.rows + kRows - 1) / kRows * PackedPanelBytes(w);
 }
 
-RADIX_VNNI void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
+RADIX_AVX512_VNNI void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end,
+                            uint8_t* out) {
   const int64_t panel_bytes = PackedPanelBytes(w);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     if (HasCompactPanels(w.format)) {
@@ -392,9 +392,9 @@ RADIX_VNNI void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_e
   }
 }
 
-RADIX_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
-                          const ref::QuantizedActivations& a, int64_t panel_begin,
-                          int64_t panel_end, float* y) {
+RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
+                                 const ref::QuantizedActivations& a, int64_t panel_begin,
+                                 int64_t panel_end, float* y) {
   const int64_t panel_bytes = PackedPanelBytes(w);
   const QuantFormatInfo info = FormatInfo(w.format, false);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
@@ -413,11 +413,7 @@ RADIX_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
 const QuantVariant* Avx512VnniQuantVariant() {
   static const QuantVariant variant{
       "avx512_vnni", kRows, false, Run, QuantizeActivationRowsAvx512, PackedBytes, Pack, RunPacked};
-  __builtin_cpu_init();
-  const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                  __builtin_cpu_supports("avx512vnni");
-  return ok ? &variant : nullptr;
+  return CpuHasAvx512Vnni() ? &variant : nullptr;
 }
 
 }  // namespace radixserve::kernels::x86
