@@ -5,14 +5,6 @@
 
 namespace radixserve::api {
 
-nlohmann::json ApiError::OpenAiBody() const {
-  return {{"object", "error"},
-          {"message", message},
-          {"type", type},
-          {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
-          {"code", status}};
-}
-
 nlohmann::json ApiError::NativeBody() const { return {{"error", {{"message", message}}}}; }
 
 ApiError FromStatus(const Status& status) {

@@ -19,7 +19,14 @@ struct ApiError {
   std::string type = "BadRequestError";  // OpenAI error type
   std::string param;                     // empty: null
 
-  nlohmann::json OpenAiBody() const;
+  // Inline: the HTTP server's own errors (malformed requests, unknown routes) use it too.
+  nlohmann::json OpenAiBody() const {
+    return {{"object", "error"},
+            {"message", message},
+            {"type", type},
+            {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
+            {"code", status}};
+  }
   nlohmann::json NativeBody() const;  // {"error": {"message": ...}}
 };
 

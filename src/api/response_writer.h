@@ -1,6 +1,7 @@
 // ResponseWriter: how an API handler answers, independent of the HTTP server that carries it
-// (src/http adapts its connection to this interface). A handler either sends one complete
-// response, or starts a Server-Sent-Events stream, sends events, and ends it.
+// (http::Responder implements it for a connection; background responses and tests have their
+// own). A handler either sends one complete response, or starts a Server-Sent-Events stream,
+// sends events, and ends it.
 //
 // Thread safety: every method may be called from any thread (engine events arrive on the engine
 // thread); implementations serialize them. Calls after the response completed or after the

@@ -56,7 +56,7 @@ void Responder::Observe(int status) const {
   (*observer_)(ResponseInfo{.method = method_, .endpoint = endpoint_, .status = status});
 }
 
-void Responder::SendEvent(std::string_view data, std::string_view event) {
+void Responder::SendSse(std::string_view data, std::string_view event) {
   if (!started_.load() || finished_.load() || disconnect_->fired()) return;
   session_->PostStreamData(response_id_, FormatSseEvent(data, event));
 }

@@ -1,7 +1,8 @@
-// Responder: a handler's handle on the response to one request. Either Send() one complete
-// response, or StartStream() a Server-Sent-Events response, SendEvent() any number of events and
-// EndStream(). Every method may be called from any thread: calls are marshalled onto the
-// connection's strand, in call order per calling thread.
+// Responder: a handler's handle on the response to one request, and the HTTP implementation of
+// the API's api::ResponseWriter (the one interface every route answers through). Either Send() one
+// complete response, or StartStream() a Server-Sent-Events response, SendEvent() any number of
+// events and EndStream(). Every method may be called from any thread: calls are marshalled onto
+// the connection's strand, in call order per calling thread.
 //
 // Lifetime: held through ResponderPtr by the handler and whoever produces the answer later (the
 // engine's output path). It keeps its connection object alive. If the last reference goes away
@@ -22,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/response_writer.h"
 #include "http/disconnect_signal.h"
 #include "http/request.h"
 #include "http/server_options.h"
@@ -30,29 +32,34 @@ namespace radixserve::http {
 
 class HttpSession;
 
-class Responder {
+class Responder final : public api::ResponseWriter {
  public:
   Responder(std::shared_ptr<HttpSession> session, uint64_t response_id,
             std::shared_ptr<DisconnectSignal> disconnect, bool head_request);
-  ~Responder();
+  ~Responder() override;
   Responder(const Responder&) = delete;
   Responder& operator=(const Responder&) = delete;
 
   // One complete response with Content-Length. `headers` are added after the defaults.
-  void Send(int status, std::string content_type, std::string body, HeaderList headers = {});
+  void Send(int status, std::string content_type, std::string body, HeaderList headers);
+  void Send(int status, std::string content_type, std::string body) override {
+    Send(status, std::move(content_type), std::move(body), HeaderList{});
+  }
 
   // 200 "text/event-stream; charset=utf-8", chunked; then SendEvent writes "data: <data>\n\n"
   // (a multi-line `data` becomes several data: lines). EndStream finishes the response; the
   // caller sends "[DONE]" itself if its protocol wants it.
-  void StartStream(HeaderList headers = {});
-  // With `event`, an "event: <event>" line precedes the data (OpenAI's Responses streams).
-  void SendEvent(std::string_view data, std::string_view event = {});
-  void EndStream();
+  void StartStream(HeaderList headers);
+  void StartStream() override { StartStream(HeaderList{}); }
+  void SendEvent(std::string data) override { SendSse(data, {}); }
+  // An "event: <name>" line precedes the data (OpenAI's Responses streams).
+  void SendNamedEvent(std::string name, std::string data) override { SendSse(data, name); }
+  void EndStream() override;
 
-  void OnDisconnect(std::function<void()> callback);
+  void OnDisconnect(std::function<void()> callback) override;
   // Runs `task` on the connection's I/O strand, in posting order: where a producer on another
   // thread (the engine) hands its output over to be formatted.
-  void Post(std::function<void()> task);
+  void Post(std::function<void()> task) override;
   bool disconnected() const { return disconnect_->fired(); }
 
   // Headers added to whatever response this Responder sends (CORS). Server use only: called
@@ -68,6 +75,7 @@ class Responder {
   }
 
  private:
+  void SendSse(std::string_view data, std::string_view event);
   HeaderList MergedHeaders(HeaderList extra) const;
   void Observe(int status) const;
 

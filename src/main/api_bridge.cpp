@@ -12,28 +12,6 @@
 namespace radixserve {
 namespace {
 
-class ResponderWriter final : public api::ResponseWriter {
- public:
-  explicit ResponderWriter(http::ResponderPtr responder) : responder_(std::move(responder)) {}
-
-  void Send(int status, std::string content_type, std::string body) override {
-    responder_->Send(status, std::move(content_type), std::move(body));
-  }
-  void StartStream() override { responder_->StartStream(); }
-  void SendEvent(std::string data) override { responder_->SendEvent(data); }
-  void SendNamedEvent(std::string name, std::string data) override {
-    responder_->SendEvent(data, name);
-  }
-  void EndStream() override { responder_->EndStream(); }
-  void OnDisconnect(std::function<void()> callback) override {
-    responder_->OnDisconnect(std::move(callback));
-  }
-  void Post(std::function<void()> task) override { responder_->Post(std::move(task)); }
-
- private:
-  http::ResponderPtr responder_;
-};
-
 // The decoded name=value pairs of a raw query string; pairs that do not decode are skipped, and
 // a repeated name keeps its first value.
 std::map<std::string, std::string> QueryParams(std::string_view query) {
@@ -64,13 +42,12 @@ http::Router BuildRouter(api::ServerContext& ctx) {
                                   .content_type = request.media_type(),
                                   .body = request.body,
                                   .query = QueryParams(request.query)};
-      auto writer = std::make_shared<ResponderWriter>(std::move(responder));
       if (!ctx.metrics_labels_header.empty()) {
         if (std::optional<std::string_view> value = request.header(ctx.metrics_labels_header)) {
-          writer->metric_labels = api::ParseLabelHeader(*value, ctx.metrics_labels_header);
+          responder->metric_labels = api::ParseLabelHeader(*value, ctx.metrics_labels_header);
         }
       }
-      handle(ctx, api_request, std::move(writer));
+      handle(ctx, api_request, std::move(responder));
     };
     const http::RouteAccess access =
         route.admin ? http::RouteAccess::kAdmin : http::RouteAccess::kUser;

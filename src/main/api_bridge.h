@@ -1,6 +1,6 @@
 // Connects the API layer to the HTTP server: every api::ApiRoute becomes an http::Router route
-// whose handler sees an api::ApiRequest and answers through an api::ResponseWriter backed by the
-// connection's http::Responder.
+// whose handler sees an api::ApiRequest and answers through the connection's http::Responder (an
+// api::ResponseWriter).
 #pragma once
 
 #include "api/server_context.h"
