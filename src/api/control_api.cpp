@@ -36,9 +36,8 @@ ApiExpected<json> ReadBody(const ApiRequest& request) {
 }
 
 ApiExpected<engine::PauseMode> ReadPauseMode(const json& body) {
-  ApiExpected<std::optional<std::string>> mode = Field(ReadOptionalString(body, "mode"));
-  if (!mode.ok()) return mode.status();
-  const std::string name = mode->value_or("abort");
+  RADIX_ASSIGN_OR_RETURN(std::optional<std::string> mode, Field(ReadOptionalString(body, "mode")));
+  const std::string name = mode.value_or("abort");
   if (name == "abort") return engine::PauseMode::kAbort;
   if (name == "retract") return engine::PauseMode::kRetract;
   if (name == "in_place") return engine::PauseMode::kInPlace;
@@ -68,33 +67,32 @@ ApiExpected<ProfileRequest> ReadProfileRequest(const json& body, const std::stri
       return InvalidRequest("ProfileReq got an unexpected field '" + key + "'");
     (void)value;
   }
-  ApiExpected<std::optional<std::string>> dir = Field(ReadOptionalString(body, "output_dir"));
-  if (!dir.ok()) return dir.status();
-  out.output_dir = dir->value_or(default_dir);
-  ApiExpected<std::optional<int64_t>> start = Field(ReadOptionalInt(body, "start_step", 0));
-  if (!start.ok()) return start.status();
-  if (start->value_or(0) > 0) out.options.start_step = *start;
-  ApiExpected<std::optional<int64_t>> steps = Field(ReadOptionalInt(body, "num_steps", 0));
-  if (!steps.ok()) return steps.status();
-  if (steps->value_or(0) > 0) out.options.num_steps = *steps;
-  ApiExpected<std::optional<bool>> by_stage = Field(ReadOptionalBool(body, "profile_by_stage"));
-  if (!by_stage.ok()) return by_stage.status();
-  out.options.by_stage = by_stage->value_or(false);
-  ApiExpected<std::optional<bool>> detailed = Field(ReadOptionalBool(body, "detailed_annotations"));
-  if (!detailed.ok()) return detailed.status();
-  out.options.detailed = detailed->value_or(false);
-  ApiExpected<std::optional<bool>> merge = Field(ReadOptionalBool(body, "merge_profiles"));
-  if (!merge.ok()) return merge.status();
-  out.merge = merge->value_or(false);
-  ApiExpected<std::optional<std::string>> id = Field(ReadOptionalString(body, "profile_id"));
-  if (!id.ok()) return id.status();
+  RADIX_ASSIGN_OR_RETURN(std::optional<std::string> dir,
+                         Field(ReadOptionalString(body, "output_dir")));
+  out.output_dir = dir.value_or(default_dir);
+  RADIX_ASSIGN_OR_RETURN(std::optional<int64_t> start,
+                         Field(ReadOptionalInt(body, "start_step", 0)));
+  if (start.value_or(0) > 0) out.options.start_step = start;
+  RADIX_ASSIGN_OR_RETURN(std::optional<int64_t> steps,
+                         Field(ReadOptionalInt(body, "num_steps", 0)));
+  if (steps.value_or(0) > 0) out.options.num_steps = steps;
+  RADIX_ASSIGN_OR_RETURN(std::optional<bool> by_stage,
+                         Field(ReadOptionalBool(body, "profile_by_stage")));
+  out.options.by_stage = by_stage.value_or(false);
+  RADIX_ASSIGN_OR_RETURN(std::optional<bool> detailed,
+                         Field(ReadOptionalBool(body, "detailed_annotations")));
+  out.options.detailed = detailed.value_or(false);
+  RADIX_ASSIGN_OR_RETURN(std::optional<bool> merge,
+                         Field(ReadOptionalBool(body, "merge_profiles")));
+  out.merge = merge.value_or(false);
+  RADIX_ASSIGN_OR_RETURN(std::optional<std::string> id,
+                         Field(ReadOptionalString(body, "profile_id")));
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  out.profile_id = id->value_or(fmt::format("{:.6f}", now));
-  ApiExpected<std::optional<std::string>> prefix =
-      Field(ReadOptionalString(body, "profile_prefix"));
-  if (!prefix.ok()) return prefix.status();
-  out.prefix = prefix->value_or("");
+  out.profile_id = id.value_or(fmt::format("{:.6f}", now));
+  RADIX_ASSIGN_OR_RETURN(std::optional<std::string> prefix,
+                         Field(ReadOptionalString(body, "profile_prefix")));
+  out.prefix = prefix.value_or("");
   for (const char* list : {"activities", "profile_stages"}) {
     auto it = body.find(list);
     if (it == body.end() || it->is_null()) continue;
@@ -418,9 +416,8 @@ namespace {
 // that can release them (a generation server started with --enable-memory-saver; without it
 // SGLang keeps them in place too, which is logged once).
 ApiExpected<engine::MemoryRegions> ReadMemoryTags(ServerContext& ctx, const ApiRequest& request) {
-  ApiExpected<json> parsed = ReadBody(request);
-  if (!parsed.ok()) return parsed.status();
-  const json& body = *parsed;
+  RADIX_ASSIGN_OR_RETURN(json parsed, ReadBody(request));
+  const json& body = parsed;
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (it.key() != "tags") {
       return InvalidRequest("Unsupported field '" + it.key() + "' (supported: tags).");

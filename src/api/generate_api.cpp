@@ -397,11 +397,9 @@ Expected<std::string> ItemKey(const json& body, const char* key, size_t i, size_
 }
 
 Expected<std::string> ItemExtraKey(const json& body, size_t i, size_t items) {
-  auto salt = ItemKey(body, "cache_salt", i, items);
-  if (!salt.ok()) return salt.status();
-  auto extra = ItemKey(body, "extra_key", i, items);
-  if (!extra.ok()) return extra.status();
-  return *salt + *extra;
+  RADIX_ASSIGN_OR_RETURN(auto salt, ItemKey(body, "cache_salt", i, items));
+  RADIX_ASSIGN_OR_RETURN(auto extra, ItemKey(body, "extra_key", i, items));
+  return salt + extra;
 }
 
 // The LoRA adapter name of batch item i: `lora_path` is a string (every item), or a list of
@@ -451,22 +449,17 @@ Expected<std::optional<SessionParams>> ReadSessionParams(const json& body) {
     return InvalidArgument("session_params must be an object (a batch cannot use sessions).");
   }
   SessionParams params;
-  auto id = ReadOptionalString(*it, "id");
-  if (!id.ok()) return id.status();
-  if (!id->has_value()) return std::optional<SessionParams>();
-  params.id = **id;
-  auto rid = ReadOptionalString(*it, "rid");
-  if (!rid.ok()) return rid.status();
-  params.rid = *rid;
-  auto offset = ReadOptionalInt(*it, "offset");
-  if (!offset.ok()) return offset.status();
-  params.offset = offset->value_or(0);
-  auto replace = ReadOptionalBool(*it, "replace");
-  if (!replace.ok()) return replace.status();
-  params.replace = replace->value_or(false);
-  auto drop = ReadOptionalBool(*it, "drop_previous_output");
-  if (!drop.ok()) return drop.status();
-  params.drop_previous_output = drop->value_or(false);
+  RADIX_ASSIGN_OR_RETURN(auto id, ReadOptionalString(*it, "id"));
+  if (!id.has_value()) return std::optional<SessionParams>();
+  params.id = *id;
+  RADIX_ASSIGN_OR_RETURN(auto rid, ReadOptionalString(*it, "rid"));
+  params.rid = rid;
+  RADIX_ASSIGN_OR_RETURN(auto offset, ReadOptionalInt(*it, "offset"));
+  params.offset = offset.value_or(0);
+  RADIX_ASSIGN_OR_RETURN(auto replace, ReadOptionalBool(*it, "replace"));
+  params.replace = replace.value_or(false);
+  RADIX_ASSIGN_OR_RETURN(auto drop, ReadOptionalBool(*it, "drop_previous_output"));
+  params.drop_previous_output = drop.value_or(false);
   for (const auto& [key, value] : it->items()) {
     if (key != "id" && key != "rid" && key != "offset" && key != "replace" &&
         key != "drop_previous_output") {
@@ -667,8 +660,9 @@ ApiExpected<ServingPlan> ParseGenerate(ServerContext& ctx, const json& body) {
   }
   // Last: a session records the request from here on.
   if (*session) {
-    ApiExpected<bool> joined = JoinSession(ctx, **session, plan);
-    if (!joined.ok()) return joined.status();
+    if (ApiExpected<bool> joined = JoinSession(ctx, **session, plan); !joined.ok()) {
+      return joined.status();
+    }
   }
   return plan;
 }

@@ -133,9 +133,8 @@ ApiExpected<LightLlmParams> ReadParameters(const ServerContext& ctx, const json&
     return std::optional<double>(it->get<double>());
   };
   auto flag = [&](const char* key, bool fallback) -> Expected<bool> {
-    auto read = ReadOptionalBool(params, key);
-    if (!read.ok()) return read.status();
-    return read->value_or(fallback);
+    RADIX_ASSIGN_OR_RETURN(auto read, ReadOptionalBool(params, key));
+    return read.value_or(fallback);
   };
   std::optional<double> temperature, top_p, presence, frequency, repetition;
   RADIX_ASSIGN_OR_RETURN(temperature, number("temperature"));

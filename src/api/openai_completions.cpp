@@ -246,8 +246,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
                     ctx.limits.max_top_logprobs, *logprobs));
   }
   if (max_tokens <= 0) return BadRequest("max_tokens must be positive");
-  ApiExpected<std::map<std::string, std::string>> labels = Field(ReadBodyLabels(body));
-  if (!labels.ok()) return labels.status();
+  RADIX_ASSIGN_OR_RETURN(auto labels, Field(ReadBodyLabels(body)));
 
   std::vector<PromptInput> prompts;
   RADIX_ASSIGN_OR_RETURN(prompts, ReadCompletionPrompts(ctx, body));
@@ -321,7 +320,7 @@ ApiExpected<ServingPlan> ParseCompletions(ServerContext& ctx, std::string_view b
   }
   format.id = plan.requests[0].rid;
   plan.formatter = std::make_shared<CompletionsFormatter>(std::move(format));
-  plan.metric_labels = std::move(*labels);
+  plan.metric_labels = std::move(labels);
   if (ApiExpected<bool> applied = ApplyBootstrap(ctx, body, plan); !applied.ok()) {
     return applied.status();
   }

@@ -846,7 +846,9 @@ ApiExpected<ServingPlan> ParseResponses(ServerContext& ctx, std::string_view bod
     chat["logprobs"] = true;
     chat["top_logprobs"] = top_logprobs;
   }
-  if (!IsNullOr(body, "tools")) RADIX_ASSIGN_OR_RETURN(chat["tools"], ChatTools(body["tools"]));
+  if (!IsNullOr(body, "tools")) {
+    RADIX_ASSIGN_OR_RETURN(chat["tools"], ChatTools(body["tools"]));
+  }
   if (!IsNullOr(body, "tool_choice")) {
     RADIX_ASSIGN_OR_RETURN(chat["tool_choice"], ChatToolChoice(body["tool_choice"]));
   }
@@ -1026,14 +1028,12 @@ ApiExpected<json> InputItemsPage(const json& items, const std::map<std::string, 
     return FieldError(field, fmt::format("no input item with id '{}'", cursor));
   };
   if (q.count("after")) {
-    ApiExpected<size_t> at = position("after");
-    if (!at.ok()) return at.status();
-    begin = *at + 1;
+    RADIX_ASSIGN_OR_RETURN(size_t at, position("after"));
+    begin = at + 1;
   }
   if (q.count("before")) {
-    ApiExpected<size_t> at = position("before");
-    if (!at.ok()) return at.status();
-    end = std::min(end, *at);
+    RADIX_ASSIGN_OR_RETURN(size_t at, position("before"));
+    end = std::min(end, at);
   }
   json data = json::array();
   for (size_t i = begin; i < end && data.size() < static_cast<size_t>(limit); ++i) {

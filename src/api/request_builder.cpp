@@ -25,9 +25,8 @@ Expected<std::optional<int32_t>> ReadRoutedDpRank(const ServerContext& ctx,
   const int64_t dp_size = ctx.args->GetInt(args::key::kDpSize);
   std::optional<int64_t> rank;
   for (const char* key : {"data_parallel_rank", "routed_dp_rank"}) {  // the newer name wins
-    Expected<std::optional<int64_t>> read = ReadOptionalInt(body, key, 0, dp_size - 1);
-    if (!read.ok()) return read.status();
-    if (read->has_value()) rank = *read;
+    RADIX_ASSIGN_OR_RETURN(std::optional<int64_t> read, ReadOptionalInt(body, key, 0, dp_size - 1));
+    if (read.has_value()) rank = read;
   }
   if (!rank) return std::optional<int32_t>();
   return std::optional<int32_t>(static_cast<int32_t>(*rank));
@@ -68,9 +67,7 @@ Status CompileConstraint(const ServerContext& ctx, engine::GenerateRequest& requ
   if (request.grammar != nullptr) return Status::Ok();
   std::optional<sampling::GrammarSpec> spec = ConstraintSpec(request.sampling);
   if (!spec) return Status::Ok();
-  auto compiled = ctx.grammar_cache->Get(*spec);
-  if (!compiled.ok()) return compiled.status();
-  request.grammar = std::move(compiled).value();
+  RADIX_ASSIGN_OR_RETURN(request.grammar, ctx.grammar_cache->Get(*spec));
   return Status::Ok();
 }
 

@@ -35,9 +35,8 @@ bool Blank(const std::string& s) {
 
 // SGLang's V1RerankReqInput and _validate_request, with its messages.
 ApiExpected<RerankRequest> ParseRerank(const std::string& body_text) {
-  ApiExpected<json> parsed = ParseJsonObjectBody(body_text);
-  if (!parsed.ok()) return parsed.status();
-  const json& body = *parsed;
+  RADIX_ASSIGN_OR_RETURN(json parsed, ParseJsonObjectBody(body_text));
+  const json& body = parsed;
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (key != "query" && key != "documents" && key != "instruct" && key != "top_n" &&
@@ -161,10 +160,10 @@ ApiExpected<ServingPlan> PlanYesNoRerank(ServerContext& ctx, RerankRequest reque
     if (request.instruct) input.template_kwargs["instruct"] = *request.instruct;
     Expected<std::string> prompt = ctx.chat_template->Render(input);
     if (!prompt.ok()) return BadRequest(prompt.status().message());
-    ApiExpected<engine::GenerateRequest> built = BuildLabelScoringRequest(
-        ctx, PromptInput{*prompt, std::nullopt}, {*yes, *no}, base + "-" + std::to_string(i));
-    if (!built.ok()) return built.status();
-    plan.requests.push_back(std::move(built).value());
+    RADIX_ASSIGN_OR_RETURN(engine::GenerateRequest built,
+                           BuildLabelScoringRequest(ctx, PromptInput{*prompt, std::nullopt},
+                                                    {*yes, *no}, base + "-" + std::to_string(i)));
+    plan.requests.push_back(std::move(built));
   }
   plan.formatter = LabelScoresFormatter(
       [request = std::move(request)](const std::vector<std::vector<float>>& logprobs,

@@ -80,9 +80,8 @@ ApiExpected<std::vector<std::vector<int32_t>>> ReadLabels(const ServerContext& c
 }
 
 ApiExpected<bool> ReadFlag(const json& body, std::string_view key) {
-  ApiExpected<std::optional<bool>> flag = Field(ReadOptionalBool(body, key));
-  if (!flag.ok()) return flag.status();
-  return flag->value_or(false);
+  RADIX_ASSIGN_OR_RETURN(std::optional<bool> flag, Field(ReadOptionalBool(body, key)));
+  return flag.value_or(false);
 }
 
 // Scores of one item from its labels' logprobs (SGLang's _convert_logprobs_to_scores).
@@ -168,9 +167,8 @@ struct ScoreCall {
 };
 
 ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_text) {
-  ApiExpected<json> parsed = ParseJsonObjectBody(body_text);
-  if (!parsed.ok()) return parsed.status();
-  const json& body = *parsed;
+  RADIX_ASSIGN_OR_RETURN(json parsed, ParseJsonObjectBody(body_text));
+  const json& body = parsed;
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields)) {
       return BadRequest("Unsupported field '" + it.key() + "' in a /v1/score request.");
@@ -194,9 +192,9 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   }
   options.apply_softmax = *softmax;
   options.return_token_logprobs = *token_logprobs;
-  ApiExpected<std::optional<std::string>> model = Field(ReadOptionalString(body, "model"));
-  if (!model.ok()) return model.status();
-  options.model = model->value_or("default");
+  RADIX_ASSIGN_OR_RETURN(std::optional<std::string> model,
+                         Field(ReadOptionalString(body, "model")));
+  options.model = model.value_or("default");
   if (body.contains("temperature") && !body["temperature"].is_null()) {
     const json& t = body["temperature"];
     if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() <= 0) {
@@ -244,10 +242,7 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
   }
   const size_t num_items = items.is_string() ? 1 : items.size();
   if (generation) {
-    ApiExpected<std::vector<std::vector<int32_t>>> labels =
-        ReadLabels(ctx, body["label_token_ids"], num_items);
-    if (!labels.ok()) return labels.status();
-    options.labels = std::move(labels).value();
+    RADIX_ASSIGN_OR_RETURN(options.labels, ReadLabels(ctx, body["label_token_ids"], num_items));
   }
 
   const json query = body.contains("query") && !body["query"].is_null()
@@ -292,16 +287,14 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
                                        {.add_special_tokens = special, .parse_special = true});
       return std::vector<int32_t>(ids.begin(), ids.end());
     };
-    ApiExpected<std::vector<int32_t>> query_ids = Field(ids_of(query, true));
-    if (!query_ids.ok()) return query_ids.status();
-    int64_t fused = static_cast<int64_t>(query_ids->size()) + 1;
+    RADIX_ASSIGN_OR_RETURN(std::vector<int32_t> query_ids, Field(ids_of(query, true)));
+    int64_t fused = static_cast<int64_t>(query_ids.size()) + 1;
     for (const json& item : item_values) {
-      ApiExpected<std::vector<int32_t>> item_ids = Field(ids_of(item, false));
-      if (!item_ids.ok()) return item_ids.status();
-      std::vector<int32_t> ids = *query_ids;
+      RADIX_ASSIGN_OR_RETURN(std::vector<int32_t> item_ids, Field(ids_of(item, false)));
+      std::vector<int32_t> ids = query_ids;
       ids.push_back(static_cast<int32_t>(*delimiter));
-      ids.insert(ids.end(), item_ids->begin(), item_ids->end());
-      fused += static_cast<int64_t>(item_ids->size()) + 1;
+      ids.insert(ids.end(), item_ids.begin(), item_ids.end());
+      fused += static_cast<int64_t>(item_ids.size()) + 1;
       prompts.push_back({std::nullopt, std::move(ids)});
     }
     options.fused_prompt_tokens = fused;
@@ -312,15 +305,13 @@ ApiExpected<ScoreCall> ParseScore(ServerContext& ctx, const std::string& body_te
       prompts.push_back({*item_first ? it + q : q + it, std::nullopt});
     }
   } else {
-    ApiExpected<std::vector<int32_t>> query_ids =
-        Field(ReadTokenIds(query, "query", ctx.model.vocab_size));
-    if (!query_ids.ok()) return query_ids.status();
+    RADIX_ASSIGN_OR_RETURN(std::vector<int32_t> query_ids,
+                           Field(ReadTokenIds(query, "query", ctx.model.vocab_size)));
     for (const json& item : item_values) {
-      ApiExpected<std::vector<int32_t>> item_ids =
-          Field(ReadTokenIds(item, "items", ctx.model.vocab_size));
-      if (!item_ids.ok()) return item_ids.status();
-      std::vector<int32_t> ids = *item_first ? *item_ids : *query_ids;
-      const std::vector<int32_t>& tail = *item_first ? *query_ids : *item_ids;
+      RADIX_ASSIGN_OR_RETURN(std::vector<int32_t> item_ids,
+                             Field(ReadTokenIds(item, "items", ctx.model.vocab_size)));
+      std::vector<int32_t> ids = *item_first ? item_ids : query_ids;
+      const std::vector<int32_t>& tail = *item_first ? query_ids : item_ids;
       ids.insert(ids.end(), tail.begin(), tail.end());
       prompts.push_back({std::nullopt, std::move(ids)});
     }
@@ -334,10 +325,10 @@ ApiExpected<ServingPlan> PlanLabelScores(ServerContext& ctx, ScoreCall call) {
   const std::string base = "score-" + std::to_string(ctx.next_rid.fetch_add(1));
   ServingPlan plan;
   for (size_t i = 0; i < call.prompts.size(); ++i) {
-    ApiExpected<engine::GenerateRequest> request = BuildLabelScoringRequest(
-        ctx, call.prompts[i], call.options.labels[i], base + "-" + std::to_string(i));
-    if (!request.ok()) return request.status();
-    plan.requests.push_back(std::move(request).value());
+    RADIX_ASSIGN_OR_RETURN(engine::GenerateRequest request,
+                           BuildLabelScoringRequest(ctx, call.prompts[i], call.options.labels[i],
+                                                    base + "-" + std::to_string(i)));
+    plan.requests.push_back(std::move(request));
   }
   plan.formatter = LabelScoresFormatter(
       [options = std::move(call.options)](const std::vector<std::vector<float>>& logprobs,

@@ -171,9 +171,8 @@ Expected<nlohmann::json> ConvertValue(const ArgSpec& spec, std::string_view disp
     for (const std::string& given : words) {
       const std::string word = ApplyValueSynonym(spec, given);
       RADIX_RETURN_IF_ERROR(CheckChoice(spec, display, word));
-      auto value = ConvertScalar(spec, spec.type, display, word);
-      if (!value.ok()) return value.status();
-      list.push_back(std::move(value).value());
+      RADIX_ASSIGN_OR_RETURN(auto value, ConvertScalar(spec, spec.type, display, word));
+      list.push_back(std::move(value));
     }
     return list;
   }
@@ -247,9 +246,7 @@ Expected<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& wor
 
     nlohmann::json value = true;  // a bare flag
     if (!values.empty()) {
-      auto converted = ConvertValue(*spec, display, values);
-      if (!converted.ok()) return converted.status();
-      value = std::move(converted).value();
+      RADIX_ASSIGN_OR_RETURN(value, ConvertValue(*spec, display, values));
     }
     if (KeyOf(*spec) == key::kConfig) {
       config_path = value.get<std::string>();

@@ -88,9 +88,7 @@ Status ApplyConfigFile(const std::string& path, ServerArgs& args,
       } else {
         return InvalidArgument(fmt::format("argument {}: expected a scalar value", display));
       }
-      auto converted = ConvertValue(*spec, display, words);
-      if (!converted.ok()) return converted.status();
-      value = std::move(converted).value();
+      RADIX_ASSIGN_OR_RETURN(value, ConvertValue(*spec, display, words));
     }
     args.Set(KeyOf(*spec), std::move(value), /*explicitly=*/true);
   }

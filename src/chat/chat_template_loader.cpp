@@ -77,9 +77,8 @@ SpecialTokens SpecialTokensFromConfig(const Json& tokenizer_config) {
 }
 
 Expected<Json> ReadTokenizerConfig(const std::string& path) {
-  Expected<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  Json config = Json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  RADIX_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  Json config = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
     return DataLoss(path + " is not a JSON object");
   }
@@ -99,9 +98,8 @@ Expected<std::string> ResolveChatTemplateArg(const std::string& arg) {
     return Unsupported("chat template '" + arg +
                        "': JSON conversation-format files are not supported; use a .jinja file");
   }
-  Expected<std::string> text = ReadFile(arg);
-  if (!text.ok()) return text.status();
-  std::string source = std::move(text.value());
+  RADIX_ASSIGN_OR_RETURN(std::string text, ReadFile(arg));
+  std::string source = std::move(text);
   size_t begin = source.find_first_not_of('\n');
   size_t end = source.find_last_not_of('\n');
   source = begin == std::string::npos ? std::string() : source.substr(begin, end - begin + 1);
@@ -124,22 +122,18 @@ Expected<ChatTemplate> LoadChatTemplate(const std::string& chat_template_arg,
                                         std::optional<std::string> gguf_chat_template) {
   Json config = Json::object();
   if (!tokenizer_config_path.empty()) {
-    Expected<Json> read = ReadTokenizerConfig(tokenizer_config_path);
-    if (!read.ok()) return read.status();
-    config = std::move(read.value());
+    RADIX_ASSIGN_OR_RETURN(config, ReadTokenizerConfig(tokenizer_config_path));
   }
   SpecialTokens tokens = SpecialTokensFromConfig(config);
 
   if (!chat_template_arg.empty()) {
-    Expected<std::string> source = ResolveChatTemplateArg(chat_template_arg);
-    if (!source.ok()) return source.status();
-    return ChatTemplate::Compile(std::move(source.value()), std::move(tokens));
+    RADIX_ASSIGN_OR_RETURN(std::string source, ResolveChatTemplateArg(chat_template_arg));
+    return ChatTemplate::Compile(std::move(source), std::move(tokens));
   }
   auto it = config.find("chat_template");
   if (it != config.end() && !it->is_null()) {
-    Expected<std::string> source = SelectChatTemplate(*it, template_name);
-    if (!source.ok()) return source.status();
-    return ChatTemplate::Compile(std::move(source.value()), std::move(tokens));
+    RADIX_ASSIGN_OR_RETURN(std::string source, SelectChatTemplate(*it, template_name));
+    return ChatTemplate::Compile(std::move(source), std::move(tokens));
   }
   if (gguf_chat_template.has_value()) {
     return ChatTemplate::Compile(std::move(*gguf_chat_template), std::move(tokens));

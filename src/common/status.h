@@ -97,10 +97,14 @@ class [[nodiscard]] Expected {
   } while (0)
 
 // Evaluates an expression yielding Expected<T>; on error returns its Status from the enclosing
-// function, otherwise moves the value into `target` (an existing variable).
-#define RADIX_ASSIGN_OR_RETURN(target, expr)                \
-  do {                                                      \
-    auto radix_result_ = (expr);                            \
-    if (!radix_result_.ok()) return radix_result_.status(); \
-    target = std::move(radix_result_).value();              \
-  } while (0)
+// function, otherwise moves the value into `lhs`: an existing variable or member, or a new
+// declaration (`RADIX_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));`, in scope after it).
+// It expands to several statements: use braces around it under an if.
+#define RADIX_ASSIGN_OR_RETURN(lhs, expr) \
+  RADIX_ASSIGN_OR_RETURN_IMPL_(RADIX_STATUS_CONCAT_(radix_result_, __LINE__), lhs, expr)
+#define RADIX_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
+  auto result = (expr);                                 \
+  if (!result.ok()) return result.status();             \
+  lhs = std::move(result).value()
+#define RADIX_STATUS_CONCAT_(a, b) RADIX_STATUS_CONCAT_INNER_(a, b)
+#define RADIX_STATUS_CONCAT_INNER_(a, b) a##b

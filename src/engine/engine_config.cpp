@@ -91,9 +91,7 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   }
   config.sleep_on_idle = BoolArg(args, key::kSleepOnIdle);
   if (BoolArg(args, key::kFirstTokenConstraintMode)) {
-    Expected<std::vector<int32_t>> ids = args::FirstAllowedTokens();
-    if (!ids.ok()) return ids.status();
-    config.first_allowed_tokens = std::move(ids).value();
+    RADIX_ASSIGN_OR_RETURN(config.first_allowed_tokens, args::FirstAllowedTokens());
   }
   config.deterministic_inference = BoolArg(args, key::kEnableDeterministicInference);
   config.enable_priority_scheduling = s.enable_priority_scheduling;

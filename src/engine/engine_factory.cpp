@@ -103,14 +103,11 @@ Expected<kv::HiCacheOptions> MakeHiCacheOptions(const args::ServerArgs& args,
   } else {
     options.capacity_ratio = args.GetFloat(key::kHicacheRatio);
   }
-  Expected<kv::HiCacheWritePolicy> write =
-      kv::ParseHiCacheWritePolicy(args.GetString(key::kHicacheWritePolicy));
-  if (!write.ok()) return write.status();
-  options.write_policy = *write;
-  Expected<kv::HiCachePrefetchPolicy> prefetch =
-      kv::ParseHiCachePrefetchPolicy(args.GetString(key::kHicacheStoragePrefetchPolicy));
-  if (!prefetch.ok()) return prefetch.status();
-  options.prefetch_policy = *prefetch;
+  RADIX_ASSIGN_OR_RETURN(options.write_policy,
+                         kv::ParseHiCacheWritePolicy(args.GetString(key::kHicacheWritePolicy)));
+  RADIX_ASSIGN_OR_RETURN(
+      options.prefetch_policy,
+      kv::ParseHiCachePrefetchPolicy(args.GetString(key::kHicacheStoragePrefetchPolicy)));
   if (!args.IsNull(key::kHicacheStorageBackendExtraConfig)) {
     // ResolveServerArgs checked the keys and types.
     const nlohmann::json& extra = args.Get(key::kHicacheStorageBackendExtraConfig);
@@ -134,27 +131,24 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   const model::ModelConfig& mc = model->config();
   const std::string dtype_flag =
       !args.IsNull(key::kKvCacheDtype) ? args.GetString(key::kKvCacheDtype) : "auto";
-  Expected<kv::KvDtype> dtype = kv::ParseKvCacheDtype(dtype_flag, AutoKvDtype(args, mc));
-  if (!dtype.ok()) return dtype.status();
+  RADIX_ASSIGN_OR_RETURN(kv::KvDtype dtype,
+                         kv::ParseKvCacheDtype(dtype_flag, AutoKvDtype(args, mc)));
   std::string eviction = "lru";
   if (!args.IsNull(key::kRadixEvictionPolicy)) {
     eviction = args.GetString(key::kRadixEvictionPolicy);
   }
-  Expected<kv::EvictionPolicy> eviction_policy = kv::ParseEvictionPolicy(eviction);
-  if (!eviction_policy.ok()) return eviction_policy.status();
+  RADIX_ASSIGN_OR_RETURN(kv::EvictionPolicy eviction_policy, kv::ParseEvictionPolicy(eviction));
 
   kv::KvMemoryOptions options;
   options.num_layers = static_cast<int32_t>(mc.num_layers);
   options.kv_heads = static_cast<int32_t>(mc.num_kv_heads);
   options.head_dim = static_cast<int32_t>(mc.head_dim);
-  options.dtype = *dtype;
+  options.dtype = dtype;
   if (!args.IsNull(key::kQuantizationParamPath)) {
     // ResolveServerArgs already required fp8_e4m3 and --tp-size 1.
-    Expected<kv::KvScales> scales =
-        kv::LoadKvScalesFile(args.GetString(key::kQuantizationParamPath),
-                             static_cast<int32_t>(mc.num_layers), mc.model_type);
-    if (!scales.ok()) return scales.status();
-    options.scales = std::move(scales).value();
+    RADIX_ASSIGN_OR_RETURN(
+        options.scales, kv::LoadKvScalesFile(args.GetString(key::kQuantizationParamPath),
+                                             static_cast<int32_t>(mc.num_layers), mc.model_type));
   }
   options.context_len = mc.context_length;
   options.page_size = static_cast<int32_t>(args.GetOptionalInt(key::kPageSize).value_or(1));
@@ -174,7 +168,7 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   }
   options.max_running_requests = args.GetOptionalInt(key::kMaxRunningRequests);
   options.disable_radix_cache = args.GetBool(key::kDisableRadixCache);
-  options.eviction_policy = *eviction_policy;
+  options.eviction_policy = eviction_policy;
   options.weights_bytes = static_cast<uint64_t>(model->weight_bytes());
   if (draft_model != nullptr) {
     // The replicas share the draft's weights as they share the target's.
@@ -187,18 +181,15 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
         kMaxDraftingSequences * static_cast<size_t>(args.GetInt(key::kSpeculativeNumSteps));
   }
   if (!args.IsNull(key::kHicacheStorageBackend)) {
-    Expected<kv::HiCacheOptions> hicache = MakeHiCacheOptions(args, mc, options, place.size);
-    if (!hicache.ok()) return hicache.status();
-    options.hicache = std::move(hicache).value();
+    RADIX_ASSIGN_OR_RETURN(options.hicache, MakeHiCacheOptions(args, mc, options, place.size));
   }
-  Expected<std::unique_ptr<kv::KvMemory>> memory = kv::KvMemory::Create(options);
-  if (!memory.ok()) return memory.status();
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvMemory> memory, kv::KvMemory::Create(options));
 
-  Expected<EngineConfig> config = MakeEngineConfig(
-      args, mc.context_length, static_cast<int64_t>((*memory)->max_total_num_tokens()),
-      (*memory)->max_running_requests());
-  if (!config.ok()) return config.status();
-  for (const int32_t id : config->first_allowed_tokens) {
+  RADIX_ASSIGN_OR_RETURN(EngineConfig config,
+                         MakeEngineConfig(args, mc.context_length,
+                                          static_cast<int64_t>(memory->max_total_num_tokens()),
+                                          memory->max_running_requests()));
+  for (const int32_t id : config.first_allowed_tokens) {
     if (id >= mc.vocab_size) {
       return InvalidArgument(fmt::format(
           "--first_token_constraint_mode: FIRST_ALLOWED_TOKENS names token {}, outside the "
@@ -206,22 +197,21 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
           id, mc.vocab_size));
     }
   }
-  config->dp_rank = place.rank;
-  config->dp_size = place.size;
-  Expected<std::unique_ptr<sched::Scheduler>> scheduler =
-      sched::Scheduler::Create(config->sched, memory->get());
-  if (!scheduler.ok()) return scheduler.status();
+  config.dp_rank = place.rank;
+  config.dp_size = place.size;
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> scheduler,
+                         sched::Scheduler::Create(config.sched, memory.get()));
 
   const std::string prefix = place.size > 1 ? fmt::format("[DP{}] ", place.rank) : "";
   RADIX_LOG_INFO(
       "{}max_total_num_tokens={}, chunked_prefill_size={}, max_prefill_tokens={}, "
       "max_running_requests={}, context_len={}, available_cpu_mem={:.2f} GB",
-      prefix, (*memory)->max_total_num_tokens(), config->sched.chunked_prefill_size.value_or(-1),
-      config->sched.max_prefill_tokens, config->sched.max_running_requests, config->context_len,
-      static_cast<double>((*memory)->sizing().available_bytes) / (1024.0 * 1024.0 * 1024.0));
+      prefix, memory->max_total_num_tokens(), config.sched.chunked_prefill_size.value_or(-1),
+      config.sched.max_prefill_tokens, config.sched.max_running_requests, config.context_len,
+      static_cast<double>(memory->sizing().available_bytes) / (1024.0 * 1024.0 * 1024.0));
 
-  auto engine = std::make_unique<EngineLoop>(std::move(config).value(), std::move(memory).value(),
-                                             std::move(scheduler).value(), std::move(model),
+  auto engine = std::make_unique<EngineLoop>(std::move(config), std::move(memory),
+                                             std::move(scheduler), std::move(model),
                                              std::move(tokenizer), pool, std::move(draft_model));
   engine->Start();
   return engine;
@@ -250,22 +240,18 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
   const auto dp_size = static_cast<int32_t>(args.GetOptionalInt(key::kDpSize).value_or(1));
   if (dp_size < 1) return InvalidArgument("--dp-size must be at least 1");
   if (dp_size == 1) {
-    auto replica = CreateReplica(args, std::move(model), std::move(tokenizer), pool, {},
-                                 std::move(draft_model));
-    if (!replica.ok()) return replica.status();
-    return std::unique_ptr<Engine>(std::move(replica).value());
+    RADIX_ASSIGN_OR_RETURN(auto replica, CreateReplica(args, std::move(model), std::move(tokenizer),
+                                                       pool, {}, std::move(draft_model)));
+    return std::unique_ptr<Engine>(std::move(replica));
   }
   std::string method_name = "round_robin";
   if (!args.IsNull(key::kLoadBalanceMethod)) {
     method_name = args.GetString(key::kLoadBalanceMethod);
   }
-  Expected<LoadBalanceMethod> method = ParseLoadBalanceMethod(method_name);
-  if (!method.ok()) return method.status();
+  RADIX_ASSIGN_OR_RETURN(LoadBalanceMethod method, ParseLoadBalanceMethod(method_name));
   ReplicaPlace place;
   place.size = dp_size;
-  Expected<kv::HostMemory> memory = kv::ReadHostMemory();
-  if (!memory.ok()) return memory.status();
-  place.memory = *memory;
+  RADIX_ASSIGN_OR_RETURN(place.memory, kv::ReadHostMemory());
   // The --threads budget is split between the replicas, at least one thread each.
   const int threads = std::max(1, pool->size() / dp_size);
   std::vector<std::unique_ptr<ThreadPool>> pools;
@@ -283,7 +269,7 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
   RADIX_LOG_INFO("Data parallelism: {} replicas, {} threads each, load balance method {}", dp_size,
                  threads, method_name);
   return std::unique_ptr<Engine>(
-      std::make_unique<DpEngine>(std::move(pools), std::move(replicas), *method));
+      std::make_unique<DpEngine>(std::move(pools), std::move(replicas), method));
 }
 
 }  // namespace radixserve::engine

@@ -34,9 +34,7 @@ HttpServer::~HttpServer() {
 
 Status HttpServer::Start() {
   RADIX_CHECK_MSG(threads_.empty(), "HttpServer::Start called twice");
-  auto access_log = AccessLog::Create(options_.log_level_http);
-  if (!access_log.ok()) return access_log.status();
-  access_log_ = std::move(access_log).value();
+  RADIX_ASSIGN_OR_RETURN(access_log_, AccessLog::Create(options_.log_level_http));
   RaiseOpenFileLimit();
   error_code ec;
   auto address = net::ip::make_address(options_.host, ec);

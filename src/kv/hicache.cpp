@@ -68,9 +68,8 @@ Expected<std::unique_ptr<HiCache>> HiCache::Create(const HiCacheOptions& options
   const KvStorage& storage = pool->storage();
   store_options.payload_bytes = options.block_tokens * storage.row_bytes() * 2 *
                                 static_cast<size_t>(storage.spec().num_layers);
-  Expected<std::unique_ptr<DiskKvStore>> store = DiskKvStore::Open(store_options);
-  if (!store.ok()) return store.status();
-  std::unique_ptr<HiCache> hicache(new HiCache(options, cache, pool, std::move(store).value()));
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<DiskKvStore> store, DiskKvStore::Open(store_options));
+  std::unique_ptr<HiCache> hicache(new HiCache(options, cache, pool, std::move(store)));
   cache->set_observer(hicache.get());
   return hicache;
 }

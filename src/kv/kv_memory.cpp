@@ -34,9 +34,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   if (options.memory) {
     memory = *options.memory;
   } else {
-    Expected<HostMemory> read = ReadHostMemory();
-    if (!read.ok()) return read.status();
-    memory = *read;
+    RADIX_ASSIGN_OR_RETURN(memory, ReadHostMemory());
   }
   KvSizingInput input;
   input.kv_bytes_per_token =
@@ -51,10 +49,9 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   input.max_total_tokens = options.max_total_tokens;
   input.page_size = options.page_size;
   input.replicas = options.replicas;
-  Expected<KvSizing> sizing = ComputeKvSizing(input);
-  if (!sizing.ok()) return sizing.status();
+  RADIX_ASSIGN_OR_RETURN(KvSizing sizing, ComputeKvSizing(input));
 
-  const auto max_total = static_cast<int64_t>(sizing->max_total_num_tokens);
+  const auto max_total = static_cast<int64_t>(sizing.max_total_num_tokens);
   const int64_t req_pool_size =
       options.max_running_requests
           ? *options.max_running_requests
@@ -73,7 +70,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   RADIX_LOG_INFO(
       "KV pool sizing: available_cpu_mem={:.2f} GB, mem_fraction_static={:.3f}, weights={:.2f} GB, "
       "bytes/token={}, max_total_num_tokens={}, req_pool_size={}, max_running_requests={}",
-      static_cast<double>(sizing->available_bytes) / (1 << 30), sizing->mem_fraction_static,
+      static_cast<double>(sizing.available_bytes) / (1 << 30), sizing.mem_fraction_static,
       static_cast<double>(options.weights_bytes) / (1 << 30), input.kv_bytes_per_token, max_total,
       req_pool_size, running);
 
@@ -92,20 +89,19 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   }
 
   TokenToKVPoolOptions pool_options;
-  pool_options.size = sizing->max_total_num_tokens;
+  pool_options.size = sizing.max_total_num_tokens;
   pool_options.page_size = options.page_size;
   pool_options.num_layers = options.num_layers;
   pool_options.kv_heads = options.kv_heads;
   pool_options.head_dim = options.head_dim;
   pool_options.dtype = options.dtype;
   pool_options.scales = options.scales;
-  Expected<TokenToKVPool> pool = TokenToKVPool::Create(pool_options);
-  if (!pool.ok()) return pool.status();
+  RADIX_ASSIGN_OR_RETURN(TokenToKVPool pool, TokenToKVPool::Create(pool_options));
 
   std::unique_ptr<KvMemory> memory_pools(new KvMemory());
-  memory_pools->sizing_ = *sizing;
+  memory_pools->sizing_ = sizing;
   memory_pools->max_running_requests_ = running;
-  memory_pools->pool_ = std::make_unique<TokenToKVPool>(std::move(pool).value());
+  memory_pools->pool_ = std::make_unique<TokenToKVPool>(std::move(pool));
   if (options.draft) {
     KvStorageSpec spec;
     spec.num_layers = options.draft->num_layers;
@@ -113,9 +109,8 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
     spec.head_dim = options.draft->head_dim;
     spec.dtype = options.dtype;
     spec.num_rows = memory_pools->draft_scratch_row() + options.draft_scratch_rows;
-    Expected<KvStorage> draft = KvStorage::Create(spec);
-    if (!draft.ok()) return draft.status();
-    memory_pools->draft_storage_ = std::make_unique<KvStorage>(std::move(draft).value());
+    RADIX_ASSIGN_OR_RETURN(KvStorage draft, KvStorage::Create(spec));
+    memory_pools->draft_storage_ = std::make_unique<KvStorage>(std::move(draft));
   }
   Expected<std::unique_ptr<ReqToTokenPool>> req_pool = ReqToTokenPool::Create(
       static_cast<size_t>(req_pool_size), static_cast<size_t>(options.context_len + kRowHeadroom));

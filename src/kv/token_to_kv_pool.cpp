@@ -32,10 +32,9 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
                      options.dtype,
                      options.size + static_cast<size_t>(options.page_size),
                      options.scales};
-  Expected<KvStorage> storage = KvStorage::Create(spec);
-  if (!storage.ok()) return storage.status();
+  RADIX_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::Create(spec));
   if (options.num_layers > 0) {
-    const double gb = static_cast<double>(storage->k_bytes()) / (1 << 30);
+    const double gb = static_cast<double>(storage.k_bytes()) / (1 << 30);
     RADIX_LOG_INFO(
         "KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB, dtype: {}{}",
         options.size, gb, gb, KvDtypeName(options.dtype),
@@ -43,7 +42,7 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
         : options.scales.k.empty() ? " (scales 1.0)"
                                    : " (per-layer scales from --quantization-param-path)");
   }
-  return TokenToKVPool(num_pages, options.page_size, std::move(storage).value());
+  return TokenToKVPool(num_pages, options.page_size, std::move(storage));
 }
 
 TokenToKVPool::TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage storage)

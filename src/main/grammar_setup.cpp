@@ -51,10 +51,10 @@ Expected<GrammarSetup> CreateGrammarSetup(const args::ServerArgs& args, const Mo
     RADIX_LOG_WARN("Grammar backend off: {}", setup.disabled_reason);
     return setup;
   }
-  auto tokenizer = sampling::GrammarTokenizer::Create(
-      sampling::GrammarVocabularyFromTokenizer(*assets.tokenizer, vocab_size, eos));
-  if (!tokenizer.ok()) return tokenizer.status();
-  setup.tokenizer = std::move(tokenizer).value();
+  RADIX_ASSIGN_OR_RETURN(
+      auto tokenizer, sampling::GrammarTokenizer::Create(sampling::GrammarVocabularyFromTokenizer(
+                          *assets.tokenizer, vocab_size, eos)));
+  setup.tokenizer = std::move(tokenizer);
   const sampling::GrammarCompilerOptions options = GrammarOptionsFromArgs(args);
   setup.compiler = std::make_unique<sampling::GrammarCompiler>(*setup.tokenizer, options);
   setup.cache = std::make_unique<sampling::GrammarCache>(*setup.compiler);

@@ -38,9 +38,8 @@ Expected<std::unique_ptr<chat::ChatTemplate>> LoadTemplate(const args::ServerArg
   std::string config_path;
   std::optional<std::string> gguf_template;
   if (IsGguf(tokenizer_path)) {
-    auto meta = tokenizer::GgufMetadata::Read(tokenizer_path);
-    if (!meta.ok()) return meta.status();
-    gguf_template = meta->GetString("tokenizer.chat_template");
+    RADIX_ASSIGN_OR_RETURN(auto meta, tokenizer::GgufMetadata::Read(tokenizer_path));
+    gguf_template = meta.GetString("tokenizer.chat_template");
   } else {
     fs::path candidate = fs::path(tokenizer_path) / "tokenizer_config.json";
     if (fs::exists(candidate)) config_path = candidate.string();
@@ -176,19 +175,16 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args, const model:
                            "--pp-size 1 only");
   }
   if (pooling_decoder) {
-    auto model = model::LoadPoolingDecoder(options);
-    if (!model.ok()) return model.status();
-    assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model).value());
+    RADIX_ASSIGN_OR_RETURN(auto model, model::LoadPoolingDecoder(options));
+    assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model));
     config = assets.encoder->config();
   } else if (encoder) {
-    auto model = model::LoadEncoderModel(options);
-    if (!model.ok()) return model.status();
-    assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model).value());
+    RADIX_ASSIGN_OR_RETURN(auto model, model::LoadEncoderModel(options));
+    assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model));
     config = assets.encoder->config();
   } else {
-    auto model = model::LoadModel(options);
-    if (!model.ok()) return model.status();
-    assets.model = std::shared_ptr<const model::CausalLM>(std::move(model).value());
+    RADIX_ASSIGN_OR_RETURN(auto model, model::LoadModel(options));
+    assets.model = std::shared_ptr<const model::CausalLM>(std::move(model));
     config = assets.model->config();
   }
 
@@ -197,12 +193,9 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args, const model:
     if (tokenizer_path == args.GetString(args::key::kModelPath)) {
       tokenizer_path = options.model_path;
     }
-    auto tokenizer = tokenizer::LoadTokenizer(tokenizer_path);
-    if (!tokenizer.ok()) return tokenizer.status();
-    assets.tokenizer = std::shared_ptr<const tokenizer::Tokenizer>(std::move(tokenizer).value());
-    auto chat_template = LoadTemplate(args, tokenizer_path);
-    if (!chat_template.ok()) return chat_template.status();
-    assets.chat_template = std::move(chat_template).value();
+    RADIX_ASSIGN_OR_RETURN(auto tokenizer, tokenizer::LoadTokenizer(tokenizer_path));
+    assets.tokenizer = std::shared_ptr<const tokenizer::Tokenizer>(std::move(tokenizer));
+    RADIX_ASSIGN_OR_RETURN(assets.chat_template, LoadTemplate(args, tokenizer_path));
   }
 
   if (assets.model != nullptr && !args.IsNull(args::key::kSpeculativeAlgorithm) &&

@@ -18,8 +18,7 @@ Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
   if (!load_format.empty()) options.load_format = load_format;
   const model::ModelConfig& was = config_;
   // Cheap first: the config alone, before reading any weights.
-  Expected<model::ModelConfig> config = model::LoadModelConfig(options);
-  if (!config.ok()) return config.status();
+  RADIX_ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(options));
   const auto same = [&](const model::ModelConfig& c) -> Status {
     const std::string why =
         c.architecture != was.architecture
@@ -43,11 +42,10 @@ Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
     return InvalidArgument(path + " does not have the served model's shape (" + why +
                            "); a weight update keeps the architecture.");
   };
-  RADIX_RETURN_IF_ERROR(same(*config));
-  Expected<std::unique_ptr<model::CausalLM>> loaded = model::LoadModel(options);
-  if (!loaded.ok()) return loaded.status();
-  RADIX_RETURN_IF_ERROR(same((*loaded)->config()));
-  return std::shared_ptr<const model::CausalLM>(std::move(loaded).value());
+  RADIX_RETURN_IF_ERROR(same(config));
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<model::CausalLM> loaded, model::LoadModel(options));
+  RADIX_RETURN_IF_ERROR(same(loaded->config()));
+  return std::shared_ptr<const model::CausalLM>(std::move(loaded));
 }
 
 Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Reload() {

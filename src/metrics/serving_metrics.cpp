@@ -50,23 +50,23 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
     }
     request_labels.push_back(name);
   }
-  auto ttft = PickBounds(options.bucket_time_to_first_token, DefaultTimeToFirstTokenBuckets(),
-                         "bucket-time-to-first-token");
-  if (!ttft.ok()) return ttft.status();
-  auto itl = PickBounds(options.bucket_inter_token_latency, DefaultInterTokenLatencyBuckets(),
-                        "bucket-inter-token-latency");
-  if (!itl.ok()) return itl.status();
-  auto e2e = PickBounds(options.bucket_e2e_request_latency, DefaultE2eRequestLatencyBuckets(),
-                        "bucket-e2e-request-latency");
-  if (!e2e.ok()) return e2e.status();
+  RADIX_ASSIGN_OR_RETURN(
+      auto ttft, PickBounds(options.bucket_time_to_first_token, DefaultTimeToFirstTokenBuckets(),
+                            "bucket-time-to-first-token"));
+  RADIX_ASSIGN_OR_RETURN(
+      auto itl, PickBounds(options.bucket_inter_token_latency, DefaultInterTokenLatencyBuckets(),
+                           "bucket-inter-token-latency"));
+  RADIX_ASSIGN_OR_RETURN(
+      auto e2e, PickBounds(options.bucket_e2e_request_latency, DefaultE2eRequestLatencyBuckets(),
+                           "bucket-e2e-request-latency"));
   std::vector<double> prompt_bounds, generation_bounds;
   if (options.collect_tokens_histogram) {
-    auto prompt = RuleBounds(options.prompt_tokens_buckets, "prompt-tokens-buckets");
-    if (!prompt.ok()) return prompt.status();
-    auto generation = RuleBounds(options.generation_tokens_buckets, "generation-tokens-buckets");
-    if (!generation.ok()) return generation.status();
-    prompt_bounds = std::move(prompt).value();
-    generation_bounds = std::move(generation).value();
+    RADIX_ASSIGN_OR_RETURN(auto prompt,
+                           RuleBounds(options.prompt_tokens_buckets, "prompt-tokens-buckets"));
+    RADIX_ASSIGN_OR_RETURN(auto generation, RuleBounds(options.generation_tokens_buckets,
+                                                       "generation-tokens-buckets"));
+    prompt_bounds = std::move(prompt);
+    generation_bounds = std::move(generation);
   }
 
   // Tokenizer side, in SGLang's registration order.
@@ -95,13 +95,13 @@ Status ServingMetrics::Register(const ServingMetricsOptions& options) {
       &r.AddCounter("sglang:num_aborted_requests_total", "Aborted requests.", request_labels);
   q.time_to_first_token =
       &r.AddHistogram("sglang:time_to_first_token_seconds",
-                      "Seconds from request arrival to its first output.", request_labels, *ttft);
+                      "Seconds from request arrival to its first output.", request_labels, ttft);
   q.inter_token_latency =
       &r.AddHistogram("sglang:inter_token_latency_seconds",
-                      "Seconds between consecutive output tokens.", request_labels, *itl);
+                      "Seconds between consecutive output tokens.", request_labels, itl);
   q.e2e_request_latency =
       &r.AddHistogram("sglang:e2e_request_latency_seconds",
-                      "Seconds from request arrival to its finish.", request_labels, *e2e);
+                      "Seconds from request arrival to its finish.", request_labels, e2e);
   q.num_retractions =
       &r.AddHistogram("sglang:num_retractions", "Times each finished request was retracted.",
                       request_labels, DefaultRetractionsBuckets());

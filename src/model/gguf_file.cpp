@@ -194,9 +194,8 @@ bool GgufValue::is_integer() const {
 }
 
 Expected<GgufFile> GgufFile::Open(const std::string& path, bool use_mmap) {
-  auto file = MappedFile::Open(path, use_mmap);
-  if (!file.ok()) return file.status();
-  return Parse(std::move(file).value());
+  RADIX_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path, use_mmap));
+  return Parse(std::move(file));
 }
 
 Expected<GgufFile> GgufFile::Parse(MappedFile file) {

@@ -167,9 +167,9 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     }
     return NotFound(weights_path.string() + ": no such file");
   }
-  auto opened = SafetensorsFile::Open(weights_path.string(), /*use_mmap=*/true);
-  if (!opened.ok()) return opened.status();
-  const SafetensorsFile& file = opened.value();
+  RADIX_ASSIGN_OR_RETURN(auto opened,
+                         SafetensorsFile::Open(weights_path.string(), /*use_mmap=*/true));
+  const SafetensorsFile& file = opened;
   const std::string& fname = file.path();
   if (!file.other_dtypes().empty()) {
     return InvalidArgument(fname + ": tensor '" + file.other_dtypes().begin()->first +
@@ -260,9 +260,8 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
 Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
                              const LoraLoadOptions& options) {
   format_ = "gguf";
-  auto opened = GgufFile::Open(path, /*use_mmap=*/true);
-  if (!opened.ok()) return opened.status();
-  const GgufFile& gguf = opened.value();
+  RADIX_ASSIGN_OR_RETURN(auto opened, GgufFile::Open(path, /*use_mmap=*/true));
+  const GgufFile& gguf = opened;
   std::optional<std::string> type, adapter_type, arch;
   std::optional<double> alpha;
   RADIX_ASSIGN_OR_RETURN(type, gguf.GetString("general.type"));

@@ -363,10 +363,9 @@ constexpr GgufArch kGgufArchs[] = {
 }  // namespace
 
 Expected<json> GgufConfigJson(const GgufFile& gguf) {
-  auto arch_or = gguf.GetString("general.architecture");
-  if (!arch_or.ok()) return arch_or.status();
-  if (!arch_or.value()) return DataLoss(gguf.path() + ": GGUF has no general.architecture");
-  const std::string arch = *arch_or.value();
+  RADIX_ASSIGN_OR_RETURN(auto arch_or, gguf.GetString("general.architecture"));
+  if (!arch_or) return DataLoss(gguf.path() + ": GGUF has no general.architecture");
+  const std::string arch = *arch_or;
   const GgufArch* known = nullptr;
   for (const GgufArch& a : kGgufArchs) {
     if (arch == a.gguf_name) known = &a;
@@ -452,28 +451,24 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
       c["vocab_size"] = embd->shape.front();
     }
   }
-  auto scaling = gguf.GetString(arch + ".rope.scaling.type");
-  if (!scaling.ok()) return scaling.status();
-  if (scaling.value() && *scaling.value() != "none") {
-    auto factor = gguf.GetFloat(arch + ".rope.scaling.factor");
-    if (!factor.ok()) return factor.status();
-    json rs = {{"rope_type", *scaling.value()}, {"factor", factor.value().value_or(1.0)}};
+  RADIX_ASSIGN_OR_RETURN(auto scaling, gguf.GetString(arch + ".rope.scaling.type"));
+  if (scaling && *scaling != "none") {
+    RADIX_ASSIGN_OR_RETURN(auto factor, gguf.GetFloat(arch + ".rope.scaling.factor"));
+    json rs = {{"rope_type", *scaling}, {"factor", factor.value_or(1.0)}};
     // llama.cpp's yarn keys, under their HF names.
-    auto original = gguf.GetInt(arch + ".rope.scaling.original_context_length");
-    if (!original.ok()) return original.status();
-    if (original.value()) rs["original_max_position_embeddings"] = *original.value();
+    RADIX_ASSIGN_OR_RETURN(auto original,
+                           gguf.GetInt(arch + ".rope.scaling.original_context_length"));
+    if (original) rs["original_max_position_embeddings"] = *original;
     for (auto [key, hf_key] : {std::pair{"rope.scaling.yarn_beta_fast", "beta_fast"},
                                {"rope.scaling.yarn_beta_slow", "beta_slow"}}) {
-      auto v = gguf.GetFloat(arch + "." + key);
-      if (!v.ok()) return v.status();
-      if (v.value()) rs[hf_key] = *v.value();
+      RADIX_ASSIGN_OR_RETURN(auto v, gguf.GetFloat(arch + "." + key));
+      if (v) rs[hf_key] = *v;
     }
     // DeepSeek-style files store 0.1 * mscale_all_dim as yarn_log_multiplier.
-    auto log_mul = gguf.GetFloat(arch + ".rope.scaling.yarn_log_multiplier");
-    if (!log_mul.ok()) return log_mul.status();
-    if (log_mul.value() && *log_mul.value() > 0) {
-      rs["mscale_all_dim"] = *log_mul.value() / 0.1;
-      rs["mscale"] = *log_mul.value() / 0.1;
+    RADIX_ASSIGN_OR_RETURN(auto log_mul, gguf.GetFloat(arch + ".rope.scaling.yarn_log_multiplier"));
+    if (log_mul && *log_mul > 0) {
+      rs["mscale_all_dim"] = *log_mul / 0.1;
+      rs["mscale"] = *log_mul / 0.1;
     }
     c["rope_scaling"] = rs;
   }
@@ -506,9 +501,8 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   for (auto [key, hf_key] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
                              {"tokenizer.ggml.eos_token_id", "eos_token_id"}}) {
-    auto v = gguf.GetInt(key);
-    if (!v.ok()) return v.status();
-    if (v.value()) c[hf_key] = *v.value();
+    RADIX_ASSIGN_OR_RETURN(auto v, gguf.GetInt(key));
+    if (v) c[hf_key] = *v;
   }
   return c;
 }

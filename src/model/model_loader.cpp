@@ -116,9 +116,8 @@ struct ConfigSource {
 Expected<ConfigSource> ReadConfig(const LoadOptions& o, const Checkpoint& cp) {
   ConfigSource src;
   if (cp.kind == Checkpoint::Kind::kGguf) {
-    auto gguf = GgufFile::Open(cp.gguf_path, !o.disable_mmap);
-    if (!gguf.ok()) return gguf.status();
-    src.gguf = std::make_unique<GgufFile>(std::move(gguf).value());
+    RADIX_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(cp.gguf_path, !o.disable_mmap));
+    src.gguf = std::make_unique<GgufFile>(std::move(gguf));
     RADIX_ASSIGN_OR_RETURN(src.config, GgufConfigJson(*src.gguf));
     src.name = cp.gguf_path;
   } else {
@@ -136,10 +135,10 @@ Expected<ConfigSource> ReadConfig(const LoadOptions& o, const Checkpoint& cp) {
 }
 
 Expected<ModelConfig> BuildConfig(const LoadOptions& o, const ConfigSource& src) {
-  auto config =
-      ParseModelConfig(src.config, src.has_generation ? &src.generation : nullptr, src.name);
-  if (!config.ok()) return config.status();
-  if (o.context_length > 0) config->context_length = o.context_length;
+  RADIX_ASSIGN_OR_RETURN(
+      auto config,
+      ParseModelConfig(src.config, src.has_generation ? &src.generation : nullptr, src.name));
+  if (o.context_length > 0) config.context_length = o.context_length;
   RADIX_RETURN_IF_ERROR(DummyFormat(o.dtype).status());
   return config;
 }
@@ -172,9 +171,8 @@ Expected<std::vector<SafetensorsFile>> OpenSafetensors(const std::string& folder
   }
   std::vector<SafetensorsFile> files;
   for (const std::string& shard : shards) {
-    auto file = SafetensorsFile::Open((dir / shard).string(), use_mmap);
-    if (!file.ok()) return file.status();
-    files.push_back(std::move(file).value());
+    RADIX_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open((dir / shard).string(), use_mmap));
+    files.push_back(std::move(file));
   }
   return files;
 }

@@ -27,9 +27,8 @@ int64_t UnloadableDtypeBytes(const std::string& d) {
 }  // namespace
 
 Expected<SafetensorsFile> SafetensorsFile::Open(const std::string& path, bool use_mmap) {
-  auto file = MappedFile::Open(path, use_mmap);
-  if (!file.ok()) return file.status();
-  return Parse(std::move(file).value());
+  RADIX_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path, use_mmap));
+  return Parse(std::move(file));
 }
 
 Expected<SafetensorsFile> SafetensorsFile::Parse(MappedFile file) {

@@ -214,9 +214,8 @@ Expected<WeightTensor> WeightStore::Require(const std::string& name,
 
 Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& name, int64_t rows,
                                                            int64_t cols) {
-  auto t = Require(name, {rows, cols});
-  if (!t.ok()) return t.status();
-  return StoredMatrix(name, *t, rows, cols);
+  RADIX_ASSIGN_OR_RETURN(auto t, Require(name, {rows, cols}));
+  return StoredMatrix(name, t, rows, cols);
 }
 
 Expected<kernels::WeightMatrix> WeightStore::StoredMatrix(const std::string& name,
@@ -257,37 +256,34 @@ Expected<std::vector<kernels::WeightMatrix>> WeightStore::RequireExperts(const s
     // The stacked tensor, through RequireMatrix as one [count * rows, cols] matrix (conversion
     // under set_matrix_storage included), after checking its 3-D shape.
     const std::string name = base + ".weight";
-    auto t = Require(name, {count, rows, cols});
-    if (!t.ok()) return t.status();
+    RADIX_ASSIGN_OR_RETURN(auto t, Require(name, {count, rows, cols}));
     const int64_t converted_before = converted_count_, kept_before = kept_quantized_;
-    auto all = StoredMatrix(name, *t, count * rows, cols);
-    if (!all.ok()) return all.status();
+    RADIX_ASSIGN_OR_RETURN(auto all, StoredMatrix(name, t, count * rows, cols));
     if (converted_count_ != converted_before) converted_count_ += count - 1;
     if (kept_quantized_ != kept_before) kept_quantized_ += count - 1;
     for (int64_t e = 0; e < count; ++e) {
-      kernels::WeightMatrix m{all->format, rows, cols, nullptr};
-      m.data = static_cast<const uint8_t*>(all->data) + e * rows * m.row_bytes();
+      kernels::WeightMatrix m{all.format, rows, cols, nullptr};
+      m.data = static_cast<const uint8_t*>(all.data) + e * rows * m.row_bytes();
       experts.push_back(m);
     }
     return experts;
   }
   for (int64_t e = 0; e < count; ++e) {
-    auto m = RequireMatrix(base + "." + std::to_string(e) + ".weight", rows, cols);
-    if (!m.ok()) return m.status();
-    experts.push_back(*m);
+    RADIX_ASSIGN_OR_RETURN(auto m,
+                           RequireMatrix(base + "." + std::to_string(e) + ".weight", rows, cols));
+    experts.push_back(m);
   }
   return experts;
 }
 
 Expected<std::vector<float>> WeightStore::RequireVector(const std::string& name, int64_t size) {
-  auto t = Require(name, {size});
-  if (!t.ok()) return t.status();
+  RADIX_ASSIGN_OR_RETURN(auto t, Require(name, {size}));
   std::vector<float> out(static_cast<size_t>(size));
-  if (size % kernels::BlockElements(t->format) != 0) {
-    return InvalidArgument(t->file + ": tensor " + name +
+  if (size % kernels::BlockElements(t.format) != 0) {
+    return InvalidArgument(t.file + ": tensor " + name +
                            " has a size that does not fit its format");
   }
-  kernels::ref::Dequantize(t->format, t->data, out.data(), size);
+  kernels::ref::Dequantize(t.format, t.data, out.data(), size);
   return out;
 }
 

@@ -49,9 +49,7 @@ class Parser {
       SkipSpace();
       if (text_.substr(pos_, 3) != "::=") return Error("expected '::=' after '" + rule.name + "'");
       pos_ += 3;
-      auto body = ParseAlternatives(/*nested=*/false);
-      if (!body.ok()) return body.status();
-      rule.body = std::move(body.value());
+      RADIX_ASSIGN_OR_RETURN(rule.body, ParseAlternatives(/*nested=*/false));
       rules.push_back(std::move(rule));
       SkipSpace();
     }
@@ -100,9 +98,8 @@ class Parser {
     Node alts;
     alts.kind = Node::Kind::kAlternatives;
     while (true) {
-      auto seq = ParseSequence(nested);
-      if (!seq.ok()) return seq.status();
-      alts.children.push_back(std::move(seq.value()));
+      RADIX_ASSIGN_OR_RETURN(auto seq, ParseSequence(nested));
+      alts.children.push_back(std::move(seq));
       SkipSpace();
       if (Peek() != '|') break;
       ++pos_;
@@ -118,11 +115,9 @@ class Parser {
       SkipSpace();
       const char c = Peek();
       if (AtEnd() || c == '|' || c == ')' || (!nested && AtRuleStart())) break;
-      auto element = ParseElement();
-      if (!element.ok()) return element.status();
-      auto repeated = ParseRepeat(std::move(element.value()));
-      if (!repeated.ok()) return repeated.status();
-      seq.children.push_back(std::move(repeated.value()));
+      RADIX_ASSIGN_OR_RETURN(auto element, ParseElement());
+      RADIX_ASSIGN_OR_RETURN(auto repeated, ParseRepeat(std::move(element)));
+      seq.children.push_back(std::move(repeated));
     }
     if (seq.children.size() == 1) return std::move(seq.children.front());
     return seq;
@@ -174,9 +169,8 @@ class Parser {
       ++pos_;
       SkipSpace();
       if (Peek() != ',') {
-        auto n = ParseInt();
-        if (!n.ok()) return n.status();
-        min = max = *n;
+        RADIX_ASSIGN_OR_RETURN(auto n, ParseInt());
+        min = max = n;
       }
       SkipSpace();
       if (Peek() == ',') {
@@ -184,9 +178,7 @@ class Parser {
         SkipSpace();
         max = kUnbounded;
         if (Peek() != '}') {
-          auto n = ParseInt();
-          if (!n.ok()) return n.status();
-          max = *n;
+          RADIX_ASSIGN_OR_RETURN(max, ParseInt());
         }
         SkipSpace();
       }
@@ -291,9 +283,8 @@ class Parser {
         ++pos_;
         break;
       }
-      auto cp = ParseChar();
-      if (!cp.ok()) return cp.status();
-      literal.text.push_back(*cp);
+      RADIX_ASSIGN_OR_RETURN(auto cp, ParseChar());
+      literal.text.push_back(cp);
     }
     return literal;
   }
@@ -312,17 +303,15 @@ class Parser {
         ++pos_;
         break;
       }
-      auto lo = ParseChar();
-      if (!lo.ok()) return lo.status();
-      char32_t hi = *lo;
+      RADIX_ASSIGN_OR_RETURN(auto lo, ParseChar());
+      char32_t hi = lo;
       if (Peek() == '-' && pos_ + 1 < text_.size() && text_[pos_ + 1] != ']') {
         ++pos_;
-        auto end = ParseChar();
-        if (!end.ok()) return end.status();
-        if (*end < *lo) return Error("character range out of order");
-        hi = *end;
+        RADIX_ASSIGN_OR_RETURN(auto end, ParseChar());
+        if (end < lo) return Error("character range out of order");
+        hi = end;
       }
-      cls.ranges.emplace_back(*lo, hi);
+      cls.ranges.emplace_back(lo, hi);
     }
     if (cls.ranges.empty() && !cls.negated) return Error("empty character class");
     return cls;
@@ -496,9 +485,8 @@ bool LooksLikeLark(std::string_view grammar) {
 
 Expected<std::string> ConvertEbnfToLark(std::string_view grammar) {
   if (LooksLikeLark(grammar)) return std::string(grammar);
-  auto parsed = Parser(grammar).Parse();
-  if (!parsed.ok()) return parsed.status();
-  std::vector<Rule>& rules = parsed.value();
+  RADIX_ASSIGN_OR_RETURN(auto parsed, Parser(grammar).Parse());
+  std::vector<Rule>& rules = parsed;
 
   std::map<std::string, const Rule*> by_name;
   for (const Rule& rule : rules) {

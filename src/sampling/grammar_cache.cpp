@@ -32,15 +32,14 @@ Expected<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const Grammar
     }
     ++misses_;
   }
-  auto compiled = compile_(spec);
-  if (!compiled.ok()) return compiled.status();
+  RADIX_ASSIGN_OR_RETURN(auto compiled, compile_(spec));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = index_.find(key); it != index_.end()) {
     // Another thread compiled the same constraint meanwhile; share its grammar.
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->grammar;
   }
-  lru_.push_front(Entry{key, compiled.value()});
+  lru_.push_front(Entry{key, compiled});
   index_.emplace(std::move(key), lru_.begin());
   while (lru_.size() > capacity_) {
     index_.erase(lru_.back().key);

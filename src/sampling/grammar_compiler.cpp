@@ -37,10 +37,9 @@ Expected<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
   const char* llg_type = "lark";
   switch (spec.kind) {
     case GrammarKind::kJsonSchema: {
-      auto json = WithJsonWhitespaceOptions(spec.text, options_.json_any_whitespace,
-                                            options_.json_whitespace_pattern);
-      if (!json.ok()) return json.status();
-      source = std::move(json.value());
+      RADIX_ASSIGN_OR_RETURN(source,
+                             WithJsonWhitespaceOptions(spec.text, options_.json_any_whitespace,
+                                                       options_.json_whitespace_pattern));
       llg_type = "json_schema";
       break;
     }
@@ -49,16 +48,13 @@ Expected<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
       llg_type = "regex";
       break;
     case GrammarKind::kEbnf: {
-      auto lark = ConvertEbnfToLark(spec.text);
-      if (!lark.ok()) return lark.status();
-      source = std::move(lark.value());
+      RADIX_ASSIGN_OR_RETURN(source, ConvertEbnfToLark(spec.text));
       break;
     }
     case GrammarKind::kStructuralTag: {
-      auto lark = ConvertStructuralTagToLark(spec.text, options_.json_any_whitespace,
-                                             options_.json_whitespace_pattern);
-      if (!lark.ok()) return lark.status();
-      source = std::move(lark.value());
+      RADIX_ASSIGN_OR_RETURN(source,
+                             ConvertStructuralTagToLark(spec.text, options_.json_any_whitespace,
+                                                        options_.json_whitespace_pattern));
       break;
     }
     case GrammarKind::kLark:

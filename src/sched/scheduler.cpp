@@ -10,10 +10,10 @@ namespace radixserve::sched {
 Expected<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config,
                                                        kv::KvMemory* memory) {
   RADIX_CHECK(memory != nullptr);
-  Expected<std::unique_ptr<SchedulePolicy>> policy =
-      MakeSchedulePolicy(config.schedule_policy, memory->cache().disabled(), config.random_seed);
-  if (!policy.ok()) return policy.status();
-  return std::unique_ptr<Scheduler>(new Scheduler(config, memory, std::move(policy).value()));
+  RADIX_ASSIGN_OR_RETURN(
+      std::unique_ptr<SchedulePolicy> policy,
+      MakeSchedulePolicy(config.schedule_policy, memory->cache().disabled(), config.random_seed));
+  return std::unique_ptr<Scheduler>(new Scheduler(config, memory, std::move(policy)));
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, kv::KvMemory* memory,

@@ -33,10 +33,9 @@ constexpr const char* kDeepseekV3Patterns[] = {
 Expected<std::unique_ptr<PreTokenizer>> SplitThenBytes(std::vector<const char*> patterns) {
   std::vector<std::unique_ptr<PreTokenizer>> steps;
   for (const char* p : patterns) {
-    auto re = Regex::Compile(p);
-    if (!re.ok()) return re.status();
-    steps.push_back(std::make_unique<SplitPreTokenizer>(std::move(re).value(),
-                                                        SplitBehavior::kIsolated, false));
+    RADIX_ASSIGN_OR_RETURN(auto re, Regex::Compile(p));
+    steps.push_back(
+        std::make_unique<SplitPreTokenizer>(std::move(re), SplitBehavior::kIsolated, false));
   }
   steps.push_back(std::make_unique<ByteLevelPreTokenizer>(false, false));
   return std::unique_ptr<PreTokenizer>(new SequencePreTokenizer(std::move(steps)));
@@ -74,9 +73,8 @@ Expected<std::unique_ptr<PreTokenizer>> Gpt2PreTokenizer(const std::string& pre,
 }  // namespace
 
 Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_path) {
-  auto meta_or = GgufMetadata::Read(gguf_path);
-  if (!meta_or.ok()) return meta_or.status();
-  const GgufMetadata& meta = *meta_or;
+  RADIX_ASSIGN_OR_RETURN(auto meta_or, GgufMetadata::Read(gguf_path));
+  const GgufMetadata& meta = meta_or;
   const std::string family = meta.GetString("tokenizer.ggml.model").value_or("");
   const auto* tokens = meta.GetStrings("tokenizer.ggml.tokens");
   if (tokens == nullptr) return DataLoss(gguf_path + " has no tokenizer.ggml.tokens");
@@ -163,13 +161,11 @@ Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_p
       if (space == std::string::npos) return DataLoss("malformed GGUF merge '" + m + "'");
       merges.emplace_back(m.substr(0, space), m.substr(space + 1));
     }
-    auto pre =
-        Gpt2PreTokenizer(meta.GetString("tokenizer.ggml.pre").value_or(""), opts.ignore_merges);
-    if (!pre.ok()) return pre.status();
-    parts.pre_tokenizer = std::move(pre).value();
-    auto model = BpeModel::FromMerges(Vocab(*tokens), merges, opts);
-    if (!model.ok()) return model.status();
-    parts.model = std::make_unique<BpeModel>(std::move(model).value());
+    RADIX_ASSIGN_OR_RETURN(
+        parts.pre_tokenizer,
+        Gpt2PreTokenizer(meta.GetString("tokenizer.ggml.pre").value_or(""), opts.ignore_merges));
+    RADIX_ASSIGN_OR_RETURN(auto model, BpeModel::FromMerges(Vocab(*tokens), merges, opts));
+    parts.model = std::make_unique<BpeModel>(std::move(model));
     parts.decoder = std::make_unique<ByteLevelDecoder>();
   } else {
     return Unsupported("GGUF tokenizer model '" + family + "' is not supported");

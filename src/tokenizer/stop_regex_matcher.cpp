@@ -5,9 +5,8 @@
 namespace radixserve::tokenizer {
 
 Expected<StopRegex> CompileStopRegex(std::string pattern) {
-  auto regex = Regex::Compile(pattern, "stop_regex");
-  if (!regex.ok()) return regex.status();
-  return StopRegex{std::move(pattern), std::make_shared<const Regex>(std::move(regex).value())};
+  RADIX_ASSIGN_OR_RETURN(auto regex, Regex::Compile(pattern, "stop_regex"));
+  return StopRegex{std::move(pattern), std::make_shared<const Regex>(std::move(regex))};
 }
 
 StopRegexMatcher::StopRegexMatcher(std::vector<StopRegex> patterns)

@@ -37,9 +37,8 @@ Expected<std::unique_ptr<Normalizer>> BuildNormalizer(const json& j) {
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (const auto& s : j.at("normalizers")) {
-      auto n = BuildNormalizer(s);
-      if (!n.ok()) return n.status();
-      steps.push_back(std::move(n).value());
+      RADIX_ASSIGN_OR_RETURN(auto n, BuildNormalizer(s));
+      steps.push_back(std::move(n));
     }
     return std::unique_ptr<Normalizer>(new SequenceNormalizer(std::move(steps)));
   }
@@ -57,15 +56,13 @@ Expected<std::unique_ptr<Normalizer>> BuildNormalizer(const json& j) {
         new StripNormalizer(j.value("strip_left", true), j.value("strip_right", true)));
   }
   if (type == "Replace") {
-    auto pat = ParsePattern(j.at("pattern"));
-    if (!pat.ok()) return pat.status();
+    RADIX_ASSIGN_OR_RETURN(auto pat, ParsePattern(j.at("pattern")));
     const std::string content = j.at("content").get<std::string>();
-    if (!pat->first) {
-      return std::unique_ptr<Normalizer>(new ReplaceNormalizer(pat->second, content));
+    if (!pat.first) {
+      return std::unique_ptr<Normalizer>(new ReplaceNormalizer(pat.second, content));
     }
-    auto re = Regex::Compile(pat->second);
-    if (!re.ok()) return re.status();
-    return std::unique_ptr<Normalizer>(new ReplaceNormalizer(std::move(re).value(), content));
+    RADIX_ASSIGN_OR_RETURN(auto re, Regex::Compile(pat.second));
+    return std::unique_ptr<Normalizer>(new ReplaceNormalizer(std::move(re), content));
   }
   if (type == "BertNormalizer") {
     const bool lowercase = j.value("lowercase", true);
@@ -105,9 +102,8 @@ Expected<std::unique_ptr<PreTokenizer>> BuildPreTokenizer(const json& j) {
   if (type == "Sequence") {
     std::vector<Ptr> steps;
     for (const auto& s : j.at("pretokenizers")) {
-      auto p = BuildPreTokenizer(s);
-      if (!p.ok()) return p.status();
-      steps.push_back(std::move(p).value());
+      RADIX_ASSIGN_OR_RETURN(auto p, BuildPreTokenizer(s));
+      steps.push_back(std::move(p));
     }
     return Ptr(new SequencePreTokenizer(std::move(steps)));
   }
@@ -120,15 +116,12 @@ Expected<std::unique_ptr<PreTokenizer>> BuildPreTokenizer(const json& j) {
                                          ParsePrependScheme(j), j.value("split", true)));
   }
   if (type == "Split") {
-    auto pat = ParsePattern(j.at("pattern"));
-    if (!pat.ok()) return pat.status();
-    auto behavior = ParseBehavior(j.at("behavior").get<std::string>());
-    if (!behavior.ok()) return behavior.status();
+    RADIX_ASSIGN_OR_RETURN(auto pat, ParsePattern(j.at("pattern")));
+    RADIX_ASSIGN_OR_RETURN(auto behavior, ParseBehavior(j.at("behavior").get<std::string>()));
     const bool invert = j.value("invert", false);
-    if (!pat->first) return Ptr(new SplitPreTokenizer(pat->second, *behavior, invert));
-    auto re = Regex::Compile(pat->second);
-    if (!re.ok()) return re.status();
-    return Ptr(new SplitPreTokenizer(std::move(re).value(), *behavior, invert));
+    if (!pat.first) return Ptr(new SplitPreTokenizer(pat.second, behavior, invert));
+    RADIX_ASSIGN_OR_RETURN(auto re, Regex::Compile(pat.second));
+    return Ptr(new SplitPreTokenizer(std::move(re), behavior, invert));
   }
   if (type == "Digits") {
     return Ptr(new CharSplitPreTokenizer(IsNumeric, j.value("individual_digits", false)
@@ -136,9 +129,9 @@ Expected<std::unique_ptr<PreTokenizer>> BuildPreTokenizer(const json& j) {
                                                         : SplitBehavior::kContiguous));
   }
   if (type == "Punctuation") {
-    auto behavior = ParseBehavior(j.value("behavior", std::string("Isolated")));
-    if (!behavior.ok()) return behavior.status();
-    return Ptr(new CharSplitPreTokenizer(IsBertPunctuation, *behavior));
+    RADIX_ASSIGN_OR_RETURN(auto behavior,
+                           ParseBehavior(j.value("behavior", std::string("Isolated"))));
+    return Ptr(new CharSplitPreTokenizer(IsBertPunctuation, behavior));
   }
   if (type == "WhitespaceSplit") {
     return Ptr(new CharSplitPreTokenizer(IsWhitespace, SplitBehavior::kRemoved));
@@ -163,9 +156,8 @@ Expected<std::unique_ptr<Decoder>> BuildDecoder(const json& j) {
   if (type == "Sequence") {
     std::vector<Ptr> steps;
     for (const auto& s : j.at("decoders")) {
-      auto d = BuildDecoder(s);
-      if (!d.ok()) return d.status();
-      steps.push_back(std::move(d).value());
+      RADIX_ASSIGN_OR_RETURN(auto d, BuildDecoder(s));
+      steps.push_back(std::move(d));
     }
     return Ptr(new SequenceDecoder(std::move(steps)));
   }
@@ -181,13 +173,11 @@ Expected<std::unique_ptr<Decoder>> BuildDecoder(const json& j) {
                                 j.value("stop", 0)));
   }
   if (type == "Replace") {
-    auto pat = ParsePattern(j.at("pattern"));
-    if (!pat.ok()) return pat.status();
+    RADIX_ASSIGN_OR_RETURN(auto pat, ParsePattern(j.at("pattern")));
     const std::string content = j.at("content").get<std::string>();
-    if (!pat->first) return Ptr(new ReplaceDecoder(pat->second, content));
-    auto re = Regex::Compile(pat->second);
-    if (!re.ok()) return re.status();
-    return Ptr(new ReplaceDecoder(std::move(re).value(), content));
+    if (!pat.first) return Ptr(new ReplaceDecoder(pat.second, content));
+    RADIX_ASSIGN_OR_RETURN(auto re, Regex::Compile(pat.second));
+    return Ptr(new ReplaceDecoder(std::move(re), content));
   }
   if (type == "WordPiece") {
     return Ptr(
@@ -240,9 +230,8 @@ Expected<std::unique_ptr<Model>> BuildModel(const json& j) {
         return DataLoss("malformed BPE merge entry");
       }
     }
-    auto model = BpeModel::FromMerges(std::move(vocab), merges, opts);
-    if (!model.ok()) return model.status();
-    return std::unique_ptr<Model>(new BpeModel(std::move(model).value()));
+    RADIX_ASSIGN_OR_RETURN(auto model, BpeModel::FromMerges(std::move(vocab), merges, opts));
+    return std::unique_ptr<Model>(new BpeModel(std::move(model)));
   }
   if (type == "WordPiece") {
     Vocab vocab = BuildVocab(j.at("vocab"));
@@ -344,22 +333,15 @@ Expected<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string& json_
   try {
     Tokenizer::Parts parts;
     if (j.contains("normalizer") && !j.at("normalizer").is_null()) {
-      auto n = BuildNormalizer(j.at("normalizer"));
-      if (!n.ok()) return n.status();
-      parts.normalizer = std::move(n).value();
+      RADIX_ASSIGN_OR_RETURN(parts.normalizer, BuildNormalizer(j.at("normalizer")));
     }
     if (j.contains("pre_tokenizer") && !j.at("pre_tokenizer").is_null()) {
-      auto p = BuildPreTokenizer(j.at("pre_tokenizer"));
-      if (!p.ok()) return p.status();
-      parts.pre_tokenizer = std::move(p).value();
+      RADIX_ASSIGN_OR_RETURN(parts.pre_tokenizer, BuildPreTokenizer(j.at("pre_tokenizer")));
     }
-    auto model = BuildModel(j.at("model"));
-    if (!model.ok()) return model.status();
-    parts.model = std::move(model).value();
+    RADIX_ASSIGN_OR_RETURN(auto model, BuildModel(j.at("model")));
+    parts.model = std::move(model);
     if (j.contains("decoder") && !j.at("decoder").is_null()) {
-      auto d = BuildDecoder(j.at("decoder"));
-      if (!d.ok()) return d.status();
-      parts.decoder = std::move(d).value();
+      RADIX_ASSIGN_OR_RETURN(parts.decoder, BuildDecoder(j.at("decoder")));
     }
     if (j.contains("post_processor") && !j.at("post_processor").is_null()) {
       RADIX_RETURN_IF_ERROR(BuildPostProcessor(j.at("post_processor"), parts.post_processor));
@@ -400,15 +382,14 @@ Expected<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string& json_
 }
 
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const std::string& json_path) {
-  auto text = ReadFile(json_path);
-  if (!text.ok()) return text.status();
+  RADIX_ASSIGN_OR_RETURN(auto text, ReadFile(json_path));
   std::string config;
   const auto config_path = std::filesystem::path(json_path).parent_path() / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
     auto c = ReadFile(config_path.string());
     if (c.ok()) config = std::move(c).value();
   }
-  return ParseTokenizerJson(*text, config);
+  return ParseTokenizerJson(text, config);
 }
 
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
