@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Decode time per step with 1 and many concurrent streams, for one or more radixserve binaries
+side by side (issue 15 part 1: before/after event formatting left the engine thread).
+
+    python bench/decode_step.py --binary before=/path/radixserve --binary after=/path/radixserve
+                                [--model GGUF] [--streams 1,256] [--max-new N] [--rounds R]
+
+For each binary and each stream count, one server at a time: N streaming /generate requests
+(distinct short prompts, ignore_eos, max_new_tokens N) are sent at once and read by an asyncio
+client that only counts SSE events. Two figures per run:
+  - engine: the median of the server's own decode step time, from its "Decode batch" lines
+    (--decode-log-interval 1: each line's gen throughput covers one step, so step time =
+    #running-req / throughput), over the lines with every stream running;
+  - client: (time the last stream ended - time the last stream got its first event) /
+    (max_new - 1): the wall time per step as the clients see it.
+Best (lowest) of --rounds rounds each. Binaries alternate per round, so a machine whose speed
+drifts affects both alike; compare the ratios of one run.
+"""
+import argparse
+import asyncio
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import time
+
+import requests
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = REPO.parent / "shared/models/stories260K/gguf/stories260K.gguf"
+DECODE_LINE = re.compile(r"Decode batch, #running-req: (\d+),.*gen throughput \(token/s\): ([\d.]+)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, binary, model, streams, max_new):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = pathlib.Path(f"/tmp/decode-step-{self.port}.log")
+        self.log = open(self.log_path, "w")
+        tokens = max(16384, streams * (max_new + 64) * 2)
+        cmd = [binary, "--model-path", str(model), "--host", "127.0.0.1", "--port",
+               str(self.port), "--max-running-requests", str(max(streams, 1)),
+               "--max-total-tokens", str(tokens), "--decode-log-interval", "1",
+               "--skip-server-warmup", "--disable-radix-cache"]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{binary} exited: see {self.log_path}")
+            try:
+                if requests.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{binary} did not start")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.log.close()
+
+    def step_times(self, streams):
+        times = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            m = DECODE_LINE.search(line)
+            if m and int(m.group(1)) == streams and float(m.group(2)) > 0:
+                times.append(streams / float(m.group(2)))
+        return times
+
+
+async def one_stream(port, prompt, max_new):
+    """Returns (time of the first event, time of the end)."""
+    body = json.dumps({"text": prompt, "stream": True,
+                       "sampling_params": {"max_new_tokens": max_new, "ignore_eos": True,
+                                           "temperature": 0}}).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" +
+                 body)
+    await writer.drain()
+    first = None
+    while True:
+        chunk = await reader.read(65536)
+        if not chunk:
+            break
+        if first is None and b"data:" in chunk:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    writer.close()
+    return first or end, end
+
+
+async def burst(port, streams, max_new):
+    results = await asyncio.gather(*(one_stream(port, f"Story {i}: once upon a time", max_new)
+                                     for i in range(streams)))
+    last_first = max(r[0] for r in results)
+    last_end = max(r[1] for r in results)
+    return (last_end - last_first) / max(max_new - 1, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", action="append", required=True, help="label=path")
+    ap.add_argument("--model", default=str(DEFAULT_MODEL))
+    ap.add_argument("--streams", default="1,256")
+    ap.add_argument("--max-new", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    binaries = [b.split("=", 1) for b in args.binary]
+    streams_list = [int(s) for s in args.streams.split(",")]
+    best = {}
+    for streams in streams_list:
+        for r in range(args.rounds):
+            for label, path in binaries:
+                server = Server(path, args.model, streams, args.max_new)
+                try:
+                    client = asyncio.run(burst(server.port, streams, args.max_new))
+                    time.sleep(0.2)
+                    engine = server.step_times(streams)
+                finally:
+                    server.stop()
+                engine_ms = statistics.median(engine) * 1e3 if engine else float("nan")
+                key = (label, streams)
+                old = best.get(key, (float("inf"), float("inf")))
+                best[key] = (min(old[0], engine_ms), min(old[1], client * 1e3))
+                print(f"round {r} {label:>8} streams {streams:4d}: engine {engine_ms:8.3f} ms/step "
+                      f"({len(engine)} lines), client {client * 1e3:8.3f} ms/step", flush=True)
+    print()
+    print(f"{'binary':>8} {'streams':>7} {'engine ms/step':>15} {'client ms/step':>15}")
+    for (label, streams), (engine_ms, client_ms) in best.items():
+        print(f"{label:>8} {streams:7d} {engine_ms:15.3f} {client_ms:15.3f}")
+    if len(binaries) == 2:
+        a, b = binaries[0][0], binaries[1][0]
+        for streams in streams_list:
+            ea, ca = best[(a, streams)]
+            eb, cb = best[(b, streams)]
+            print(f"{a}/{b} at {streams} streams: engine {ea / eb:.2f}x, client {ca / cb:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
