@@ -19,64 +19,35 @@ drifts affects both alike; compare the ratios of one run.
 import argparse
 import asyncio
 import json
-import os
 import pathlib
 import re
-import signal
-import socket
 import statistics
-import subprocess
+import sys
 import time
 
-import requests
-
 REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests/e2e"))
+from server_util import Server  # noqa: E402
+
 DEFAULT_MODEL = REPO.parent / "shared/models/stories260K/gguf/stories260K.gguf"
 DECODE_LINE = re.compile(r"Decode batch, #running-req: (\d+),.*gen throughput \(token/s\): ([\d.]+)")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def start_server(binary, model, streams, max_new):
+    tokens = max(16384, streams * (max_new + 64) * 2)
+    return Server(model, "--max-running-requests", max(streams, 1), "--max-total-tokens", tokens,
+                  "--decode-log-interval", 1, "--skip-server-warmup", "--disable-radix-cache",
+                  binary=binary)
 
 
-class Server:
-    def __init__(self, binary, model, streams, max_new):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = pathlib.Path(f"/tmp/decode-step-{self.port}.log")
-        self.log = open(self.log_path, "w")
-        tokens = max(16384, streams * (max_new + 64) * 2)
-        cmd = [binary, "--model-path", str(model), "--host", "127.0.0.1", "--port",
-               str(self.port), "--max-running-requests", str(max(streams, 1)),
-               "--max-total-tokens", str(tokens), "--decode-log-interval", "1",
-               "--skip-server-warmup", "--disable-radix-cache"]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{binary} exited: see {self.log_path}")
-            try:
-                if requests.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"{binary} did not start")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.log.close()
-
-    def step_times(self, streams):
-        times = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            m = DECODE_LINE.search(line)
-            if m and int(m.group(1)) == streams and float(m.group(2)) > 0:
-                times.append(streams / float(m.group(2)))
-        return times
+def step_times(server, streams):
+    """The decode step times (s) of the server's Decode batch lines with `streams` running."""
+    times = []
+    for line in server.log_path.read_text(errors="replace").splitlines():
+        m = DECODE_LINE.search(line)
+        if m and int(m.group(1)) == streams and float(m.group(2)) > 0:
+            times.append(streams / float(m.group(2)))
+    return times
 
 
 async def one_stream(port, prompt, max_new):
@@ -123,11 +94,11 @@ def main():
     for streams in streams_list:
         for r in range(args.rounds):
             for label, path in binaries:
-                server = Server(path, args.model, streams, args.max_new)
+                server = start_server(path, args.model, streams, args.max_new)
                 try:
                     client = asyncio.run(burst(server.port, streams, args.max_new))
                     time.sleep(0.2)
-                    engine = server.step_times(streams)
+                    engine = step_times(server, streams)
                 finally:
                     server.stop()
                 engine_ms = statistics.median(engine) * 1e3 if engine else float("nan")

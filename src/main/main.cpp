@@ -173,36 +173,33 @@ struct MetricsPush {
 
 radixserve::Expected<std::optional<MetricsPush>> MetricsPushFromArgs(
     const radixserve::args::ServerArgs& args) {
-  using radixserve::Status;
-  using radixserve::StatusCode;
+  using radixserve::InvalidArgument;
   std::optional<std::string> gateway = args.GetOptionalString(key::kMetricGateway);
   if (!gateway) return std::optional<MetricsPush>();
-  const auto usage = [](const std::string& message) {
-    return Status(StatusCode::kInvalidArgument, message);
-  };
-  if (gateway->empty()) return usage("argument --metric_gateway: the gateway address is empty");
+  if (gateway->empty())
+    return InvalidArgument("argument --metric_gateway: the gateway address is empty");
   MetricsPush push;
   push.options.gateway = *gateway;
   push.options.job = args.GetString(key::kJobName);
   push.options.grouping_key = Words(args, key::kGroupingKey);
   const int64_t interval = args.GetInt(key::kPushInterval);
   if (interval < 1) {
-    return usage("argument --push_interval: must be at least 1 second (got " +
-                 std::to_string(interval) + ")");
+    return InvalidArgument("argument --push_interval: must be at least 1 second (got " +
+                           std::to_string(interval) + ")");
   }
   push.options.interval = std::chrono::seconds(interval);
   if (args.GetBool(key::kEnableMonitorAuth)) {
     const char* user = std::getenv("USERNAME");
     const char* password = std::getenv("PASSWORD");
     if (user == nullptr || password == nullptr) {
-      return usage(
+      return InvalidArgument(
           "argument --enable_monitor_auth: set the USERNAME and PASSWORD environment variables "
           "(HTTP Basic auth to the push gateway)");
     }
     push.options.basic_auth = std::make_pair(std::string(user), std::string(password));
   }
   auto url = radixserve::metrics::PushUrl(push.options);
-  if (!url.ok()) return usage("argument --grouping_key: " + url.status().message());
+  if (!url.ok()) return InvalidArgument("argument --grouping_key: " + url.status().message());
   push.url = std::move(url).value();
   return std::optional<MetricsPush>(std::move(push));
 }

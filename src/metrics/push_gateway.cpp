@@ -14,17 +14,15 @@
 namespace radixserve::metrics {
 namespace {
 
-// urllib.parse.quote_plus: letters, digits and "_.-~" stay, a space becomes '+', every other
-// byte %XX.
-std::string QuotePlus(const std::string& value) {
+// urllib.parse.quote_plus for a value without spaces (those go base64, below): letters, digits
+// and "_.-~" stay, every other byte becomes %XX.
+std::string PercentEncode(const std::string& value) {
   std::string out;
   for (char ch : value) {
     const auto c = static_cast<unsigned char>(ch);
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
         c == '.' || c == '-' || c == '~') {
       out += ch;
-    } else if (c == ' ') {
-      out += '+';
     } else {
       char hex[4];
       std::snprintf(hex, sizeof(hex), "%%%02X", c);
@@ -40,7 +38,7 @@ std::string GroupingSegment(const std::string& key, const std::string& value) {
   if (value.find_first_of("/ ") != std::string::npos) {
     return "/" + key + "@base64/" + Base64Encode(value, Base64Alphabet::kUrlSafe);
   }
-  return "/" + key + "/" + QuotePlus(value);
+  return "/" + key + "/" + PercentEncode(value);
 }
 
 size_t DiscardResponse(char*, size_t size, size_t count, void*) { return size * count; }
@@ -60,13 +58,12 @@ Expected<std::string> PushUrl(const PushGatewayOptions& options) {
   for (const std::string& item : options.grouping_key) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || item.find('=', eq + 1) != std::string::npos) {
-      return Status(StatusCode::kInvalidArgument,
-                    "'" + item + "' is not of the form key=value (exactly one '=')");
+      return InvalidArgument("'" + item + "' is not of the form key=value (exactly one '=')");
     }
     std::string key = item.substr(0, eq);
     if (!IsValidLabelName(key)) {
-      return Status(StatusCode::kInvalidArgument,
-                    "'" + key + "' (in '" + item + "') is not a valid Prometheus label name");
+      return InvalidArgument("'" + key + "' (in '" + item +
+                             "') is not a valid Prometheus label name");
     }
     grouping[std::move(key)] = item.substr(eq + 1);
   }

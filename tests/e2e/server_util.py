@@ -26,12 +26,13 @@ def free_port():
 
 
 class Server:
-    """radixserve on a free loopback port; `url` is its base URL."""
+    """radixserve on a free loopback port; `url` is its base URL. `binary`: another radixserve
+    build than the one under test (benchmarks comparing builds)."""
 
-    def __init__(self, model, *args, startup_timeout=180, env=None, preexec_fn=None):
+    def __init__(self, model, *args, startup_timeout=180, env=None, preexec_fn=None, binary=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [str(BUILD / "radixserve"), "--model-path", str(model), "--host", "127.0.0.1",
+        cmd = [str(binary or BUILD / "radixserve"), "--model-path", str(model), "--host", "127.0.0.1",
                "--port", str(self.port), "--max-total-tokens", "16384", *map(str, args)]
         self.log_path = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"radixserve-{self.port}.log"
         self.log = open(self.log_path, "w")
