@@ -59,7 +59,10 @@ def run_page(url, scenario, *extra):
 def start_server(*args):
     if not SMOLLM2.exists():
         pytest.fail(f"{SMOLLM2} missing: run scripts/setup")
-    return Server(SMOLLM2, *args)
+    # Every decode step takes at least 20 ms (the engine's test hook), so an answer streams over
+    # many frames however fast the machine is: on a loaded CI machine the page once received a
+    # whole 31-character answer in one read and rendered it in one update.
+    return Server(SMOLLM2, *args, env={"RADIX_TEST_STEP_DELAY_MS": "20"})
 
 
 @pytest.fixture(scope="module")
