@@ -235,12 +235,12 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
 }
 
 void MergeChunks(const float* m, const float* l, int64_t stride, const float* acc,
-                 int64_t acc_stride, int64_t count, int64_t head_dim, float* out) {
-  float max = kNegInf;
+                 int64_t acc_stride, int64_t count, int64_t head_dim, float* out, float sink) {
+  float max = sink;
   for (int64_t c = 0; c < count; ++c) max = std::max(max, m[c * stride]);
   std::fill(out, out + head_dim, 0.0f);
   if (max == kNegInf) return;
-  float sum = 0.0f;
+  float sum = sink == kNegInf ? 0.0f : std::exp(sink - max);
   for (int64_t c = 0; c < count; ++c) {
     if (m[c * stride] == kNegInf) continue;
     const float w = std::exp(m[c * stride] - max);

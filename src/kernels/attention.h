@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -105,7 +106,10 @@ void AttendChunk(const KernelTable& table, const AttentionShape& shape, const Qu
 
 // out[head_dim] = softmax-weighted sum from `count` partials of one query, merged in index order;
 // partial c is (m[c * stride], l[c * stride], acc + c * acc_stride). Zero if no partial saw a key.
+// A finite `sink` is an attention sink (gpt-oss): one more score in the softmax's denominator
+// with no value behind it, so the weights of the real keys sum to less than 1.
 void MergeChunks(const float* m, const float* l, int64_t stride, const float* acc,
-                 int64_t acc_stride, int64_t count, int64_t head_dim, float* out);
+                 int64_t acc_stride, int64_t count, int64_t head_dim, float* out,
+                 float sink = -std::numeric_limits<float>::infinity());
 
 }  // namespace radixserve::kernels

@@ -15,6 +15,7 @@ int64_t BlockElements(WeightFormat format) {
     case WeightFormat::kQ4_1:
     case WeightFormat::kQ5_0:
     case WeightFormat::kQ5_1:
+    case WeightFormat::kMXFP4:
       return 32;
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
@@ -48,6 +49,8 @@ int64_t BlockBytes(WeightFormat format) {
       return 4 + 12 + 32 + 128;
     case WeightFormat::kQ6_K:
       return 128 + 64 + 16 + 2;
+    case WeightFormat::kMXFP4:
+      return 1 + 16;
   }
   return 1;
 }
@@ -76,6 +79,8 @@ std::string_view FormatName(WeightFormat format) {
       return "Q5_K";
     case WeightFormat::kQ6_K:
       return "Q6_K";
+    case WeightFormat::kMXFP4:
+      return "MXFP4";
   }
   return "?";
 }
@@ -113,6 +118,8 @@ std::optional<WeightFormat> FormatFromGgmlType(uint32_t ggml_type) {
       return WeightFormat::kQ6_K;
     case 30:
       return WeightFormat::kBF16;
+    case 39:
+      return WeightFormat::kMXFP4;
     default:
       return std::nullopt;
   }

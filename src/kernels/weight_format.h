@@ -21,9 +21,11 @@ enum class WeightFormat : uint8_t {
   kQ4_K,
   kQ5_K,
   kQ6_K,
+  // OCP microscaling FP4 (gpt-oss experts): 32 E2M1 values sharing one E8M0 exponent byte.
+  kMXFP4,
 };
 
-// Elements per block (1 for float formats, 32 for the legacy quants, 256 for K-quants).
+// Elements per block (1 for float formats, 32 for the legacy quants and MXFP4, 256 for K-quants).
 int64_t BlockElements(WeightFormat format);
 // Bytes per block.
 int64_t BlockBytes(WeightFormat format);

@@ -105,7 +105,8 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     if (!c.layer_uses_rope.empty()) layer.rope = c.layer_uses_rope[static_cast<size_t>(l)];
     if (spec_.pre_norms) {
       RADIX_ASSIGN_OR_RETURN(layer.attn_norm, w.RequireVector(p + "attn_norm.weight", H));
-      RADIX_ASSIGN_OR_RETURN(layer.ffn_norm, w.RequireVector(p + "ffn_norm.weight", H));
+      RADIX_ASSIGN_OR_RETURN(layer.ffn_norm,
+                             w.RequireVector(p + spec_.ffn_norm_tensor + ".weight", H));
     }
     if (spec_.sandwich_norms) {
       RADIX_ASSIGN_OR_RETURN(layer.post_attn_norm,
@@ -159,6 +160,12 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.qkv_bias.insert(layer.qkv_bias.end(), kb.begin(), kb.end());
       layer.qkv_bias.insert(layer.qkv_bias.end(), vb.begin(), vb.end());
     }
+    if (spec_.output_bias) {
+      RADIX_ASSIGN_OR_RETURN(layer.o_bias, w.RequireVector(p + "attn_output.bias", H));
+    }
+    if (spec_.attention_sinks) {
+      RADIX_ASSIGN_OR_RETURN(layer.sinks, w.RequireVector(p + "attn_sinks.weight", c.num_heads));
+    }
     if (shard.sharded()) {
       // This rank's heads and MLP rows (tensor_shard.h); the output and down projections keep
       // the matching columns, so their products are partial sums the group adds up.
@@ -210,6 +217,7 @@ Status DecoderStack::CheckShardable(const ModelConfig& c, const DecoderSpec& spe
   };
   if (spec.moe) return refuse("mixture-of-experts layers are not split yet");
   if (spec.qk_norm_full) return refuse("its Q/K norms span every head");
+  if (spec.attention_sinks) return refuse("attention sinks are not split yet");
   if (c.num_heads % n != 0) {
     return refuse("num_attention_heads " + std::to_string(c.num_heads) + " is not divisible");
   }
@@ -475,7 +483,7 @@ void DecoderStack::RunLayers(const ForwardBatch& batch, const KvCacheView& kv,
     step.lora = !s.lora_rows.empty();
   }
   const int64_t half = c.rotary_dim / 2;
-  const bool local_rope = spec_.sliding_window_layers;
+  const bool local_rope = spec_.sliding_window_layers && !spec_.inv_freq_local.empty();
   for (int set = 0; set < (local_rope ? 2 : 1); ++set) {
     float* cos = ForwardScratch::Reserve(s.rope_cos[set], T * half);
     float* sin = ForwardScratch::Reserve(s.rope_sin[set], T * half);
@@ -592,7 +600,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   }
   float* attn = ForwardScratch::Reserve(s.attn, T * q_dim);
   PagedAttention(kt, pool, *step.batch, *step.layout, spec_.attention, layer.sliding_window, q, k,
-                 v, k_cache, v_cache, attn);
+                 v, k_cache, v_cache, attn, layer.sinks.empty() ? nullptr : layer.sinks.data());
   kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
   if (step.lora) ApplyLora(step, layer, attn, {{LoraTarget::kO, h, c.hidden_size}});
   if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
@@ -601,6 +609,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* ht = h + t * H;
+      if (!layer.o_bias.empty()) kt.axpy(1.0f, layer.o_bias.data(), ht, H);
       if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_attn_norm.data(), off, eps, ht, H);
       kt.axpy(spec_.residual_scale, ht, x + t * H, H);
       if (spec_.pre_norms) {

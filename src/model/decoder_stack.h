@@ -26,6 +26,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -47,10 +48,12 @@ namespace radixserve::model {
 enum class GatedActivation { kSilu, kGeluTanh };
 
 struct DecoderSpec {
-  float norm_offset = 0.0f;  // every RMSNorm multiplies by (norm_offset + w)
-  float embed_scale = 1.0f;  // multiplies the token embeddings (Gemma: sqrt(hidden))
-  bool qkv_bias = false;     // Qwen2
-  bool qk_norm = false;      // RMSNorm on each Q and K head before RoPE (Qwen3, Gemma 3)
+  float norm_offset = 0.0f;      // every RMSNorm multiplies by (norm_offset + w)
+  float embed_scale = 1.0f;      // multiplies the token embeddings (Gemma: sqrt(hidden))
+  bool qkv_bias = false;         // Qwen2
+  bool output_bias = false;      // a bias on the attention's output projection (gpt-oss)
+  bool attention_sinks = false;  // one learned sink logit per head, blk.N.attn_sinks (gpt-oss)
+  bool qk_norm = false;          // RMSNorm on each Q and K head before RoPE (Qwen3, Gemma 3)
   // With qk_norm: one RMSNorm over a token's whole Q (and whole K) projection instead, weights of
   // q_dim (kv_dim) entries (OLMoE).
   bool qk_norm_full = false;
@@ -58,6 +61,8 @@ struct DecoderSpec {
   // RMSNorm on the attention's and the MLP's inputs; false: they read the residual stream as is
   // and only their outputs are normed (OLMo 2: sandwich_norms without the pre-norms).
   bool pre_norms = true;
+  // The MLP's input norm (with pre_norms): "ffn_norm", or gpt-oss's "post_attention_norm".
+  std::string ffn_norm_tensor = "ffn_norm";
   // The checkpoint stores the MLP's gate and up projections stacked in ffn_up ([gate; up], 2 x
   // intermediate rows: Phi-3's gate_up_proj). Stacked Q/K/V (attn_qkv) are read when present.
   bool gate_up_in_up = false;
@@ -68,7 +73,8 @@ struct DecoderSpec {
   std::vector<float> inv_freq;         // RoPE frequencies (global layers)
   float rope_attention_factor = 1.0f;  // multiplies cos/sin of global layers (yarn)
   // Layers marked in ModelConfig::layer_is_sliding attend within sliding_window and use
-  // inv_freq_local (Gemma 3); otherwise every layer is global.
+  // inv_freq_local (Gemma 3; empty: the global frequencies and attention factor, gpt-oss);
+  // otherwise every layer is global.
   bool sliding_window_layers = false;
   std::vector<float> inv_freq_local;
   kernels::AttentionShape attention;
@@ -117,6 +123,8 @@ class DecoderStack {
     int64_t index = 0;
     std::vector<float> attn_norm, ffn_norm, post_attn_norm, post_ffn_norm, q_norm, k_norm;
     std::vector<float> qkv_bias;  // [q | k | v] when spec.qkv_bias
+    std::vector<float> o_bias;    // [hidden] when spec.output_bias
+    std::vector<float> sinks;     // [num_heads] when spec.attention_sinks
     bool qkv_fused = false;       // then q holds the stacked [q; k; v] rows
     // Packed for the active kernels at load (see kernels::Pack) when the model runs llama.cpp's
     // quantized numerics; otherwise they only wrap the matrices.

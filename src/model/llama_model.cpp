@@ -18,7 +18,7 @@ Expected<std::unique_ptr<CausalLM>> LlamaModel::Create(ModelConfig config,
 
 Status LlamaModel::Load() {
   const ModelConfig& c = config_;
-  if (c.hidden_act != "silu") {
+  if (c.hidden_act != "silu" && !variant_.gpt_oss) {
     return Unsupported(c.architecture + ": hidden_act '" + c.hidden_act + "' is not supported");
   }
   if (variant_.moe != (c.num_experts > 0)) {
@@ -55,6 +55,14 @@ Status LlamaModel::Load() {
   spec.pre_norms = !variant_.post_norms_only;
   spec.sandwich_norms = variant_.post_norms_only;
   spec.gate_up_in_up = variant_.gate_up_in_up;
+  if (variant_.gpt_oss) {
+    spec.qkv_bias = true;
+    spec.output_bias = true;
+    spec.attention_sinks = true;
+    spec.ffn_norm_tensor = "post_attention_norm";
+    // Sliding layers use the global rotary tables (inv_freq_local stays empty).
+    spec.sliding_window_layers = c.sliding_window > 0;
+  }
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();

@@ -1,7 +1,9 @@
 // LlamaModel: LlamaForCausalLM (Llama 2/3, SmolLM2, TinyLlama, Mistral-style dense) and its
 // close relatives that differ only in switches: Qwen2 (bias on Q/K/V), Qwen3 (RMSNorm on each
 // Q and K head before RoPE), and their mixture-of-experts forms (moe_ffn.h): Mixtral, Qwen2-MoE
-// (with a shared expert), Qwen3-MoE and OLMoE (RMSNorm over the whole Q and K projections).
+// (with a shared expert), Qwen3-MoE and OLMoE (RMSNorm over the whole Q and K projections), and
+// gpt-oss (attention sinks, biases everywhere, alternating sliding-window layers, MoE with the
+// top-k-softmax router and clamped SwiGLU experts: moe_ffn.h).
 // Pre-norm decoder: RMSNorm -> attention (GQA, RoPE) -> residual -> RMSNorm -> SiLU-gated MLP
 // -> residual; final RMSNorm; LM head (tied to the embedding or not).
 #pragma once
@@ -23,6 +25,9 @@ struct LlamaVariant {
   // OLMo 2: no input norms; RMSNorm on the attention's and the MLP's outputs instead.
   bool post_norms_only = false;
   bool gate_up_in_up = false;  // Phi-3: ffn_up holds [gate; up]
+  // gpt-oss: biases on Q/K/V and the output projection, a sink per head, the MLP's input norm
+  // named post_attention_norm, every other layer sliding (config), YaRN on every layer.
+  bool gpt_oss = false;
 };
 
 class LlamaModel final : public CausalLM {

@@ -42,6 +42,8 @@ void CollectIds(const json& value, std::vector<int64_t>* out) {
 
 Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& source) {
   auto it = config.find("rope_scaling");
+  // transformers 5 saves the scaling (and rope_theta) as rope_parameters.
+  if (it == config.end() || it->is_null()) it = config.find("rope_parameters");
   if (it == config.end() || it->is_null()) return Status::Ok();
   if (!it->is_object()) return InvalidArgument(source + ": rope_scaling must be an object");
   std::string type = it->value("rope_type", it->value("type", std::string("default")));
@@ -149,6 +151,16 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
   if (c->intermediate_size == 0) c->intermediate_size = c->moe_intermediate_size;
   // Mixtral always renormalizes (its config has no switch); Qwen-MoE configs say.
   c->norm_topk_prob = cfg.value("norm_topk_prob", c->architecture == "MixtralForCausalLM");
+  if (c->model_type == "gpt_oss") {
+    // The original gpt-oss config.json names the top-k experts_per_token.
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "experts_per_token", &c->num_experts_per_tok, source));
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_experts_per_tok", &c->num_experts_per_tok, source));
+    c->moe_gating = ModelConfig::MoeGating::kTopKSoftmax;
+    c->swiglu_limit = 7.0;
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "swiglu_limit", &c->swiglu_limit, source));
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "swiglu_alpha", &c->swiglu_alpha, source));
+    if (!(c->swiglu_limit > 0)) return InvalidArgument(source + ": swiglu_limit must be positive");
+  }
   if (c->num_experts_per_tok <= 0 || c->num_experts_per_tok > c->num_experts) {
     return InvalidArgument(source + ": num_experts_per_tok must be in [1, num_experts]");
   }
@@ -241,6 +253,10 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "layer_norm_eps", &c.layer_norm_eps, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "type_vocab_size", &c.type_vocab_size, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rope_theta", &c.rope_theta, source));
+  if (!cfg.contains("rope_theta") && cfg.contains("rope_parameters") &&
+      cfg["rope_parameters"].is_object()) {
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg["rope_parameters"], "rope_theta", &c.rope_theta, source));
+  }
   if (!(c.rope_theta > 0)) return InvalidArgument(source + ": rope_theta must be positive");
   RADIX_RETURN_IF_ERROR(ParseRopeScaling(cfg, &c, source));
   c.tie_word_embeddings =
@@ -358,6 +374,7 @@ constexpr GgufArch kGgufArchs[] = {
     {"smollm3", "SmolLM3ForCausalLM", "smollm3"},
     {"gemma2", "Gemma2ForCausalLM", "gemma2"},
     {"phi3", "Phi3ForCausalLM", "phi3"},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss"},
 };
 
 }  // namespace
@@ -372,8 +389,8 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (known == nullptr) {
     return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: gemma2, gemma3, granite, llama, olmo2, "
-                       "olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)");
+                       "' is not supported (supported: gemma2, gemma3, gpt-oss, granite, llama, "
+                       "olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});
@@ -491,6 +508,13 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
     } else if (c.contains("head_dim")) {
       c["query_pre_attn_scalar"] = c["head_dim"];
     }
+  }
+  if (arch == "gpt-oss") {
+    // llama.cpp's gpt-oss graph: every other layer (the even ones) slides, Q/K/V carry biases;
+    // the clamp of the experts' SwiGLU is fixed at 7 (gpt-oss's swiglu_limit).
+    c["sliding_window_pattern"] = 2;
+    c["attention_bias"] = true;
+    c["swiglu_limit"] = 7.0;
   }
   if (arch == "gemma3") {
     c["hidden_activation"] = "gelu_pytorch_tanh";

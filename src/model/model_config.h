@@ -95,6 +95,16 @@ struct ModelConfig {
   bool norm_topk_prob = false;  // renormalize the chosen experts' softmax weights to sum 1
   // Qwen2-MoE: a shared expert every token runs, scaled by sigmoid(shared gate . h); 0: none.
   int64_t shared_expert_intermediate_size = 0;
+  // How the router turns logits into expert weights: kSoftmax, softmax over all experts then the
+  // top k (renormalized per norm_topk_prob); kTopKSoftmax (gpt-oss), the top k logits then a
+  // softmax over those k only.
+  enum class MoeGating { kSoftmax, kTopKSoftmax };
+  MoeGating moe_gating = MoeGating::kSoftmax;
+  // gpt-oss's clamped SwiGLU ("swiglu_oai") in the experts: gate clamped to at most swiglu_limit,
+  // up to [-swiglu_limit, swiglu_limit], out = gate * sigmoid(swiglu_alpha * gate) * (up + 1).
+  // 0: plain SiLU gating.
+  double swiglu_limit = 0.0;
+  double swiglu_alpha = 1.702;
 
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json and generation_config.json, merged
@@ -116,7 +126,8 @@ Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
 // HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
-// granite, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma2, gemma3).
+// granite, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma2, gemma3,
+// gpt-oss).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

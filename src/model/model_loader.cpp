@@ -279,6 +279,10 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.qkv_bias = false, .qk_norm = true, .moe = true});
   }
+  if (arch == "GptOssForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.moe = true, .gpt_oss = true});
+  }
   if (arch == "Gemma3ForCausalLM") {
     return Gemma3Model::Create(std::move(config), std::move(weights));
   }
@@ -291,7 +295,7 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
   }
   return Unsupported("architecture " + arch +
                      " is not supported (supported: Gemma2ForCausalLM, Gemma3ForCausalLM, "
-                     "GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
+                     "GptOssForCausalLM, GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Olmo2ForCausalLM, OlmoeForCausalLM, Phi3ForCausalLM, "
                      "Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "
                      "Qwen3MoeForCausalLM, SmolLM3ForCausalLM); "

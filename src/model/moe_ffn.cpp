@@ -9,6 +9,23 @@
 
 namespace radixserve::model {
 
+void MoeFfn::AddBias(const std::vector<float>& bias, int64_t e, int64_t rows, float* y, int64_t n) {
+  if (bias.empty()) return;
+  const float* b = bias.data() + e * rows;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < rows; ++i) y[r * rows + i] += b[i];
+  }
+}
+
+void MoeFfn::SwigluOai(float* gate, const float* up, int64_t n) const {
+  const float limit = swiglu_limit_;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    gate[i] = g / (1.0f + std::exp(-swiglu_alpha_ * g)) * (u + 1.0f);
+  }
+}
+
 Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore& w,
                     const PackFn& pack) {
   experts_ = c.num_experts;
@@ -16,10 +33,27 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   hidden_ = c.hidden_size;
   inter_ = c.moe_intermediate_size;
   norm_topk_prob_ = c.norm_topk_prob;
+  gating_ = c.moe_gating;
+  swiglu_limit_ = static_cast<float>(c.swiglu_limit);
+  swiglu_alpha_ = static_cast<float>(c.swiglu_alpha);
   kernels::WeightMatrix router;
   RADIX_ASSIGN_OR_RETURN(router,
                          w.RequireMatrix(prefix + "ffn_gate_inp.weight", experts_, hidden_));
   router_ = pack(router);
+  if (gating_ == ModelConfig::MoeGating::kTopKSoftmax) {
+    // A [experts, rows] bias table as floats, one row per expert.
+    const auto bias_table = [&](const std::string& name,
+                                int64_t rows) -> Expected<std::vector<float>> {
+      RADIX_ASSIGN_OR_RETURN(const kernels::WeightMatrix m, w.RequireMatrix(name, experts_, rows));
+      std::vector<float> out(static_cast<size_t>(experts_ * rows));
+      for (int64_t e = 0; e < experts_; ++e) kernels::DequantizeRow(m, e, out.data() + e * rows);
+      return out;
+    };
+    RADIX_ASSIGN_OR_RETURN(router_bias_, w.RequireVector(prefix + "ffn_gate_inp.bias", experts_));
+    RADIX_ASSIGN_OR_RETURN(gate_bias_, bias_table(prefix + "ffn_gate_exps.bias", inter_));
+    RADIX_ASSIGN_OR_RETURN(up_bias_, bias_table(prefix + "ffn_up_exps.bias", inter_));
+    RADIX_ASSIGN_OR_RETURN(down_bias_, bias_table(prefix + "ffn_down_exps.bias", hidden_));
+  }
   std::vector<kernels::WeightMatrix> gate, up, down;
   RADIX_ASSIGN_OR_RETURN(gate,
                          w.RequireExperts(prefix + "ffn_gate_exps", experts_, inter_, hidden_));
@@ -69,10 +103,12 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
   s.moe_choice.resize(static_cast<size_t>(T * K));
   float* weight = ForwardScratch::Reserve(s.moe_weight, T * K);
   int32_t* choice = s.moe_choice.data();
+  const bool topk_softmax = gating_ == ModelConfig::MoeGating::kTopKSoftmax;
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* p = probs + t * E;
-      kt.softmax(p, E);
+      if (!router_bias_.empty()) kt.axpy(1.0f, router_bias_.data(), p, E);
+      if (!topk_softmax) kt.softmax(p, E);
       int32_t* ct = choice + t * K;
       float* wt = weight + t * K;
       float sum = 0.0f;
@@ -86,7 +122,9 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
         wt[k] = p[best];
         sum += wt[k];
       }
-      if (norm_topk_prob_) {
+      if (topk_softmax) {
+        kt.softmax(wt, K);
+      } else if (norm_topk_prob_) {
         for (int64_t k = 0; k < K; ++k) wt[k] /= sum;
       }
     }
@@ -117,11 +155,19 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     const auto ue = static_cast<size_t>(e);
     kernels::MatMul(kt, pool, xin + r0 * H, n, gate_[ue], gate + r0 * I, mode);
     kernels::MatMul(kt, pool, xin + r0 * H, n, up_[ue], up + r0 * I, mode);
+    AddBias(gate_bias_, e, I, gate + r0 * I, n);
+    AddBias(up_bias_, e, I, up + r0 * I, n);
     ForRows(pool, n, [&](int64_t begin, int64_t end) {
-      for (int64_t r = r0 + begin; r < r0 + end; ++r)
-        kt.silu_mul(gate + r * I, up + r * I, gate + r * I, I);
+      for (int64_t r = r0 + begin; r < r0 + end; ++r) {
+        if (swiglu_limit_ > 0) {
+          SwigluOai(gate + r * I, up + r * I, I);
+        } else {
+          kt.silu_mul(gate + r * I, up + r * I, gate + r * I, I);
+        }
+      }
     });
     kernels::MatMul(kt, pool, gate + r0 * I, n, down_[ue], y + r0 * H, mode);
+    AddBias(down_bias_, e, H, y + r0 * H, n);
   }
   // The shared expert over all tokens, into the (now free) grouped input buffer, with each
   // token's sigmoid gate (computed before `out`, which may alias h, is written).

@@ -5,6 +5,10 @@
 // sum_k w_k * down_k(silu(gate_k h) * up_k h), added in the token's top-k order, plus (Qwen2-MoE)
 // a shared expert every token runs, scaled by sigmoid(shared_gate . h).
 //
+// gpt-oss (ModelConfig::moe_gating kTopKSoftmax, swiglu_limit > 0): the router and every expert
+// projection carry a bias; the top k of the router's logits (ties: lower index) are softmaxed
+// among themselves; the experts gate with the clamped SwiGLU (llama.cpp's swiglu_oai).
+//
 // The expert GEMM groups the step's tokens by expert: each active expert multiplies all of its
 // tokens in one MatMul per projection, so its weights are read once per step however many tokens
 // chose it, and experts no token chose are not read at all. Each token's sum runs over its own
@@ -37,6 +41,8 @@ class MoeFfn {
   // ffn_gate_exps / ffn_up_exps ([experts, moe_intermediate, hidden]) and ffn_down_exps
   // ([experts, hidden, moe_intermediate]), stacked (GGUF) or per expert (HF); with a shared
   // expert also ffn_gate_inp_shexp ([hidden], HF [1, hidden]) and ffn_{gate,up,down}_shexp.
+  // With the gpt-oss gating also the biases ffn_gate_inp.bias ([experts]) and
+  // ffn_{gate,up,down}_exps.bias ([experts, rows]).
   Status Load(const ModelConfig& config, const std::string& prefix, WeightStore& weights,
               const PackFn& pack);
 
@@ -45,9 +51,18 @@ class MoeFfn {
                kernels::ActivationMode mode, ForwardScratch& s, float* out) const;
 
  private:
+  // Adds bias row `e` ([rows] of a [experts, rows] table; none when empty) to `n` rows of y.
+  static void AddBias(const std::vector<float>& bias, int64_t e, int64_t rows, float* y, int64_t n);
+  // gate[i] = swiglu_oai(gate[i], up[i]) for i < n (see the class comment).
+  void SwigluOai(float* gate, const float* up, int64_t n) const;
+
   int64_t experts_ = 0, top_k_ = 0, hidden_ = 0, inter_ = 0;
   bool norm_topk_prob_ = false;
+  ModelConfig::MoeGating gating_ = ModelConfig::MoeGating::kSoftmax;
+  float swiglu_limit_ = 0.0f, swiglu_alpha_ = 0.0f;
   kernels::PackedWeight router_;
+  // gpt-oss: router bias [experts]; expert biases [experts, inter] (gate, up), [experts, hidden].
+  std::vector<float> router_bias_, gate_bias_, up_bias_, down_bias_;
   std::vector<kernels::PackedWeight> gate_, up_, down_;
   int64_t shared_inter_ = 0;  // 0: no shared expert
   std::vector<float> shared_gate_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "common/check.h"
 
@@ -56,7 +57,8 @@ struct WorkItem {
 void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const ForwardBatch& batch,
                     const BatchLayout& layout, const kernels::AttentionShape& shape,
                     int64_t sliding_window, const float* q, const float* k, const float* v,
-                    kernels::KvBuffer k_cache, kernels::KvBuffer v_cache, float* out) {
+                    kernels::KvBuffer k_cache, kernels::KvBuffer v_cache, float* out,
+                    const float* sinks) {
   RADIX_CHECK(k_cache.type == v_cache.type);
   RADIX_CHECK(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0);
   const kernels::AttentionKernels& ak = kernels::AttentionKernelsFor(table);
@@ -165,8 +167,10 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t t = g.t0 + i / group_size;
         const int64_t head = g.kv_head * group_size + i % group_size;
-        kernels::MergeChunks(p + i, p + nq + i, stride, p + 2 * nq + i * d, stride, g.chunk_count,
-                             d, out + t * q_width + head * d);
+        kernels::MergeChunks(
+            p + i, p + nq + i, stride, p + 2 * nq + i * d, stride, g.chunk_count, d,
+            out + t * q_width + head * d,
+            sinks == nullptr ? -std::numeric_limits<float>::infinity() : sinks[head]);
       }
     }
   };

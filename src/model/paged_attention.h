@@ -33,11 +33,13 @@ struct BatchLayout {
 };
 
 // q: [T, num_heads * head_dim]; k, v: [T, num_kv_heads * head_dim]; out like q.
-// sliding_window 0 means unlimited.
+// sliding_window 0 means unlimited. sinks (null: none): one attention-sink logit per query head
+// (gpt-oss), added to each query's softmax denominator (kernels::MergeChunks).
 void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const ForwardBatch& batch,
                     const BatchLayout& layout, const kernels::AttentionShape& shape,
                     int64_t sliding_window, const float* q, const float* k, const float* v,
-                    kernels::KvBuffer k_cache, kernels::KvBuffer v_cache, float* out);
+                    kernels::KvBuffer k_cache, kernels::KvBuffer v_cache, float* out,
+                    const float* sinks = nullptr);
 
 // Tokens of one sequence whose queries share each K/V row load.
 inline constexpr int64_t kQueryBlockTokens = 16;

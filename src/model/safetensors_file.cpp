@@ -127,12 +127,13 @@ Status SafetensorsFile::ParseAll() {
                         (bytes ? std::to_string(*bytes) : "too many"));
     }
     ranges_of_all.emplace_back(begin, end, name);
-    if (other_bytes != 0) {
-      other_dtypes_[name] = dtype;
-      continue;
-    }
     t.bytes = *bytes;
     t.data = file_.data() + data_start + begin;
+    if (other_bytes != 0) {
+      other_dtypes_[name] = dtype;
+      others_[name] = std::move(t);
+      continue;
+    }
     index_[name] = tensors_.size();
     tensors_.push_back(std::move(t));
   }
@@ -149,6 +150,11 @@ Status SafetensorsFile::ParseAll() {
 const SafetensorsTensor* SafetensorsFile::Find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const SafetensorsTensor* SafetensorsFile::FindOther(const std::string& name) const {
+  auto it = others_.find(name);
+  return it == others_.end() ? nullptr : &it->second;
 }
 
 }  // namespace radixserve::model

@@ -37,6 +37,9 @@ class SafetensorsFile {
   const SafetensorsTensor* Find(const std::string& name) const;
   // Valid tensors in dtypes radixserve does not load (name -> safetensors dtype, e.g. "I64").
   const std::map<std::string, std::string>& other_dtypes() const { return other_dtypes_; }
+  // The bytes of such a tensor (its `format` field means nothing), for readers that know its
+  // layout (gpt-oss's U8 MXFP4 blocks and scales); null when absent or of a loadable dtype.
+  const SafetensorsTensor* FindOther(const std::string& name) const;
 
  private:
   SafetensorsFile(MappedFile file) : file_(std::move(file)) {}
@@ -47,6 +50,7 @@ class SafetensorsFile {
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
   std::map<std::string, std::string> other_dtypes_;
+  std::map<std::string, SafetensorsTensor> others_;
 };
 
 }  // namespace radixserve::model

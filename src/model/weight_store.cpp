@@ -5,6 +5,7 @@
 
 #include "kernels/half.h"
 #include "kernels/ref/dequantize.h"
+#include "model/gpt_oss_experts.h"
 
 namespace radixserve::model {
 namespace {
@@ -63,6 +64,14 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
   const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
   if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
   const std::string rest = hf.substr(dot + 1);
+  if (model_type == "gpt_oss") {
+    // The sinks are a bare parameter; the experts' stacked (and transposed, or MXFP4-packed)
+    // tensors become the canonical ones through ConvertGptOssExperts.
+    if (rest == "self_attn.sinks") return "blk." + layer + ".attn_sinks.weight";
+    if (rest == "mlp.router.weight") return "blk." + layer + ".ffn_gate_inp.weight";
+    if (rest == "mlp.router.bias") return "blk." + layer + ".ffn_gate_inp.bias";
+    if (rest.rfind("mlp.experts.", 0) == 0) return "";
+  }
   const bool gemma = model_type.rfind("gemma", 0) == 0;
   static const std::pair<const char*, const char*> kCommon[] = {
       {"input_layernorm", "attn_norm"},
@@ -98,7 +107,8 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
     }
     // Gemma and OLMo 2 norm the attention's output with it; Llama-style models the MLP's input.
     if (module == "post_attention_layernorm") {
-      mapped = gemma || model_type == "olmo2" ? "post_attention_norm" : "ffn_norm";
+      mapped = gemma || model_type == "olmo2" || model_type == "gpt_oss" ? "post_attention_norm"
+                                                                         : "ffn_norm";
     }
     // MoE experts: mlp.experts.E.gate_proj -> ffn_gate_exps.E (see RequireExperts); Mixtral's
     // block_sparse_moe.experts.E.w1 / w3 / w2 are gate / up / down.
@@ -166,6 +176,15 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::FromSafetensors(
         return DataLoss(f.path() + ": tensor " + t.name + " appears in more than one file");
       }
       store->Add({name, f.path() + " (" + t.name + ")", t.format, t.shape, t.data, t.bytes});
+    }
+  }
+  if (model_type == "gpt_oss") {
+    RADIX_ASSIGN_OR_RETURN(std::vector<ConvertedTensor> experts,
+                           ConvertGptOssExperts(store->safetensors_));
+    for (ConvertedTensor& t : experts) {
+      auto& bytes = store->owned_.emplace_back(std::move(t.bytes));
+      store->Add(
+          {t.name, t.file, t.format, t.shape, bytes.data(), static_cast<int64_t>(bytes.size())});
     }
   }
   return store;

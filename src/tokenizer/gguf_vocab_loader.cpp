@@ -23,6 +23,14 @@ constexpr const char* kLlama3Pattern =
 constexpr const char* kQwen2Pattern =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// o200k (GPT-4o, gpt-oss): cased words keep their leading capitals, contractions attach to the
+// word, digits go in threes, punctuation runs keep trailing newlines and slashes.
+constexpr const char* kGpt4oPattern =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr const char* kDeepseekV3Patterns[] = {
     "\\p{N}{1,3}", "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+",
     // One pattern over two lines (parenthesized: clang's -Wstring-concatenation).
@@ -57,6 +65,7 @@ Expected<std::unique_ptr<PreTokenizer>> Gpt2PreTokenizer(const std::string& pre,
   if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2" || pre == "hunyuan") {
     return SplitThenBytes({kQwen2Pattern});
   }
+  if (pre == "gpt-4o") return SplitThenBytes({kGpt4oPattern});
   if (pre == "deepseek-v3") {
     return SplitThenBytes({kDeepseekV3Patterns[0], kDeepseekV3Patterns[1], kDeepseekV3Patterns[2]});
   }
@@ -87,14 +96,26 @@ Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_p
   // llama.cpp's gemma4 / paddleocr rule: with "<|tool_response>" present, "</s>" is plain text.
   const bool s_is_text =
       std::find(tokens->begin(), tokens->end(), "<|tool_response>") != tokens->end();
+  // llama.cpp's gpt-oss (harmony) rules: the message-structure markers are always rendered and
+  // parsed (user-defined), and with both "<|return|>" and "<|call|>" ending generation, "<|end|>"
+  // (the end of one message) does not, and is rendered too.
+  const auto has = [&](std::string_view t) {
+    return std::find(tokens->begin(), tokens->end(), t) != tokens->end();
+  };
+  const bool harmony_end = has("<|return|>") && has("<|call|>");
+  const auto rendered_marker = [&](std::string_view t) {
+    return t == "<|channel|>" || t == "<|message|>" || t == "<|start|>" || t == "<|constrain|>" ||
+           (harmony_end && t == "<|end|>");
+  };
   std::vector<AddedToken> added;
   std::vector<TokenId> end_of_generation;
   for (size_t i = 0; i < tokens->size(); ++i) {
     const std::string& text = (*tokens)[i];
-    const int type = types != nullptr ? static_cast<int>((*types)[i]) : 1;
+    const bool marker = rendered_marker(text);
+    const int type = marker ? kUserDefined : types != nullptr ? static_cast<int>((*types)[i]) : 1;
     const bool plain_s = s_is_text && text == "</s>";
-    const bool control = type == kControl || (IsControlLookingToken(text) && !plain_s);
-    if ((IsEndOfGenerationToken(text) || IsFimEndToken(text)) && !plain_s) {
+    const bool control = !marker && (type == kControl || (IsControlLookingToken(text) && !plain_s));
+    if ((IsEndOfGenerationToken(text) || IsFimEndToken(text)) && !plain_s && !marker) {
       end_of_generation.push_back(static_cast<TokenId>(i));
     }
     if (!control && type != kUserDefined && type != kUnknown) continue;
@@ -123,7 +144,9 @@ Expected<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& gguf_p
   }
   end_of_generation.insert(end_of_generation.begin(), from_metadata.begin(), from_metadata.end());
   for (TokenId id : end_of_generation) {
-    if (std::find(parts.eos_ids.begin(), parts.eos_ids.end(), id) == parts.eos_ids.end()) {
+    const bool harmony_message_end = harmony_end && (*tokens)[static_cast<size_t>(id)] == "<|end|>";
+    if (!harmony_message_end &&
+        std::find(parts.eos_ids.begin(), parts.eos_ids.end(), id) == parts.eos_ids.end()) {
       parts.eos_ids.push_back(id);
     }
   }

@@ -1,7 +1,7 @@
-"""A Qwen3-MoE model served end to end: the random-weight qwen3moe GGUF of the MoE oracle tests
-(tests/oracle/model/moe_checkpoint.py), 12 greedy requests sent at once so the scheduler batches
-them, each continuation equal to llama.cpp's own greedy decoding of that prompt on the same file
-(llama-cpp-python, one token per step)."""
+"""MoE models served end to end: the random-weight GGUFs of the MoE oracle tests
+(tests/oracle/model/moe_checkpoint.py, gptoss_checkpoint.py), 12 greedy requests sent at once so
+the scheduler batches them, each continuation equal to llama.cpp's own greedy decoding of that
+prompt on the same file (llama-cpp-python, one token per step)."""
 import concurrent.futures
 import pathlib
 import sys
@@ -12,11 +12,27 @@ import requests
 from server_util import Server
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
+from gptoss_checkpoint import write_gguf as write_gptoss_gguf  # noqa: E402
 from moe_checkpoint import write_gguf  # noqa: E402
 from test_llama_oracle import STORY, tokenize  # noqa: E402
 from test_moe_oracle import llama_cpp_greedy  # noqa: E402
 
 MAX_NEW = 12
+
+
+def greedy(srv, prompt):
+    r = requests.post(srv.url + "/generate", json={
+        "input_ids": prompt, "sampling_params": {
+            "max_new_tokens": MAX_NEW, "temperature": 0, "ignore_eos": True}},
+        timeout=300)
+    assert r.status_code == 200, r.text
+    return r.json()["output_ids"]
+
+
+def greedy_all_at_once(srv, prompts):
+    """Every prompt's greedy continuation, all requests in flight together (so they batch)."""
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        return list(pool.map(lambda p: greedy(srv, p), prompts))
 
 
 def test_qwen3moe_batched_greedy_matches_llama_cpp(tmp_path):
@@ -27,18 +43,31 @@ def test_qwen3moe_batched_greedy_matches_llama_cpp(tmp_path):
     expected = [llama_cpp_greedy(model, p, MAX_NEW) for p in prompts]
     srv = Server(model, "--skip-server-warmup", "--disable-radix-cache")
     try:
-        def one(prompt):
-            r = requests.post(srv.url + "/generate", json={
-                "input_ids": prompt, "sampling_params": {
-                    "max_new_tokens": MAX_NEW, "temperature": 0, "ignore_eos": True}},
-                timeout=300)
-            assert r.status_code == 200, r.text
-            return r.json()["output_ids"]
-
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            got = list(pool.map(one, prompts))
+        got = greedy_all_at_once(srv, prompts)
         srv.assert_no_leak()
         assert "Qwen3MoeForCausalLM" in srv.logs()
     finally:
         assert srv.stop() == 0, srv.logs()
     assert got == expected
+
+
+def test_gptoss_batched_greedy_with_radix_cache_matches_llama_cpp(tmp_path):
+    """gpt-oss (attention sinks, sliding-window layers shorter than the prompts, the top-k
+    softmax router): 12 concurrent greedy requests sharing prefixes, served with the radix cache
+    on, each continuation equal to llama.cpp's greedy decoding on the same file."""
+    model = str(tmp_path / "gptoss-f32.gguf")
+    write_gptoss_gguf(model, "F32", seed=12)
+    story = tokenize(model, STORY)
+    prompts = [story[: 30 + 5 * i] for i in range(12)]
+    expected = [llama_cpp_greedy(model, p, MAX_NEW) for p in prompts]
+    srv = Server(model, "--skip-server-warmup")
+    try:
+        got = greedy_all_at_once(srv, prompts)
+        # Again, now that the radix cache holds the prompts: cached prefixes give the same text.
+        again = [greedy(srv, p) for p in prompts[:3]]
+        srv.assert_no_leak()
+        assert "GptOssForCausalLM" in srv.log_path.read_text(errors="replace")
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    assert got == expected
+    assert again == expected[:3]

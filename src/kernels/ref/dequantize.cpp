@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "kernels/half.h"
+#include "kernels/mxfp4.h"
 
 namespace radixserve::kernels::ref {
 namespace {
@@ -27,6 +28,15 @@ void BlockQ4_0(const uint8_t* b, float* y) {
   for (int i = 0; i < 16; ++i) {
     y[i] = d * static_cast<float>((q[i] & 0x0F) - 8);
     y[i + 16] = d * static_cast<float>((q[i] >> 4) - 8);
+  }
+}
+
+void BlockMxfp4(const uint8_t* b, float* y) {
+  const float d = Mxfp4Scale(b[0]);
+  const uint8_t* q = b + 1;
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>(kMxfp4Values[q[i] & 0x0F]);
+    y[i + 16] = d * static_cast<float>(kMxfp4Values[q[i] >> 4]);
   }
 }
 
@@ -161,6 +171,8 @@ BlockFn BlockDecoder(WeightFormat format) {
       return BlockQ5_K;
     case WeightFormat::kQ6_K:
       return BlockQ6_K;
+    case WeightFormat::kMXFP4:
+      return BlockMxfp4;
     default:
       return nullptr;
   }

@@ -3,6 +3,7 @@
 
 #include "common/check.h"
 #include "kernels/half.h"
+#include "kernels/mxfp4.h"
 #include "kernels/x86/quant_kernels.h"
 
 namespace radixserve::kernels::x86 {
@@ -24,6 +25,9 @@ void ScaleMinK4(int j, const uint8_t* s, int* scale, int* min) {
     *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+
+// MXFP4's doubled E2M1 values [-12, 12] as unsigned codes.
+constexpr int32_t kMxfp4CodeOffset = 12;
 
 void Nibbles(const uint8_t* q, uint8_t* u) {
   for (int i = 0; i < 16; ++i) {
@@ -91,6 +95,8 @@ QuantFormatInfo FormatInfo(WeightFormat format, bool signed_q8) {
       return {32, 0, true};
     case WeightFormat::kQ6_K:
       return {16, 32, false};
+    case WeightFormat::kMXFP4:
+      return {32, kMxfp4CodeOffset, false};
     default:
       RADIX_CHECK_MSG(false, "not a block-quantized format");
       return {};
@@ -140,6 +146,14 @@ void DecodeBlockCodes(WeightFormat format, const uint8_t* b, bool signed_q8, uin
     case WeightFormat::kQ6_K:
       for (int j = 0; j < 16; ++j) min[j] = 0.0f;
       DecodeQ6_K(b, u, scale);
+      return;
+    case WeightFormat::kMXFP4:
+      scale[0] = Mxfp4Scale(b[0]);
+      min[0] = 0.0f;
+      for (int i = 0; i < 16; ++i) {
+        u[i] = static_cast<uint8_t>(kMxfp4Values[b[1 + i] & 0x0F] + kMxfp4CodeOffset);
+        u[i + 16] = static_cast<uint8_t>(kMxfp4Values[b[1 + i] >> 4] + kMxfp4CodeOffset);
+      }
       return;
     default:
       RADIX_CHECK_MSG(false, "not a block-quantized format");

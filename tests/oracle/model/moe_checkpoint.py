@@ -32,11 +32,10 @@ SHAPES = {"qwen3moe": SHAPE, "llama": MIXTRAL_SHAPE, "qwen2moe": QWEN2MOE_SHAPE,
           "olmoe": OLMOE_SHAPE}
 
 
-def random_weights(seed, vocab, s=SHAPE, arch="qwen3moe"):
-    """Canonical (GGUF-named) float32 weights; numpy shapes are outermost-first."""
+def weight_makers(seed):
+    """(rng, mat, norm): mat(*shape, scale) draws a float32 matrix with std scale (default
+    1/sqrt(fan_in)), norm(n) a norm vector near 1."""
     rng = np.random.default_rng(seed)
-    H, D, E, I = s["hidden"], s["head_dim"], s["experts"], s["expert_ffn"]
-    q, kv = s["heads"] * D, s["kv_heads"] * D
 
     def mat(*shape, scale=None):
         fan_in = shape[-1]
@@ -44,6 +43,15 @@ def random_weights(seed, vocab, s=SHAPE, arch="qwen3moe"):
 
     def norm(n):
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    return rng, mat, norm
+
+
+def random_weights(seed, vocab, s=SHAPE, arch="qwen3moe"):
+    """Canonical (GGUF-named) float32 weights; numpy shapes are outermost-first."""
+    _, mat, norm = weight_makers(seed)
+    H, D, E, I = s["hidden"], s["head_dim"], s["experts"], s["expert_ffn"]
+    q, kv = s["heads"] * D, s["kv_heads"] * D
 
     w = {"token_embd.weight": mat(vocab, H, scale=1.0), "output_norm.weight": norm(H),
          "output.weight": mat(vocab, H)}

@@ -16,6 +16,7 @@ Q = gguf.GGMLQuantizationType
 SCALE_FIELDS = {
     Q.Q8_0: [0], Q.Q4_0: [0], Q.Q5_0: [0], Q.Q4_1: [0, 2], Q.Q5_1: [0, 2],
     Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.F16: None, Q.BF16: None, Q.F32: None,
+    Q.MXFP4: [],  # its scale is an exponent byte, set below
 }
 
 
@@ -30,6 +31,13 @@ def random_tensor(qtype, rows, cols, rng):
     elif qtype == Q.BF16:
         f = rng.uniform(-2, 2, size=rows * cols).astype(np.float32)
         raw = (f.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+    elif qtype == Q.MXFP4:
+        blocks = raw.reshape(-1, type_size)
+        # Exponents spread over the range whose products stay finite (2^(250 - 127) * 6), the
+        # subnormal scales of 0 and 1 included.
+        blocks[:, 0] = (np.arange(len(blocks)) * 37) % 251
+        blocks[:3, 0] = [0, 1, 250]
+        raw = blocks.reshape(-1)
     else:
         blocks = raw.reshape(-1, type_size)
         for off in SCALE_FIELDS[qtype]:

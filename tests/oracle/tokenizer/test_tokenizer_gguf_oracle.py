@@ -124,3 +124,89 @@ def test_decode_and_stream_match_transformers(gguf, corpus, skip_special):
     streamed = [r["text"] for r in ours.stream(ids, skip_special_tokens=skip_special)]
     bad, report = mismatch_report(texts, streamed, got)
     assert not bad, report
+
+
+def relabelled_vocab(path, pre, out, renamed=None):
+    """A vocabulary-only GGUF: every key of `path` but tokenizer.ggml.pre, which becomes `pre`,
+    so one byte-level vocabulary exercises each pre-tokenizer llama.cpp knows by that name; the
+    tokens at the ids of `renamed` (id -> text) are renamed."""
+    import gguf
+    src = gguf.GGUFReader(str(path))
+    writer = gguf.GGUFWriter(str(out), arch="llama")
+    for name, field in src.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        if name == "tokenizer.ggml.pre":
+            writer.add_string(name, pre)
+        elif name == "tokenizer.ggml.tokens":
+            tokens = list(field.contents())
+            for i, t in (renamed or {}).items():
+                tokens[i] = t
+            writer.add_array(name, tokens)
+        elif field.types[0] == gguf.GGUFValueType.ARRAY:
+            writer.add_array(name, field.contents())
+        else:
+            writer.add_key_value(name, field.contents(), field.types[0])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+@pytest.mark.parametrize("pre", ["gpt-4o", "qwen2", "llama-bpe", "deepseek-v3", "gpt-2"])
+def test_pre_tokenizers_match_llama_cpp(pre, corpus, tmp_path):
+    """SmolLM2's byte-level vocabulary under each tokenizer.ggml.pre name (gpt-4o: gpt-oss's
+    o200k splitting), against llama.cpp's tokenization of the same file."""
+    path = GGUF_TOKENIZERS["smollm2_gguf"]
+    if not path.exists():
+        pytest.skip(f"{path} missing")
+    out = tmp_path / f"vocab-{pre}.gguf"
+    relabelled_vocab(path, pre, out)
+    llm = llama_cpp_vocab(out)
+    if llm is None:
+        pytest.skip("llama-cpp-python not installed")
+    texts = [c["text"] for c in corpus]
+    theirs = [llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) for t in texts]
+    ours = RadixTokenize(out)
+    try:
+        got = ours.encode(texts, add_special_tokens=False, parse_special=False)
+    finally:
+        ours.close()
+    bad, report = mismatch_report(texts, got, theirs)
+    assert not bad, report
+
+
+def test_harmony_markers_match_llama_cpp(tmp_path):
+    """gpt-oss's harmony tokens (some of SmolLM2's control tokens renamed, pre gpt-4o): llama.cpp
+    renders <|start|>, <|channel|>, <|message|> (and <|end|>, which no longer ends generation
+    once <|return|> and <|call|> do) even when skipping special tokens; same EOG set, same ids."""
+    path = GGUF_TOKENIZERS["smollm2_gguf"]
+    if not path.exists():
+        pytest.skip(f"{path} missing")
+    renamed = {10: "<|end|>", 11: "<|return|>", 12: "<|call|>", 13: "<|start|>",
+               14: "<|channel|>", 15: "<|message|>", 16: "<|constrain|>"}
+    out = tmp_path / "vocab-harmony.gguf"
+    relabelled_vocab(path, "gpt-4o", out, renamed)
+    llm = llama_cpp_vocab(out)
+    if llm is None:
+        pytest.skip("llama-cpp-python not installed")
+    import llama_cpp
+    vocab = llama_cpp.llama_model_get_vocab(llm._model.model)
+    eog = sorted(i for i in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, i))
+    ours = RadixTokenize(out)
+    try:
+        info = ours.run([{"op": "info"}])[0]
+        assert sorted(info["eos_ids"]) == eog
+        assert 10 not in eog
+        text = ("<|start|>assistant<|channel|>analysis<|message|>Think.<|end|><|start|>assistant"
+                "<|channel|>final<|constrain|>json<|message|>Hi<|return|>")
+        for special in (True, False):
+            theirs = llm.tokenize(text.encode(), add_bos=False, special=special)
+            assert ours.encode([text], add_special_tokens=False,
+                               parse_special=special)[0] == theirs
+        ids = llm.tokenize(text.encode(), add_bos=False, special=True)
+        for skip in (True, False):
+            theirs = llm.detokenize(ids, special=not skip).decode()
+            assert ours.decode([ids], skip_special_tokens=skip)[0] == theirs, skip
+    finally:
+        ours.close()

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/half.h"
+#include "kernels/mxfp4.h"
 #include "kernels/ref/dequantize.h"
 
 namespace radixserve::kernels {
@@ -18,7 +19,7 @@ namespace {
 constexpr WeightFormat kAllFormats[] = {
     WeightFormat::kF32,  WeightFormat::kF16,  WeightFormat::kBF16, WeightFormat::kQ8_0,
     WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ5_0, WeightFormat::kQ5_1,
-    WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+    WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kMXFP4};
 
 // Random bytes with every half-precision scale field set to a small finite value, so any block
 // decodes to finite numbers.
@@ -64,6 +65,9 @@ std::vector<uint8_t> RandomWeights(WeightFormat format, int64_t rows, int64_t co
         break;
       case WeightFormat::kQ6_K:
         put_half(b + 208);
+        break;
+      case WeightFormat::kMXFP4:  // scales 2^-10 .. 2^-4
+        b[0] = static_cast<uint8_t>(118 + byte(rng) % 7);
         break;
     }
   }
@@ -122,6 +126,23 @@ TEST(DequantizeTest, HandBuiltBlocks) {
     EXPECT_FLOAT_EQ(out[i], 2.0f * static_cast<float>(i) - 1.0f);
     EXPECT_FLOAT_EQ(out[i + 16], 2.0f * static_cast<float>(15 - i) - 1.0f);
   }
+
+  // MXFP4: exponent byte 130 (scale 2^(130 - 127) = 8, halved for the doubled E2M1 values); byte
+  // i holds code i in its low nibble and code 15 - i in its high one. E2M1 codes 0-7 are
+  // 0, 0.5, 1, 1.5, 2, 3, 4, 6 and codes 8-15 their negatives (OCP MX spec).
+  const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  uint8_t mx[17];
+  mx[0] = 130;
+  for (int i = 0; i < 16; ++i) mx[1 + i] = static_cast<uint8_t>(((15 - i) << 4) | i);
+  ref::Dequantize(WeightFormat::kMXFP4, mx, out, 32);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_FLOAT_EQ(out[i], 8.0f * e2m1[i]);
+    EXPECT_FLOAT_EQ(out[i + 16], 8.0f * e2m1[15 - i]);
+  }
+  // The smallest exponents are subnormal scales: 2^-127 and 2^-126 times the E2M1 value.
+  EXPECT_EQ(Mxfp4Scale(0) * 2.0f, std::ldexp(1.0f, -127));
+  EXPECT_EQ(Mxfp4Scale(1) * 2.0f, std::ldexp(1.0f, -126));
+  EXPECT_EQ(Mxfp4Scale(254) * 2.0f, std::ldexp(1.0f, 127));
 }
 
 TEST(HalfTest, KnownValues) {

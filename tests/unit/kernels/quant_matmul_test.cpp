@@ -22,8 +22,9 @@ namespace radixserve::kernels {
 namespace {
 
 constexpr WeightFormat kQuantFormats[] = {
-    WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ5_0,
-    WeightFormat::kQ5_1, WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+    WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1,
+    WeightFormat::kQ5_0, WeightFormat::kQ5_1, WeightFormat::kQ4_K,
+    WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kMXFP4};
 
 // Random block bytes whose float16 scale fields hold small finite values.
 // Blocks of random codes (or, with all_ones, every code and sub-block scale at its largest
@@ -43,6 +44,10 @@ std::vector<uint8_t> RandomBlocks(WeightFormat format, int64_t rows, int64_t col
     uint8_t* b = data.data() + off;
     if (format == WeightFormat::kQ6_K) {
       put_half(b + 208);
+      continue;
+    }
+    if (format == WeightFormat::kMXFP4) {  // exponent byte: scales 2^-10 .. 2^-4
+      b[0] = static_cast<uint8_t>(118 + byte(rng) % 7);
       continue;
     }
     put_half(b);

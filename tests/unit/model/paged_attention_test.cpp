@@ -37,6 +37,7 @@ struct History {
 struct Shape {
   kernels::AttentionShape attn;
   int64_t window;
+  std::vector<float> sinks = {};  // per query head; empty: none
 };
 
 class PagedAttentionRig {
@@ -66,7 +67,8 @@ class PagedAttentionRig {
     const BatchLayout layout = BatchLayout::Build(batch, num_slots_);
     std::vector<float> out(q.size(), NAN);
     PagedAttention(table, pool, batch, layout, shape_.attn, shape_.window, q.data(), k.data(),
-                   v.data(), cache_.view().k[0], cache_.view().v[0], out.data());
+                   v.data(), cache_.view().k[0], cache_.view().v[0], out.data(),
+                   shape_.sinks.empty() ? nullptr : shape_.sinks.data());
     std::vector<std::vector<float>> rows;
     for (int64_t t = 0; t < batch.num_tokens(); ++t) {
       rows.emplace_back(out.begin() + t * qw, out.begin() + (t + 1) * qw);
@@ -127,7 +129,9 @@ std::vector<double> Reference(const History& h, const Shape& s, KvType type, int
   for (int head = 0; head < s.attn.num_heads; ++head) {
     const int64_t off = (head / group) * d;
     std::vector<double> p;
-    double max = -1e300;
+    // The sink joins the softmax as one more score without a value.
+    const double sink = s.sinks.empty() ? -INFINITY : s.sinks[static_cast<size_t>(head)];
+    double max = sink;
     for (int64_t j = first; j <= pos; ++j) {
       double dot = 0.0;
       for (int64_t c = 0; c < d; ++c) {
@@ -137,7 +141,7 @@ std::vector<double> Reference(const History& h, const Shape& s, KvType type, int
       p.push_back(dot * s.attn.scale);
       max = std::max(max, p.back());
     }
-    double sum = 0.0;
+    double sum = std::exp(sink - max);
     for (double& x : p) sum += (x = std::exp(x - max));
     for (size_t j = 0; j < p.size(); ++j) {
       for (int64_t c = 0; c < d; ++c) {
@@ -153,6 +157,9 @@ std::vector<double> Reference(const History& h, const Shape& s, KvType type, int
 
 const Shape kSmolLm{{9, 3, 64, 0.125f, 0.0f}, 0};
 const Shape kGemmaSliding{{4, 1, 256, 0.0625f, 0.0f}, 40};
+// gpt-oss: sliding window and a sink per head, from a sink far above the scores (the real keys get
+// almost nothing) to one far below (no effect).
+const Shape kGptOssSinks{{6, 2, 64, 0.125f, 0.0f}, 24, {2.5f, -1.0f, 0.0f, 9.0f, -30.0f, 0.7f}};
 
 // Three sequences over disjoint shuffled slots: a long prefix decoding one token, a prefill
 // chunk on top of a prefix, and a fresh prefill.
@@ -190,7 +197,7 @@ void FillPrefixes(PagedAttentionRig& rig, const Scenario& sc) {
 TEST(PagedAttentionTest, MatchesADoublePrecisionCausalSoftmax) {
   std::mt19937 rng(17);
   ThreadPool pool(2);
-  for (const Shape* shape : {&kSmolLm, &kGemmaSliding}) {
+  for (const Shape* shape : {&kSmolLm, &kGemmaSliding, &kGptOssSinks}) {
     for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
       for (const kernels::KernelTable* table : kernels::AvailableKernels()) {
         const int64_t num_slots = 500;
@@ -218,7 +225,7 @@ TEST(PagedAttentionTest, OutputsDoNotDependOnBatchChunkingOrThreads) {
   std::mt19937 rng(23);
   ThreadPool pool(2);
   const kernels::KernelTable& table = kernels::ActiveKernels();
-  for (const Shape* shape : {&kSmolLm, &kGemmaSliding}) {
+  for (const Shape* shape : {&kSmolLm, &kGemmaSliding, &kGptOssSinks}) {
     const int64_t num_slots = 500;
     PagedAttentionRig batched(*shape, KvType::kBF16, num_slots);
     Scenario sc = MakeScenario(*shape, num_slots, rng);

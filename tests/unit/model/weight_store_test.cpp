@@ -43,6 +43,18 @@ TEST(WeightStoreTest, CanonicalNames) {
             "blk.5.ffn_down_exps.3.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.5.block_sparse_moe.experts.3.w3.weight", "mixtral"),
             "blk.5.ffn_up_exps.3.weight");
+  // gpt-oss: bare sinks, the router with its bias, the MLP's input norm under its GGUF name; the
+  // stacked experts go through ConvertGptOssExperts instead.
+  EXPECT_EQ(CanonicalWeightName("model.layers.4.self_attn.sinks", "gpt_oss"),
+            "blk.4.attn_sinks.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.4.mlp.router.bias", "gpt_oss"),
+            "blk.4.ffn_gate_inp.bias");
+  EXPECT_EQ(CanonicalWeightName("model.layers.4.post_attention_layernorm.weight", "gpt_oss"),
+            "blk.4.post_attention_norm.weight");
+  EXPECT_EQ(CanonicalWeightName("model.layers.4.self_attn.o_proj.bias", "gpt_oss"),
+            "blk.4.attn_output.bias");
+  EXPECT_EQ(CanonicalWeightName("model.layers.4.mlp.experts.gate_up_proj_blocks", "gpt_oss"), "");
+  EXPECT_EQ(CanonicalWeightName("model.layers.4.self_attn.sinks", "llama"), "");
 }
 
 TEST(WeightStoreTest, ShapeMismatchNamesFileAndTensor) {
