@@ -55,6 +55,11 @@ Status LlamaModel::Load() {
   spec.pre_norms = !variant_.post_norms_only;
   spec.sandwich_norms = variant_.post_norms_only;
   spec.gate_up_in_up = variant_.gate_up_in_up;
+  // Mistral's sliding window (v0.1: 4096), as transformers applies it to every layer of an HF
+  // checkpoint; llama.cpp runs Mistral GGUFs (arch llama) without one, and so do we.
+  if (c.architecture == "MistralForCausalLM" && !w.from_gguf() && c.sliding_window > 0) {
+    spec.sliding_window_layers = true;
+  }
   if (variant_.gpt_oss) {
     spec.qkv_bias = true;
     spec.output_bias = true;

@@ -18,6 +18,9 @@ SentencePiece vocabulary) so llama.cpp can load the file.
          head dims, as Phi-4-mini's 0.75), NEOX rotary (rows not permuted).
   phi3_longrope: the same with LongRoPE (Phi-3.5 / Phi-4-mini): context 1024 over an original
          256, so the long factors and the attention factor sqrt(1 + ln 4 / ln 256) apply.
+  mistral: Mistral 7B v0.1's layout (GGUF arch llama, interleaved rows) whose HF config has a
+         sliding window (24 tokens here), which transformers applies to every layer and
+         llama.cpp's llama graph does not.
 """
 import json
 import os
@@ -45,10 +48,12 @@ SHAPES = {
                           rotary_dim=12,
                           long_factor=[1.0, 1.5, 2.0, 3.0, 5.0, 8.0],
                           short_factor=[1.0, 1.0, 1.1, 1.2, 1.5, 2.0]),
+    "mistral": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, ffn=96, context=512,
+                    rope_theta=10000.0, eps=1e-5, sliding_window=24),
 }
 # Architectures whose GGUF Q/K rows are in the interleaved rotary order.
-INTERLEAVED = {"granite", "smollm3"}
-GGUF_ARCH = {"phi3_longrope": "phi3"}
+INTERLEAVED = {"granite", "smollm3", "mistral"}
+GGUF_ARCH = {"phi3_longrope": "phi3", "mistral": "llama"}
 
 
 def random_weights(seed, vocab, arch):
@@ -149,7 +154,8 @@ def write_gguf(path, arch, seed=0, quant="F32"):
 HF_CLASSES = {"olmo2": ("Olmo2ForCausalLM", "olmo2"), "granite": ("GraniteForCausalLM", "granite"),
               "smollm3": ("SmolLM3ForCausalLM", "smollm3"),
               "gemma2": ("Gemma2ForCausalLM", "gemma2"), "phi3": ("Phi3ForCausalLM", "phi3"),
-              "phi3_longrope": ("Phi3ForCausalLM", "phi3")}
+              "phi3_longrope": ("Phi3ForCausalLM", "phi3"),
+              "mistral": ("MistralForCausalLM", "mistral")}
 
 
 def write_hf(folder, w, arch):
@@ -189,6 +195,8 @@ def write_hf(folder, w, arch):
         config.update({"original_max_position_embeddings": s["original_context"],
                        "rope_scaling": {"type": "longrope", "long_factor": s["long_factor"],
                                         "short_factor": s["short_factor"]}})
+    if arch == "mistral":
+        config.update({"sliding_window": s["sliding_window"], "head_dim": s["head_dim"]})
     if arch == "smollm3":
         config.update({"no_rope_layers": [int((i + 1) % 4 != 0) for i in range(s["layers"])],
                        "no_rope_layer_interval": 4, "use_sliding_window": False,

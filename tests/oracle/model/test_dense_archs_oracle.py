@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from dense_checkpoint import write_gguf, write_hf
+from dense_checkpoint import SHAPES, write_gguf, write_hf
 from model_oracle_helpers import run_radix
 from test_llama_oracle import STORY, llama_cpp_logits, tokenize
 from test_moe_oracle import llama_cpp_greedy
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../fixtures"))
 from torch_env import torch_python  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "../../fixtures")
-ARCHS = ["olmo2", "granite", "smollm3", "gemma2", "phi3", "phi3_longrope"]
+ARCHS = ["olmo2", "granite", "smollm3", "gemma2", "phi3", "phi3_longrope", "mistral"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -56,8 +56,14 @@ def test_hf_matches_transformers_and_gguf(tmp_path, arch):
     ours_hf = run_radix(str(hf), tokens, tmp_path)
     ours_gguf = run_radix(model, tokens, tmp_path)
     # GGUF Gemma evaluates GELU through llama.cpp's float16 table (as llama.cpp does), the HF form
-    # exactly (as transformers does): the two forms differ by that rounding.
-    assert np.abs(ours_hf - ours_gguf).max() < (1e-2 if arch == "gemma2" else 1e-3)
+    # exactly (as transformers does): the two forms differ by that rounding. Mistral's HF form
+    # slides its window and the GGUF (llama.cpp's llama graph) does not: they agree only before
+    # the window fills, and then part, by far.
+    agree = SHAPES[arch]["sliding_window"] if arch == "mistral" else len(tokens)
+    diff = np.abs(ours_hf - ours_gguf).max(-1)
+    assert diff[:agree].max() < (1e-2 if arch == "gemma2" else 1e-3)
+    if arch == "mistral":
+        assert diff[agree:].max() > 1.0
     (tmp_path / "ids.json").write_text(json.dumps([tokens]))
     proc = subprocess.run(
         [torch_python(), os.path.join(FIXTURES, "hidden_states_reference.py"), "--model", str(hf),
