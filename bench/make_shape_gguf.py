@@ -18,7 +18,10 @@ time (in row chunks), so the 8B shape needs well under 1 GB of RAM.
 
 Not copied from the named models: Llama-3's rope scaling (llama3 type) and their 128k contexts.
 The qwen2.5 presets are written as architecture qwen2 (Q/K/V biases, NEOX rotary), which both
-engines read.
+engines read. The MoE presets (olmoe-1b-7b: 64 experts top-8 of width 1024, whole-projection
+QK-norm; qwen3-30b-a3b: 128 experts top-8 of width 768, per-head QK-norm) write stacked
+ffn_{gate,up,down}_exps tensors and a router ffn_gate_inp, as llama.cpp's converter does; with
+random routers every expert is about equally likely.
 """
 import argparse
 import pathlib
@@ -38,6 +41,12 @@ SHAPES = {
                          theta=1000000.0, eps=1e-6, context=32768, tied=True),
     "qwen2.5-3b": dict(arch="qwen2", hidden=2048, layers=36, heads=16, kv_heads=2, ffn=11008,
                        theta=1000000.0, eps=1e-6, context=32768, tied=True),
+    # Mixtures of experts (issue 22): ffn is the expert width; every layer routes.
+    "olmoe-1b-7b": dict(arch="olmoe", hidden=2048, layers=16, heads=16, kv_heads=16, ffn=1024,
+                        experts=64, top_k=8, theta=10000.0, eps=1e-5, context=4096, tied=False),
+    "qwen3-30b-a3b": dict(arch="qwen3moe", hidden=2048, layers=48, heads=32, kv_heads=4,
+                          head_dim=128, ffn=768, dense_ffn=6144, experts=128, top_k=8,
+                          theta=1000000.0, eps=1e-6, context=40960, tied=False),
 }
 STD = 0.02
 CHUNK = 1 << 22  # elements generated at a time
@@ -47,8 +56,9 @@ FILE_TYPE = {"f32": 0, "bf16": 32}  # llama.cpp's llama_ftype: ALL_F32, MOSTLY_B
 def tensor_plan(s, vocab):
     """(name, numpy shape outermost-first, kind) in llama.cpp converter order; kind is "matrix",
     "norm" or "bias"."""
-    H, D = s["hidden"], s["hidden"] // s["heads"]
+    H, D = s["hidden"], s.get("head_dim", s["hidden"] // s["heads"])
     q, kv, F = s["heads"] * D, s["kv_heads"] * D, s["ffn"]
+    E = s.get("experts", 0)
     plan = [("token_embd.weight", (vocab, H), "matrix")]
     for l in range(s["layers"]):
         p = f"blk.{l}."
@@ -58,10 +68,23 @@ def tensor_plan(s, vocab):
         if s["arch"] == "qwen2":
             plan += [(p + "attn_q.bias", (q,), "bias"), (p + "attn_k.bias", (kv,), "bias"),
                      (p + "attn_v.bias", (kv,), "bias")]
+        if s["arch"] == "olmoe":  # RMSNorm over the whole Q and K projections
+            plan += [(p + "attn_q_norm.weight", (q,), "norm"),
+                     (p + "attn_k_norm.weight", (kv,), "norm")]
+        if s["arch"] == "qwen3moe":  # per head
+            plan += [(p + "attn_q_norm.weight", (D,), "norm"),
+                     (p + "attn_k_norm.weight", (D,), "norm")]
         plan += [(p + "attn_output.weight", (H, q), "matrix"),
-                 (p + "ffn_norm.weight", (H,), "norm"),
-                 (p + "ffn_gate.weight", (F, H), "matrix"), (p + "ffn_up.weight", (F, H), "matrix"),
-                 (p + "ffn_down.weight", (H, F), "matrix")]
+                 (p + "ffn_norm.weight", (H,), "norm")]
+        if E:
+            plan += [(p + "ffn_gate_inp.weight", (E, H), "matrix"),
+                     (p + "ffn_gate_exps.weight", (E, F, H), "matrix"),
+                     (p + "ffn_up_exps.weight", (E, F, H), "matrix"),
+                     (p + "ffn_down_exps.weight", (E, H, F), "matrix")]
+        else:
+            plan += [(p + "ffn_gate.weight", (F, H), "matrix"),
+                     (p + "ffn_up.weight", (F, H), "matrix"),
+                     (p + "ffn_down.weight", (H, F), "matrix")]
     plan.append(("output_norm.weight", (H,), "norm"))
     if not s["tied"]:
         plan.append(("output.weight", (vocab, H), "matrix"))
@@ -118,11 +141,19 @@ def main():
     writer.add_context_length(s["context"])
     writer.add_embedding_length(s["hidden"])
     writer.add_block_count(s["layers"])
-    writer.add_feed_forward_length(s["ffn"])
+    writer.add_feed_forward_length(s.get("dense_ffn", s["ffn"]))
     writer.add_head_count(s["heads"])
     writer.add_head_count_kv(s["kv_heads"])
     if arch == "llama":  # as convert_hf_to_gguf.py writes it (qwen2: n_embd / n_head)
         writer.add_rope_dimension_count(s["hidden"] // s["heads"])
+    if "head_dim" in s:
+        writer.add_key_length(s["head_dim"])
+        writer.add_value_length(s["head_dim"])
+    if "experts" in s:
+        writer.add_expert_count(s["experts"])
+        writer.add_expert_used_count(s["top_k"])
+        if arch == "qwen3moe":
+            writer.add_expert_feed_forward_length(s["ffn"])
     writer.add_rope_freq_base(s["theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
 

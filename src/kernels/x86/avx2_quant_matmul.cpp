@@ -5,10 +5,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
 #include "kernels/half.h"
+#include "kernels/mxfp4.h"
 #include "kernels/x86/quant_kernels.h"
 #include "kernels/x86/simd.h"
 
@@ -22,6 +24,13 @@ constexpr int kMaxTokens = 4;
 // How far ahead of the sub-block being read the kernels prefetch their panel (measured on Zen 3:
 // 2-16 KB all beat no prefetch by 1.6-1.9x on a 1B Q4_K_M decode; 8 KB was best).
 constexpr int64_t kPrefetchBytes = 8192;
+
+// MXFP4's E2M1 nibbles as the unsigned codes of quant_block_decode.cpp (doubled value + 12).
+alignas(16) constexpr std::array<int8_t, 16> kMxfp4Codes = [] {
+  std::array<int8_t, 16> codes{};
+  for (int i = 0; i < 16; ++i) codes[i] = static_cast<int8_t>(kMxfp4Values[i] + 12);
+  return codes;
+}();
 
 int32_t Load32(const int8_t* p) {
   int32_t v;
@@ -129,7 +138,15 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
     return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
   } else {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 3) * kLanes));
-    return k < 4 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    const __m256i nibble =
+        k < 4 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    if constexpr (kFormat == WeightFormat::kMXFP4) {
+      // E2M1 nibble -> unsigned code (doubled value + 12), the codes DecodeBlockCodes gives.
+      const __m256i lut = _mm256_broadcastsi128_si256(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
+      return _mm256_shuffle_epi8(lut, nibble);
+    }
+    return nibble;
   }
 }
 
@@ -140,15 +157,17 @@ template <WeightFormat kFormat, int T>
 RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
                             float* y, int64_t ldy, int valid) {
   constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
-  constexpr bool kLegacy = kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8;
+  constexpr bool kMx = kFormat == WeightFormat::kMXFP4;  // a legacy layout with float scales
+  constexpr bool kLegacy =
+      kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8 || kMx;
   constexpr bool kQ5K = kFormat == WeightFormat::kQ5_K;
   constexpr bool kQ4K = kFormat == WeightFormat::kQ4_K || kQ5K;  // Q5_K: Q4_K's scales and mins
   constexpr bool kMin = kQ4K || kFormat == WeightFormat::kQ4_1;
   constexpr int kSubs = kLegacy ? 1 : kQ4K ? 8 : 16, kW = kFormat == WeightFormat::kQ6_K ? 4 : 8;
   // Code registers whose 16-bit products may be summed before widening: codes below 16 (Q4),
-  // 32 (Q5_K) or 64 (Q6_K) times activations of at most 127 in magnitude, two per 16-bit lane;
-  // Q8_0's products can fill a lane on their own.
-  constexpr int kGroup = kQ8 ? 1 : kFormat == WeightFormat::kQ6_K ? 2 : kQ5K ? 4 : 8;
+  // 25 (MXFP4), 32 (Q5_K) or 64 (Q6_K) times activations of at most 127 in magnitude, two per
+  // 16-bit lane; Q8_0's products can fill a lane on their own.
+  constexpr int kGroup = kQ8 ? 1 : kFormat == WeightFormat::kQ6_K ? 2 : kQ5K || kMx ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
   const int64_t subs = a.subs, block_bytes = CompactLayoutBlockBytes(kFormat, kRows);
   const int8_t* q = a.q.data() + t0 * a.cols;
@@ -174,6 +193,8 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
       if constexpr (kFormat == WeightFormat::kQ6_K) {
         const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
         scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+      } else if constexpr (kMx) {
+        scale = _mm256_loadu_ps(reinterpret_cast<const float*>(scales));
       } else if constexpr (kLegacy) {
         // The blocks' own half-precision d and m: the conversion is exact.
         scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
@@ -290,12 +311,15 @@ TileFn CompactTileFor(WeightFormat format, int tokens) {
       return PickCompactTile<WeightFormat::kQ5_K>(tokens);
     case WeightFormat::kQ6_K:
       return PickCompactTile<WeightFormat::kQ6_K>(tokens);
+    case WeightFormat::kMXFP4:
+      return PickCompactTile<WeightFormat::kMXFP4>(tokens);
     default:
       return nullptr;
   }
 }
 
-// Load-time packing: compact panels for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K, for the others
+// Load-time packing: compact panels for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K / MXFP4, for the
+// others
 // the same code panels Run makes per call (about 1.25 bytes per weight), made once, so a decode
 // step only streams them.
 int64_t PackedPanelBytes(const WeightMatrix& w) {

@@ -188,7 +188,8 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 bool HasCompactPanelLayout(WeightFormat format) {
   return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
          format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_K ||
-         format == WeightFormat::kQ5_K || format == WeightFormat::kQ6_K;
+         format == WeightFormat::kQ5_K || format == WeightFormat::kQ6_K ||
+         format == WeightFormat::kMXFP4;
 }
 
 int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows) {
@@ -198,6 +199,7 @@ int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows) {
     case WeightFormat::kQ4_0:
       return panel_rows * (16 + 2);
     case WeightFormat::kQ4_1:
+    case WeightFormat::kMXFP4:
       return panel_rows * (16 + 4);
     case WeightFormat::kQ8_0:
       return panel_rows * (32 + 2);
@@ -228,6 +230,12 @@ void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_r
     for (int64_t b = 0; b < w.cols / BlockElements(w.format); ++b) {
       const uint8_t* block = src + b * block_bytes;
       uint8_t* out = panel + b * out_bytes;
+      if (w.format == WeightFormat::kMXFP4) {
+        for (int g = 0; g < 4; ++g) std::memcpy(out + g * lanes + 4 * r, block + 1 + 4 * g, 4);
+        const float d = Mxfp4Scale(block[0]);
+        std::memcpy(out + 4 * lanes + 4 * r, &d, sizeof(d));
+        continue;
+      }
       if (legacy) {
         const int64_t halves = w.format == WeightFormat::kQ4_1 ? 2 : 1;  // d, then m
         const int regs = w.format == WeightFormat::kQ8_0 ? 8 : 4;

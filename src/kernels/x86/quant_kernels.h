@@ -52,6 +52,9 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 //         = element 16 + 4g + e); then the half-precision d[P] and (Q4_1) m[P] as stored.
 //   Q8_0 (32-element blocks): 8 registers of the signed codes (register g, lane r: elements
 //         4g..4g+3 of row r); then the half-precision d[P].
+//   MXFP4 (32-element blocks): 4 registers of the blocks' own E2M1 nibble bytes, arranged as
+//         Q4_0's; then float D[P] = 2^(e - 128) (the kernels map each nibble to its code, the
+//         doubled E2M1 value + 12, with a byte shuffle). 0.63 bytes per weight.
 // Per 256-element block:
 //   Q4_K: for each of the 8 sub-blocks j, 4 registers of nibble pairs (register g, lane r, byte
 //         e: low nibble = element 32j + 4g + e, high nibble = element 32j + 16 + 4g + e); then

@@ -165,8 +165,9 @@ TEST(QuantMatMulTest, PackedWeightFallsBackOutsideItsVariant) {
 TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
   std::mt19937 rng(13);
   for (const KernelTable* table : FastTables()) {
-    for (WeightFormat format : {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0,
-                                WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K}) {
+    for (WeightFormat format :
+         {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0, WeightFormat::kQ4_K,
+          WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kMXFP4}) {
       SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
       const int64_t rows = 21, cols = 3 * 256;
       const auto bytes = RandomBlocks(format, rows, cols, rng);
@@ -195,8 +196,9 @@ TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
 TEST(QuantMatMulTest, CompactPanelsAreExactAtTheLargestCodesAndActivations) {
   std::mt19937 rng(17);
   for (const KernelTable* table : FastTables()) {
-    for (WeightFormat format : {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0,
-                                WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K}) {
+    for (WeightFormat format :
+         {WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ8_0, WeightFormat::kQ4_K,
+          WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kMXFP4}) {
       SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
       const int64_t rows = 8, cols = 2 * 256;
       const auto bytes = RandomBlocks(format, rows, cols, rng, /*all_ones=*/true);
