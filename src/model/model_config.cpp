@@ -511,10 +511,9 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   }
   if (arch == "gpt-oss") {
     // llama.cpp's gpt-oss graph: every other layer (the even ones) slides, Q/K/V carry biases;
-    // the clamp of the experts' SwiGLU is fixed at 7 (gpt-oss's swiglu_limit).
+    // the SwiGLU clamp is ParseMoe's gpt-oss default (7, fixed in llama.cpp too).
     c["sliding_window_pattern"] = 2;
     c["attention_bias"] = true;
-    c["swiglu_limit"] = 7.0;
   }
   if (arch == "gemma3") {
     c["hidden_activation"] = "gelu_pytorch_tanh";

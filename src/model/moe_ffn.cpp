@@ -9,12 +9,10 @@
 
 namespace radixserve::model {
 
-void MoeFfn::AddBias(const std::vector<float>& bias, int64_t e, int64_t rows, float* y, int64_t n) {
+void MoeFfn::AddBias(const kernels::KernelTable& kt, const std::vector<float>& bias, int64_t e,
+                     int64_t rows, float* y, int64_t n) {
   if (bias.empty()) return;
-  const float* b = bias.data() + e * rows;
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t i = 0; i < rows; ++i) y[r * rows + i] += b[i];
-  }
+  for (int64_t r = 0; r < n; ++r) kt.axpy(1.0f, bias.data() + e * rows, y + r * rows, rows);
 }
 
 void MoeFfn::SwigluOai(float* gate, const float* up, int64_t n) const {
@@ -155,8 +153,8 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     const auto ue = static_cast<size_t>(e);
     kernels::MatMul(kt, pool, xin + r0 * H, n, gate_[ue], gate + r0 * I, mode);
     kernels::MatMul(kt, pool, xin + r0 * H, n, up_[ue], up + r0 * I, mode);
-    AddBias(gate_bias_, e, I, gate + r0 * I, n);
-    AddBias(up_bias_, e, I, up + r0 * I, n);
+    AddBias(kt, gate_bias_, e, I, gate + r0 * I, n);
+    AddBias(kt, up_bias_, e, I, up + r0 * I, n);
     ForRows(pool, n, [&](int64_t begin, int64_t end) {
       for (int64_t r = r0 + begin; r < r0 + end; ++r) {
         if (swiglu_limit_ > 0) {
@@ -167,7 +165,7 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
       }
     });
     kernels::MatMul(kt, pool, gate + r0 * I, n, down_[ue], y + r0 * H, mode);
-    AddBias(down_bias_, e, H, y + r0 * H, n);
+    AddBias(kt, down_bias_, e, H, y + r0 * H, n);
   }
   // The shared expert over all tokens, into the (now free) grouped input buffer, with each
   // token's sigmoid gate (computed before `out`, which may alias h, is written).

@@ -52,7 +52,8 @@ class MoeFfn {
 
  private:
   // Adds bias row `e` ([rows] of a [experts, rows] table; none when empty) to `n` rows of y.
-  static void AddBias(const std::vector<float>& bias, int64_t e, int64_t rows, float* y, int64_t n);
+  static void AddBias(const kernels::KernelTable& kt, const std::vector<float>& bias, int64_t e,
+                      int64_t rows, float* y, int64_t n);
   // gate[i] = swiglu_oai(gate[i], up[i]) for i < n (see the class comment).
   void SwigluOai(float* gate, const float* up, int64_t n) const;
 

@@ -25,10 +25,10 @@ constexpr int kMaxTokens = 4;
 // 2-16 KB all beat no prefetch by 1.6-1.9x on a 1B Q4_K_M decode; 8 KB was best).
 constexpr int64_t kPrefetchBytes = 8192;
 
-// MXFP4's E2M1 nibbles as the unsigned codes of quant_block_decode.cpp (doubled value + 12).
+// MXFP4's E2M1 nibbles as the unsigned codes of DecodeBlockCodes.
 alignas(16) constexpr std::array<int8_t, 16> kMxfp4Codes = [] {
   std::array<int8_t, 16> codes{};
-  for (int i = 0; i < 16; ++i) codes[i] = static_cast<int8_t>(kMxfp4Values[i] + 12);
+  for (int i = 0; i < 16; ++i) codes[i] = static_cast<int8_t>(kMxfp4Values[i] + kMxfp4CodeOffset);
   return codes;
 }();
 
@@ -141,7 +141,7 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
     const __m256i nibble =
         k < 4 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
     if constexpr (kFormat == WeightFormat::kMXFP4) {
-      // E2M1 nibble -> unsigned code (doubled value + 12), the codes DecodeBlockCodes gives.
+      // E2M1 nibble -> unsigned code, the codes DecodeBlockCodes gives.
       const __m256i lut = _mm256_broadcastsi128_si256(
           _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
       return _mm256_shuffle_epi8(lut, nibble);

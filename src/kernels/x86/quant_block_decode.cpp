@@ -26,9 +26,6 @@ void ScaleMinK4(int j, const uint8_t* s, int* scale, int* min) {
   }
 }
 
-// MXFP4's doubled E2M1 values [-12, 12] as unsigned codes.
-constexpr int32_t kMxfp4CodeOffset = 12;
-
 void Nibbles(const uint8_t* q, uint8_t* u) {
   for (int i = 0; i < 16; ++i) {
     u[i] = q[i] & 0x0F;

@@ -21,6 +21,9 @@
 
 namespace radixserve::kernels::x86 {
 
+// MXFP4's doubled E2M1 values [-12, 12] become unsigned codes value + kMxfp4CodeOffset.
+inline constexpr int32_t kMxfp4CodeOffset = 12;
+
 struct QuantFormatInfo {
   int64_t sub = 32;      // elements per sub-block
   int32_t offset = 0;    // subtracted from the codes
