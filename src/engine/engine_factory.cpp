@@ -143,6 +143,7 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   options.num_layers = static_cast<int32_t>(mc.num_layers);
   options.kv_heads = static_cast<int32_t>(mc.num_kv_heads);
   options.head_dim = static_cast<int32_t>(mc.head_dim);
+  options.values_in_keys = mc.kv_values_in_keys();
   options.dtype = dtype;
   if (!args.IsNull(key::kQuantizationParamPath)) {
     // ResolveServerArgs already required fp8_e4m3 and --tp-size 1.

@@ -37,8 +37,8 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
     RADIX_ASSIGN_OR_RETURN(memory, ReadHostMemory());
   }
   KvSizingInput input;
-  input.kv_bytes_per_token =
-      KvBytesPerToken(options.num_layers, options.kv_heads, options.head_dim, options.dtype);
+  input.kv_bytes_per_token = KvBytesPerToken(options.num_layers, options.kv_heads, options.head_dim,
+                                             options.dtype, options.values_in_keys);
   if (options.draft) {
     input.kv_bytes_per_token += KvBytesPerToken(options.draft->num_layers, options.draft->kv_heads,
                                                 options.draft->head_dim, options.dtype);
@@ -96,6 +96,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   pool_options.head_dim = options.head_dim;
   pool_options.dtype = options.dtype;
   pool_options.scales = options.scales;
+  pool_options.values_in_keys = options.values_in_keys;
   RADIX_ASSIGN_OR_RETURN(TokenToKVPool pool, TokenToKVPool::Create(pool_options));
 
   std::unique_ptr<KvMemory> memory_pools(new KvMemory());

@@ -35,7 +35,8 @@ struct KvMemoryOptions {
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
   KvDtype dtype = KvDtype::kF32;
-  KvScales scales;  // fp8 only (KvStorageSpec)
+  KvScales scales;              // fp8 only (KvStorageSpec)
+  bool values_in_keys = false;  // MLA: one buffer per layer (KvStorageSpec)
   int64_t context_len = 0;
   // Server arguments.
   int32_t page_size = 1;

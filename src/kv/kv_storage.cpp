@@ -10,8 +10,10 @@ namespace {
 constexpr size_t kBufferAlign = 4096;
 }  // namespace
 
-size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype) {
-  return static_cast<size_t>(num_layers) * 2 * kernels::KvRowBytes(dtype, kv_heads, head_dim);
+size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype,
+                       bool values_in_keys) {
+  return static_cast<size_t>(num_layers) * (values_in_keys ? 1 : 2) *
+         kernels::KvRowBytes(dtype, kv_heads, head_dim);
 }
 
 void KvStorage::Unmapper::operator()(std::byte* base) const {
@@ -30,7 +32,8 @@ Expected<KvStorage> KvStorage::Create(const KvStorageSpec& spec) {
   }
   const size_t row = kernels::KvRowBytes(spec.dtype, spec.kv_heads, spec.head_dim);
   const size_t stride = (row * spec.num_rows + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
-  const size_t total = stride * 2 * static_cast<size_t>(spec.num_layers);
+  const size_t total =
+      stride * (spec.values_in_keys ? 1 : 2) * static_cast<size_t>(spec.num_layers);
   if (total == 0) {
     return KvStorage(spec, std::unique_ptr<std::byte, Unmapper>(nullptr, Unmapper{0}), stride);
   }
@@ -65,6 +68,7 @@ size_t KvStorage::row_values() const {
 
 const std::byte* KvStorage::buffer(int32_t layer, bool is_v) const {
   RADIX_CHECK(layer >= 0 && layer < spec_.num_layers);
+  if (spec_.values_in_keys) return base_.get() + buffer_stride_ * static_cast<size_t>(layer);
   return base_.get() + buffer_stride_ * (2 * static_cast<size_t>(layer) + (is_v ? 1 : 0));
 }
 
@@ -81,7 +85,7 @@ KvLayerView KvStorage::layer(int32_t layer) {
                      row_elements(),
                      spec_.num_rows,
                      spec_.scales.k_at(layer),
-                     spec_.scales.v_at(layer)};
+                     spec_.values_in_keys ? spec_.scales.k_at(layer) : spec_.scales.v_at(layer)};
 }
 
 void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const float* k,
@@ -97,7 +101,9 @@ void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const flo
     for (size_t r = 0; r < static_cast<size_t>(runs.count); ++r) {
       const size_t at = slot * row_bytes() + r * runs.bytes;
       StoreRow(k + i * n + r * run, run, spec_.dtype, k_dst + at, spec_.scales.k_at(layer));
-      StoreRow(v + i * n + r * run, run, spec_.dtype, v_dst + at, spec_.scales.v_at(layer));
+      if (!spec_.values_in_keys) {
+        StoreRow(v + i * n + r * run, run, spec_.dtype, v_dst + at, spec_.scales.v_at(layer));
+      }
     }
   }
 }
@@ -111,7 +117,7 @@ void KvStorage::LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) 
     LoadRow(buffer(layer, false) + offset, run, spec_.dtype, k_out + r * run,
             spec_.scales.k_at(layer));
     LoadRow(buffer(layer, true) + offset, run, spec_.dtype, v_out + r * run,
-            spec_.scales.v_at(layer));
+            spec_.values_in_keys ? spec_.scales.k_at(layer) : spec_.scales.v_at(layer));
   }
 }
 

@@ -27,6 +27,9 @@ struct KvStorageSpec {
   KvDtype dtype = KvDtype::kF32;
   size_t num_rows = 0;  // slots including the reserved padding rows
   KvScales scales;      // fp8 only; empty or num_layers entries each
+  // The model's values are a prefix of its keys (MLA): one buffer per layer, V aliases K (and
+  // its fp8 scale).
+  bool values_in_keys = false;
 };
 
 // What the model needs to address one layer's cache.
@@ -45,8 +48,10 @@ struct KvLayerView {
   float v_scale = 1.0f;
 };
 
-// Bytes one token occupies across all layers, K and V: layers * 2 * kv_heads * head_dim * size.
-size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype);
+// Bytes one token occupies across all layers, K and V: layers * 2 * kv_heads * head_dim * size
+// (K alone with values_in_keys).
+size_t KvBytesPerToken(int32_t num_layers, int32_t kv_heads, int32_t head_dim, KvDtype dtype,
+                       bool values_in_keys = false);
 
 class KvStorage {
  public:
@@ -61,7 +66,7 @@ class KvStorage {
   size_t row_elements() const;  // KvLayerView::row_elements
   size_t row_bytes() const;
   size_t row_values() const;  // kv_heads * head_dim: the f32 values one row stores
-  // Bytes of all K buffers (equal to all V buffers).
+  // Bytes of all K buffers (equal to all V buffers, or the same bytes with values_in_keys).
   size_t k_bytes() const { return row_bytes() * spec_.num_rows * spec_.num_layers; }
 
   void* k_base(int32_t layer);

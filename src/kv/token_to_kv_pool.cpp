@@ -31,13 +31,15 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
                      options.head_dim,
                      options.dtype,
                      options.size + static_cast<size_t>(options.page_size),
-                     options.scales};
+                     options.scales,
+                     options.values_in_keys};
   RADIX_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::Create(spec));
   if (options.num_layers > 0) {
     const double gb = static_cast<double>(storage.k_bytes()) / (1 << 30);
+    const double v_gb = options.values_in_keys ? 0.0 : gb;
     RADIX_LOG_INFO(
         "KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB, dtype: {}{}",
-        options.size, gb, gb, KvDtypeName(options.dtype),
+        options.size, gb, v_gb, KvDtypeName(options.dtype),
         !IsFp8(options.dtype)      ? ""
         : options.scales.k.empty() ? " (scales 1.0)"
                                    : " (per-layer scales from --quantization-param-path)");

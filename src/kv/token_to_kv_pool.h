@@ -36,7 +36,8 @@ struct TokenToKVPoolOptions {
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
   KvDtype dtype = KvDtype::kF32;
-  KvScales scales;  // fp8 only (KvStorageSpec)
+  KvScales scales;              // fp8 only (KvStorageSpec)
+  bool values_in_keys = false;  // KvStorageSpec
 };
 
 // One sequence's extension: slots for positions [prefix_len, seq_len). last_loc is the slot of

@@ -125,7 +125,11 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     auto rows = [](const kernels::WeightMatrix& m, int64_t first, int64_t n) {
       return kernels::WeightMatrix{m.format, n, m.cols, m.row(first)};
     };
-    if (w.Find(p + "attn_qkv.weight") != nullptr) {
+    const bool sparse = spec_.moe && l >= c.first_dense_layers;
+    if (spec_.mla) {
+      RADIX_RETURN_IF_ERROR(
+          layer.mla.emplace().Load(c, p, w, pack, spec_.attention, spec_.rope_layout));
+    } else if (w.Find(p + "attn_qkv.weight") != nullptr) {
       // A checkpoint that stores Q, K and V stacked (Phi-3's qkv_proj).
       kernels::WeightMatrix qkv;
       RADIX_ASSIGN_OR_RETURN(qkv, w.RequireMatrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, H));
@@ -137,8 +141,10 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       RADIX_ASSIGN_OR_RETURN(k, w.RequireMatrix(p + "attn_k.weight", kv_dim, H));
       RADIX_ASSIGN_OR_RETURN(v, w.RequireMatrix(p + "attn_v.weight", kv_dim, H));
     }
-    RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
-    if (spec_.moe) {
+    if (!spec_.mla) {
+      RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
+    }
+    if (sparse) {
       RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, p, w, pack));
     } else if (spec_.gate_up_in_up) {
       kernels::WeightMatrix gate_up;
@@ -187,7 +193,9 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
         layer.qkv_bias = std::move(local);
       }
     }
-    if (auto qkv = fused_.Stack({q, k, v})) {
+    if (spec_.mla) {
+      // MlaAttention holds the attention's weights.
+    } else if (auto qkv = fused_.Stack({q, k, v})) {
       layer.q = pack(*qkv);
       layer.qkv_fused = true;
     } else {
@@ -195,8 +203,8 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.k = pack(k);
       layer.v = pack(v);
     }
-    layer.o = pack(o);
-    if (spec_.moe) continue;
+    if (!spec_.mla) layer.o = pack(o);
+    if (sparse) continue;
     if (auto gate_up = fused_.Stack({gate, up})) {
       layer.gate = pack(*gate_up);
       layer.gate_up_fused = true;
@@ -216,6 +224,7 @@ Status DecoderStack::CheckShardable(const ModelConfig& c, const DecoderSpec& spe
                            c.architecture + ": " + why);
   };
   if (spec.moe) return refuse("mixture-of-experts layers are not split yet");
+  if (spec.mla) return refuse("multi-head latent attention is not split yet");
   if (spec.qk_norm_full) return refuse("its Q/K norms span every head");
   if (spec.attention_sinks) return refuse("attention sinks are not split yet");
   if (c.num_heads % n != 0) {
@@ -508,8 +517,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   const kernels::KernelTable& kt = *step.kt;
   ForwardScratch& s = *step.s;
   ThreadPool* pool = step.pool;
-  const int64_t T = step.tokens, H = c.hidden_size, D = c.head_dim;
-  const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
+  const int64_t T = step.tokens, H = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps), off = spec_.norm_offset;
   const kernels::ActivationMode act = activation_mode_;
   float* x = s.x.data();
@@ -522,6 +530,53 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
     });
   } else {
     std::memcpy(h, x, sizeof(float) * static_cast<size_t>(T * H));
+  }
+  Attention(step, layer, k_cache, v_cache, h);
+
+  // Residual, then the MLP's input norm, in one pass over each row.
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* ht = h + t * H;
+      if (!layer.o_bias.empty()) kt.axpy(1.0f, layer.o_bias.data(), ht, H);
+      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_attn_norm.data(), off, eps, ht, H);
+      kt.axpy(spec_.residual_scale, ht, x + t * H, H);
+      if (spec_.pre_norms) {
+        kt.rms_norm(x + t * H, layer.ffn_norm.data(), off, eps, ht, H);
+      } else {
+        std::memcpy(ht, x + t * H, sizeof(float) * static_cast<size_t>(H));
+      }
+    }
+  });
+
+  if (layer.moe) {
+    layer.moe->Forward(kt, pool, h, T, act, s, h);
+  } else {
+    DenseMlp(step, layer, h);
+  }
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* ht = h + t * H;
+      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_ffn_norm.data(), off, eps, ht, H);
+      kt.axpy(spec_.residual_scale, ht, x + t * H, H);
+    }
+  });
+}
+
+void DecoderStack::Attention(const Step& step, const Layer& layer, LayerCache k_cache,
+                             LayerCache v_cache, float* h) const {
+  const ModelConfig& c = config_;
+  const kernels::KernelTable& kt = *step.kt;
+  ForwardScratch& s = *step.s;
+  ThreadPool* pool = step.pool;
+  const int64_t T = step.tokens, H = c.hidden_size, D = c.head_dim;
+  const int64_t q_dim = c.num_heads * D, kv_dim = c.num_kv_heads * D;
+  const float eps = static_cast<float>(c.rms_norm_eps), off = spec_.norm_offset;
+  const kernels::ActivationMode act = activation_mode_;
+  if (layer.mla) {
+    const MlaAttention::Step mla_step{
+        &kt, pool, step.batch, step.layout, &s, step.rope_cos[0], step.rope_sin[0], act};
+    layer.mla->Forward(mla_step, T, h, k_cache, h);
+    return;
   }
 
   // Projections: q, k, v rows of token t start at q + t * q_stride and k/v + t * kv_stride.
@@ -604,34 +659,6 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
   if (step.lora) ApplyLora(step, layer, attn, {{LoraTarget::kO, h, c.hidden_size}});
   if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
-
-  // Residual, then the MLP's input norm, in one pass over each row.
-  ForRows(pool, T, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* ht = h + t * H;
-      if (!layer.o_bias.empty()) kt.axpy(1.0f, layer.o_bias.data(), ht, H);
-      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_attn_norm.data(), off, eps, ht, H);
-      kt.axpy(spec_.residual_scale, ht, x + t * H, H);
-      if (spec_.pre_norms) {
-        kt.rms_norm(x + t * H, layer.ffn_norm.data(), off, eps, ht, H);
-      } else {
-        std::memcpy(ht, x + t * H, sizeof(float) * static_cast<size_t>(H));
-      }
-    }
-  });
-
-  if (layer.moe) {
-    layer.moe->Forward(kt, pool, h, T, act, s, h);
-  } else {
-    DenseMlp(step, layer, h);
-  }
-  ForRows(pool, T, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* ht = h + t * H;
-      if (spec_.sandwich_norms) kt.rms_norm(ht, layer.post_ffn_norm.data(), off, eps, ht, H);
-      kt.axpy(spec_.residual_scale, ht, x + t * H, H);
-    }
-  });
 }
 
 void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) const {

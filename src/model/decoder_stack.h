@@ -39,6 +39,7 @@
 #include "model/fused_weights.h"
 #include "model/kv_cache_view.h"
 #include "model/lora_adapter.h"
+#include "model/mla_attention.h"
 #include "model/model_config.h"
 #include "model/moe_ffn.h"
 #include "model/weight_store.h"
@@ -81,8 +82,12 @@ struct DecoderSpec {
   float final_logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
   float logit_scale = 1.0f;          // logits divided by it (Granite's logits_scaling)
   float residual_scale = 1.0f;       // attention / MLP outputs times it before the residual add
-  // Every layer's MLP is a mixture of experts (MoeFfn, shaped by the config's num_experts...).
+  // Every layer's MLP is a mixture of experts (MoeFfn, shaped by the config's num_experts...),
+  // but the config's first_dense_layers.
   bool moe = false;
+  // Multi-head latent attention (MlaAttention, the config's mla) instead of Q/K/V projections;
+  // `attention` is then the attention over the compressed cache rows.
+  bool mla = false;
 };
 
 class DecoderStack {
@@ -103,6 +108,10 @@ class DecoderStack {
     if (config_.tensor_shard.sharded() || config_.pipeline_stage.split()) {
       return InvalidArgument("LoRA adapters run with --tp-size 1 and --pp-size 1 only ('" + path +
                              "')");
+    }
+    if (spec_.mla) {
+      return Unsupported("LoRA adapters do not apply to multi-head latent attention (" +
+                         config_.architecture + ") yet ('" + path + "')");
     }
     options.base_rope_layout = spec_.rope_layout;
     options.moe = spec_.moe;
@@ -131,10 +140,11 @@ class DecoderStack {
     kernels::PackedWeight q, k, v, o;
     bool gate_up_fused = false;  // then gate holds the stacked [gate; up] rows
     kernels::PackedWeight gate, up, down;
-    std::optional<MoeFfn> moe;   // replaces gate/up/down when spec.moe
-    bool sliding = false;        // local RoPE frequencies
-    bool rope = true;            // false: a NoPE layer (SmolLM3)
-    int64_t sliding_window = 0;  // 0: unlimited
+    std::optional<MoeFfn> moe;        // replaces gate/up/down in spec.moe's sparse layers
+    std::optional<MlaAttention> mla;  // replaces q/k/v/o when spec.mla
+    bool sliding = false;             // local RoPE frequencies
+    bool rope = true;                 // false: a NoPE layer (SmolLM3)
+    int64_t sliding_window = 0;       // 0: unlimited
   };
   struct Step;
   // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
@@ -162,6 +172,10 @@ class DecoderStack {
   Expected<kernels::WeightMatrix> ShardColumns(const kernels::WeightMatrix& m, int64_t first,
                                                int64_t n, const std::string& name);
   void RunLayer(const Step& step, const Layer& layer, LayerCache k_cache, LayerCache v_cache) const;
+  // h[T, hidden] = the attention block's output for its normed input h, in place (before the
+  // residual add; all-reduced under tensor parallelism).
+  void Attention(const Step& step, const Layer& layer, LayerCache k_cache, LayerCache v_cache,
+                 float* h) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;
   // One LoRA output: rows t of `target`'s projection at y + t * stride.

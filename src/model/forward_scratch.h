@@ -38,6 +38,8 @@ struct ForwardScratch {
   std::vector<int32_t> moe_row_of;      // [T, top_k] row in the grouped buffers
   std::vector<int32_t> moe_start;       // [experts + 1] first grouped row of each expert
   std::vector<int32_t> moe_next;        // [experts] fill cursor
+  // Multi-head latent attention (mla_attention.h): one head's rows in and out of its matrix.
+  std::vector<float> mla_in, mla_out;
   // LoRA (lora_adapter.h): the token rows of sequences with an adapter, grouped by adapter, and
   // each one's adapter.
   std::vector<int32_t> lora_rows;

@@ -68,6 +68,12 @@ Status LlamaModel::Load() {
     // Sliding layers use the global rotary tables (inv_freq_local stays empty).
     spec.sliding_window_layers = c.sliding_window > 0;
   }
+  if (variant_.mla != c.mla.enabled()) {
+    return InvalidArgument(c.architecture +
+                           ": config has no kv_lora_rank (multi-head latent "
+                           "attention)");
+  }
+  spec.mla = variant_.mla;
   spec.tie_word_embeddings = c.tie_word_embeddings;
   spec.activation = GatedActivation::kSilu;
   spec.rope_layout = w.rope_layout();
@@ -79,6 +85,20 @@ Status LlamaModel::Load() {
                                                  : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   spec.attention = {static_cast<int>(c.num_heads), static_cast<int>(c.num_kv_heads),
                     static_cast<int>(c.head_dim), scale, 0.0f};
+  if (spec.mla) {
+    // DeepSeek's rotary layout; the softmax scale of its full query heads (nope + rope), times
+    // YaRN's mscale(mscale_all_dim) squared, as transformers and llama.cpp apply it.
+    spec.rope_layout = c.mla.rope_interleave ? kernels::RopeLayout::kInterleaved
+                                             : kernels::RopeLayout::kRotateHalf;
+    const kernels::RopeScaling& rs = c.rope_scaling;
+    double mscale = 1.0;
+    if (rs.type == kernels::RopeScalingType::kYarn && rs.mscale_all_dim > 0 && rs.factor > 1) {
+      mscale = 0.1 * rs.mscale_all_dim * std::log(rs.factor) + 1.0;
+    }
+    spec.attention.scale = static_cast<float>(
+        mscale * mscale /
+        std::sqrt(static_cast<double>(c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim)));
+  }
   // Granite's scalings (1 elsewhere).
   spec.embed_scale = static_cast<float>(c.embedding_multiplier);
   spec.residual_scale = static_cast<float>(c.residual_multiplier);

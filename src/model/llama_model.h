@@ -28,6 +28,8 @@ struct LlamaVariant {
   // gpt-oss: biases on Q/K/V and the output projection, a sink per head, the MLP's input norm
   // named post_attention_norm, every other layer sliding (config), YaRN on every layer.
   bool gpt_oss = false;
+  // DeepSeek-V2/V3: multi-head latent attention (mla_attention.h); leading dense layers.
+  bool mla = false;
 };
 
 class LlamaModel final : public CausalLM {

@@ -134,10 +134,96 @@ Status ParseRopeScaling(const json& config, ModelConfig* c, const std::string& s
   return Status::Ok();
 }
 
+// DeepSeek-V2/V3's MoE keys: n_shared_experts (ungated), routed_scaling_factor,
+// first_k_dense_replace, scoring_func, topk_method with n_group / topk_group.
+Status ParseDeepseekRouting(const json& cfg, ModelConfig* c, const std::string& source) {
+  int64_t shared = 0, layer_freq = 1;
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "n_shared_experts", &shared, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "moe_layer_freq", &layer_freq, source));
+  RADIX_RETURN_IF_ERROR(
+      ReadNumber(cfg, "routed_scaling_factor", &c->routed_scaling_factor, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "first_k_dense_replace", &c->first_dense_layers, source));
+  if (shared < 0) return InvalidArgument(source + ": n_shared_experts must not be negative");
+  if (layer_freq != 1) {
+    return Unsupported(source + ": moe_layer_freq " + std::to_string(layer_freq) +
+                       " (dense layers between the sparse ones) is not supported yet");
+  }
+  if (c->first_dense_layers < 0) {
+    return InvalidArgument(source + ": first_k_dense_replace must not be negative");
+  }
+  if (!(c->routed_scaling_factor > 0)) {
+    return InvalidArgument(source + ": routed_scaling_factor must be positive");
+  }
+  c->shared_expert_intermediate_size = shared * c->moe_intermediate_size;
+  c->shared_expert_gated = false;
+  const auto text = [&](const char* key, const char* fallback) {
+    return cfg.contains(key) && cfg[key].is_string() ? cfg[key].get<std::string>()
+                                                     : std::string(fallback);
+  };
+  const std::string scoring = text("scoring_func", "softmax");
+  if (scoring == "sigmoid") {
+    c->moe_gating = ModelConfig::MoeGating::kSigmoid;
+  } else if (scoring != "softmax") {
+    return Unsupported(source + ": scoring_func '" + scoring + "' is not supported");
+  }
+  const std::string method = text("topk_method", scoring == "sigmoid" ? "noaux_tc" : "greedy");
+  if (method == "group_limited_greedy") {
+    c->group_score = ModelConfig::MoeGroupScore::kMax;
+  } else if (method == "noaux_tc") {
+    c->group_score = ModelConfig::MoeGroupScore::kTopTwoSum;
+  } else if (method != "greedy") {
+    return Unsupported(source + ": topk_method '" + method + "' is not supported");
+  }
+  if (method != "greedy") {
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "n_group", &c->expert_groups, source));
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "topk_group", &c->expert_groups_used, source));
+  }
+  const int64_t groups = c->expert_groups, used = c->expert_groups_used;
+  if (groups < 1 || c->num_experts % groups != 0 || used < 1 || used > groups ||
+      c->num_experts_per_tok > used * (c->num_experts / groups) ||
+      (groups > 1 && c->group_score == ModelConfig::MoeGroupScore::kTopTwoSum &&
+       c->num_experts / groups < 2)) {
+    return InvalidArgument(source + ": n_group " + std::to_string(groups) + " / topk_group " +
+                           std::to_string(used) + " cannot route " +
+                           std::to_string(c->num_experts_per_tok) + " of " +
+                           std::to_string(c->num_experts) + " experts");
+  }
+  return Status::Ok();
+}
+
+// Multi-head latent attention (DeepSeek-V2/V3 configs with kv_lora_rank): the MLA shape, and the
+// KV geometry of its compressed rows (ModelConfig::Mla).
+Status ParseMla(const json& cfg, ModelConfig* c, const std::string& source) {
+  if (c->model_type != "deepseek_v2" && c->model_type != "deepseek_v3") return Status::Ok();
+  ModelConfig::Mla& m = c->mla;
+  for (auto [key, field] : {std::pair{"q_lora_rank", &m.q_lora_rank},
+                            {"kv_lora_rank", &m.kv_lora_rank},
+                            {"qk_nope_head_dim", &m.qk_nope_head_dim},
+                            {"qk_rope_head_dim", &m.qk_rope_head_dim},
+                            {"v_head_dim", &m.v_head_dim}}) {
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, key, field, source));
+  }
+  if (m.q_lora_rank < 0 || m.kv_lora_rank <= 0 || m.qk_nope_head_dim <= 0 ||
+      m.qk_rope_head_dim <= 0 || m.qk_rope_head_dim % 2 != 0 || m.v_head_dim <= 0) {
+    return InvalidArgument(source +
+                           ": multi-head latent attention needs positive kv_lora_rank, "
+                           "qk_nope_head_dim, v_head_dim, an even positive qk_rope_head_dim and "
+                           "q_lora_rank >= 0");
+  }
+  if (cfg.contains("rope_interleave") && cfg["rope_interleave"].is_boolean()) {
+    m.rope_interleave = cfg["rope_interleave"].get<bool>();
+  }
+  c->num_kv_heads = 1;
+  c->head_dim = m.kv_lora_rank + m.qk_rope_head_dim;
+  c->rotary_dim = m.qk_rope_head_dim;
+  return Status::Ok();
+}
+
 // num_experts (Qwen2/3-MoE, OLMoE) or num_local_experts (Mixtral), num_experts_per_tok,
 // moe_intermediate_size, norm_topk_prob. Layouts this build cannot run (dense layers between the
 // sparse ones) are refused rather than run as all-sparse.
 Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "n_routed_experts", &c->num_experts, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_local_experts", &c->num_experts, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_experts", &c->num_experts, source));
   if (c->num_experts <= 0) {
@@ -170,6 +256,9 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
   if (c->shared_expert_intermediate_size < 0) {
     return InvalidArgument(source + ": shared_expert_intermediate_size must not be negative");
   }
+  if (c->model_type == "deepseek_v2" || c->model_type == "deepseek_v3") {
+    RADIX_RETURN_IF_ERROR(ParseDeepseekRouting(cfg, c, source));
+  }
   int64_t sparse_step = 1;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "decoder_sparse_step", &sparse_step, source));
   const bool dense_layers = cfg.contains("mlp_only_layers") && cfg["mlp_only_layers"].is_array() &&
@@ -188,14 +277,21 @@ Status ParseMoe(const json& cfg, ModelConfig* c, const std::string& source) {
 }  // namespace
 
 int64_t ModelConfig::ParameterCount() const {
-  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
-  const int64_t ffn = num_experts > 0
-                          ? num_experts * (3 * hidden_size * moe_intermediate_size + hidden_size) +
-                                3 * hidden_size * shared_expert_intermediate_size
-                          : 3 * hidden_size * intermediate_size;
-  const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size + ffn + 2 * hidden_size;
-  return vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + num_layers * per_layer +
-         hidden_size;
+  const int64_t H = hidden_size, q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  int64_t attention = H * (q + 2 * kv) + q * H;
+  if (mla.enabled()) {
+    const int64_t qk = num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+    attention = (mla.q_lora_rank > 0 ? mla.q_lora_rank * (H + qk) : H * qk) + H * head_dim +
+                mla.kv_lora_rank * num_heads * (mla.qk_nope_head_dim + mla.v_head_dim) +
+                num_heads * mla.v_head_dim * H;
+  }
+  const int64_t dense = 3 * H * intermediate_size;
+  const int64_t sparse =
+      num_experts * (3 * H * moe_intermediate_size + H) + 3 * H * shared_expert_intermediate_size;
+  const int64_t dense_layers =
+      num_experts > 0 ? std::min(first_dense_layers, num_layers) : num_layers;
+  return vocab_size * H * (tie_word_embeddings ? 1 : 2) + num_layers * (attention + 2 * H) +
+         dense_layers * dense + (num_layers - dense_layers) * sparse + H;
 }
 
 Expected<ModelConfig> ParseModelConfig(const json& config, const json* generation,
@@ -245,6 +341,7 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0) {
     return InvalidArgument(source + ": rotary dimension must be even and at most head_dim");
   }
+  RADIX_RETURN_IF_ERROR(ParseMla(cfg, &c, source));
   c.context_length = 2048;
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "max_position_embeddings", &c.context_length, source));
   RADIX_RETURN_IF_ERROR(RequirePositive(c.context_length, "max_position_embeddings", source));
@@ -375,7 +472,60 @@ constexpr GgufArch kGgufArchs[] = {
     {"gemma2", "Gemma2ForCausalLM", "gemma2"},
     {"phi3", "Phi3ForCausalLM", "phi3"},
     {"gpt-oss", "GptOssForCausalLM", "gpt_oss"},
+    {"deepseek2", "DeepseekV2ForCausalLM", "deepseek_v2"},
 };
+
+// llama.cpp's deepseek2 metadata under DeepSeek's HF config keys. Files converted since llama.cpp
+// split kv_b (attn_k_b / attn_v_b) give the MLA head sizes as key_length_mla / value_length_mla
+// (key_length is then the compressed row); older files only have key_length / value_length.
+Status AddDeepseekKeys(const GgufFile& gguf, json& c) {
+  const std::string a = "deepseek2.";
+  const auto get_int = [&](const std::string& key) { return gguf.GetInt(a + key); };
+  RADIX_ASSIGN_OR_RETURN(auto rope, get_int("rope.dimension_count"));
+  RADIX_ASSIGN_OR_RETURN(auto k_mla, get_int("attention.key_length_mla"));
+  RADIX_ASSIGN_OR_RETURN(auto v_mla, get_int("attention.value_length_mla"));
+  RADIX_ASSIGN_OR_RETURN(auto k_len, get_int("attention.key_length"));
+  RADIX_ASSIGN_OR_RETURN(auto v_len, get_int("attention.value_length"));
+  const std::optional<int64_t> qk = k_mla ? k_mla : k_len, v = v_mla ? v_mla : v_len;
+  if (!rope || !qk || !v) {
+    return DataLoss(gguf.path() +
+                    ": deepseek2 GGUF needs rope.dimension_count and attention key / value "
+                    "lengths");
+  }
+  c["qk_rope_head_dim"] = *rope;
+  c["qk_nope_head_dim"] = *qk - *rope;
+  c["v_head_dim"] = *v;
+  for (auto [key, hf_key] : {std::pair{"attention.q_lora_rank", "q_lora_rank"},
+                             {"attention.kv_lora_rank", "kv_lora_rank"},
+                             {"leading_dense_block_count", "first_k_dense_replace"},
+                             {"expert_shared_count", "n_shared_experts"},
+                             {"expert_group_count", "n_group"},
+                             {"expert_group_used_count", "topk_group"}}) {
+    RADIX_ASSIGN_OR_RETURN(auto value, get_int(key));
+    if (value) c[hf_key] = *value;
+  }
+  RADIX_ASSIGN_OR_RETURN(auto scale, gguf.GetFloat(a + "expert_weights_scale"));
+  if (scale) c["routed_scaling_factor"] = *scale;
+  const GgufValue* norm = gguf.Find(a + "expert_weights_norm");
+  c["norm_topk_prob"] = norm != nullptr && norm->integer != 0;
+  // llama_expert_gating_func_type: 0 none (softmax, as llama.cpp assumes for older files),
+  // 1 softmax, 2 sigmoid.
+  RADIX_ASSIGN_OR_RETURN(auto gating, get_int("expert_gating_func"));
+  const int64_t func = gating.value_or(0);
+  if (func > 2) {
+    return Unsupported(gguf.path() + ": deepseek2 expert_gating_func " + std::to_string(func) +
+                       " is not supported (softmax or sigmoid)");
+  }
+  c["scoring_func"] = func == 2 ? "sigmoid" : "softmax";
+  if (func == 2) {
+    c["architectures"] = json::array({"DeepseekV3ForCausalLM"});
+    c["model_type"] = "deepseek_v3";
+  }
+  // llama.cpp limits the groups whenever the file has more than one, scoring each by the sum of
+  // its two best experts.
+  c["topk_method"] = c.value("n_group", int64_t{1}) > 1 ? "noaux_tc" : "greedy";
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -388,9 +538,10 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
     if (arch == a.gguf_name) known = &a;
   }
   if (known == nullptr) {
-    return Unsupported(gguf.path() + ": GGUF architecture '" + arch +
-                       "' is not supported (supported: gemma2, gemma3, gpt-oss, granite, llama, "
-                       "olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)");
+    return Unsupported(
+        gguf.path() + ": GGUF architecture '" + arch +
+        "' is not supported (supported: deepseek2, gemma2, gemma3, gpt-oss, granite, "
+        "llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)");
   }
   json c;
   c["architectures"] = json::array({known->hf_class});
@@ -509,6 +660,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
       c["query_pre_attn_scalar"] = c["head_dim"];
     }
   }
+  if (arch == "deepseek2") RADIX_RETURN_IF_ERROR(AddDeepseekKeys(gguf, c));
   if (arch == "gpt-oss") {
     // llama.cpp's gpt-oss graph: every other layer (the even ones) slides, Q/K/V carry biases;
     // the SwiGLU clamp is ParseMoe's gpt-oss default (7, fixed in llama.cpp too).

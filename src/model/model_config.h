@@ -93,13 +93,48 @@ struct ModelConfig {
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
   bool norm_topk_prob = false;  // renormalize the chosen experts' softmax weights to sum 1
-  // Qwen2-MoE: a shared expert every token runs, scaled by sigmoid(shared gate . h); 0: none.
+  // A shared expert every token runs, 0: none; Qwen2-MoE scales it by sigmoid(shared gate . h)
+  // (shared_expert_gated), DeepSeek adds it as is (n_shared_experts x moe_intermediate_size).
   int64_t shared_expert_intermediate_size = 0;
+  bool shared_expert_gated = true;
   // How the router turns logits into expert weights: kSoftmax, softmax over all experts then the
   // top k (renormalized per norm_topk_prob); kTopKSoftmax (gpt-oss), the top k logits then a
-  // softmax over those k only.
-  enum class MoeGating { kSoftmax, kTopKSoftmax };
+  // softmax over those k only; kSigmoid (DeepSeek-V3), an independent sigmoid per expert, the
+  // top k chosen by sigmoid + the router's correction bias, weighted by the unbiased sigmoid.
+  enum class MoeGating { kSoftmax, kTopKSoftmax, kSigmoid };
   MoeGating moe_gating = MoeGating::kSoftmax;
+  // DeepSeek: the chosen experts' weights times routed_scaling_factor; the first
+  // first_dense_layers layers run a dense MLP of intermediate_size (first_k_dense_replace).
+  double routed_scaling_factor = 1.0;
+  int64_t first_dense_layers = 0;
+  // DeepSeek's group-limited routing: the experts form expert_groups equal groups; a token
+  // picks its top_k experts among the expert_groups_used groups of highest score, a group's
+  // score being its highest expert score (kMax, V2's group_limited_greedy) or the sum of its two
+  // highest (kTopTwoSum, V3's noaux_tc and llama.cpp). 1 group: no limit.
+  enum class MoeGroupScore { kMax, kTopTwoSum };
+  int64_t expert_groups = 1;
+  int64_t expert_groups_used = 1;
+  MoeGroupScore group_score = MoeGroupScore::kTopTwoSum;
+  // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank > 0). Keys and values of a token are
+  // one compressed row: the normed latent c (kv_lora_rank) and the rotary key k_pe
+  // (qk_rope_head_dim, shared by the heads), so the model's KV geometry is num_kv_heads 1 and
+  // head_dim kv_lora_rank + qk_rope_head_dim, with the values a prefix of the keys
+  // (kv_values_in_keys); rotary_dim is qk_rope_head_dim. Each query head has qk_nope_head_dim +
+  // qk_rope_head_dim dimensions and each value head v_head_dim. q_lora_rank 0: a plain Q projection
+  // (V2-Lite).
+  struct Mla {
+    int64_t q_lora_rank = 0;
+    int64_t kv_lora_rank = 0;
+    int64_t qk_nope_head_dim = 0;
+    int64_t qk_rope_head_dim = 0;
+    int64_t v_head_dim = 0;
+    // q_pe / k_pe rotate adjacent pairs (DeepSeek's layout, llama.cpp's NORM rope); HF
+    // DeepSeek-V3 configs may say rope_interleave false (rotate-half).
+    bool rope_interleave = true;
+    bool enabled() const { return kv_lora_rank > 0; }
+  } mla;
+  // The KV cache's V rows are a prefix of its K rows (MLA): a pool keeps one buffer per layer.
+  bool kv_values_in_keys() const { return mla.enabled(); }
   // gpt-oss's clamped SwiGLU ("swiglu_oai") in the experts: gate clamped to at most swiglu_limit,
   // up to [-swiglu_limit, swiglu_limit], out = gate * sigmoid(swiglu_alpha * gate) * (up + 1).
   // 0: plain SiLU gating.
@@ -126,8 +161,8 @@ Expected<ModelConfig> ParseModelConfig(const nlohmann::json& config,
                                        const nlohmann::json* generation, const std::string& source);
 
 // HF-style config JSON from GGUF metadata (architectures llama (Mixtral when it has experts),
-// granite, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma2, gemma3,
-// gpt-oss).
+// deepseek2, granite, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3, gemma2,
+// gemma3, gpt-oss).
 Expected<nlohmann::json> GgufConfigJson(const GgufFile& gguf);
 
 // Merges `override_json` (a JSON object as text; empty means none) into config, key by key,

@@ -283,6 +283,10 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
     return LlamaModel::Create(std::move(config), std::move(weights),
                               LlamaVariant{.moe = true, .gpt_oss = true});
   }
+  if (arch == "DeepseekV2ForCausalLM" || arch == "DeepseekV3ForCausalLM") {
+    return LlamaModel::Create(std::move(config), std::move(weights),
+                              LlamaVariant{.moe = true, .mla = true});
+  }
   if (arch == "Gemma3ForCausalLM") {
     return Gemma3Model::Create(std::move(config), std::move(weights));
   }
@@ -294,7 +298,8 @@ Expected<std::unique_ptr<CausalLM>> BuildModel(ModelConfig config,
                        " is an encoder: it serves embeddings (--is-embedding), not generation");
   }
   return Unsupported("architecture " + arch +
-                     " is not supported (supported: Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                     " is not supported (supported: DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
+                     "Gemma2ForCausalLM, Gemma3ForCausalLM, "
                      "GptOssForCausalLM, GraniteForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Olmo2ForCausalLM, OlmoeForCausalLM, Phi3ForCausalLM, "
                      "Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "model/for_rows.h"
 #include "model/forward_scratch.h"
@@ -24,6 +25,66 @@ void MoeFfn::SwigluOai(float* gate, const float* up, int64_t n) const {
   }
 }
 
+void MoeFfn::Route(const kernels::KernelTable& kt, float* p, float* select, int32_t* choice,
+                   float* weight) const {
+  const int64_t E = experts_, K = top_k_;
+  if (!router_bias_.empty()) kt.axpy(1.0f, router_bias_.data(), p, E);
+  if (gating_ == ModelConfig::MoeGating::kSoftmax) kt.softmax(p, E);
+  if (gating_ == ModelConfig::MoeGating::kSigmoid) {
+    for (int64_t e = 0; e < E; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+  }
+  std::memcpy(select, p, sizeof(float) * static_cast<size_t>(E));
+  if (!selection_bias_.empty()) kt.axpy(1.0f, selection_bias_.data(), select, E);
+  // Index of the highest of the n scores at x not yet in taken[0, k) (ties: lower index).
+  const auto best_of = [](const float* x, int64_t n, const int32_t* taken, int64_t k) {
+    int32_t best = -1;
+    for (int64_t e = 0; e < n; ++e) {
+      if (std::find(taken, taken + k, static_cast<int32_t>(e)) != taken + k) continue;
+      if (best < 0 || x[e] > x[best]) best = static_cast<int32_t>(e);
+    }
+    return best;
+  };
+  if (groups_ > 1) {
+    // Keep the experts of the groups_used_ best groups: the others' scores become -inf.
+    const int64_t per = E / groups_;
+    float group_score[kMaxGroups];
+    int32_t kept[kMaxGroups];
+    for (int64_t g = 0; g < groups_; ++g) {
+      const float* x = select + g * per;
+      int32_t top[2];
+      top[0] = best_of(x, per, top, 0);
+      group_score[g] = x[top[0]];
+      if (group_score_ == ModelConfig::MoeGroupScore::kTopTwoSum) {
+        top[1] = best_of(x, per, top, 1);
+        group_score[g] += x[top[1]];
+      }
+    }
+    for (int64_t k = 0; k < groups_used_; ++k) kept[k] = best_of(group_score, groups_, kept, k);
+    for (int64_t g = 0; g < groups_; ++g) {
+      if (std::find(kept, kept + groups_used_, static_cast<int32_t>(g)) != kept + groups_used_) {
+        continue;
+      }
+      std::fill(select + g * per, select + (g + 1) * per, -std::numeric_limits<float>::infinity());
+    }
+  }
+  float sum = 0.0f;
+  for (int64_t k = 0; k < K; ++k) {
+    choice[k] = best_of(select, E, choice, k);
+    weight[k] = p[choice[k]];
+    sum += weight[k];
+  }
+  if (gating_ == ModelConfig::MoeGating::kTopKSoftmax) {
+    kt.softmax(weight, K);
+  } else if (norm_topk_prob_) {
+    // llama.cpp clamps the sum to f16's smallest normal (sigmoid weights may all be tiny).
+    sum = std::max(sum, 6.103515625e-5f);
+    for (int64_t k = 0; k < K; ++k) weight[k] /= sum;
+  }
+  if (routed_scale_ != 1.0f) {
+    for (int64_t k = 0; k < K; ++k) weight[k] *= routed_scale_;
+  }
+}
+
 Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore& w,
                     const PackFn& pack) {
   experts_ = c.num_experts;
@@ -32,6 +93,14 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   inter_ = c.moe_intermediate_size;
   norm_topk_prob_ = c.norm_topk_prob;
   gating_ = c.moe_gating;
+  routed_scale_ = static_cast<float>(c.routed_scaling_factor);
+  groups_ = c.expert_groups;
+  groups_used_ = c.expert_groups_used;
+  group_score_ = c.group_score;
+  if (groups_ > kMaxGroups) {
+    return Unsupported(c.architecture + ": more than " + std::to_string(kMaxGroups) +
+                       " expert groups (n_group " + std::to_string(groups_) + ")");
+  }
   swiglu_limit_ = static_cast<float>(c.swiglu_limit);
   swiglu_alpha_ = static_cast<float>(c.swiglu_alpha);
   kernels::WeightMatrix router;
@@ -52,6 +121,9 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
     RADIX_ASSIGN_OR_RETURN(up_bias_, bias_table(prefix + "ffn_up_exps.bias", inter_));
     RADIX_ASSIGN_OR_RETURN(down_bias_, bias_table(prefix + "ffn_down_exps.bias", hidden_));
   }
+  if (w.Find(prefix + "exp_probs_b.bias") != nullptr) {
+    RADIX_ASSIGN_OR_RETURN(selection_bias_, w.RequireVector(prefix + "exp_probs_b.bias", experts_));
+  }
   std::vector<kernels::WeightMatrix> gate, up, down;
   RADIX_ASSIGN_OR_RETURN(gate,
                          w.RequireExperts(prefix + "ffn_gate_exps", experts_, inter_, hidden_));
@@ -70,7 +142,9 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   if (shared_inter_ == 0) return Status::Ok();
   const std::string gate_name = prefix + "ffn_gate_inp_shexp.weight";
   const WeightTensor* g = w.Find(gate_name);
-  if (g != nullptr && g->shape.size() == 2) {  // HF: a [1, hidden] linear layer
+  if (!c.shared_expert_gated) {
+    // DeepSeek: the shared experts' output is added as is.
+  } else if (g != nullptr && g->shape.size() == 2) {  // HF: a [1, hidden] linear layer
     kernels::WeightMatrix m;
     RADIX_ASSIGN_OR_RETURN(m, w.RequireMatrix(gate_name, 1, hidden_));
     shared_gate_.resize(static_cast<size_t>(hidden_));
@@ -93,39 +167,19 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
                      kernels::ActivationMode mode, ForwardScratch& s, float* out) const {
   const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
   const int64_t S = shared_inter_;
-  // Router probabilities, then (with a shared expert) each token's shared-expert scale.
-  float* probs = ForwardScratch::Reserve(s.moe_router, T * E + (S > 0 ? T : 0));
+  // Router probabilities, then each token's selection scores, then (with a shared expert) each
+  // token's shared-expert scale.
+  float* probs = ForwardScratch::Reserve(s.moe_router, 2 * T * E + (S > 0 ? T : 0));
+  float* select = probs + T * E;
   kernels::MatMul(kt, pool, h, T, router_, probs, mode);
 
   // Routing: choice[t * K + k] is token t's k-th expert, weight[t * K + k] its weight.
   s.moe_choice.resize(static_cast<size_t>(T * K));
   float* weight = ForwardScratch::Reserve(s.moe_weight, T * K);
   int32_t* choice = s.moe_choice.data();
-  const bool topk_softmax = gating_ == ModelConfig::MoeGating::kTopKSoftmax;
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* p = probs + t * E;
-      if (!router_bias_.empty()) kt.axpy(1.0f, router_bias_.data(), p, E);
-      if (!topk_softmax) kt.softmax(p, E);
-      int32_t* ct = choice + t * K;
-      float* wt = weight + t * K;
-      float sum = 0.0f;
-      for (int64_t k = 0; k < K; ++k) {
-        int32_t best = -1;
-        for (int64_t e = 0; e < E; ++e) {
-          if (std::find(ct, ct + k, static_cast<int32_t>(e)) != ct + k) continue;
-          if (best < 0 || p[e] > p[best]) best = static_cast<int32_t>(e);
-        }
-        ct[k] = best;
-        wt[k] = p[best];
-        sum += wt[k];
-      }
-      if (topk_softmax) {
-        kt.softmax(wt, K);
-      } else if (norm_topk_prob_) {
-        for (int64_t k = 0; k < K; ++k) wt[k] /= sum;
-      }
-    }
+    for (int64_t t = begin; t < end; ++t)
+      Route(kt, probs + t * E, select + t * E, choice + t * K, weight + t * K);
   });
 
   // Group the (token, k) pairs by expert, in token order within each expert: expert e's rows
@@ -175,13 +229,16 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     float* sg = gate;
     float* su = up;
     shared = xin;
-    shared_scale = probs + T * E;
+    shared_scale = probs + 2 * T * E;
     kernels::MatMul(kt, pool, h, T, shared_gate_proj_, sg, mode);
     kernels::MatMul(kt, pool, h, T, shared_up_, su, mode);
     ForRows(pool, T, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         kt.silu_mul(sg + t * S, su + t * S, sg + t * S, S);
-        shared_scale[t] = 1.0f / (1.0f + std::exp(-kt.dot(h + t * H, shared_gate_.data(), H)));
+        shared_scale[t] =
+            shared_gate_.empty()
+                ? 1.0f
+                : 1.0f / (1.0f + std::exp(-kt.dot(h + t * H, shared_gate_.data(), H)));
       }
     });
     kernels::MatMul(kt, pool, sg, T, shared_down_, shared, mode);

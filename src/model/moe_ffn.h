@@ -9,6 +9,11 @@
 // projection carry a bias; the top k of the router's logits (ties: lower index) are softmaxed
 // among themselves; the experts gate with the clamped SwiGLU (llama.cpp's swiglu_oai).
 //
+// DeepSeek (V2: softmax, V3: kSigmoid gating): the top k may be limited to the best groups of
+// experts (ModelConfig::expert_groups), V3 chooses by sigmoid + a correction bias
+// (exp_probs_b) but weights by the sigmoid alone, the weights are renormalized per
+// norm_topk_prob and then multiplied by routed_scaling_factor; shared experts have no gate.
+//
 // The expert GEMM groups the step's tokens by expert: each active expert multiplies all of its
 // tokens in one MatMul per projection, so its weights are read once per step however many tokens
 // chose it, and experts no token chose are not read at all. Each token's sum runs over its own
@@ -51,6 +56,10 @@ class MoeFfn {
                kernels::ActivationMode mode, ForwardScratch& s, float* out) const;
 
  private:
+  // Turns one token's router logits p[experts] into its top-k choice[k] and weight[k] (p then
+  // holds the probabilities, select the selection scores).
+  void Route(const kernels::KernelTable& kt, float* p, float* select, int32_t* choice,
+             float* weight) const;
   // Adds bias row `e` ([rows] of a [experts, rows] table; none when empty) to `n` rows of y.
   static void AddBias(const kernels::KernelTable& kt, const std::vector<float>& bias, int64_t e,
                       int64_t rows, float* y, int64_t n);
@@ -61,6 +70,12 @@ class MoeFfn {
   bool norm_topk_prob_ = false;
   ModelConfig::MoeGating gating_ = ModelConfig::MoeGating::kSoftmax;
   float swiglu_limit_ = 0.0f, swiglu_alpha_ = 0.0f;
+  float routed_scale_ = 1.0f;
+  static constexpr int64_t kMaxGroups = 64;
+  int64_t groups_ = 1, groups_used_ = 1;
+  ModelConfig::MoeGroupScore group_score_ = ModelConfig::MoeGroupScore::kTopTwoSum;
+  // DeepSeek-V3: added to the probabilities to choose the experts, not to weight them.
+  std::vector<float> selection_bias_;
   kernels::PackedWeight router_;
   // gpt-oss: router bias [experts]; expert biases [experts, inter] (gate, up), [experts, hidden].
   std::vector<float> router_bias_, gate_bias_, up_bias_, down_bias_;

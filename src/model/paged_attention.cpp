@@ -80,7 +80,8 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
       const size_t at = static_cast<size_t>(r) * runs.bytes;
       const int64_t from = t * kv_width + r * runs.values;
       ak.store(k + from, runs.values, k_cache.type, k_cache.scale, k_row + at);
-      ak.store(v + from, runs.values, v_cache.type, v_cache.scale, v_row + at);
+      // One buffer holds both when the values are a prefix of the keys (MLA).
+      if (v_row != k_row) ak.store(v + from, runs.values, v_cache.type, v_cache.scale, v_row + at);
     }
   }
 

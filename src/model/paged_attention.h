@@ -32,7 +32,8 @@ struct BatchLayout {
   static BatchLayout Build(const ForwardBatch& batch, int64_t num_slots);
 };
 
-// q: [T, num_heads * head_dim]; k, v: [T, num_kv_heads * head_dim]; out like q.
+// q: [T, num_heads * head_dim]; k, v: [T, num_kv_heads * head_dim]; out like q. k_cache and
+// v_cache may be one buffer (MLA: the values are a prefix of the keys; v is not stored then).
 // sliding_window 0 means unlimited. sinks (null: none): one attention-sink logit per query head
 // (gpt-oss), added to each query's softmax denominator (kernels::MergeChunks).
 void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const ForwardBatch& batch,

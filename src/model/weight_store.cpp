@@ -72,6 +72,8 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
     if (rest == "mlp.router.bias") return "blk." + layer + ".ffn_gate_inp.bias";
     if (rest.rfind("mlp.experts.", 0) == 0) return "";
   }
+  // DeepSeek's router correction bias is a bare parameter of the gate.
+  if (rest == "mlp.gate.e_score_correction_bias") return "blk." + layer + ".exp_probs_b.bias";
   const bool gemma = model_type.rfind("gemma", 0) == 0;
   static const std::pair<const char*, const char*> kCommon[] = {
       {"input_layernorm", "attn_norm"},
@@ -94,6 +96,15 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
       {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
       {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
+      {"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},  // DeepSeek's shared experts
+      {"mlp.shared_experts.up_proj", "ffn_up_shexp"},
+      {"mlp.shared_experts.down_proj", "ffn_down_shexp"},
+      {"self_attn.q_a_proj", "attn_q_a"},  // DeepSeek's multi-head latent attention
+      {"self_attn.q_a_layernorm", "attn_q_a_norm"},
+      {"self_attn.q_b_proj", "attn_q_b"},
+      {"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
+      {"self_attn.kv_a_layernorm", "attn_kv_a_norm"},
+      {"self_attn.kv_b_proj", "attn_kv_b"},
   };
   for (const std::string suffix : {".weight", ".bias"}) {
     if (rest.size() <= suffix.size() ||

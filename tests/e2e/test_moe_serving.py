@@ -1,5 +1,5 @@
 """MoE models served end to end: the random-weight GGUFs of the MoE oracle tests
-(tests/oracle/model/moe_checkpoint.py, gptoss_checkpoint.py), 12 greedy requests sent at once so
+(tests/oracle/model/moe_checkpoint.py, gptoss_checkpoint.py, deepseek_checkpoint.py), 12 greedy requests sent at once so
 the scheduler batches them, each continuation equal to llama.cpp's own greedy decoding of that
 prompt on the same file (llama-cpp-python, one token per step)."""
 import concurrent.futures
@@ -12,6 +12,7 @@ import requests
 from server_util import Server
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
+from deepseek_checkpoint import write_gguf as write_deepseek_gguf  # noqa: E402
 from gptoss_checkpoint import write_gguf as write_gptoss_gguf  # noqa: E402
 from moe_checkpoint import write_gguf  # noqa: E402
 from test_llama_oracle import STORY, tokenize  # noqa: E402
@@ -67,6 +68,32 @@ def test_gptoss_batched_greedy_with_radix_cache_matches_llama_cpp(tmp_path):
         again = [greedy(srv, p) for p in prompts[:3]]
         srv.assert_no_leak()
         assert "GptOssForCausalLM" in srv.log_path.read_text(errors="replace")
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    assert got == expected
+    assert again == expected[:3]
+
+
+def test_deepseek_v3_mla_batched_greedy_with_radix_cache_matches_llama_cpp(tmp_path):
+    """DeepSeek-V3 shape (multi-head latent attention over a compressed cache, grouped sigmoid
+    routing, shared experts, a leading dense layer): 12 concurrent greedy requests sharing
+    prefixes with the radix cache on, then cached prefixes again, each continuation equal to
+    llama.cpp's greedy decoding. The KV pool keeps one buffer per layer (values inside keys)."""
+    model = str(tmp_path / "deepseek-v3-f32.gguf")
+    write_deepseek_gguf(model, "F32", seed=7, variant="v3")
+    story = tokenize(model, STORY)
+    prompts = [story[: 30 + 5 * i] for i in range(12)]
+    expected = [llama_cpp_greedy(model, p, MAX_NEW) for p in prompts]
+    srv = Server(model, "--skip-server-warmup", "--kv-cache-dtype", "float32")
+    try:
+        got = greedy_all_at_once(srv, prompts)
+        again = [greedy(srv, p) for p in prompts[:3]]
+        srv.assert_no_leak()
+        logs = srv.log_path.read_text(errors="replace")
+        assert "DeepseekV3ForCausalLM" in logs
+        # One f32 row of kv_lora_rank + rope dims per token and layer, no separate values.
+        assert "V size: 0.00 GB" in logs
+        assert "bytes/token=640," in logs  # 4 layers x (32 + 8) x 4 bytes
     finally:
         assert srv.stop() == 0, srv.logs()
     assert got == expected

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from moe_checkpoint import _stories_tokenizer, add_stories_tokenizer, weight_makers
+from moe_checkpoint import _stories_tokenizer, add_stories_tokenizer, finish_gguf, weight_makers
 
 # gpt-oss-20b's layout, shrunk: head_dim 64 -> 16 with q_dim (6 x 16) != hidden (64) as in the
 # real model (64 x 64 != 2880; MXFP4 needs a multiple of 32), window 128 -> 24, 32 experts
@@ -89,16 +89,9 @@ def write_gguf(path, quant="MXFP4", seed=0, s=SHAPE, weights=None):
     writer.add_expert_used_count(s["top_k"])
     writer.add_expert_feed_forward_length(s["expert_ffn"])
     add_stories_tokenizer(writer, tok)
-    for name, t in w.items():
-        if quant == "MXFP4" and is_expert_matrix(name):
-            qtype = gguf.GGMLQuantizationType.MXFP4
-            writer.add_tensor(name, gguf.quants.quantize(t, qtype), raw_dtype=qtype)
-        else:
-            writer.add_tensor(name, t)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    mxfp4 = gguf.GGMLQuantizationType.MXFP4
+    finish_gguf(writer, w, lambda name, t: mxfp4 if quant == "MXFP4" and is_expert_matrix(name)
+                else None)
     return w
 
 

@@ -27,6 +27,23 @@ def radix_logits_binary():
     pytest.fail(f"radix_logits is not built in {build} (set RADIX_BUILD_DIR)")
 
 
+def transformers_logits(folder, tokens, tmp_path):
+    """transformers' own forward pass on an HF folder (tests/fixtures/causal_lm_reference.py, in
+    the torch venv): teacher-forced logits [len(tokens), vocab]."""
+    import sys
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../fixtures")
+    sys.path.insert(0, fixtures)
+    from torch_env import torch_python
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps(tokens))
+    out = tmp_path / "transformers.npy"
+    proc = subprocess.run([torch_python(), os.path.join(fixtures, "causal_lm_reference.py"),
+                           "--model", str(folder), "--tokens", str(ids), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return np.load(out)
+
+
 def require(path):
     if not os.path.exists(path):
         pytest.skip(f"{path} is absent")

@@ -138,10 +138,21 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     if arch == "qwen2moe":
         writer.add_expert_shared_feed_forward_length(s["shared_ffn"])
     add_stories_tokenizer(writer, tok)
-    for name, t in w.items():
-        if quant == "F16" and t.ndim > 1:
-            writer.add_tensor(name, t.astype(np.float16))
-        elif quant in ("F32", "F16") or t.ndim == 1 or name.endswith("ffn_gate_inp.weight"):
+    tensors = {name: t.astype(np.float16) if quant == "F16" and t.ndim > 1 else t
+               for name, t in w.items()}
+    keep = quant in ("F32", "F16")
+    finish_gguf(writer, tensors, lambda name, t: None if keep or t.ndim == 1 or
+                name.endswith("ffn_gate_inp.weight") else qtype)
+    return w
+
+
+def finish_gguf(writer, tensors, qtype_of):
+    """Adds `tensors` (name -> array), each quantized to qtype_of(name, array) unless that is
+    None, and writes the file out."""
+    import gguf
+    for name, t in tensors.items():
+        qtype = qtype_of(name, t)
+        if qtype is None:
             writer.add_tensor(name, t)
         else:
             writer.add_tensor(name, gguf.quants.quantize(t, qtype), raw_dtype=qtype)
@@ -149,7 +160,6 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return w
 
 
 def dequantized(w, quant):

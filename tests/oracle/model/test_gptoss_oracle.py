@@ -5,23 +5,17 @@ architecture exactly, the MXFP4 one (experts in MXFP4, as the real gpt-oss GGUFs
 format and llama.cpp's Q8_0 rounding of the activations that meet it. Then the HF forms of the
 same weights: float experts against transformers' GptOssForCausalLM, and both float and MXFP4
 (U8 blocks and scales, as OpenAI publishes gpt-oss) against the GGUF forms."""
-import json
-import os
-import pathlib
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from gptoss_checkpoint import SHAPE, dequantized, write_gguf, write_hf
-from model_oracle_helpers import assert_rounding_bounded_agreement, radix_logits_binary, run_radix
+from model_oracle_helpers import (assert_rounding_bounded_agreement, radix_logits_binary,
+                                  run_radix, transformers_logits)
 from test_llama_oracle import STORY, llama_cpp_logits, tokenize
 from test_moe_oracle import llama_cpp_greedy
 
-FIXTURES = str(pathlib.Path(__file__).resolve().parents[2] / "fixtures")
-sys.path.insert(0, FIXTURES)
-from torch_env import torch_python  # noqa: E402
 
 
 def test_gptoss_f32_matches_llama_cpp(tmp_path):
@@ -70,18 +64,6 @@ def test_gptoss_mxfp4_matches_llama_cpp(tmp_path):
     diff = np.abs(exact - ref_decoded).max()
     print(f"gpt-oss MXFP4 exact activations vs llama.cpp on the decoded F32 file: {diff:.2e}")
     assert diff < 1e-3
-
-
-def transformers_logits(folder, tokens, tmp_path):
-    """transformers' own forward pass on the HF folder (tests/fixtures/gptoss_reference.py)."""
-    ids = tmp_path / "ids.json"
-    ids.write_text(json.dumps(tokens))
-    out = tmp_path / "transformers.npy"
-    proc = subprocess.run([torch_python(), os.path.join(FIXTURES, "gptoss_reference.py"),
-                           "--model", str(folder), "--tokens", str(ids), "--out", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return np.load(out)
 
 
 def test_gptoss_hf_matches_transformers(tmp_path):

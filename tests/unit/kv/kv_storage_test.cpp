@@ -49,6 +49,32 @@ TEST(KvStorageTest, LayoutIsSlotMajorPerLayer) {
   EXPECT_EQ(k_base[5 * 8], 0.0f);
 }
 
+TEST(KvStorageTest, ValuesInKeysKeepOneBufferPerLayer) {
+  // MLA: the values are a prefix of the keys, so V aliases K and a token costs half the bytes.
+  EXPECT_EQ(KvBytesPerToken(4, 1, 576, KvDtype::kBF16, true), 1u * 4 * 576 * 2);
+  KvStorageSpec spec{3,   1, 6, KvDtype::kFp8E4M3, 10, {{1.0f, 2.0f, 4.0f}, {8.0f, 8.0f, 8.0f}},
+                     true};
+  Expected<KvStorage> storage = KvStorage::Create(spec);
+  ASSERT_TRUE(storage.ok());
+  for (int32_t l = 0; l < 3; ++l) {
+    EXPECT_EQ(storage->k_base(l), storage->v_base(l));
+    const KvLayerView view = storage->layer(l);
+    EXPECT_EQ(view.k, view.v);
+    EXPECT_EQ(view.v_scale, view.k_scale);  // the rows' one scale
+  }
+  EXPECT_NE(storage->k_base(0), storage->k_base(1));
+  const float k[6] = {1, 2, 3, 4, 5, 6};
+  const float ignored[6] = {-1, -1, -1, -1, -1, -1};
+  const int32_t slot = 4;
+  storage->StoreKv(2, {&slot, 1}, k, ignored);
+  float k_out[6], v_out[6];
+  storage->LoadKv(2, slot, k_out, v_out);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(k_out[i], k[i]);
+    EXPECT_EQ(v_out[i], k[i]);
+  }
+}
+
 TEST(KvStorageTest, Bf16StorageHoldsRoundedBits) {
   KvStorageSpec spec{1, 1, 2, KvDtype::kBF16, 4, {}};
   Expected<KvStorage> storage = KvStorage::Create(spec);

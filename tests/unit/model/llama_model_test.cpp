@@ -180,6 +180,22 @@ constexpr const char* kQwen2Moe =
     R"({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "num_experts": 8,
         "num_experts_per_tok": 3, "moe_intermediate_size": 16,
         "shared_expert_intermediate_size": 48})";
+// stories260K's shape as DeepSeek-V2-Lite (multi-head latent attention without a Q LoRA, a
+// leading dense layer, softmax routing with shared experts and a routed scale) and DeepSeek-V3
+// (Q LoRA, sigmoid routing limited to the 2 best of 4 groups, renormalized).
+constexpr const char* kDeepseekV2 =
+    R"({"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
+        "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+        "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.5,
+        "kv_lora_rank": 16, "q_lora_rank": null, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
+        "v_head_dim": 8})";
+constexpr const char* kDeepseekV3 =
+    R"({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+        "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+        "n_shared_experts": 1, "first_k_dense_replace": 1, "routed_scaling_factor": 2.5,
+        "scoring_func": "sigmoid", "topk_method": "noaux_tc", "n_group": 4, "topk_group": 2,
+        "norm_topk_prob": true, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_nope_head_dim": 8,
+        "qk_rope_head_dim": 8, "v_head_dim": 12})";
 
 // stories260K's shape as a Qwen3-MoE (8 experts, top-2) or a Qwen2-MoE (top-3 and a shared
 // expert) with seeded random weights.
@@ -258,10 +274,50 @@ void ExpectRandomBatchesInvariant(const CausalLM& lm_ref) {
 }
 
 TEST(LlamaModelTest, MoeRandomBatchesAreInvariant) {
-  for (const char* arch : {kQwen3Moe, kQwen2Moe}) {
+  for (const char* arch : {kQwen3Moe, kQwen2Moe, kDeepseekV2, kDeepseekV3}) {
     auto lm = LoadMoe(arch);
     ASSERT_TRUE(lm);
     ExpectRandomBatchesInvariant(*lm);
+  }
+}
+
+TEST(LlamaModelTest, DeepseekGeometry) {
+  auto lm = LoadMoe(kDeepseekV3);
+  ASSERT_TRUE(lm);
+  const ModelConfig& c = lm->config();
+  // The cache row: the latent (kv_lora_rank) and the rotary key, one per token, values inside.
+  EXPECT_EQ(c.num_kv_heads, 1);
+  EXPECT_EQ(c.head_dim, 16 + 8);
+  EXPECT_EQ(c.rotary_dim, 8);
+  EXPECT_TRUE(c.kv_values_in_keys());
+  EXPECT_EQ(c.first_dense_layers, 1);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 16);
+  EXPECT_EQ(c.moe_gating, ModelConfig::MoeGating::kSigmoid);
+  EXPECT_EQ(c.expert_groups, 4);
+  // Multi-head latent attention does not take LoRA adapters or tensor parallelism yet.
+  EXPECT_EQ(lm->LoadLora("/nonexistent", {}).status().code(), StatusCode::kUnsupported);
+}
+
+TEST(LlamaModelTest, DeepseekConfigErrors) {
+  LoadOptions o = Options(kStories + "/hf");
+  o.load_format = "dummy";
+  const std::string base =
+      R"("architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+         "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+         "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8,
+         "topk_method": "noaux_tc")";
+  for (const char* bad : {R"("n_group": 3, "topk_group": 1)",  // 8 experts in 3 groups
+                          R"("n_group": 4, "topk_group": 5)",  // more groups used than exist
+                          R"("n_group": 8, "topk_group": 1)",  // 1 expert < top-2
+                          R"("qk_rope_head_dim": 7)",          // odd rotary width
+                          R"("routed_scaling_factor": 0)"}) {
+    o.json_override = "{" + base + ", " + bad + "}";
+    EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  for (const char* unsupported :
+       {R"("moe_layer_freq": 2)", R"("scoring_func": "tanh")", R"("topk_method": "random")"}) {
+    o.json_override = "{" + base + ", " + unsupported + "}";
+    EXPECT_EQ(LoadModel(o).status().code(), StatusCode::kUnsupported) << unsupported;
   }
 }
 
