@@ -206,6 +206,12 @@ Status ValidateTensorParallel(const ServerArgs& args) {
   if (!args.IsNull(key::kMaxMicroBatchSize) && args.GetInt(key::kMaxMicroBatchSize) < 1) {
     return Invalid(key::kMaxMicroBatchSize, "must be at least 1");
   }
+  // Expert parallelism splits the experts over blocks of the tensor-parallel ranks.
+  if (const int64_t ep = args.GetInt(key::kEpSize); ep < 1 || tp % ep != 0) {
+    return Invalid(key::kEpSize, fmt::format("must divide --tp-size {} (the experts are split "
+                                             "over blocks of the tensor-parallel ranks)",
+                                             tp));
+  }
   if (ranks == 1) return Status::Ok();
   if (ranks % nnodes != 0) {
     return Invalid(key::kNnodes,

@@ -238,6 +238,7 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
       spec.head_dim = static_cast<int32_t>(c.head_dim);
       spec.dtype = dtype;
       spec.num_rows = static_cast<size_t>(header[kNumSlots]);
+      spec.values_in_keys = c.kv_values_in_keys();
       Expected<kv::KvStorage> created = kv::KvStorage::Create(spec);
       if (!created.ok()) {
         RADIX_LOG_ERROR("tensor-parallel rank {}: {}", group.rank(), created.status().message());

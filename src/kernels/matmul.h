@@ -21,6 +21,8 @@ struct WeightMatrix {
 
   int64_t row_bytes() const;
   const void* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
+  // Rows [first, first + n): every format stores its rows independently.
+  WeightMatrix Rows(int64_t first, int64_t n) const { return {format, n, cols, row(first)}; }
 };
 
 // How activations meet quantized weights.

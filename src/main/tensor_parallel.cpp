@@ -108,6 +108,7 @@ Expected<TensorParallelSetup> SetUpTensorParallel(const args::ServerArgs& args, 
   TensorParallelSetup tp;
   tp.tp_size = static_cast<int>(args::ModelSplitRanks(args));
   tp.pp_size = static_cast<int>(args.GetInt(key::kPpSize));
+  tp.ep_size = static_cast<int>(args.GetInt(key::kEpSize));
   tp.size = tp.tp_size * tp.pp_size;
   tp.threads = static_cast<int>(args.GetInt(key::kThreads));
   tp.max_micro_batch_size = args.GetOptionalInt(key::kMaxMicroBatchSize).value_or(0);

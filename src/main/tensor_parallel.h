@@ -26,7 +26,8 @@ struct TensorParallelSetup {
   int size = 1;
   int tp_size = 1;
   int pp_size = 1;
-  int threads = 0;                                     // compute threads of this rank
+  int ep_size = 1;  // --ep-size: expert-parallel blocks of the tensor-parallel ranks
+  int threads = 0;  // compute threads of this rank
   std::unique_ptr<dist::TcpStoreServer> store_server;  // global rank 0's
   std::unique_ptr<dist::TcpStore> store;
   std::unique_ptr<dist::TpGroup> group;        // the world; null with one rank
@@ -42,7 +43,8 @@ struct TensorParallelSetup {
     return {tp_rank(), tp_size,
             tp_size == 1             ? nullptr
             : stage_group != nullptr ? stage_group.get()
-                                     : group.get()};
+                                     : group.get(),
+            ep_size};
   }
   model::PipelineStage stage() const {
     return {pp_rank(), pp_size, link.get(), max_micro_batch_size};

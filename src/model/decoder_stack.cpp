@@ -41,11 +41,17 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
   if (shard.sharded()) {
     RADIX_RETURN_IF_ERROR(CheckShardable(c, spec_));
     config_.num_heads /= shard.size;
-    config_.num_kv_heads /= shard.size;
     config_.intermediate_size /= shard.size;
     spec_.attention.num_heads /= shard.size;
-    spec_.attention.num_kv_heads /= shard.size;
+    if (!spec_.mla) {  // MLA's one compressed KV row stays whole on every rank
+      config_.num_kv_heads /= shard.size;
+      spec_.attention.num_kv_heads /= shard.size;
+    }
+  } else if (shard.ep_size > 1 && !spec_.moe) {
+    RADIX_LOG_WARN("--ep-size {} has no effect: {} has no experts", shard.ep_size, c.architecture);
   }
+  const auto columns = [this](const kernels::WeightMatrix& m, int64_t first, int64_t n,
+                              const std::string& name) { return ShardColumns(m, first, n, name); };
   const PipelineStage& stage = c.pipeline_stage;
   int64_t first_layer = 0, end_layer = c.num_layers;
   if (stage.split()) {
@@ -121,21 +127,17 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
                              w.RequireVector(p + "attn_k_norm.weight", full ? kv_dim : D));
     }
     kernels::WeightMatrix q, k, v, o, gate, up, down;
-    // Rows [first, first + n) of a matrix: every format stores its rows independently.
-    auto rows = [](const kernels::WeightMatrix& m, int64_t first, int64_t n) {
-      return kernels::WeightMatrix{m.format, n, m.cols, m.row(first)};
-    };
     const bool sparse = spec_.moe && l >= c.first_dense_layers;
     if (spec_.mla) {
       RADIX_RETURN_IF_ERROR(
-          layer.mla.emplace().Load(c, p, w, pack, spec_.attention, spec_.rope_layout));
+          layer.mla.emplace().Load(c, p, w, pack, columns, spec_.attention, spec_.rope_layout));
     } else if (w.Find(p + "attn_qkv.weight") != nullptr) {
       // A checkpoint that stores Q, K and V stacked (Phi-3's qkv_proj).
       kernels::WeightMatrix qkv;
       RADIX_ASSIGN_OR_RETURN(qkv, w.RequireMatrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, H));
-      q = rows(qkv, 0, q_dim);
-      k = rows(qkv, q_dim, kv_dim);
-      v = rows(qkv, q_dim + kv_dim, kv_dim);
+      q = qkv.Rows(0, q_dim);
+      k = qkv.Rows(q_dim, kv_dim);
+      v = qkv.Rows(q_dim + kv_dim, kv_dim);
     } else {
       RADIX_ASSIGN_OR_RETURN(q, w.RequireMatrix(p + "attn_q.weight", q_dim, H));
       RADIX_ASSIGN_OR_RETURN(k, w.RequireMatrix(p + "attn_k.weight", kv_dim, H));
@@ -145,12 +147,12 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
     }
     if (sparse) {
-      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, p, w, pack));
+      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, p, w, pack, columns));
     } else if (spec_.gate_up_in_up) {
       kernels::WeightMatrix gate_up;
       RADIX_ASSIGN_OR_RETURN(gate_up, w.RequireMatrix(p + "ffn_up.weight", 2 * I, H));
-      gate = rows(gate_up, 0, I);
-      up = rows(gate_up, I, I);
+      gate = gate_up.Rows(0, I);
+      up = gate_up.Rows(I, I);
       RADIX_ASSIGN_OR_RETURN(down, w.RequireMatrix(p + "ffn_down.weight", H, I));
     } else {
       RADIX_ASSIGN_OR_RETURN(gate, w.RequireMatrix(p + "ffn_gate.weight", I, H));
@@ -177,13 +179,22 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       // the matching columns, so their products are partial sums the group adds up.
       const int64_t lq = config_.num_heads * D, lkv = config_.num_kv_heads * D;
       const int64_t li = config_.intermediate_size, r = shard.rank;
-      q = rows(q, r * lq, lq);
-      k = rows(k, r * lkv, lkv);
-      v = rows(v, r * lkv, lkv);
-      RADIX_ASSIGN_OR_RETURN(o, ShardColumns(o, r * lq, lq, p + "attn_output.weight"));
-      gate = rows(gate, r * li, li);  // MoE layers were refused (CheckShardable)
-      up = rows(up, r * li, li);
-      RADIX_ASSIGN_OR_RETURN(down, ShardColumns(down, r * li, li, p + "ffn_down.weight"));
+      if (!spec_.mla) {  // (MlaAttention keeps its own heads)
+        q = q.Rows(r * lq, lq);
+        k = k.Rows(r * lkv, lkv);
+        v = v.Rows(r * lkv, lkv);
+        RADIX_ASSIGN_OR_RETURN(o, ShardColumns(o, r * lq, lq, p + "attn_output.weight"));
+      }
+      if (!sparse) {  // (MoeFfn keeps its own experts and rows)
+        gate = gate.Rows(r * li, li);
+        up = up.Rows(r * li, li);
+        RADIX_ASSIGN_OR_RETURN(down, ShardColumns(down, r * li, li, p + "ffn_down.weight"));
+      }
+      if (!layer.sinks.empty()) {
+        const int64_t heads = config_.num_heads;
+        layer.sinks = std::vector<float>(layer.sinks.begin() + r * heads,
+                                         layer.sinks.begin() + (r + 1) * heads);
+      }
       if (spec_.qkv_bias) {
         const std::vector<float>& b = layer.qkv_bias;
         std::vector<float> local(b.begin() + r * lq, b.begin() + (r + 1) * lq);
@@ -223,17 +234,16 @@ Status DecoderStack::CheckShardable(const ModelConfig& c, const DecoderSpec& spe
     return InvalidArgument("argument --tp-size: " + std::to_string(n) + " ranks cannot split " +
                            c.architecture + ": " + why);
   };
-  if (spec.moe) return refuse("mixture-of-experts layers are not split yet");
-  if (spec.mla) return refuse("multi-head latent attention is not split yet");
   if (spec.qk_norm_full) return refuse("its Q/K norms span every head");
-  if (spec.attention_sinks) return refuse("attention sinks are not split yet");
   if (c.num_heads % n != 0) {
     return refuse("num_attention_heads " + std::to_string(c.num_heads) + " is not divisible");
   }
-  if (c.num_kv_heads % n != 0) {
+  if (!spec.mla && c.num_kv_heads % n != 0) {
     return refuse("num_key_value_heads " + std::to_string(c.num_kv_heads) + " is not divisible");
   }
-  if (c.intermediate_size % n != 0) {
+  // Dense MLPs: all layers, or a MoE model's leading dense ones (MoeFfn checks its own split).
+  const bool dense = !spec.moe || c.first_dense_layers > 0;
+  if (dense && c.intermediate_size % n != 0) {
     return refuse("intermediate_size " + std::to_string(c.intermediate_size) + " is not divisible");
   }
   RADIX_CHECK(c.tensor_shard.group != nullptr);
@@ -550,6 +560,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
 
   if (layer.moe) {
     layer.moe->Forward(kt, pool, h, T, act, s, h);
+    if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
   } else {
     DenseMlp(step, layer, h);
   }
@@ -576,6 +587,7 @@ void DecoderStack::Attention(const Step& step, const Layer& layer, LayerCache k_
     const MlaAttention::Step mla_step{
         &kt, pool, step.batch, step.layout, &s, step.rope_cos[0], step.rope_sin[0], act};
     layer.mla->Forward(mla_step, T, h, k_cache, h);
+    if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
     return;
   }
 

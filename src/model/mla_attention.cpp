@@ -9,10 +9,12 @@
 namespace radixserve::model {
 
 Status MlaAttention::Load(const ModelConfig& c, const std::string& p, WeightStore& w,
-                          const PackFn& pack, const kernels::AttentionShape& shape,
-                          kernels::RopeLayout rope_layout) {
+                          const PackFn& pack, const MoeFfn::ColumnsFn& columns,
+                          const kernels::AttentionShape& shape, kernels::RopeLayout rope_layout) {
   const ModelConfig::Mla& m = c.mla;
-  heads_ = c.num_heads;
+  const TensorShard& shard = c.tensor_shard;
+  heads_ = c.num_heads / shard.size;
+  const int64_t head0 = shard.rank * heads_;  // this rank's first head
   nope_ = m.qk_nope_head_dim;
   rope_ = m.qk_rope_head_dim;
   v_dim_ = m.v_head_dim;
@@ -22,31 +24,35 @@ Status MlaAttention::Load(const ModelConfig& c, const std::string& p, WeightStor
   eps_ = static_cast<float>(c.rms_norm_eps);
   shape_ = shape;
   rope_layout_ = rope_layout;
-  const int64_t H = hidden_, qk_rows = heads_ * (nope_ + rope_);
+  const int64_t H = hidden_, qk = nope_ + rope_, all_heads = c.num_heads;
   kernels::WeightMatrix matrix;
   if (q_rank_ > 0) {
     RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_q_a.weight", q_rank_, H));
     q_a_ = pack(matrix);
     RADIX_ASSIGN_OR_RETURN(q_a_norm_, w.RequireVector(p + "attn_q_a_norm.weight", q_rank_));
-    RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_q_b.weight", qk_rows, q_rank_));
-    q_b_ = pack(matrix);
+    RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_q_b.weight", all_heads * qk, q_rank_));
+    q_b_ = pack(matrix.Rows(head0 * qk, heads_ * qk));
   } else {
-    RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_q.weight", qk_rows, H));
-    q_ = pack(matrix);
+    RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_q.weight", all_heads * qk, H));
+    q_ = pack(matrix.Rows(head0 * qk, heads_ * qk));
   }
   RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_kv_a_mqa.weight", kv_rank_ + rope_, H));
   kv_a_ = pack(matrix);
   RADIX_ASSIGN_OR_RETURN(kv_a_norm_, w.RequireVector(p + "attn_kv_a_norm.weight", kv_rank_));
-  RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_output.weight", H, heads_ * v_dim_));
+  RADIX_ASSIGN_OR_RETURN(matrix, w.RequireMatrix(p + "attn_output.weight", H, all_heads * v_dim_));
+  if (shard.sharded()) {
+    RADIX_ASSIGN_OR_RETURN(
+        matrix, columns(matrix, head0 * v_dim_, heads_ * v_dim_, p + "attn_output.weight"));
+  }
   o_ = pack(matrix);
 
   k_b_.clear();
   v_b_.clear();
   if (w.Find(p + "attn_kv_b.weight") == nullptr) {
     std::vector<kernels::WeightMatrix> k_b, v_b;
-    RADIX_ASSIGN_OR_RETURN(k_b, w.RequireExperts(p + "attn_k_b", heads_, kv_rank_, nope_));
-    RADIX_ASSIGN_OR_RETURN(v_b, w.RequireExperts(p + "attn_v_b", heads_, v_dim_, kv_rank_));
-    for (int64_t h = 0; h < heads_; ++h) {
+    RADIX_ASSIGN_OR_RETURN(k_b, w.RequireExperts(p + "attn_k_b", all_heads, kv_rank_, nope_));
+    RADIX_ASSIGN_OR_RETURN(v_b, w.RequireExperts(p + "attn_v_b", all_heads, v_dim_, kv_rank_));
+    for (int64_t h = head0; h < head0 + heads_; ++h) {
       k_b_.push_back(pack(k_b[static_cast<size_t>(h)]));
       v_b_.push_back(pack(v_b[static_cast<size_t>(h)]));
     }
@@ -55,14 +61,14 @@ Status MlaAttention::Load(const ModelConfig& c, const std::string& p, WeightStor
   // kv_b: per head, nope_ rows (keys: transposed into [kv_rank, nope] for the absorption) then
   // v_dim_ rows (values, used as they are).
   RADIX_ASSIGN_OR_RETURN(
-      matrix, w.RequireMatrix(p + "attn_kv_b.weight", heads_ * (nope_ + v_dim_), kv_rank_));
+      matrix, w.RequireMatrix(p + "attn_kv_b.weight", all_heads * (nope_ + v_dim_), kv_rank_));
   auto owned = std::make_shared<std::vector<float>>(
       static_cast<size_t>(heads_ * kv_rank_ * (nope_ + v_dim_)));
   std::vector<float> row(static_cast<size_t>(kv_rank_));
   for (int64_t h = 0; h < heads_; ++h) {
     float* kb = owned->data() + h * kv_rank_ * (nope_ + v_dim_);
     float* vb = kb + kv_rank_ * nope_;
-    const int64_t first = h * (nope_ + v_dim_);
+    const int64_t first = (head0 + h) * (nope_ + v_dim_);
     for (int64_t i = 0; i < nope_; ++i) {
       kernels::DequantizeRow(matrix, first + i, row.data());
       for (int64_t j = 0; j < kv_rank_; ++j) kb[j * nope_ + i] = row[static_cast<size_t>(j)];

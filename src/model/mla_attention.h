@@ -55,12 +55,15 @@ class MlaAttention {
 
   // Reads the layer's tensors under `prefix` ("blk.N."). `shape` is the attention over the
   // cached rows (num_heads, 1 KV head, kv_lora_rank + qk_rope_head_dim, the softmax scale).
+  // Under tensor parallelism (config.tensor_shard) only this rank's query heads are kept (their
+  // Q rows, absorption matrices and o_proj columns, cut by `columns`); `shape` counts those.
   Status Load(const ModelConfig& config, const std::string& prefix, WeightStore& weights,
-              const PackFn& pack, const kernels::AttentionShape& shape,
-              kernels::RopeLayout rope_layout);
+              const PackFn& pack, const MoeFfn::ColumnsFn& columns,
+              const kernels::AttentionShape& shape, kernels::RopeLayout rope_layout);
 
   // out[T, hidden] = attention(h[T, hidden]) over `cache` (the layer's K buffer: values are a
-  // prefix of its rows); out may alias h.
+  // prefix of its rows); out may alias h. Under tensor parallelism: this rank's heads' part of
+  // o_proj's output, to be summed over the ranks.
   void Forward(const Step& step, int64_t tokens, const float* h, kernels::KvBuffer cache,
                float* out) const;
 
@@ -71,7 +74,8 @@ class MlaAttention {
                const float* in, int64_t in_stride, int64_t in_head, int64_t in_width, float* out,
                int64_t out_stride, int64_t out_head) const;
 
-  int64_t heads_ = 0, nope_ = 0, rope_ = 0, v_dim_ = 0, kv_rank_ = 0, q_rank_ = 0, hidden_ = 0;
+  int64_t heads_ = 0,  // this rank's
+      nope_ = 0, rope_ = 0, v_dim_ = 0, kv_rank_ = 0, q_rank_ = 0, hidden_ = 0;
   float eps_ = 1e-6f;
   kernels::AttentionShape shape_;
   kernels::RopeLayout rope_layout_ = kernels::RopeLayout::kInterleaved;

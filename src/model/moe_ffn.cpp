@@ -86,7 +86,7 @@ void MoeFfn::Route(const kernels::KernelTable& kt, float* p, float* select, int3
 }
 
 Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore& w,
-                    const PackFn& pack) {
+                    const PackFn& pack, const ColumnsFn& columns) {
   experts_ = c.num_experts;
   top_k_ = c.num_experts_per_tok;
   hidden_ = c.hidden_size;
@@ -103,6 +103,19 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   }
   swiglu_limit_ = static_cast<float>(c.swiglu_limit);
   swiglu_alpha_ = static_cast<float>(c.swiglu_alpha);
+  // This rank's experts [e0_, e1_) and rows [row0, row0 + rows) of each (tensor_shard.h).
+  const TensorShard& shard = c.tensor_shard;
+  if (experts_ % shard.ep_size != 0 || inter_ % shard.moe_tp_size() != 0 ||
+      c.shared_expert_intermediate_size % shard.size != 0) {
+    return InvalidArgument(
+        "argument --ep-size: " + std::to_string(shard.ep_size) + " expert blocks of " +
+        std::to_string(shard.moe_tp_size()) + " ranks cannot split the " +
+        std::to_string(experts_) + " experts (moe_intermediate_size " + std::to_string(inter_) +
+        ", shared " + std::to_string(c.shared_expert_intermediate_size) + ") of " + c.architecture);
+  }
+  e0_ = shard.ep_rank() * (experts_ / shard.ep_size);
+  e1_ = e0_ + experts_ / shard.ep_size;
+  const int64_t rows = inter_ / shard.moe_tp_size(), row0 = shard.moe_tp_rank() * rows;
   kernels::WeightMatrix router;
   RADIX_ASSIGN_OR_RETURN(router,
                          w.RequireMatrix(prefix + "ffn_gate_inp.weight", experts_, hidden_));
@@ -120,6 +133,19 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
     RADIX_ASSIGN_OR_RETURN(gate_bias_, bias_table(prefix + "ffn_gate_exps.bias", inter_));
     RADIX_ASSIGN_OR_RETURN(up_bias_, bias_table(prefix + "ffn_up_exps.bias", inter_));
     RADIX_ASSIGN_OR_RETURN(down_bias_, bias_table(prefix + "ffn_down_exps.bias", hidden_));
+    // This rank's experts and rows; the down bias is added once per expert (first row shard).
+    const auto local = [&](std::vector<float>& table, int64_t rows, int64_t first, int64_t n) {
+      std::vector<float> out;
+      for (int64_t e = e0_; e < e1_; ++e) {
+        const auto at = table.begin() + e * rows + first;
+        out.insert(out.end(), at, at + n);
+      }
+      table = std::move(out);
+    };
+    local(gate_bias_, inter_, row0, rows);
+    local(up_bias_, inter_, row0, rows);
+    local(down_bias_, hidden_, 0, hidden_);
+    if (shard.moe_tp_rank() != 0) down_bias_.clear();
   }
   if (w.Find(prefix + "exp_probs_b.bias") != nullptr) {
     RADIX_ASSIGN_OR_RETURN(selection_bias_, w.RequireVector(prefix + "exp_probs_b.bias", experts_));
@@ -133,11 +159,15 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   gate_.clear();
   up_.clear();
   down_.clear();
-  for (int64_t e = 0; e < experts_; ++e) {
-    gate_.push_back(pack(gate[static_cast<size_t>(e)]));
-    up_.push_back(pack(up[static_cast<size_t>(e)]));
-    down_.push_back(pack(down[static_cast<size_t>(e)]));
+  for (int64_t e = e0_; e < e1_; ++e) {
+    const auto ue = static_cast<size_t>(e);
+    const std::string name = prefix + "ffn_down_exps." + std::to_string(e);
+    RADIX_ASSIGN_OR_RETURN(const kernels::WeightMatrix d, columns(down[ue], row0, rows, name));
+    gate_.push_back(pack(gate[ue].Rows(row0, rows)));
+    up_.push_back(pack(up[ue].Rows(row0, rows)));
+    down_.push_back(pack(d));
   }
+  inter_ = rows;
   shared_inter_ = c.shared_expert_intermediate_size;
   if (shared_inter_ == 0) return Status::Ok();
   const std::string gate_name = prefix + "ffn_gate_inp_shexp.weight";
@@ -157,8 +187,12 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   RADIX_ASSIGN_OR_RETURN(sg, w.RequireMatrix(prefix + "ffn_gate_shexp.weight", S, hidden_));
   RADIX_ASSIGN_OR_RETURN(su, w.RequireMatrix(prefix + "ffn_up_shexp.weight", S, hidden_));
   RADIX_ASSIGN_OR_RETURN(sd, w.RequireMatrix(prefix + "ffn_down_shexp.weight", hidden_, S));
-  shared_gate_proj_ = pack(sg);
-  shared_up_ = pack(su);
+  // The shared experts split over every rank, as a dense MLP under tensor parallelism.
+  shared_inter_ = S / shard.size;
+  const int64_t s0 = shard.rank * shared_inter_;
+  RADIX_ASSIGN_OR_RETURN(sd, columns(sd, s0, shared_inter_, prefix + "ffn_down_shexp.weight"));
+  shared_gate_proj_ = pack(sg.Rows(s0, shared_inter_));
+  shared_up_ = pack(su.Rows(s0, shared_inter_));
   shared_down_ = pack(sd);
   return Status::Ok();
 }
@@ -182,26 +216,34 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
       Route(kt, probs + t * E, select + t * E, choice + t * K, weight + t * K);
   });
 
-  // Group the (token, k) pairs by expert, in token order within each expert: expert e's rows
-  // are [start[e], start[e + 1]) of the grouped buffers; row_of[t * K + k] is the pair's row.
-  s.moe_start.assign(static_cast<size_t>(E + 1), 0);
-  for (int64_t i = 0; i < T * K; ++i) ++s.moe_start[static_cast<size_t>(choice[i]) + 1];
-  for (int64_t e = 0; e < E; ++e) s.moe_start[e + 1] += s.moe_start[e];
+  // Group the (token, k) pairs of this rank's experts by expert, in token order within each:
+  // local expert l's rows are [start[l], start[l + 1]) of the grouped buffers; row_of[t * K + k]
+  // is the pair's row (-1: another rank's expert).
+  const int64_t L = e1_ - e0_;
+  const auto local = [&](int64_t i) { return choice[i] >= e0_ && choice[i] < e1_; };
+  s.moe_start.assign(static_cast<size_t>(L + 1), 0);
+  for (int64_t i = 0; i < T * K; ++i) {
+    if (local(i)) ++s.moe_start[static_cast<size_t>(choice[i] - e0_) + 1];
+  }
+  for (int64_t l = 0; l < L; ++l) s.moe_start[l + 1] += s.moe_start[l];
   s.moe_row_of.resize(static_cast<size_t>(T * K));
   {
     std::vector<int32_t>& next = s.moe_next;
     next.assign(s.moe_start.begin(), s.moe_start.end() - 1);
-    for (int64_t i = 0; i < T * K; ++i) s.moe_row_of[i] = next[choice[i]]++;
+    for (int64_t i = 0; i < T * K; ++i) s.moe_row_of[i] = local(i) ? next[choice[i] - e0_]++ : -1;
   }
   float* xin = ForwardScratch::Reserve(s.moe_in, T * K * H);
   float* gate = ForwardScratch::Reserve(s.moe_gate, T * std::max(K * I, S));
   float* up = ForwardScratch::Reserve(s.moe_up, T * std::max(K * I, S));
   float* y = ForwardScratch::Reserve(s.moe_out, T * K * H);
   ForRows(pool, T * K, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      std::memcpy(xin + s.moe_row_of[i] * H, h + (i / K) * H, sizeof(float) * H);
+    for (int64_t i = begin; i < end; ++i) {
+      if (s.moe_row_of[i] >= 0) {
+        std::memcpy(xin + s.moe_row_of[i] * H, h + (i / K) * H, sizeof(float) * H);
+      }
+    }
   });
-  for (int64_t e = 0; e < E; ++e) {
+  for (int64_t e = 0; e < L; ++e) {
     const int64_t r0 = s.moe_start[e], n = s.moe_start[e + 1] - r0;
     if (n == 0) continue;
     const auto ue = static_cast<size_t>(e);
@@ -243,15 +285,16 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     });
     kernels::MatMul(kt, pool, sg, T, shared_down_, shared, mode);
   }
-  // Each token's weighted sum, in its own top-k order (then the shared expert).
+  // Each token's weighted sum over its (local) experts, in its own top-k order (then the shared
+  // expert).
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* ot = out + t * H;
-      const float* y0 = y + s.moe_row_of[t * K] * H;
-      const float w0 = weight[t * K];
-      for (int64_t j = 0; j < H; ++j) ot[j] = w0 * y0[j];
-      for (int64_t k = 1; k < K; ++k)
-        kt.axpy(weight[t * K + k], y + s.moe_row_of[t * K + k] * H, ot, H);
+      std::fill(ot, ot + H, 0.0f);
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t row = s.moe_row_of[t * K + k];
+        if (row >= 0) kt.axpy(weight[t * K + k], y + row * H, ot, H);
+      }
       if (shared != nullptr) kt.axpy(shared_scale[t], shared + t * H, ot, H);
     }
   });

@@ -41,6 +41,10 @@ struct ForwardScratch;
 class MoeFfn {
  public:
   using PackFn = std::function<kernels::PackedWeight(const kernels::WeightMatrix&)>;
+  // Columns [first, first + n) of a matrix (an owned copy; `name` for the error when they do not
+  // hold whole blocks).
+  using ColumnsFn = std::function<Expected<kernels::WeightMatrix>(
+      const kernels::WeightMatrix&, int64_t first, int64_t n, const std::string& name)>;
 
   // Reads `<prefix>ffn_gate_inp.weight` (router, [experts, hidden]) and the experts'
   // ffn_gate_exps / ffn_up_exps ([experts, moe_intermediate, hidden]) and ffn_down_exps
@@ -48,10 +52,14 @@ class MoeFfn {
   // expert also ffn_gate_inp_shexp ([hidden], HF [1, hidden]) and ffn_{gate,up,down}_shexp.
   // With the gpt-oss gating also the biases ffn_gate_inp.bias ([experts]) and
   // ffn_{gate,up,down}_exps.bias ([experts, rows]).
+  // Under tensor parallelism (config.tensor_shard) only this rank's experts and rows are kept
+  // (tensor_shard.h); `columns` cuts the down projections' columns.
   Status Load(const ModelConfig& config, const std::string& prefix, WeightStore& weights,
-              const PackFn& pack);
+              const PackFn& pack, const ColumnsFn& columns);
 
-  // out[T, hidden] = MoE(h[T, hidden]); out may alias h. Buffers come from `s`.
+  // out[T, hidden] = MoE(h[T, hidden]); out may alias h. Buffers come from `s`. Under tensor
+  // parallelism: this rank's part (its experts' and its shared-expert rows' contributions), to be
+  // summed over the ranks.
   void Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t tokens,
                kernels::ActivationMode mode, ForwardScratch& s, float* out) const;
 
@@ -66,7 +74,8 @@ class MoeFfn {
   // gate[i] = swiglu_oai(gate[i], up[i]) for i < n (see the class comment).
   void SwigluOai(float* gate, const float* up, int64_t n) const;
 
-  int64_t experts_ = 0, top_k_ = 0, hidden_ = 0, inter_ = 0;
+  int64_t experts_ = 0, top_k_ = 0, hidden_ = 0, inter_ = 0;  // inter_: this rank's rows
+  int64_t e0_ = 0, e1_ = 0;  // this rank's experts; gate_, up_, down_ hold experts e0_ + i
   bool norm_topk_prob_ = false;
   ModelConfig::MoeGating gating_ = ModelConfig::MoeGating::kSoftmax;
   float swiglu_limit_ = 0.0f, swiglu_alpha_ = 0.0f;
@@ -77,7 +86,8 @@ class MoeFfn {
   // DeepSeek-V3: added to the probabilities to choose the experts, not to weight them.
   std::vector<float> selection_bias_;
   kernels::PackedWeight router_;
-  // gpt-oss: router bias [experts]; expert biases [experts, inter] (gate, up), [experts, hidden].
+  // gpt-oss: router bias [experts]; this rank's experts' biases [e1_ - e0_, inter_] (gate, up),
+  // [e1_ - e0_, hidden] (down; empty on ranks that do not hold an expert's first rows).
   std::vector<float> router_bias_, gate_bias_, up_bias_, down_bias_;
   std::vector<kernels::PackedWeight> gate_, up_, down_;
   int64_t shared_inter_ = 0;  // 0: no shared expert

@@ -7,6 +7,15 @@
 // (all-reduce), so every rank continues with the full residual stream. Embeddings, norms and the
 // LM head are replicated (only rank 0 computes logits).
 //
+// Mixture-of-experts layers (expert parallelism, SGLang's --ep-size): the ranks form ep_size
+// blocks of size / ep_size consecutive ranks; block b holds experts [b * E / ep, (b + 1) * E / ep)
+// and its ranks split each of those experts' rows as above (ep_size 1: every rank a share of every
+// expert; ep_size == size: whole experts, none split). Every rank routes every token (the router
+// is replicated) and computes the contributions of its own experts only; the shared experts are
+// split over all ranks like a dense MLP; the sum over the ranks (all-reduce) is the layer's output.
+// Multi-head latent attention splits the query heads; each rank keeps the whole compressed
+// KV row (one per token, as SGLang's MLA under tensor parallelism).
+//
 // Pipeline parallelism (PipelineStage, SGLang's --pp-size): stage s of n holds a contiguous range
 // of layers (StageLayers). Each step is cut into micro-batches of about equal token counts
 // (MicroBatchCount; a sequence may be cut inside its extend range: the later piece attends to the
@@ -38,8 +47,13 @@ struct TensorShard {
   int rank = 0;
   int size = 1;
   AllReducer* group = nullptr;  // not owned; non-null when size > 1
+  int ep_size = 1;              // divides size
 
   bool sharded() const { return size > 1; }
+  // This rank's expert block and its place in it (see above).
+  int ep_rank() const { return rank / (size / ep_size); }
+  int moe_tp_size() const { return size / ep_size; }
+  int moe_tp_rank() const { return rank % (size / ep_size); }
 };
 
 // Carries residual-stream rows between pipeline stages (implemented by src/dist). Sends and

@@ -1,7 +1,9 @@
 """MoE models served end to end: the random-weight GGUFs of the MoE oracle tests
 (tests/oracle/model/moe_checkpoint.py, gptoss_checkpoint.py, deepseek_checkpoint.py), 12 greedy requests sent at once so
 the scheduler batches them, each continuation equal to llama.cpp's own greedy decoding of that
-prompt on the same file (llama-cpp-python, one token per step)."""
+prompt on the same file (llama-cpp-python, one token per step). Then the same models split over
+processes (--tp-size with --ep-size: experts split between blocks of ranks, each expert's rows
+within a block)."""
 import concurrent.futures
 import pathlib
 import sys
@@ -98,3 +100,30 @@ def test_deepseek_v3_mla_batched_greedy_with_radix_cache_matches_llama_cpp(tmp_p
         assert srv.stop() == 0, srv.logs()
     assert got == expected
     assert again == expected[:3]
+
+
+# (writer, --tp-size, --ep-size): whole experts per rank (ep = tp), every expert's rows split
+# (ep 1), and both at once (tp 4 = 2 expert blocks of 2 ranks).
+SPLITS = [("qwen3moe", 2, 2), ("qwen3moe", 2, 1), ("gptoss", 2, 2),
+          ("deepseek-v3", 2, 2), ("deepseek-v3", 2, 1), ("deepseek-v3", 4, 2)]
+
+
+@pytest.mark.parametrize("arch,tp,ep", SPLITS, ids=[f"{a}-tp{t}-ep{e}" for a, t, e in SPLITS])
+def test_expert_parallel_greedy_matches_llama_cpp(tmp_path, arch, tp, ep):
+    """The router runs on every rank, each rank computes its own experts' (and its share of the
+    shared experts' and attention heads') contributions, the all-reduce sums them: 12 concurrent
+    greedy requests give llama.cpp's greedy continuations on the same F32 file."""
+    model = str(tmp_path / f"{arch}.gguf")
+    {"qwen3moe": lambda: write_gguf(model, "F32", seed=11),
+     "gptoss": lambda: write_gptoss_gguf(model, "F32", seed=12),
+     "deepseek-v3": lambda: write_deepseek_gguf(model, "F32", seed=7, variant="v3")}[arch]()
+    story = tokenize(model, STORY)
+    prompts = [story[: 30 + 5 * i] for i in range(12)]
+    expected = [llama_cpp_greedy(model, p, MAX_NEW) for p in prompts]
+    srv = Server(model, "--skip-server-warmup", "--tp-size", tp, "--ep-size", ep)
+    try:
+        got = greedy_all_at_once(srv, prompts)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    assert got == expected

@@ -291,6 +291,8 @@ def test_a_dead_node_stops_the_other(namespace, tmp_path):
     (["--pp-size", 2, "--is-embedding"], "--pp-size"),
     (["--tp-size", 2, "--pp-size", 2, "--nnodes", 3, "--dist-init-addr", "127.0.0.1:1"],
      "--nnodes"),
+    (["--tp-size", 2, "--ep-size", 3], "--ep-size"),        # expert blocks divide the ranks
+    (["--ep-size", 2], "--ep-size"),
     (["--numa-node", 999], "--numa-node"),
     (["--pp-size", 2, "--numa-node", 0], "--numa-node"),   # one value per rank of the node
 ])
