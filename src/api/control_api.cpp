@@ -242,6 +242,68 @@ void HandleStopProfile(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr 
   });
 }
 
+namespace {
+
+// Starts or stops the recording; SGLang's answer text once the engine did.
+void ExpertRecordCommand(ServerContext& ctx, engine::Engine::ExpertRecordAction action,
+                         std::string answer, ResponseWriterPtr writer) {
+  ctx.engine->ExpertRecordAsync(
+      action, [writer, answer = std::move(answer)](Expected<std::vector<engine::ExpertDump>> done) {
+        if (!done.ok()) return SendResult(*writer, FromStatus(done.status()));
+        writer->Send(200, "text/plain", answer);
+      });
+}
+
+}  // namespace
+
+void HandleStartExpertRecord(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  ExpertRecordCommand(ctx, engine::Engine::ExpertRecordAction::kStart,
+                      "Start recording the expert distribution.\n", std::move(writer));
+}
+
+void HandleStopExpertRecord(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  ExpertRecordCommand(ctx, engine::Engine::ExpertRecordAction::kStop,
+                      "Stop recording the expert distribution.\n", std::move(writer));
+}
+
+void HandleDumpExpertRecord(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr writer) {
+  const char* env_dir = std::getenv("SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR");
+  const std::filesystem::path dir = env_dir != nullptr && *env_dir != '\0' ? env_dir : "/tmp";
+  WorkQueue* queue = ctx.admin_queue;
+  ctx.engine->ExpertRecordAsync(
+      engine::Engine::ExpertRecordAction::kDump,
+      [writer, dir, queue](Expected<std::vector<engine::ExpertDump>> done) {
+        if (!done.ok()) return SendResult(*writer, FromStatus(done.status()));
+        // Serialized and written off the engine thread (a stat dump holds buffer x layers x
+        // experts counts).
+        PostOrRun(queue, [writer, dir, dumps = std::move(done).value()] {
+          const auto now = std::chrono::system_clock::now().time_since_epoch();
+          const double seconds = std::chrono::duration<double>(now).count();
+          std::error_code error;
+          std::filesystem::create_directories(dir, error);
+          for (size_t i = 0; i < dumps.size(); ++i) {
+            const engine::ExpertDump& dump = dumps[i];
+            // SGLang's names: one stat file (rank 0's); per_pass / per_token one per rank.
+            const std::filesystem::path path =
+                dir /
+                (dump.mode == engine::ExpertRecordMode::kStat && dumps.size() == 1
+                     ? fmt::format("expert_distribution_recorder_{:.6f}.json", seconds)
+                     : fmt::format("expert_distribution_recorder_{:.6f}_{}.json", seconds, i));
+            std::ofstream file(path);
+            file << dump.document.dump();
+            if (!file) {
+              return SendResult(*writer,
+                                FromStatus(Status(StatusCode::kUnavailable,
+                                                  "Could not write the expert distribution to " +
+                                                      path.string() + ".")));
+            }
+            RADIX_LOG_INFO("Write expert distribution to {}", path.string());
+          }
+          writer->Send(200, "text/plain", "Dump expert distribution record.\n");
+        });
+      });
+}
+
 void HandlePauseGeneration(ServerContext& ctx, const ApiRequest& request,
                            ResponseWriterPtr writer) {
   ApiExpected<json> body = ReadBody(request);

@@ -40,6 +40,15 @@ void HandleConfigureLogging(ServerContext& ctx, const ApiRequest& request,
                             ResponseWriterPtr writer);
 void HandleStartProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
 void HandleStopProfile(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);
+// /start_expert_distribution_record, /stop_..., /dump_... (engine/expert_recorder.h): SGLang's
+// plain-text answers; the dump is written as JSON into $SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR
+// (default /tmp) off the I/O and engine threads. 400 when the server records none.
+void HandleStartExpertRecord(ServerContext& ctx, const ApiRequest& request,
+                             ResponseWriterPtr writer);
+void HandleStopExpertRecord(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer);
+void HandleDumpExpertRecord(ServerContext& ctx, const ApiRequest& request,
+                            ResponseWriterPtr writer);
 void HandleSetInternalState(ServerContext& ctx, const ApiRequest& request,
                             ResponseWriterPtr writer);
 void HandleOpenSession(ServerContext& ctx, const ApiRequest& request, ResponseWriterPtr writer);

@@ -212,6 +212,18 @@ Status ValidateTensorParallel(const ServerArgs& args) {
                                              "over blocks of the tensor-parallel ranks)",
                                              tp));
   }
+  if (args.GetOptionalString(key::kExpertDistributionRecorderMode).value_or("") == "stat_approx") {
+    return Invalid(key::kExpertDistributionRecorderMode,
+                   "stat_approx counts DeepEP's dispatch, a GPU path; use stat, per_pass or "
+                   "per_token");
+  }
+  const bool recording = !args.IsNull(key::kExpertDistributionRecorderMode) ||
+                         args.GetBool(key::kEnableExpertDistributionMetrics);
+  if (recording && pp > 1) {
+    return Invalid(
+        key::kExpertDistributionRecorderMode,
+        "is supported with --pp-size 1 only (the leader routes only its stage's layers)");
+  }
   if (ranks == 1) return Status::Ok();
   if (ranks % nnodes != 0) {
     return Invalid(key::kNnodes,

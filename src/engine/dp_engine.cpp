@@ -144,6 +144,35 @@ void DpEngine::StopProfileAsync(std::function<void(Status)> stopped) {
   for (auto& replica : replicas_) replica->StopProfileAsync(joined);
 }
 
+void DpEngine::ExpertRecordAsync(ExpertRecordAction action, ExpertRecordDone done) {
+  // Every replica's answer, in dp_rank order; the first failure is the answer.
+  struct Join {
+    std::mutex mu;
+    size_t remaining;
+    Status first = Status::Ok();
+    std::vector<std::vector<ExpertDump>> dumps;
+    ExpertRecordDone done;
+  };
+  auto join = std::make_shared<Join>();
+  join->remaining = replicas_.size();
+  join->dumps.resize(replicas_.size());
+  join->done = std::move(done);
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    replicas_[i]->ExpertRecordAsync(action, [join, i](Expected<std::vector<ExpertDump>> got) {
+      std::lock_guard<std::mutex> lock(join->mu);
+      if (!got.ok() && join->first.ok()) join->first = got.status();
+      if (got.ok()) join->dumps[i] = std::move(got).value();
+      if (--join->remaining != 0) return;
+      if (!join->first.ok()) return join->done(join->first);
+      std::vector<ExpertDump> all;
+      for (auto& dumps : join->dumps) {
+        for (ExpertDump& d : dumps) all.push_back(std::move(d));
+      }
+      join->done(std::move(all));
+    });
+  }
+}
+
 EngineStats DpEngine::Stats() const {
   EngineStats total;
   double used_weighted = 0.0;

@@ -45,6 +45,7 @@ class DpEngine final : public Engine {
   void StartProfileAsync(ProfileOptions options, TraceSink sink,
                          std::function<void(Status)> started) override;
   void StopProfileAsync(std::function<void(Status)> stopped) override;
+  void ExpertRecordAsync(ExpertRecordAction action, ExpertRecordDone done) override;
   EngineStats Stats() const override;
   std::vector<EngineStats> ReplicaStats() const override;
   Status CheckLeaks() const override;

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "engine/embed_request.h"
+#include "engine/expert_recorder.h"
 #include "engine/request.h"
 #include "engine/request_event.h"
 #include "engine/step_profiler.h"
@@ -168,6 +169,14 @@ class Engine {
   // gets Ok, or an error when none was in progress.
   virtual void StopProfileAsync(std::function<void(Status)> stopped);
 
+  // /start_expert_distribution_record, /stop_..., /dump_... (expert_recorder.h): `done` gets Ok
+  // with each replica's dump for kDump (nothing for the others), or kInvalidArgument when this
+  // server records no expert distribution (no --expert-distribution-recorder-mode, or a model
+  // without experts). Runs on an engine thread and must not block. Never blocks the caller.
+  enum class ExpertRecordAction { kStart, kStop, kDump };
+  using ExpertRecordDone = std::function<void(Expected<std::vector<ExpertDump>>)>;
+  virtual void ExpertRecordAsync(ExpertRecordAction action, ExpertRecordDone done);
+
   // Load figures; with several data-parallel replicas, their aggregate (sums; token_usage and
   // cache_hit_rate over the sums).
   virtual EngineStats Stats() const = 0;
@@ -219,6 +228,11 @@ inline void Engine::StartProfileAsync(ProfileOptions, TraceSink,
   started(
       Unsupported("This engine has no step loop to profile (embedding models run each batch "
                   "as one forward pass)."));
+}
+
+inline void Engine::ExpertRecordAsync(ExpertRecordAction, ExpertRecordDone done) {
+  done(InvalidArgument(
+      "This server records no expert distribution: an embedding server has no experts."));
 }
 
 inline void Engine::StopProfileAsync(std::function<void(Status)> stopped) {

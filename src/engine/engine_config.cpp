@@ -78,6 +78,20 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   config.scheduler_recv_interval =
       std::max<int64_t>(1, args.GetOptionalInt(key::kSchedulerRecvInterval).value_or(1));
   config.show_time_cost = BoolArg(args, key::kShowTimeCost);
+  // SGLang: the balancedness metrics record in stat mode unless a mode is given; the buffer
+  // defaults to --eplb-rebalance-num-iterations.
+  const bool expert_metrics = BoolArg(args, key::kEnableExpertDistributionMetrics);
+  if (!args.IsNull(key::kExpertDistributionRecorderMode) || expert_metrics) {
+    ExpertRecorderOptions recorder;
+    const std::string mode =
+        args.GetOptionalString(key::kExpertDistributionRecorderMode).value_or("stat");
+    recorder.mode = ParseExpertRecordMode(mode).value_or(ExpertRecordMode::kStat);
+    recorder.buffer_size = args.GetOptionalInt(key::kExpertDistributionRecorderBufferSize)
+                               .value_or(args.GetInt(key::kEplbRebalanceNumIterations));
+    recorder.log_balancedness = expert_metrics;
+    recorder.ep_size = args.GetInt(key::kEpSize);
+    config.expert_recorder = recorder;
+  }
   config.log_request_time_stats = BoolArg(args, key::kEnableRequestTimeStatsLogging);
   config.num_continuous_decode_steps =
       std::max<int64_t>(1, args.GetOptionalInt(key::kNumContinuousDecodeSteps).value_or(1));

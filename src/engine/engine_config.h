@@ -8,6 +8,7 @@
 
 #include "args/server_args.h"
 #include "common/status.h"
+#include "engine/expert_recorder.h"
 #include "sched/scheduler_config.h"
 #include "spec/ngram_table.h"
 
@@ -20,6 +21,9 @@ inline constexpr int64_t kDefaultNgramDraftTokens = 8;
 inline constexpr size_t kMaxDraftingSequences = 64;
 
 struct EngineConfig {
+  // --expert-distribution-recorder-mode (or --enable-expert-distribution-metrics): the recorder's
+  // mode, buffer and metrics (the model's sizes are filled in by the engine); nullopt: off.
+  std::optional<ExpertRecorderOptions> expert_recorder;
   sched::SchedulerConfig sched;
   int64_t stream_interval = 1;
   int64_t decode_log_interval = 40;

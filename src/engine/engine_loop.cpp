@@ -53,6 +53,16 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
   }
   if (config_.dp_size > 1) log_prefix_ = fmt::format("[DP{}] ", config_.dp_rank);
   time_cost_ = StageTimeLog(log_prefix_);
+  if (config_.expert_recorder && mc.num_experts > 0) {
+    ExpertRecorderOptions options = *config_.expert_recorder;
+    options.num_layers = mc.num_layers;
+    options.num_experts = mc.num_experts;
+    options.top_k = mc.num_experts_per_tok;
+    expert_recorder_ = std::make_unique<ExpertRecorder>(options);
+  } else if (config_.expert_recorder) {
+    RADIX_LOG_WARN("{}--expert-distribution-recorder-mode has no effect: {} has no experts",
+                   log_prefix_, mc.architecture);
+  }
   if (config_.spec_num_drafts > 0 && config_.spec_draft_model) {
     RADIX_CHECK(draft_model != nullptr && memory_->draft_storage() != nullptr);
     spec::DraftRunnerOptions options;
@@ -399,6 +409,32 @@ void EngineLoop::ProfileStep(const sched::StepPlan& plan, const char* stage,
 
 void EngineLoop::StopProfileAsync(std::function<void(Status)> stopped) {
   PostCommand([this, stopped = std::move(stopped)] { stopped(profiler_.Stop()); });
+}
+
+void EngineLoop::ExpertRecordAsync(ExpertRecordAction action, ExpertRecordDone done) {
+  PostCommand([this, action, done = std::move(done)] {
+    if (expert_recorder_ == nullptr) {
+      return done(InvalidArgument(
+          model_->config().num_experts == 0
+              ? "This server records no expert distribution: " + model_->config().architecture +
+                    " has no experts."
+              : std::string("Please set --expert-distribution-recorder-mode to use the expert "
+                            "distribution recorder.")));
+    }
+    std::vector<ExpertDump> dumps;
+    switch (action) {
+      case ExpertRecordAction::kStart:
+        expert_recorder_->Start(log_prefix_);
+        break;
+      case ExpertRecordAction::kStop:
+        expert_recorder_->Stop(log_prefix_);
+        break;
+      case ExpertRecordAction::kDump:
+        dumps.push_back(expert_recorder_->TakeDump(static_cast<int>(config_.dp_rank)));
+        break;
+    }
+    done(std::move(dumps));
+  });
 }
 
 Status EngineLoop::CheckLeaks() const {

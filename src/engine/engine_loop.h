@@ -68,6 +68,7 @@ class EngineLoop final : public Engine {
   void StartProfileAsync(ProfileOptions options, TraceSink sink,
                          std::function<void(Status)> started) override;
   void StopProfileAsync(std::function<void(Status)> stopped) override;
+  void ExpertRecordAsync(ExpertRecordAction action, ExpertRecordDone done) override;
   EngineStats Stats() const override;
   std::optional<kv::KvRowsLayout> KvLayout() const override { return kv_layout_; }
   Status CheckLeaks() const override;
@@ -258,6 +259,9 @@ class EngineLoop final : public Engine {
   std::optional<PendingModel> pending_model_;
   int64_t forward_ct_ = 0;  // steps run since start (SGLang's forward count)
   StepProfiler profiler_;
+  // --expert-distribution-recorder-mode / --enable-expert-distribution-metrics on an MoE model;
+  // null otherwise.
+  std::unique_ptr<ExpertRecorder> expert_recorder_;
   StageTimeLog time_cost_;  // --show-time-cost
   std::string leak_check_ = "ok";
 

@@ -42,10 +42,16 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   if (config_.test_step_delay_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.test_step_delay_ms));
   }
+  if (expert_recorder_) expert_recorder_->Begin(batch);
   const Status status =
       batch.hidden_indices.empty()
           ? model_->Forward(batch, kv_view_, pool_, logits_.data())
           : model_->ForwardWithHidden(batch, kv_view_, pool_, logits_.data(), hidden_.data());
+  if (expert_recorder_ && status.ok()) {
+    // SGLang numbers the passes from 1.
+    expert_recorder_->End(forward_ct_ + 1, batch, plan.kind == sched::StepKind::kDecode,
+                          log_prefix_);
+  }
   scheduler_->CompleteStep(plan);
   if (plan.kind != sched::StepKind::kDecode) LogPrefill(plan);
   if (!status.ok()) {

@@ -561,6 +561,7 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   if (layer.moe) {
     layer.moe->Forward(kt, pool, h, T, act, s, h);
     if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
+    if (step.batch->expert_choices != nullptr) RecordChoices(step, layer);
   } else {
     DenseMlp(step, layer, h);
   }
@@ -671,6 +672,18 @@ void DecoderStack::Attention(const Step& step, const Layer& layer, LayerCache k_
   kernels::MatMul(kt, pool, attn, T, layer.o, h, act);
   if (step.lora) ApplyLora(step, layer, attn, {{LoraTarget::kO, h, c.hidden_size}});
   if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
+}
+
+void DecoderStack::RecordChoices(const Step& step, const Layer& layer) const {
+  ExpertChoices& record = *step.batch->expert_choices;
+  const int64_t T = step.tokens, K = config_.num_experts_per_tok, E = config_.num_experts;
+  RADIX_CHECK(record.num_experts == E && record.top_k == K);
+  const int32_t* choice = step.s->moe_choice.data();  // MoeFfn's routing of this step
+  int32_t* counts = record.counts.data() + layer.index * E;
+  for (int64_t i = 0; i < T * K; ++i) ++counts[choice[i]];
+  if (record.per_token) {
+    std::copy(choice, choice + T * K, record.topk_ids.begin() + layer.index * T * K);
+  }
 }
 
 void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) const {

@@ -176,6 +176,9 @@ class DecoderStack {
   // residual add; all-reduced under tensor parallelism).
   void Attention(const Step& step, const Layer& layer, LayerCache k_cache, LayerCache v_cache,
                  float* h) const;
+  // Adds the step's routing in `layer` (MoeFfn's choices in the scratch) to the batch's
+  // expert_choices.
+  void RecordChoices(const Step& step, const Layer& layer) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;
   // One LoRA output: rows t of `target`'s projection at y + t * stride.

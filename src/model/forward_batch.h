@@ -26,6 +26,18 @@ struct SequenceExtend {
   const LoraAdapter* lora = nullptr;
 };
 
+// A forward pass's mixture-of-experts routing, for the expert-distribution recorder
+// (engine/expert_recorder.h): counts[layer * num_experts + e] gains one per (token, k) choice of
+// expert e in that layer; with per_token also topk_ids[(layer * num_tokens + t) * top_k + k] =
+// token t's k-th expert (-1 in dense layers). Sized and zeroed by the recorder.
+struct ExpertChoices {
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  std::vector<int32_t> counts;  // [layers, num_experts]
+  bool per_token = false;
+  std::vector<int32_t> topk_ids;  // [layers, num_tokens, top_k] with per_token
+};
+
 struct ForwardBatch {
   std::vector<int32_t> token_ids;  // [num_tokens]
   std::vector<int64_t> positions;  // [num_tokens] rotary positions (normally prefix_len + i)
@@ -37,6 +49,9 @@ struct ForwardBatch {
   // Indices into token_ids whose final hidden states (after the last norm) are wanted as well, in
   // output order (CausalLM::ForwardWithHidden; SGLang's return_hidden_states).
   std::vector<int64_t> hidden_indices;
+  // Where the MoE layers report their routing (null: not recorded). Not sent to tensor-parallel
+  // followers: the leader routes every token itself.
+  ExpertChoices* expert_choices = nullptr;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
 };
