@@ -150,12 +150,18 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   if (w.Find(prefix + "exp_probs_b.bias") != nullptr) {
     RADIX_ASSIGN_OR_RETURN(selection_bias_, w.RequireVector(prefix + "exp_probs_b.bias", experts_));
   }
+  // Mixtral GGUFs converted before llama.cpp stacked the experts name each expert's matrices
+  // blk.N.ffn_gate.E.weight (HF's per-expert tensors are ffn_gate_exps.E.weight here).
+  const std::string exps = w.Find(prefix + "ffn_gate_exps.weight") == nullptr &&
+                                   w.Find(prefix + "ffn_gate.0.weight") != nullptr
+                               ? ""
+                               : "_exps";
   std::vector<kernels::WeightMatrix> gate, up, down;
   RADIX_ASSIGN_OR_RETURN(gate,
-                         w.RequireExperts(prefix + "ffn_gate_exps", experts_, inter_, hidden_));
-  RADIX_ASSIGN_OR_RETURN(up, w.RequireExperts(prefix + "ffn_up_exps", experts_, inter_, hidden_));
+                         w.RequireExperts(prefix + "ffn_gate" + exps, experts_, inter_, hidden_));
+  RADIX_ASSIGN_OR_RETURN(up, w.RequireExperts(prefix + "ffn_up" + exps, experts_, inter_, hidden_));
   RADIX_ASSIGN_OR_RETURN(down,
-                         w.RequireExperts(prefix + "ffn_down_exps", experts_, hidden_, inter_));
+                         w.RequireExperts(prefix + "ffn_down" + exps, experts_, hidden_, inter_));
   gate_.clear();
   up_.clear();
   down_.clear();

@@ -105,10 +105,12 @@ def add_stories_tokenizer(writer, tok):
     writer.add_add_eos_token(False)
 
 
-def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
+def write_gguf(path, quant="F32", seed=0, arch="qwen3moe", per_expert=False):
     """A qwen3moe (or Mixtral: llama) GGUF; quant "Q8_0" quantizes every matrix but the router
     (as llama-quantize leaves ffn_gate_inp in F32). Returns the float32 weights the file was made
-    from (for llama, Q/K rows as stored: llama.cpp's interleaved rotary order)."""
+    from (for llama, Q/K rows as stored: llama.cpp's interleaved rotary order). per_expert: one
+    tensor per expert (blk.N.ffn_gate.E.weight), as Mixtral GGUFs were converted before llama.cpp
+    stacked the experts (it no longer reads them)."""
     import gguf
     s = SHAPES[arch]
     tok = _stories_tokenizer()
@@ -140,6 +142,11 @@ def write_gguf(path, quant="F32", seed=0, arch="qwen3moe"):
     add_stories_tokenizer(writer, tok)
     tensors = {name: t.astype(np.float16) if quant == "F16" and t.ndim > 1 else t
                for name, t in w.items()}
+    if per_expert:
+        for name in [n for n in tensors if n.endswith("_exps.weight")]:
+            stacked = tensors.pop(name)
+            for e in range(stacked.shape[0]):
+                tensors[name.replace("_exps.weight", f".{e}.weight")] = stacked[e]
     keep = quant in ("F32", "F16")
     finish_gguf(writer, tensors, lambda name, t: None if keep or t.ndim == 1 or
                 name.endswith("ffn_gate_inp.weight") else qtype)

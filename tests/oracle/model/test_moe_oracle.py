@@ -105,6 +105,21 @@ def test_mixtral_f32_matches_llama_cpp(tmp_path):
     assert max_diff < 1e-3
 
 
+def test_mixtral_per_expert_gguf_equals_stacked(tmp_path):
+    """An older Mixtral GGUF, one tensor per expert (blk.N.ffn_gate.E.weight), runs the same
+    model as the stacked file llama.cpp converts today (and reads; it no longer reads the older
+    form), whose logits match llama.cpp's."""
+    stacked = str(tmp_path / "mixtral-f32.gguf")
+    write_gguf(stacked, "F32", seed=5, arch="llama")
+    split = str(tmp_path / "mixtral-per-expert-f32.gguf")
+    write_gguf(split, "F32", seed=5, arch="llama", per_expert=True)
+    tokens = tokenize(stacked, STORY)[:200]
+    a = run_radix(stacked, tokens, tmp_path)
+    b = run_radix(split, tokens, tmp_path)
+    assert np.abs(a - b).max() == 0
+    assert np.abs(a - llama_cpp_logits(stacked, tokens, 512)).max() < 1e-3
+
+
 def test_mixtral_hf_equals_gguf(tmp_path):
     model = str(tmp_path / "mixtral-f32.gguf")
     w = write_gguf(model, "F32", seed=5, arch="llama")
