@@ -153,7 +153,8 @@ def relabelled_vocab(path, pre, out, renamed=None):
     writer.close()
 
 
-@pytest.mark.parametrize("pre", ["gpt-4o", "qwen2", "llama-bpe", "deepseek-v3", "gpt-2"])
+@pytest.mark.parametrize("pre", ["gpt-4o", "qwen2", "llama-bpe", "deepseek-v3", "deepseek-llm",
+                                 "deepseek-coder", "gpt-2"])
 def test_pre_tokenizers_match_llama_cpp(pre, corpus, tmp_path):
     """SmolLM2's byte-level vocabulary under each tokenizer.ggml.pre name (gpt-4o: gpt-oss's
     o200k splitting), against llama.cpp's tokenization of the same file."""
