@@ -75,13 +75,10 @@ ExpertDump ExpertRecorder::TakeDump(int rank) {
   dump.mode = options_.mode;
   const int64_t L = options_.num_layers, E = options_.num_experts;
   if (options_.mode == ExpertRecordMode::kStat) {
-    // Oldest first (a full ring starts at the slot the next pass would overwrite).
+    // Oldest first: the slot the next pass would overwrite (0 until the ring wrapped).
     json passes = json::array();
-    const bool full = options_.buffer_size >= 0 &&
-                      ring_.size() == static_cast<size_t>(options_.buffer_size) && !ring_.empty();
     for (size_t i = 0; i < ring_.size(); ++i) {
-      const size_t at = full ? (next_ + i) % ring_.size() : i;
-      passes.push_back(CountsJson(ring_[at], L, E));
+      passes.push_back(CountsJson(ring_[(next_ + i) % ring_.size()], L, E));
     }
     dump.document = {{"rank", rank},
                      {"logical_count", std::move(passes)},
@@ -159,7 +156,7 @@ void ExpertRecorder::LogBalancedness(int64_t forward_pass_id, const std::string&
     std::vector<int64_t> load(static_cast<size_t>(blocks), 0);
     for (int64_t e = 0; e < E; ++e) {
       const int32_t n = current_.counts[static_cast<size_t>(l * E + e)];
-      load[static_cast<size_t>(e / (E / blocks))] += n;
+      load[static_cast<size_t>(e * blocks / E)] += n;  // expert e's block
       total += n;
     }
     const double mean = static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0})) /

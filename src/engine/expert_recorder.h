@@ -77,8 +77,9 @@ class ExpertRecorder {
   ExpertRecorderOptions options_;
   bool recording_ = false;
   model::ExpertChoices current_;
-  // stat: counts of the last passes (ring of buffer_size, oldest overwritten; next_ is the slot
-  // the next pass takes); per_pass / per_token: every pass's record.
+  // stat: counts of the last passes (ring of buffer_size, oldest overwritten; next_ is the
+  // oldest slot, the one the next pass overwrites: 0 until the ring is full); per_pass /
+  // per_token: every pass's record.
   std::vector<std::vector<int32_t>> ring_;
   size_t next_ = 0;
   nlohmann::json records_ = nlohmann::json::array();

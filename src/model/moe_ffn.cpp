@@ -167,7 +167,7 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   down_.clear();
   for (int64_t e = e0_; e < e1_; ++e) {
     const auto ue = static_cast<size_t>(e);
-    const std::string name = prefix + "ffn_down_exps." + std::to_string(e);
+    const std::string name = prefix + "ffn_down" + exps + "." + std::to_string(e);
     RADIX_ASSIGN_OR_RETURN(const kernels::WeightMatrix d, columns(down[ue], row0, rows, name));
     gate_.push_back(pack(gate[ue].Rows(row0, rows)));
     up_.push_back(pack(up[ue].Rows(row0, rows)));
