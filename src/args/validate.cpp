@@ -190,6 +190,43 @@ Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnin
   return Status::Ok();
 }
 
+// The expert-parallel load balancer's settings (model/expert_placement.h), given --ep-size `ep`.
+Status ValidateExpertPlacement(const ServerArgs& args, int64_t ep) {
+  if (args.GetInt(key::kEpNumRedundantExperts) < 0) {
+    return Invalid(key::kEpNumRedundantExperts, "must be at least 0");
+  }
+  if (args.GetBool(key::kEnableEplb) && ep < 2) {
+    return Invalid(key::kEnableEplb,
+                   "needs --ep-size > 1: with one expert block there is nothing to balance");
+  }
+  if (args.GetInt(key::kEplbRebalanceNumIterations) < 1) {
+    return Invalid(key::kEplbRebalanceNumIterations, "must be at least 1");
+  }
+  if (args.GetOptionalInt(key::kEplbRebalanceLayersPerChunk).value_or(1) < 1) {
+    return Invalid(key::kEplbRebalanceLayersPerChunk, "must be at least 1");
+  }
+  if (const double u = args.GetFloat(key::kEplbMinRebalancingUtilizationThreshold);
+      !(u >= 0.0 && u <= 1.0)) {
+    return Invalid(key::kEplbMinRebalancingUtilizationThreshold, "must be in [0.0, 1.0]");
+  }
+  // SGLang's DeepSeek algorithm in its global form; the hierarchical form first packs expert
+  // groups onto nodes, which on one node changes nothing but the order among equal loads.
+  const std::string algorithm = args.GetString(key::kEplbAlgorithm);
+  const bool hierarchical = algorithm.ends_with("_hierarchical");
+  if (hierarchical && args.GetInt(key::kNnodes) > 1) {
+    return Invalid(key::kEplbAlgorithm,
+                   algorithm +
+                       " packs expert groups onto nodes, which is not implemented for "
+                       "--nnodes > 1; use deepseek (or auto)");
+  }
+  if (algorithm == "elasticity_aware") {
+    return Invalid(key::kEplbAlgorithm,
+                   "elasticity_aware places experts around failed ranks of SGLang's elastic EP, "
+                   "which radixserve does not have; use deepseek (or auto)");
+  }
+  return Status::Ok();
+}
+
 // --tp-size, --pp-size, --nnodes, --node-rank, --dist-init-addr (src/main/tensor_parallel.h): the
 // layouts the ranks can take, and the features whose state lives outside the forward pass
 // (adapters, the disk tier, replicas sharing the model) refused with more than one rank.
@@ -212,6 +249,7 @@ Status ValidateTensorParallel(const ServerArgs& args) {
                                              "over blocks of the tensor-parallel ranks)",
                                              tp));
   }
+  RADIX_RETURN_IF_ERROR(ValidateExpertPlacement(args, args.GetInt(key::kEpSize)));
   if (args.GetOptionalString(key::kExpertDistributionRecorderMode).value_or("") == "stat_approx") {
     return Invalid(key::kExpertDistributionRecorderMode,
                    "stat_approx counts DeepEP's dispatch, a GPU path; use stat, per_pass or "

@@ -57,6 +57,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
     ExpertRecorderOptions options = *config_.expert_recorder;
     options.num_layers = mc.num_layers;
     options.num_experts = mc.num_experts;
+    options.num_physical = mc.num_experts + mc.expert_placement.redundant_experts;
     options.top_k = mc.num_experts_per_tok;
     expert_recorder_ = std::make_unique<ExpertRecorder>(options);
   } else if (config_.expert_recorder) {

@@ -33,7 +33,14 @@ std::optional<ExpertRecordMode> ParseExpertRecordMode(const std::string& name) {
 
 ExpertRecorder::ExpertRecorder(ExpertRecorderOptions options) : options_(options) {
   RADIX_CHECK(options_.num_layers > 0 && options_.num_experts > 0 && options_.top_k > 0);
+  if (options_.num_physical < options_.num_experts) options_.num_physical = options_.num_experts;
   current_.num_experts = options_.num_experts;
+  current_.num_physical = options_.num_physical;
+  last_map_.resize(static_cast<size_t>(options_.num_layers * options_.num_physical));
+  for (size_t i = 0; i < last_map_.size(); ++i) {
+    last_map_[i] = static_cast<int32_t>(static_cast<int64_t>(i) % options_.num_physical %
+                                        options_.num_experts);
+  }
   current_.top_k = options_.top_k;
   current_.per_token = options_.mode == ExpertRecordMode::kPerToken;
   // The balancedness log reads a recording from launch on (SGLang starts it then).
@@ -84,13 +91,9 @@ ExpertDump ExpertRecorder::TakeDump(int rank) {
                      {"logical_count", std::move(passes)},
                      {"average_utilization_rate_over_window", nullptr}};
   } else {
-    // One process holds every expert: the physical-to-logical map is the identity.
-    std::vector<int32_t> identity(static_cast<size_t>(E));
-    std::iota(identity.begin(), identity.end(), 0);
-    dump.document = {{"records", std::move(records_)},
-                     {"last_physical_to_logical_map", json::array()}};
-    for (int64_t l = 0; l < L; ++l)
-      dump.document["last_physical_to_logical_map"].push_back(identity);
+    dump.document = {
+        {"records", std::move(records_)},
+        {"last_physical_to_logical_map", CountsJson(last_map_, L, options_.num_physical)}};
   }
   Reset();
   return dump;
@@ -98,7 +101,10 @@ ExpertDump ExpertRecorder::TakeDump(int rank) {
 
 void ExpertRecorder::Begin(model::ForwardBatch& batch) {
   if (!wants()) return;
-  current_.counts.assign(static_cast<size_t>(options_.num_layers * options_.num_experts), 0);
+  const auto L = static_cast<size_t>(options_.num_layers);
+  current_.counts.assign(L * static_cast<size_t>(options_.num_experts), 0);
+  current_.physical_counts.assign(L * static_cast<size_t>(options_.num_physical), 0);
+  current_.physical_to_logical.assign(L * static_cast<size_t>(options_.num_physical), -1);
   if (current_.per_token) {
     current_.topk_ids.assign(
         static_cast<size_t>(options_.num_layers * batch.num_tokens() * options_.top_k), -1);
@@ -109,7 +115,10 @@ void ExpertRecorder::Begin(model::ForwardBatch& batch) {
 void ExpertRecorder::End(int64_t forward_pass_id, const model::ForwardBatch& batch, bool decode,
                          const std::string& log_prefix) {
   if (batch.expert_choices != &current_) return;
-  const int64_t L = options_.num_layers, E = options_.num_experts, K = options_.top_k;
+  const int64_t L = options_.num_layers, P = options_.num_physical, K = options_.top_k;
+  for (size_t i = 0; i < last_map_.size(); ++i) {
+    if (current_.physical_to_logical[i] >= 0) last_map_[i] = current_.physical_to_logical[i];
+  }
   if (options_.log_balancedness) LogBalancedness(forward_pass_id, log_prefix);
   if (!recording_) return;
   if (options_.mode == ExpertRecordMode::kStat) {
@@ -124,7 +133,7 @@ void ExpertRecorder::End(int64_t forward_pass_id, const model::ForwardBatch& bat
   json record = {{"forward_pass_id", forward_pass_id},
                  {"rank", 0},
                  {"gatherer_key", "primary"},
-                 {"global_physical_count", CountsJson(current_.counts, L, E)}};
+                 {"global_physical_count", CountsJson(current_.physical_counts, L, P)}};
   if (options_.mode == ExpertRecordMode::kPerToken) {
     const int64_t T = batch.num_tokens();
     json extend = json::array();
@@ -149,14 +158,14 @@ void ExpertRecorder::End(int64_t forward_pass_id, const model::ForwardBatch& bat
 }
 
 void ExpertRecorder::LogBalancedness(int64_t forward_pass_id, const std::string& log_prefix) {
-  const int64_t L = options_.num_layers, E = options_.num_experts, blocks = options_.ep_size;
+  const int64_t L = options_.num_layers, P = options_.num_physical, blocks = options_.ep_size;
   double sum = 0;
   int64_t total = 0;
   for (int64_t l = 0; l < L; ++l) {
     std::vector<int64_t> load(static_cast<size_t>(blocks), 0);
-    for (int64_t e = 0; e < E; ++e) {
-      const int32_t n = current_.counts[static_cast<size_t>(l * E + e)];
-      load[static_cast<size_t>(e * blocks / E)] += n;  // expert e's block
+    for (int64_t s = 0; s < P; ++s) {
+      const int32_t n = current_.physical_counts[static_cast<size_t>(l * P + s)];
+      load[static_cast<size_t>(s / (P / blocks))] += n;  // slot s's block
       total += n;
     }
     const double mean = static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0})) /

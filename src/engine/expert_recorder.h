@@ -3,15 +3,18 @@
 // recording, every forward pass's MoE routing is kept: the number of (token, k) choices of each
 // expert in each layer (model::ExpertChoices, filled by the decoder's MoE layers), and in per_token
 // mode each token's choices with the step's tokens. Experts are the model's own (SGLang's
-// "logical" experts; with no redundant replicas they are also the "physical" ones).
+// "logical" experts); the physical slots computing them (model/expert_placement.h: the same
+// without redundant replicas) give per_pass's global_physical_count and the balancedness.
 //
 // Modes (SGLang's names): stat keeps the last buffer_size passes' counts in a ring (negative:
 // all), dumped as logical_count [passes, layers, experts]; per_pass keeps every pass's counts
-// with its forward pass id; per_token adds the tokens, positions, extend lengths, the step's kind
-// and each token's top-k experts per layer. A dump hands the records over and starts afresh;
-// recording goes on. --enable-expert-distribution-metrics logs SGLang's balancedness line for
-// every pass (the mean over the expert-parallel blocks' loads divided by the largest, averaged
-// over layers: 1.0 when the blocks carry equal loads, and always with one block).
+// with its forward pass id and physical counts [layers, slots] (the dump's
+// last_physical_to_logical_map says which expert each slot held); per_token adds the tokens,
+// positions, extend lengths, the step's kind and each token's top-k experts per layer. A dump hands
+// the records over and starts afresh; recording goes on. --enable-expert-distribution-metrics logs
+// SGLang's balancedness line for every pass (the mean over the expert-parallel blocks' loads
+// divided by the largest, a block's load being the choices its slots computed, averaged over
+// layers: 1.0 when the blocks carry equal loads, and always with one block).
 //
 // Thread affinity: the engine thread only.
 #pragma once
@@ -37,6 +40,7 @@ struct ExpertRecorderOptions {
   bool log_balancedness = false;
   int64_t num_layers = 0;
   int64_t num_experts = 0;
+  int64_t num_physical = 0;  // slots per layer: experts + --ep-num-redundant-experts
   int64_t top_k = 0;
   int64_t ep_size = 1;  // expert-parallel blocks (--ep-size) the balancedness compares
 };
@@ -83,6 +87,8 @@ class ExpertRecorder {
   std::vector<std::vector<int32_t>> ring_;
   size_t next_ = 0;
   nlohmann::json records_ = nlohmann::json::array();
+  // Each layer's placement as of the last recorded pass ([layers, slots]; trivial until then).
+  std::vector<int32_t> last_map_;
   std::deque<double> balancedness_;  // the last 1000 passes'
 };
 

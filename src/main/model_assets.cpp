@@ -8,6 +8,7 @@
 
 #include "chat/chat_template_loader.h"
 #include "common/log.h"
+#include "main/expert_placement_args.h"
 #include "model/model_loader.h"
 #include "sampling/sampling_defaults.h"
 #include "tokenizer/gguf_metadata.h"
@@ -160,6 +161,7 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args, const model:
   model::LoadOptions options = ModelLoadOptions(args, args.GetString(args::key::kModelPath));
   options.tensor_shard = shard;
   options.pipeline_stage = stage;
+  RADIX_ASSIGN_OR_RETURN(options.expert_placement, ExpertPlacementFromArgs(args));
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));

@@ -22,6 +22,7 @@
 #include "args/validate.h"
 #include "common/log.h"
 #include "dist/tp_model.h"
+#include "main/expert_placement_args.h"
 #include "main/model_assets.h"
 #include "model/model_loader.h"
 
@@ -201,6 +202,12 @@ int RunFollowerRank(const args::ServerArgs& args, TensorParallelSetup& tp) {
   model::LoadOptions options = ModelLoadOptions(args, args.GetString(key::kModelPath));
   options.tensor_shard = tp.shard();
   options.pipeline_stage = tp.stage();
+  auto placement = ExpertPlacementFromArgs(args);
+  if (!placement.ok()) {
+    RADIX_LOG_ERROR("tensor-parallel rank {}: {}", tp.rank, placement.status().message());
+    return 1;
+  }
+  options.expert_placement = *std::move(placement);
   auto shard = model::LoadModel(options);
   if (!shard.ok()) {
     RADIX_LOG_ERROR("tensor-parallel rank {}: {}", tp.rank, shard.status().message());

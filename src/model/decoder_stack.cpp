@@ -50,6 +50,10 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
   } else if (shard.ep_size > 1 && !spec_.moe) {
     RADIX_LOG_WARN("--ep-size {} has no effect: {} has no experts", shard.ep_size, c.architecture);
   }
+  if (!spec_.moe && (c.expert_placement.redundant_experts > 0 || c.expert_placement.rebalance)) {
+    RADIX_LOG_WARN("--ep-num-redundant-experts and --enable-eplb have no effect: {} has no experts",
+                   c.architecture);
+  }
   const auto columns = [this](const kernels::WeightMatrix& m, int64_t first, int64_t n,
                               const std::string& name) { return ShardColumns(m, first, n, name); };
   const PipelineStage& stage = c.pipeline_stage;
@@ -70,6 +74,13 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       available == 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(available / 2);
   int64_t packed_total = 0;
   bool over_budget = false;
+  // Panels for the active kernels on the integer path; otherwise the matrix as it is.
+  const MoeFfn::PackFn pack_always = [mode = activation_mode_](const kernels::WeightMatrix& m) {
+    if (mode != kernels::ActivationMode::kGgmlRounded) {
+      return kernels::PackedWeight{.source = m, .variant = "", .panels = {}};
+    }
+    return kernels::Pack(kernels::ActiveKernels(), nullptr, m);
+  };
   auto pack = [&](const kernels::WeightMatrix& m) {
     const kernels::PackedWeight unpacked{.source = m, .variant = "", .panels = {}};
     if (activation_mode_ != kernels::ActivationMode::kGgmlRounded) return unpacked;
@@ -86,7 +97,7 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       return unpacked;
     }
     packed_total += bytes;
-    return kernels::Pack(table, nullptr, m);
+    return pack_always(m);
   };
   if (c.hidden_states_only || shard.rank > 0 || stage.rank > 0) {
     // No LM head: an embedder or a classifier reads the final hidden states (ForwardHidden);
@@ -147,7 +158,7 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
     }
     if (sparse) {
-      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, p, w, pack, columns));
+      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, l, w, pack, pack_always, columns));
     } else if (spec_.gate_up_in_up) {
       kernels::WeightMatrix gate_up;
       RADIX_ASSIGN_OR_RETURN(gate_up, w.RequireMatrix(p + "ffn_up.weight", 2 * I, H));
@@ -265,11 +276,7 @@ Expected<kernels::WeightMatrix> DecoderStack::ShardColumns(const kernels::Weight
                                                            int64_t first, int64_t n,
                                                            const std::string& name) {
   if (auto columns = fused_.Columns(m, first, n)) return *columns;
-  return InvalidArgument("argument --tp-size: " + std::to_string(config_.tensor_shard.size) +
-                         " ranks cannot split " + name + ": a shard of " + std::to_string(n) +
-                         " columns does not hold whole " +
-                         std::string(kernels::FormatName(m.format)) + " blocks of " +
-                         std::to_string(kernels::BlockElements(m.format)));
+  return ColumnShardError(m, n, name, config_.tensor_shard.size);
 }
 
 int DecoderStack::fused_qkv_layers() const {
@@ -677,10 +684,19 @@ void DecoderStack::Attention(const Step& step, const Layer& layer, LayerCache k_
 void DecoderStack::RecordChoices(const Step& step, const Layer& layer) const {
   ExpertChoices& record = *step.batch->expert_choices;
   const int64_t T = step.tokens, K = config_.num_experts_per_tok, E = config_.num_experts;
-  RADIX_CHECK(record.num_experts == E && record.top_k == K);
+  const ExpertPlacement& placement = layer.moe->placement();
+  const int64_t P = placement.num_physical();
+  RADIX_CHECK(record.num_experts == E && record.top_k == K && record.num_physical == P);
   const int32_t* choice = step.s->moe_choice.data();  // MoeFfn's routing of this step
+  const int32_t* slot = step.s->moe_slot.data();
   int32_t* counts = record.counts.data() + layer.index * E;
-  for (int64_t i = 0; i < T * K; ++i) ++counts[choice[i]];
+  int32_t* physical_counts = record.physical_counts.data() + layer.index * P;
+  for (int64_t i = 0; i < T * K; ++i) {
+    ++counts[choice[i]];
+    ++physical_counts[slot[i]];
+  }
+  std::copy(placement.physical_to_logical().begin(), placement.physical_to_logical().end(),
+            record.physical_to_logical.begin() + layer.index * P);
   if (record.per_token) {
     std::copy(choice, choice + T * K, record.topk_ids.begin() + layer.index * T * K);
   }

@@ -28,12 +28,18 @@ struct SequenceExtend {
 
 // A forward pass's mixture-of-experts routing, for the expert-distribution recorder
 // (engine/expert_recorder.h): counts[layer * num_experts + e] gains one per (token, k) choice of
-// expert e in that layer; with per_token also topk_ids[(layer * num_tokens + t) * top_k + k] =
-// token t's k-th expert (-1 in dense layers). Sized and zeroed by the recorder.
+// expert e in that layer, physical_counts[layer * num_physical + s] one per choice computed by
+// physical slot s (expert_placement.h), and physical_to_logical's row of the layer is the
+// placement the pass ran with; with per_token also topk_ids[(layer * num_tokens + t) * top_k + k] =
+// token t's k-th expert (-1 in dense layers). Sized by the recorder (the map rows -1 until a MoE
+// layer writes them).
 struct ExpertChoices {
   int64_t num_experts = 0;
+  int64_t num_physical = 0;
   int64_t top_k = 0;
-  std::vector<int32_t> counts;  // [layers, num_experts]
+  std::vector<int32_t> counts;               // [layers, num_experts]
+  std::vector<int32_t> physical_counts;      // [layers, num_physical]
+  std::vector<int32_t> physical_to_logical;  // [layers, num_physical]
   bool per_token = false;
   std::vector<int32_t> topk_ids;  // [layers, num_tokens, top_k] with per_token
 };

@@ -35,9 +35,10 @@ struct ForwardScratch {
   std::vector<float> moe_gate, moe_up;  // [T * top_k, moe_intermediate]
   std::vector<float> moe_out;           // [T * top_k, hidden]
   std::vector<int32_t> moe_choice;      // [T, top_k] expert ids
+  std::vector<int32_t> moe_slot;        // [T, top_k] physical slots (expert_placement.h)
   std::vector<int32_t> moe_row_of;      // [T, top_k] row in the grouped buffers
-  std::vector<int32_t> moe_start;       // [experts + 1] first grouped row of each expert
-  std::vector<int32_t> moe_next;        // [experts] fill cursor
+  std::vector<int32_t> moe_start;       // [slots + 1] first grouped row of each local slot
+  std::vector<int32_t> moe_next;        // [slots] fill cursor
   // Multi-head latent attention (mla_attention.h): one head's rows in and out of its matrix.
   std::vector<float> mla_in, mla_out;
   // LoRA (lora_adapter.h): the token rows of sequences with an adapter, grouped by adapter, and

@@ -12,6 +12,9 @@
 #include <optional>
 #include <vector>
 
+#include <string>
+
+#include "common/status.h"
 #include "kernels/matmul.h"
 
 namespace radixserve::model {
@@ -27,6 +30,12 @@ class FusedWeights {
   std::optional<kernels::WeightMatrix> Columns(const kernels::WeightMatrix& m, int64_t first,
                                                int64_t n);
 
+  // Columns as above into `buffer` (replacing its contents; the matrix points into it), or
+  // nullopt when they do not hold whole blocks.
+  static std::optional<kernels::WeightMatrix> CopyColumns(const kernels::WeightMatrix& m,
+                                                          int64_t first, int64_t n,
+                                                          std::vector<uint8_t>& buffer);
+
   // Bytes held by stacked copies.
   int64_t bytes() const { return bytes_; }
 
@@ -34,5 +43,10 @@ class FusedWeights {
   std::deque<std::vector<uint8_t>> buffers_;
   int64_t bytes_ = 0;
 };
+
+// The error of a column shard of `n` columns of `m` (tensor `name`) that does not hold whole
+// blocks, naming --tp-size and its `ranks`.
+Status ColumnShardError(const kernels::WeightMatrix& m, int64_t n, const std::string& name,
+                        int ranks);
 
 }  // namespace radixserve::model

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "kernels/rope.h"
+#include "model/expert_placement.h"
 #include "model/tensor_shard.h"
 
 namespace radixserve::model {
@@ -56,6 +57,9 @@ struct ModelConfig {
   // gives its own layer count (num_layers); its layers start at pipeline_first_layer.
   PipelineStage pipeline_stage;
   int64_t pipeline_first_layer = 0;
+  // Expert placement over the expert-parallel blocks (expert_placement.h): set by the loader from
+  // LoadOptions; MoE models only.
+  ExpertPlacementOptions expert_placement;
 
   // Gemma 3: sliding-window layers use rope_local_theta; every sliding_window_pattern-th layer
   // is global. query_pre_attn_scalar sets the attention scale (1/sqrt of it).

@@ -410,6 +410,7 @@ Expected<LoadedDecoder> LoadDecoder(const LoadOptions& options, bool hidden_stat
   }
   config.tensor_shard = options.tensor_shard;
   config.pipeline_stage = options.pipeline_stage;
+  config.expert_placement = options.expert_placement;
   LoadedDecoder out;
   out.folder = cp.kind == Checkpoint::Kind::kHf ? cp.folder : "";
   if (cp.kind == Checkpoint::Kind::kHf) out.config_json = src.config;

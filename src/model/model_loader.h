@@ -43,6 +43,8 @@ struct LoadOptions {
   TensorShard tensor_shard;
   // This process's pipeline stage (tensor_shard.h); decoders only.
   PipelineStage pipeline_stage;
+  // Where the MoE layers' experts sit on the expert-parallel blocks (expert_placement.h).
+  ExpertPlacementOptions expert_placement;
 };
 
 Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);

@@ -4,9 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
+#include "common/check.h"
+#include "common/log.h"
 #include "model/for_rows.h"
 #include "model/forward_scratch.h"
+#include "model/fused_weights.h"
 
 namespace radixserve::model {
 
@@ -26,7 +30,7 @@ void MoeFfn::SwigluOai(float* gate, const float* up, int64_t n) const {
 }
 
 void MoeFfn::Route(const kernels::KernelTable& kt, float* p, float* select, int32_t* choice,
-                   float* weight) const {
+                   float* weight, bool use_selection_bias) const {
   const int64_t E = experts_, K = top_k_;
   if (!router_bias_.empty()) kt.axpy(1.0f, router_bias_.data(), p, E);
   if (gating_ == ModelConfig::MoeGating::kSoftmax) kt.softmax(p, E);
@@ -34,7 +38,9 @@ void MoeFfn::Route(const kernels::KernelTable& kt, float* p, float* select, int3
     for (int64_t e = 0; e < E; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
   }
   std::memcpy(select, p, sizeof(float) * static_cast<size_t>(E));
-  if (!selection_bias_.empty()) kt.axpy(1.0f, selection_bias_.data(), select, E);
+  if (use_selection_bias && !selection_bias_.empty()) {
+    kt.axpy(1.0f, selection_bias_.data(), select, E);
+  }
   // Index of the highest of the n scores at x not yet in taken[0, k) (ties: lower index).
   const auto best_of = [](const float* x, int64_t n, const int32_t* taken, int64_t k) {
     int32_t best = -1;
@@ -85,8 +91,8 @@ void MoeFfn::Route(const kernels::KernelTable& kt, float* p, float* select, int3
   }
 }
 
-Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore& w,
-                    const PackFn& pack, const ColumnsFn& columns) {
+Status MoeFfn::Load(const ModelConfig& c, int64_t layer, WeightStore& w, const PackFn& pack,
+                    PackFn repack, const ColumnsFn& columns) {
   experts_ = c.num_experts;
   top_k_ = c.num_experts_per_tok;
   hidden_ = c.hidden_size;
@@ -97,25 +103,71 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   groups_ = c.expert_groups;
   groups_used_ = c.expert_groups_used;
   group_score_ = c.group_score;
+  layer_ = layer;
+  prefix_ = "blk." + std::to_string(layer) + ".";
+  const std::string& prefix = prefix_;
+  options_ = c.expert_placement;
+  repack_ = std::move(repack);
   if (groups_ > kMaxGroups) {
     return Unsupported(c.architecture + ": more than " + std::to_string(kMaxGroups) +
                        " expert groups (n_group " + std::to_string(groups_) + ")");
   }
   swiglu_limit_ = static_cast<float>(c.swiglu_limit);
   swiglu_alpha_ = static_cast<float>(c.swiglu_alpha);
-  // This rank's experts [e0_, e1_) and rows [row0, row0 + rows) of each (tensor_shard.h).
+  // This rank's slots and rows [row0_, row0_ + rows) of each expert (tensor_shard.h).
   const TensorShard& shard = c.tensor_shard;
-  if (experts_ % shard.ep_size != 0 || inter_ % shard.moe_tp_size() != 0 ||
-      c.shared_expert_intermediate_size % shard.size != 0) {
-    return InvalidArgument(
-        "argument --ep-size: " + std::to_string(shard.ep_size) + " expert blocks of " +
-        std::to_string(shard.moe_tp_size()) + " ranks cannot split the " +
-        std::to_string(experts_) + " experts (moe_intermediate_size " + std::to_string(inter_) +
-        ", shared " + std::to_string(c.shared_expert_intermediate_size) + ") of " + c.architecture);
+  const int64_t physical = experts_ + options_.redundant_experts;
+  if (physical % shard.ep_size != 0) {
+    return InvalidArgument("argument --ep-num-redundant-experts: " + std::to_string(experts_) +
+                           " experts of " + c.architecture + " + " +
+                           std::to_string(options_.redundant_experts) +
+                           " redundant replicas do not divide into --ep-size " +
+                           std::to_string(shard.ep_size) + " blocks");
   }
-  e0_ = shard.ep_rank() * (experts_ / shard.ep_size);
-  e1_ = e0_ + experts_ / shard.ep_size;
-  const int64_t rows = inter_ / shard.moe_tp_size(), row0 = shard.moe_tp_rank() * rows;
+  if (inter_ % shard.moe_tp_size() != 0 || c.shared_expert_intermediate_size % shard.size != 0) {
+    return InvalidArgument("argument --ep-size: " + std::to_string(shard.ep_size) +
+                           " expert blocks of " + std::to_string(shard.moe_tp_size()) +
+                           " ranks cannot split the experts of " + c.architecture +
+                           " (moe_intermediate_size " + std::to_string(inter_) + ", shared " +
+                           std::to_string(c.shared_expert_intermediate_size) + ")");
+  }
+  // The initial placement (expert_placement.h); the options keep no copy of the tables.
+  const std::string where = "argument --init-expert-location: layer " + std::to_string(layer);
+  const size_t given = std::max(options_.initial_map.size(), options_.initial_load.size());
+  if (given != 0 && static_cast<int64_t>(given) != c.num_layers) {
+    return InvalidArgument("argument --init-expert-location: " + std::to_string(given) +
+                           " layers, but " + c.architecture + " has " +
+                           std::to_string(c.num_layers));
+  }
+  const auto row = static_cast<size_t>(layer);
+  if (!options_.initial_map.empty()) {
+    RADIX_ASSIGN_OR_RETURN(placement_, ExpertPlacement::FromMap(options_.initial_map[row], experts_,
+                                                                physical, shard.ep_size, where));
+  } else if (!options_.initial_load.empty()) {
+    const std::vector<double>& load = options_.initial_load[row];
+    if (static_cast<int64_t>(load.size()) != experts_) {
+      return InvalidArgument(where + ": " + std::to_string(load.size()) + " expert counts, but " +
+                             c.architecture + " has " + std::to_string(experts_) + " experts");
+    }
+    placement_ = ExpertPlacement::Balanced(load, physical, shard.ep_size);
+  } else {
+    placement_ = ExpertPlacement::Trivial(experts_, physical, shard.ep_size);
+  }
+  options_.initial_map.clear();
+  options_.initial_load.clear();
+  slot0_ = shard.ep_rank() * placement_.slots_per_block();
+  moe_tp_size_ = shard.moe_tp_size();
+  const int64_t rows = inter_ / moe_tp_size_;
+  row0_ = shard.moe_tp_rank() * rows;
+  if (options_.rebalance) {
+    window_ = Window{};
+    window_.load.assign(static_cast<size_t>(experts_), 0.0);
+    const int64_t stagger =
+        options_.layers_per_chunk > 0
+            ? std::max<int64_t>(0, layer - c.first_dense_layers) / options_.layers_per_chunk
+            : 0;
+    window_.due = options_.rebalance_every + stagger;
+  }
   kernels::WeightMatrix router;
   RADIX_ASSIGN_OR_RETURN(router,
                          w.RequireMatrix(prefix + "ffn_gate_inp.weight", experts_, hidden_));
@@ -133,18 +185,17 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
     RADIX_ASSIGN_OR_RETURN(gate_bias_, bias_table(prefix + "ffn_gate_exps.bias", inter_));
     RADIX_ASSIGN_OR_RETURN(up_bias_, bias_table(prefix + "ffn_up_exps.bias", inter_));
     RADIX_ASSIGN_OR_RETURN(down_bias_, bias_table(prefix + "ffn_down_exps.bias", hidden_));
-    // This rank's experts and rows; the down bias is added once per expert (first row shard).
-    const auto local = [&](std::vector<float>& table, int64_t rows, int64_t first, int64_t n) {
+    // This rank's rows of every expert; the down bias is added once per expert (first row shard).
+    const auto local = [&](std::vector<float>& table) {
       std::vector<float> out;
-      for (int64_t e = e0_; e < e1_; ++e) {
-        const auto at = table.begin() + e * rows + first;
-        out.insert(out.end(), at, at + n);
+      for (int64_t e = 0; e < experts_; ++e) {
+        const auto at = table.begin() + e * inter_ + row0_;
+        out.insert(out.end(), at, at + rows);
       }
       table = std::move(out);
     };
-    local(gate_bias_, inter_, row0, rows);
-    local(up_bias_, inter_, row0, rows);
-    local(down_bias_, hidden_, 0, hidden_);
+    local(gate_bias_);
+    local(up_bias_);
     if (shard.moe_tp_rank() != 0) down_bias_.clear();
   }
   if (w.Find(prefix + "exp_probs_b.bias") != nullptr) {
@@ -152,28 +203,22 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   }
   // Mixtral GGUFs converted before llama.cpp stacked the experts name each expert's matrices
   // blk.N.ffn_gate.E.weight (HF's per-expert tensors are ffn_gate_exps.E.weight here).
-  const std::string exps = w.Find(prefix + "ffn_gate_exps.weight") == nullptr &&
-                                   w.Find(prefix + "ffn_gate.0.weight") != nullptr
-                               ? ""
-                               : "_exps";
-  std::vector<kernels::WeightMatrix> gate, up, down;
-  RADIX_ASSIGN_OR_RETURN(gate,
-                         w.RequireExperts(prefix + "ffn_gate" + exps, experts_, inter_, hidden_));
-  RADIX_ASSIGN_OR_RETURN(up, w.RequireExperts(prefix + "ffn_up" + exps, experts_, inter_, hidden_));
-  RADIX_ASSIGN_OR_RETURN(down,
-                         w.RequireExperts(prefix + "ffn_down" + exps, experts_, hidden_, inter_));
-  gate_.clear();
-  up_.clear();
-  down_.clear();
-  for (int64_t e = e0_; e < e1_; ++e) {
-    const auto ue = static_cast<size_t>(e);
-    const std::string name = prefix + "ffn_down" + exps + "." + std::to_string(e);
-    RADIX_ASSIGN_OR_RETURN(const kernels::WeightMatrix d, columns(down[ue], row0, rows, name));
-    gate_.push_back(pack(gate[ue].Rows(row0, rows)));
-    up_.push_back(pack(up[ue].Rows(row0, rows)));
-    down_.push_back(pack(d));
-  }
+  exps_ = w.Find(prefix + "ffn_gate_exps.weight") == nullptr &&
+                  w.Find(prefix + "ffn_gate.0.weight") != nullptr
+              ? ""
+              : "_exps";
+  RADIX_ASSIGN_OR_RETURN(gate_src_,
+                         w.RequireExperts(prefix + "ffn_gate" + exps_, experts_, inter_, hidden_));
+  RADIX_ASSIGN_OR_RETURN(up_src_,
+                         w.RequireExperts(prefix + "ffn_up" + exps_, experts_, inter_, hidden_));
+  RADIX_ASSIGN_OR_RETURN(down_src_,
+                         w.RequireExperts(prefix + "ffn_down" + exps_, experts_, hidden_, inter_));
   inter_ = rows;
+  slots_.assign(static_cast<size_t>(placement_.slots_per_block()), Slot{});
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const int32_t expert = placement_.physical_to_logical()[static_cast<size_t>(slot0_) + i];
+    RADIX_RETURN_IF_ERROR(FillSlot(i, expert, pack));
+  }
   shared_inter_ = c.shared_expert_intermediate_size;
   if (shared_inter_ == 0) return Status::Ok();
   const std::string gate_name = prefix + "ffn_gate_inp_shexp.weight";
@@ -203,40 +248,132 @@ Status MoeFfn::Load(const ModelConfig& c, const std::string& prefix, WeightStore
   return Status::Ok();
 }
 
+Status MoeFfn::FillSlot(size_t slot, int32_t expert, const PackFn& pack) const {
+  const auto e = static_cast<size_t>(expert);
+  Slot& to = slots_[slot];
+  to.expert = expert;
+  to.gate = pack(gate_src_[e].Rows(row0_, inter_));
+  to.up = pack(up_src_[e].Rows(row0_, inter_));
+  if (moe_tp_size_ == 1) {
+    to.down_columns.clear();
+    to.down = pack(down_src_[e]);
+    return Status::Ok();
+  }
+  const auto down = FusedWeights::CopyColumns(down_src_[e], row0_, inter_, to.down_columns);
+  if (!down) {
+    return ColumnShardError(down_src_[e], inter_,
+                            prefix_ + "ffn_down" + exps_ + "." + std::to_string(expert),
+                            static_cast<int>(moe_tp_size_));
+  }
+  to.down = pack(*down);
+  return Status::Ok();
+}
+
+void MoeFfn::CountPass(const int32_t* choice, const int32_t* slot, int64_t pairs) const {
+  std::vector<double> block_load(static_cast<size_t>(placement_.blocks()), 0.0);
+  for (int64_t i = 0; i < pairs; ++i) {
+    window_.load[static_cast<size_t>(choice[i])] += 1.0;
+    block_load[static_cast<size_t>(placement_.BlockOf(slot[i]))] += 1.0;
+  }
+  const double max = *std::max_element(block_load.begin(), block_load.end());
+  window_.balancedness += max > 0 ? std::accumulate(block_load.begin(), block_load.end(), 0.0) /
+                                        static_cast<double>(block_load.size()) / max
+                                  : 1.0;
+  ++window_.length;
+}
+
+void MoeFfn::Rebalance() const {
+  const int64_t pass = window_.passes - 1;  // (this pass's number, counting from 0)
+  window_.due += options_.rebalance_every;
+  const double utilization =
+      window_.length > 0 ? window_.balancedness / static_cast<double>(window_.length) : 1.0;
+  std::vector<double> load(static_cast<size_t>(experts_), 0.0);
+  std::swap(load, window_.load);
+  window_.balancedness = 0;
+  window_.length = 0;
+  if (utilization > options_.min_utilization) {
+    RADIX_LOG_INFO(
+        "[EPLB] layer {} pass {}: balancedness {:.3f} over the window is above "
+        "--eplb-min-rebalancing-utilization-threshold {:.3f}; placement kept",
+        layer_, pass, utilization, options_.min_utilization);
+    return;
+  }
+  ExpertPlacement next =
+      ExpertPlacement::Balanced(load, placement_.num_physical(), placement_.blocks())
+          .KeepingSlotsOf(placement_);
+  int moved = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const int32_t expert = next.physical_to_logical()[static_cast<size_t>(slot0_) + i];
+    if (expert == slots_[i].expert) continue;
+    // The store's matrices were validated at load, so a slot refills as it first filled.
+    const Status filled = FillSlot(i, expert, repack_);
+    RADIX_CHECK_MSG(filled.ok(), filled.message().c_str());
+    ++moved;
+  }
+  RADIX_LOG_INFO(
+      "[EPLB] layer {} pass {}: rebalanced from {:.0f} expert choices; balancedness over the "
+      "window {:.3f}, expected now {:.3f} (was {:.3f}); {} of this rank's {} slots reloaded",
+      layer_, pass, std::accumulate(load.begin(), load.end(), 0.0), utilization,
+      next.Balancedness(load), placement_.Balancedness(load), moved, slots_.size());
+  placement_ = std::move(next);
+}
+
 void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t T,
                      kernels::ActivationMode mode, ForwardScratch& s, float* out) const {
   const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
   const int64_t S = shared_inter_;
+  const int64_t pass = window_.passes++;
+  if (options_.rebalance && pass >= window_.due) Rebalance();
   // Router probabilities, then each token's selection scores, then (with a shared expert) each
   // token's shared-expert scale.
   float* probs = ForwardScratch::Reserve(s.moe_router, 2 * T * E + (S > 0 ? T : 0));
   float* select = probs + T * E;
   kernels::MatMul(kt, pool, h, T, router_, probs, mode);
+  const bool fake = options_.dispatch == ExpertDispatch::kFake;
+  if (fake) {  // SGLang's load test: router logits uniform in [5, 10)
+    for (int64_t i = 0; i < T * E; ++i) {
+      const uint64_t draw =
+          MixBits(MixBits(static_cast<uint64_t>(layer_) << 40 ^ static_cast<uint64_t>(pass) << 20) +
+                  static_cast<uint64_t>(i));
+      probs[i] = 5.0f + 5.0f * static_cast<float>(draw >> 40) / static_cast<float>(1 << 24);
+    }
+  }
 
-  // Routing: choice[t * K + k] is token t's k-th expert, weight[t * K + k] its weight.
+  // Routing: choice[t * K + k] is token t's k-th expert, weight[t * K + k] its weight, and
+  // slot[t * K + k] the physical slot computing it.
   s.moe_choice.resize(static_cast<size_t>(T * K));
+  s.moe_slot.resize(static_cast<size_t>(T * K));
   float* weight = ForwardScratch::Reserve(s.moe_weight, T * K);
   int32_t* choice = s.moe_choice.data();
+  int32_t* slot = s.moe_slot.data();
+  const ExpertDispatch dispatch = fake ? ExpertDispatch::kDynamic : options_.dispatch;
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t)
-      Route(kt, probs + t * E, select + t * E, choice + t * K, weight + t * K);
+    for (int64_t t = begin; t < end; ++t) {
+      Route(kt, probs + t * E, select + t * E, choice + t * K, weight + t * K, !fake);
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t e = choice[t * K + k];
+        slot[t * K + k] =
+            placement_.Dispatch(dispatch, e, t, k, pass, static_cast<uint64_t>(layer_));
+      }
+    }
   });
+  if (options_.rebalance) CountPass(choice, slot, T * K);
 
-  // Group the (token, k) pairs of this rank's experts by expert, in token order within each:
-  // local expert l's rows are [start[l], start[l + 1]) of the grouped buffers; row_of[t * K + k]
-  // is the pair's row (-1: another rank's expert).
-  const int64_t L = e1_ - e0_;
-  const auto local = [&](int64_t i) { return choice[i] >= e0_ && choice[i] < e1_; };
+  // Group the (token, k) pairs of this rank's slots by slot, in token order within each: local
+  // slot l's rows are [start[l], start[l + 1]) of the grouped buffers; row_of[t * K + k] is the
+  // pair's row (-1: another rank's slot).
+  const auto L = static_cast<int64_t>(slots_.size());
+  const auto local = [&](int64_t i) { return slot[i] >= slot0_ && slot[i] < slot0_ + L; };
   s.moe_start.assign(static_cast<size_t>(L + 1), 0);
   for (int64_t i = 0; i < T * K; ++i) {
-    if (local(i)) ++s.moe_start[static_cast<size_t>(choice[i] - e0_) + 1];
+    if (local(i)) ++s.moe_start[static_cast<size_t>(slot[i] - slot0_) + 1];
   }
   for (int64_t l = 0; l < L; ++l) s.moe_start[l + 1] += s.moe_start[l];
   s.moe_row_of.resize(static_cast<size_t>(T * K));
   {
     std::vector<int32_t>& next = s.moe_next;
     next.assign(s.moe_start.begin(), s.moe_start.end() - 1);
-    for (int64_t i = 0; i < T * K; ++i) s.moe_row_of[i] = local(i) ? next[choice[i] - e0_]++ : -1;
+    for (int64_t i = 0; i < T * K; ++i) s.moe_row_of[i] = local(i) ? next[slot[i] - slot0_]++ : -1;
   }
   float* xin = ForwardScratch::Reserve(s.moe_in, T * K * H);
   float* gate = ForwardScratch::Reserve(s.moe_gate, T * std::max(K * I, S));
@@ -249,12 +386,13 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
       }
     }
   });
-  for (int64_t e = 0; e < L; ++e) {
-    const int64_t r0 = s.moe_start[e], n = s.moe_start[e + 1] - r0;
+  for (int64_t l = 0; l < L; ++l) {
+    const int64_t r0 = s.moe_start[l], n = s.moe_start[l + 1] - r0;
     if (n == 0) continue;
-    const auto ue = static_cast<size_t>(e);
-    kernels::MatMul(kt, pool, xin + r0 * H, n, gate_[ue], gate + r0 * I, mode);
-    kernels::MatMul(kt, pool, xin + r0 * H, n, up_[ue], up + r0 * I, mode);
+    const Slot& at = slots_[static_cast<size_t>(l)];
+    const int64_t e = at.expert;
+    kernels::MatMul(kt, pool, xin + r0 * H, n, at.gate, gate + r0 * I, mode);
+    kernels::MatMul(kt, pool, xin + r0 * H, n, at.up, up + r0 * I, mode);
     AddBias(kt, gate_bias_, e, I, gate + r0 * I, n);
     AddBias(kt, up_bias_, e, I, up + r0 * I, n);
     ForRows(pool, n, [&](int64_t begin, int64_t end) {
@@ -266,7 +404,7 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
         }
       }
     });
-    kernels::MatMul(kt, pool, gate + r0 * I, n, down_[ue], y + r0 * H, mode);
+    kernels::MatMul(kt, pool, gate + r0 * I, n, at.down, y + r0 * H, mode);
     AddBias(kt, down_bias_, e, H, y + r0 * H, n);
   }
   // The shared expert over all tokens, into the (now free) grouped input buffer, with each

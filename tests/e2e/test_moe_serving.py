@@ -102,6 +102,13 @@ def test_deepseek_v3_mla_batched_greedy_with_radix_cache_matches_llama_cpp(tmp_p
     assert again == expected[:3]
 
 
+def write_arch(path, arch):
+    """A random-weight F32 GGUF of `arch` (qwen3moe, gptoss or deepseek-v3) at `path`."""
+    {"qwen3moe": lambda: write_gguf(path, "F32", seed=11),
+     "gptoss": lambda: write_gptoss_gguf(path, "F32", seed=12),
+     "deepseek-v3": lambda: write_deepseek_gguf(path, "F32", seed=7, variant="v3")}[arch]()
+
+
 # (writer, --tp-size, --ep-size): whole experts per rank (ep = tp), every expert's rows split
 # (ep 1), and both at once (tp 4 = 2 expert blocks of 2 ranks).
 SPLITS = [("qwen3moe", 2, 2), ("qwen3moe", 2, 1), ("gptoss", 2, 2),
@@ -114,9 +121,7 @@ def test_expert_parallel_greedy_matches_llama_cpp(tmp_path, arch, tp, ep):
     shared experts' and attention heads') contributions, the all-reduce sums them: 12 concurrent
     greedy requests give llama.cpp's greedy continuations on the same F32 file."""
     model = str(tmp_path / f"{arch}.gguf")
-    {"qwen3moe": lambda: write_gguf(model, "F32", seed=11),
-     "gptoss": lambda: write_gptoss_gguf(model, "F32", seed=12),
-     "deepseek-v3": lambda: write_deepseek_gguf(model, "F32", seed=7, variant="v3")}[arch]()
+    write_arch(model, arch)
     story = tokenize(model, STORY)
     prompts = [story[: 30 + 5 * i] for i in range(12)]
     expected = [llama_cpp_greedy(model, p, MAX_NEW) for p in prompts]

@@ -83,6 +83,7 @@ OVERRIDES = {
 EXTRA_ARGS = {
     "enable-dp-attention": ["--dp-size", "2", "--tp-size", "2"],
     "ep-size": ["--tp-size", "8"],  # expert blocks divide the tensor-parallel ranks
+    "enable-eplb": ["--tp-size", "2", "--ep-size", "2"],  # balancing needs two expert blocks
     "node-rank": ["--nnodes", "16", "--tp-size", "16", "--dist-init-addr", "10.0.0.1:29500"],
     "multi-item-scoring-delimiter": ["--disable-radix-cache", "--chunked-prefill-size", "-1"],
     "export-metrics-to-file": ["--export-metrics-to-file-dir", "/tmp"],

@@ -84,11 +84,15 @@ def compare_adapter_logits(ours, ref, base, label, max_abs):
     assert diff < max_abs
 
 
-def assert_rounding_bounded_agreement(ours, ref, tokens, label):
+def assert_rounding_bounded_agreement(ours, ref, tokens, label, router_flips=0):
     """The verdict for a file whose quantized weights meet int8-rounded activations (llama.cpp's
     Q8_0/Q8_1/Q8_K; see test_llama_oracle.quantized_agreement for why 100 % is not the bar):
     every position where llama.cpp's top-1 leads by >= 0.5 logits agrees, >= 97 % overall, and the
-    next token's log-probability is within 0.05 on average."""
+    next token's log-probability is within 0.05 on average. `router_flips`: confident positions
+    allowed to disagree in a mixture-of-experts model whose router is discontinuous: where two
+    experts' scores lie within the rounding of each other, a reordered float sum picks the other
+    expert and moves the logits by O(1), which no rounding bound covers (radixserve's own scalar
+    and SIMD kernels differ so at a few positions of DeepSeek-V3's grouped sigmoid router)."""
     nxt = np.array(tokens[1:])
     lp = lambda l: log_softmax(l[:-1])[np.arange(len(nxt)), nxt]  # noqa: E731
     top1 = ours.argmax(-1) == ref.argmax(-1)
@@ -99,6 +103,6 @@ def assert_rounding_bounded_agreement(ours, ref, tokens, label):
     print(f"{label}: {len(tokens)} tokens, top-1 {top1.mean():.4f}, mean |dlogprob| "
           f"{dlp:.4f}, max |dlogit| {max_diff:.3f}, confident {confident.sum()} all agree "
           f"{top1[confident].all()}")
-    assert top1[confident].all()
+    assert (~top1[confident]).sum() <= router_flips
     assert top1.mean() >= 0.97
     assert dlp < 0.05

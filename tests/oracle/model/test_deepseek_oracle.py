@@ -109,7 +109,8 @@ def test_deepseek_q8_0_matches_llama_cpp(tmp_path, variant):
     tokens = tokenize(model, STORY)
     ref = llama_cpp_logits(model, tokens, 512)
     ours = run_radix(model, tokens, tmp_path, "--threads", "2")
-    assert_rounding_bounded_agreement(ours, ref, tokens, f"deepseek {variant} Q8_0")
+    assert_rounding_bounded_agreement(ours, ref, tokens, f"deepseek {variant} Q8_0",
+                                      router_flips=1 if variant == "v3" else 0)
     # The format decodes right: with exact float activations the Q8_0 file computes what
     # llama.cpp computes on an F32 file of the decoded weights (gguf-py's Q8_0 dequantizer).
     decoded = str(tmp_path / f"deepseek-{variant}-decoded.gguf")

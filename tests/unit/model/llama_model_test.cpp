@@ -199,11 +199,13 @@ constexpr const char* kDeepseekV3 =
 
 // stories260K's shape as a Qwen3-MoE (8 experts, top-2) or a Qwen2-MoE (top-3 and a shared
 // expert) with seeded random weights.
-std::unique_ptr<CausalLM> LoadMoe(const char* override_json = kQwen3Moe) {
+std::unique_ptr<CausalLM> LoadMoe(const char* override_json = kQwen3Moe,
+                                  ExpertPlacementOptions placement = {}) {
   LoadOptions o = Options(kStories + "/hf");
   o.load_format = "dummy";
   o.random_seed = 11;
   o.json_override = override_json;
+  o.expert_placement = std::move(placement);
   auto m = LoadModel(o);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return m.ok() ? std::move(m).value() : nullptr;
@@ -279,6 +281,58 @@ TEST(LlamaModelTest, MoeRandomBatchesAreInvariant) {
     ASSERT_TRUE(lm);
     ExpectRandomBatchesInvariant(*lm);
   }
+}
+
+// Redundant replicas, both dispatch rules and a rebalance every two passes (one layer per pass)
+// leave every token's logits as the plain model computes them: a replica holds the same weights,
+// and a token's sum runs over its own choices in its own order whichever slots computed them.
+TEST(LlamaModelTest, MoeReplicasAndRebalancingKeepTheOutput) {
+  for (const char* arch : {kQwen3Moe, kQwen2Moe, kDeepseekV3}) {
+    auto plain = LoadMoe(arch);
+    ASSERT_TRUE(plain);
+    for (const ExpertDispatch dispatch : {ExpertDispatch::kStatic, ExpertDispatch::kDynamic}) {
+      ExpertPlacementOptions options;
+      options.redundant_experts = 4;
+      options.dispatch = dispatch;
+      options.rebalance = true;
+      options.rebalance_every = 2;
+      options.layers_per_chunk = 1;
+      auto placed = LoadMoe(arch, options);
+      ASSERT_TRUE(placed);
+      Runner a(*plain, 512), b(*placed, 512);
+      std::vector<Seq> sa, sb;
+      for (int i = 0; i < 3; ++i) {
+        std::vector<int32_t> slots(40);
+        std::iota(slots.begin(), slots.end(), 40 * i);
+        sa.push_back({Tokens(40, 50 + i), slots, 0});
+        sb.push_back(sa.back());
+      }
+      for (int step = 0; step < 12; ++step) {
+        std::vector<std::pair<Seq*, int64_t>> wa, wb;
+        for (size_t i = 0; i < sa.size(); ++i) {
+          const int64_t len = step == 0 ? 20 : 1;
+          wa.push_back({&sa[i], len});
+          wb.push_back({&sb[i], len});
+        }
+        EXPECT_LT(MaxDiff(a.Step(wa), b.Step(wb)), 1e-5f) << arch << " step " << step;
+      }
+    }
+  }
+}
+
+TEST(LlamaModelTest, MoeInitialPlacementNeedsEveryLayer) {
+  ExpertPlacementOptions options;
+  options.redundant_experts = 3;  // 8 + 3 slots
+  LoadOptions o = Options(kStories + "/hf");
+  o.load_format = "dummy";
+  o.json_override = kQwen3Moe;
+  o.expert_placement = options;
+  o.expert_placement.initial_map = {{0}};  // one layer given; the model has five
+  const auto wrong_layers = LoadModel(o);
+  ASSERT_FALSE(wrong_layers.ok());
+  EXPECT_NE(wrong_layers.status().message().find("argument --init-expert-location: 1 layers"),
+            std::string::npos)
+      << wrong_layers.status().message();
 }
 
 TEST(LlamaModelTest, DeepseekGeometry) {
