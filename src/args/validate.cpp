@@ -209,6 +209,13 @@ Status ValidateExpertPlacement(const ServerArgs& args, int64_t ep) {
       !(u >= 0.0 && u <= 1.0)) {
     return Invalid(key::kEplbMinRebalancingUtilizationThreshold, "must be in [0.0, 1.0]");
   }
+  const std::string dispatch = args.GetOptionalString(key::kEpDispatchAlgorithm).value_or("static");
+  if (dispatch != "static" && args.GetInt(key::kDpSize) > 1) {
+    return Invalid(key::kEpDispatchAlgorithm,
+                   dispatch +
+                       " draws from each MoE layer's pass counter, which --dp-size replicas "
+                       "sharing one model cannot share; use static");
+  }
   // SGLang's DeepSeek algorithm in its global form; the hierarchical form first packs expert
   // groups onto nodes, which on one node changes nothing but the order among equal loads.
   const std::string algorithm = args.GetString(key::kEplbAlgorithm);

@@ -137,4 +137,49 @@ void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t 
                });
 }
 
+void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const MatMulJob> jobs,
+                   ActivationMode mode) {
+  const x86::QuantVariant* variant = VariantFor(table);
+  bool grouped = mode == ActivationMode::kGgmlRounded && variant != nullptr &&
+                 variant->run_packed != nullptr && pool != nullptr && pool->size() > 1 &&
+                 jobs.size() > 1;
+  for (const MatMulJob& job : jobs) {
+    grouped =
+        grouped && job.w->packed() && job.w->variant == variant->name && job.n <= kGroupedMaxTokens;
+  }
+  if (!grouped) {
+    for (const MatMulJob& job : jobs) MatMul(table, pool, job.x, job.n, *job.w, job.y, mode);
+    return;
+  }
+  // Named through plain references: inside the pool's lambdas a thread_local name would resolve
+  // to the worker's own (empty) instance.
+  thread_local std::vector<ref::QuantizedActivations> per_caller;
+  thread_local std::vector<int64_t> first_of_caller;
+  std::vector<ref::QuantizedActivations>& activations = per_caller;
+  std::vector<int64_t>& first = first_of_caller;  // the jobs' first panel in the whole group
+  if (activations.size() < jobs.size()) activations.resize(jobs.size());
+  first.assign(jobs.size() + 1, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const WeightMatrix& w = jobs[i].w->source;
+    ref::ResizeQuantizedActivations(w.format, jobs[i].n, w.cols, &activations[i]);
+    const int32_t offset = x86::FormatInfo(w.format, variant->signed_q8).offset;
+    if (jobs[i].n > 0)
+      variant->quantize(w.format, offset, jobs[i].x, 0, jobs[i].n, &activations[i]);
+    const int64_t panels =
+        jobs[i].n > 0 ? (w.rows + variant->panel_rows - 1) / variant->panel_rows : 0;
+    first[i + 1] = first[i] + panels;
+  }
+  const int64_t total = first.back();
+  pool->RunOnAll([&](int index, int count) {
+    const int64_t begin = total * index / count, end = total * (index + 1) / count;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const int64_t lo = std::max(begin, first[i]), hi = std::min(end, first[i + 1]);
+      if (lo >= hi) continue;
+      const PackedWeight& w = *jobs[i].w;
+      variant->run_packed(w.source, w.panels.data(), activations[i], lo - first[i], hi - first[i],
+                          jobs[i].y);
+    }
+  });
+}
+
 }  // namespace radixserve::kernels

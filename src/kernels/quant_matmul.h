@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -57,5 +58,23 @@ int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w);
 // were packed for this table's variant, else exactly MatMul(table, pool, x, n, w.source, y, mode).
 void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
             const PackedWeight& w, float* y, ActivationMode mode = ActivationMode::kExact);
+
+// One product of a group: y[n, w.rows] = x[n, w.cols] * W^T.
+struct MatMulJob {
+  const float* x;
+  int64_t n;
+  const PackedWeight* w;
+  float* y;
+};
+
+// Every job's MatMul (same results, bit for bit), as one parallel pass when the jobs are small:
+// with kGgmlRounded, weights packed for this table's variant and at most kGroupedMaxTokens tokens
+// per job, the activations are quantized once per job and the pool threads split the panels of
+// all the jobs together, one contiguous range each, so a step's many small matrices (a MoE
+// layer's active experts at decode) cost one hand-off instead of one per matrix, and no thread
+// waits at a matrix boundary. Otherwise the jobs run one after the other through MatMul.
+inline constexpr int64_t kGroupedMaxTokens = 16;
+void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const MatMulJob> jobs,
+                   ActivationMode mode);
 
 }  // namespace radixserve::kernels

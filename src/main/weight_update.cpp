@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "main/expert_placement_args.h"
 #include "main/model_assets.h"
 #include "model/model_loader.h"
 
@@ -16,6 +17,8 @@ Expected<std::shared_ptr<const model::CausalLM>> ServerWeightLoader::Load(
   }
   model::LoadOptions options = ModelLoadOptions(args_, path);
   if (!load_format.empty()) options.load_format = load_format;
+  // The same slots as the served model (the expert recorder counts them).
+  RADIX_ASSIGN_OR_RETURN(options.expert_placement, ExpertPlacementFromArgs(args_));
   const model::ModelConfig& was = config_;
   // Cheap first: the config alone, before reading any weights.
   RADIX_ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(options));

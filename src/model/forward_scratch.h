@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/quant_matmul.h"
+
 namespace radixserve::model {
 
 class LoraAdapter;
@@ -29,16 +31,17 @@ struct ForwardScratch {
   std::vector<float> final_rows;                // [logit rows + hidden rows, hidden]
   std::vector<float> stage_rows;  // [rows, hidden] travelling from the last pipeline stage
   // Mixture-of-experts FFN (moe_ffn.h); (token, k) pairs grouped by expert.
-  std::vector<float> moe_router;        // [T, experts] router logits, then probabilities
-  std::vector<float> moe_weight;        // [T, top_k]
-  std::vector<float> moe_in;            // [T * top_k, hidden] token rows grouped by expert
-  std::vector<float> moe_gate, moe_up;  // [T * top_k, moe_intermediate]
-  std::vector<float> moe_out;           // [T * top_k, hidden]
-  std::vector<int32_t> moe_choice;      // [T, top_k] expert ids
-  std::vector<int32_t> moe_slot;        // [T, top_k] physical slots (expert_placement.h)
-  std::vector<int32_t> moe_row_of;      // [T, top_k] row in the grouped buffers
-  std::vector<int32_t> moe_start;       // [slots + 1] first grouped row of each local slot
-  std::vector<int32_t> moe_next;        // [slots] fill cursor
+  std::vector<float> moe_router;             // [T, experts] router logits, then probabilities
+  std::vector<float> moe_weight;             // [T, top_k]
+  std::vector<float> moe_in;                 // [T * top_k, hidden] token rows grouped by expert
+  std::vector<float> moe_gate, moe_up;       // [T * top_k, moe_intermediate]
+  std::vector<float> moe_out;                // [T * top_k, hidden]
+  std::vector<int32_t> moe_choice;           // [T, top_k] expert ids
+  std::vector<int32_t> moe_slot;             // [T, top_k] physical slots (expert_placement.h)
+  std::vector<int32_t> moe_row_of;           // [T, top_k] row in the grouped buffers
+  std::vector<int32_t> moe_start;            // [slots + 1] first grouped row of each local slot
+  std::vector<int32_t> moe_next;             // [slots] fill cursor
+  std::vector<kernels::MatMulJob> moe_jobs;  // the slots' grouped matmuls
   // Multi-head latent attention (mla_attention.h): one head's rows in and out of its matrix.
   std::vector<float> mla_in, mla_out;
   // LoRA (lora_adapter.h): the token rows of sequences with an adapter, grouped by adapter, and

@@ -87,19 +87,34 @@ void MlaAttention::PerHead(const Step& step, int64_t T, const std::vector<kernel
                            float* out, int64_t out_stride, int64_t out_head) const {
   ForwardScratch& s = *step.s;
   const int64_t out_width = w.front().source.rows;
-  float* x = ForwardScratch::Reserve(s.mla_in, T * in_width);
-  float* y = ForwardScratch::Reserve(s.mla_out, T * out_width);
-  for (int64_t h = 0; h < heads_; ++h) {
+  // Head h's rows gathered into x, multiplied into y, scattered into out.
+  const auto head = [&](int64_t h, float* x, float* y, ThreadPool* pool) {
     for (int64_t t = 0; t < T; ++t) {
       std::memcpy(x + t * in_width, in + t * in_stride + h * in_head,
                   sizeof(float) * static_cast<size_t>(in_width));
     }
-    kernels::MatMul(*step.kt, step.pool, x, T, w[static_cast<size_t>(h)], y, step.mode);
+    kernels::MatMul(*step.kt, pool, x, T, w[static_cast<size_t>(h)], y, step.mode);
     for (int64_t t = 0; t < T; ++t) {
       std::memcpy(out + t * out_stride + h * out_head, y + t * out_width,
                   sizeof(float) * static_cast<size_t>(out_width));
     }
+  };
+  // Small steps (decode): one pool job per head, each multiplying on its own thread, instead of
+  // one parallel MatMul per head whose jobs would hold a few rows each. A matmul row's value does
+  // not depend on how the rows are split over threads, so both ways give the same bits.
+  if (step.pool != nullptr && T * heads_ * std::max(in_width, out_width) <= kHeadJobsMaxFloats) {
+    float* x = ForwardScratch::Reserve(s.mla_in, heads_ * T * in_width);
+    float* y = ForwardScratch::Reserve(s.mla_out, heads_ * T * out_width);
+    step.pool->ParallelFor(heads_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t h = begin; h < end; ++h) {
+        head(h, x + h * T * in_width, y + h * T * out_width, nullptr);
+      }
+    });
+    return;
   }
+  float* x = ForwardScratch::Reserve(s.mla_in, T * in_width);
+  float* y = ForwardScratch::Reserve(s.mla_out, T * out_width);
+  for (int64_t h = 0; h < heads_; ++h) head(h, x, y, step.pool);
 }
 
 void MlaAttention::Forward(const Step& step, int64_t T, const float* h, kernels::KvBuffer cache,

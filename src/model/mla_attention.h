@@ -69,7 +69,10 @@ class MlaAttention {
 
  private:
   // For each head: rows [t] of `in` (head h's `in_width` values at in + t * in_stride + h *
-  // in_head) times matrix `w[h]`, written at out + t * out_stride + h * out_head.
+  // in_head) times matrix `w[h]`, written at out + t * out_stride + h * out_head. Steps whose
+  // heads' rows fit in kHeadJobsMaxFloats run the heads as parallel jobs, larger ones one head
+  // after the other with each MatMul parallel.
+  static constexpr int64_t kHeadJobsMaxFloats = int64_t{1} << 22;
   void PerHead(const Step& step, int64_t tokens, const std::vector<kernels::PackedWeight>& w,
                const float* in, int64_t in_stride, int64_t in_head, int64_t in_width, float* out,
                int64_t out_stride, int64_t out_head) const;

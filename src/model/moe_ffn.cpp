@@ -322,7 +322,10 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
                      kernels::ActivationMode mode, ForwardScratch& s, float* out) const {
   const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
   const int64_t S = shared_inter_;
-  const int64_t pass = window_.passes++;
+  // The pass counter moves only when something reads it (static dispatch without rebalancing
+  // leaves the layer untouched, so engine replicas may share it: --dp-size).
+  const bool counting = options_.rebalance || options_.dispatch != ExpertDispatch::kStatic;
+  const int64_t pass = counting ? window_.passes++ : 0;
   if (options_.rebalance && pass >= window_.due) Rebalance();
   // Router probabilities, then each token's selection scores, then (with a shared expert) each
   // token's shared-expert scale.
@@ -386,27 +389,42 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
       }
     }
   });
-  for (int64_t l = 0; l < L; ++l) {
-    const int64_t r0 = s.moe_start[l], n = s.moe_start[l + 1] - r0;
-    if (n == 0) continue;
-    const Slot& at = slots_[static_cast<size_t>(l)];
-    const int64_t e = at.expert;
-    kernels::MatMul(kt, pool, xin + r0 * H, n, at.gate, gate + r0 * I, mode);
-    kernels::MatMul(kt, pool, xin + r0 * H, n, at.up, up + r0 * I, mode);
-    AddBias(kt, gate_bias_, e, I, gate + r0 * I, n);
-    AddBias(kt, up_bias_, e, I, up + r0 * I, n);
-    ForRows(pool, n, [&](int64_t begin, int64_t end) {
-      for (int64_t r = r0 + begin; r < r0 + end; ++r) {
-        if (swiglu_limit_ > 0) {
-          SwigluOai(gate + r * I, up + r * I, I);
-        } else {
-          kt.silu_mul(gate + r * I, up + r * I, gate + r * I, I);
-        }
+  // Every active slot's gate and up projections, then their down projections, each as one group
+  // (kernels::GroupedMatMul: at decode one parallel pass over all the slots' matrices).
+  std::vector<kernels::MatMulJob>& jobs = s.moe_jobs;
+  const auto each_slot = [&](const auto& fn) {
+    for (int64_t l = 0; l < L; ++l) {
+      const int64_t r0 = s.moe_start[l], n = s.moe_start[l + 1] - r0;
+      if (n > 0) fn(slots_[static_cast<size_t>(l)], r0, n);
+    }
+  };
+  jobs.clear();
+  each_slot([&](const Slot& at, int64_t r0, int64_t n) {
+    jobs.push_back({xin + r0 * H, n, &at.gate, gate + r0 * I});
+    jobs.push_back({xin + r0 * H, n, &at.up, up + r0 * I});
+  });
+  kernels::GroupedMatMul(kt, pool, jobs, mode);
+  each_slot([&](const Slot& at, int64_t r0, int64_t n) {
+    AddBias(kt, gate_bias_, at.expert, I, gate + r0 * I, n);
+    AddBias(kt, up_bias_, at.expert, I, up + r0 * I, n);
+  });
+  ForRows(pool, s.moe_start[L], [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (swiglu_limit_ > 0) {
+        SwigluOai(gate + r * I, up + r * I, I);
+      } else {
+        kt.silu_mul(gate + r * I, up + r * I, gate + r * I, I);
       }
-    });
-    kernels::MatMul(kt, pool, gate + r0 * I, n, at.down, y + r0 * H, mode);
-    AddBias(kt, down_bias_, e, H, y + r0 * H, n);
-  }
+    }
+  });
+  jobs.clear();
+  each_slot([&](const Slot& at, int64_t r0, int64_t n) {
+    jobs.push_back({gate + r0 * I, n, &at.down, y + r0 * H});
+  });
+  kernels::GroupedMatMul(kt, pool, jobs, mode);
+  each_slot([&](const Slot& at, int64_t r0, int64_t n) {
+    AddBias(kt, down_bias_, at.expert, H, y + r0 * H, n);
+  });
   // The shared expert over all tokens, into the (now free) grouped input buffer, with each
   // token's sigmoid gate (computed before `out`, which may alias h, is written).
   float* shared = nullptr;

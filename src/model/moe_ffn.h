@@ -73,8 +73,9 @@ class MoeFfn {
   // out[T, hidden] = MoE(h[T, hidden]); out may alias h. Buffers come from `s`; afterwards
   // s.moe_choice holds each (token, k)'s expert and s.moe_slot its physical slot. Under tensor
   // parallelism: this rank's part (its slots' and its shared-expert rows' contributions), to be
-  // summed over the ranks. Thread affinity: one forward thread per model (a rebalance mutates the
-  // slots; --dp-size > 1, whose replicas share a model, is refused with --tp-size > 1).
+  // summed over the ranks. Thread affinity: with --enable-eplb or a dispatch other than static,
+  // one forward thread per model (a rebalance mutates the slots, the pass counter moves; replicas
+  // sharing a model, --dp-size > 1, are refused then); otherwise any number of threads.
   void Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t tokens,
                kernels::ActivationMode mode, ForwardScratch& s, float* out) const;
 
@@ -117,7 +118,8 @@ class MoeFfn {
   // Every expert's whole matrices as the weight store holds them (slots are filled from them).
   std::vector<kernels::WeightMatrix> gate_src_, up_src_, down_src_;
   PackFn repack_;
-  // Passes so far (the dynamic dispatch's draws use it); --enable-eplb's window: the pass of the
+  // Passes so far (counted with --enable-eplb or a dispatch other than static, whose draws use
+  // it); --enable-eplb's window: the pass of the
   // next rebalance, each expert's choices and the sum of the passes' balancedness since the last
   // one (length passes).
   struct Window {

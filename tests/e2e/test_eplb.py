@@ -197,6 +197,7 @@ def test_initial_placement_from_a_map_file(tmp_path):
      "--eplb-min-rebalancing-utilization-threshold"),
     (["--tp-size", 2, "--ep-size", 2, "--eplb-algorithm", "elasticity_aware"], "--eplb-algorithm"),
     (["--ep-dispatch-algorithm", "lp"], "--ep-dispatch-algorithm"),
+    (["--dp-size", 2, "--ep-dispatch-algorithm", "dynamic"], "--ep-dispatch-algorithm"),
 ])
 def test_settings_it_cannot_run_exit_with_status_2(tmp_path, args, arg):
     model = str(tmp_path / "qwen3moe.gguf")

@@ -191,6 +191,56 @@ TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
   }
 }
 
+// A group of jobs of mixed formats, token counts and row counts (a MoE layer's experts, the
+// Q4_K_M mix of Q4_K and Q6_K) computes what each job's own MatMul does, bit for bit, with the
+// pool splitting the group's panels; jobs over the grouped token limit and unpacked weights take
+// the per-job path.
+TEST(QuantMatMulTest, GroupedJobsEqualTheirOwnMatMuls) {
+  std::mt19937 rng(29);
+  ThreadPool pool(3);
+  for (const KernelTable* table : FastTables()) {
+    SCOPED_TRACE(std::string(QuantMatMulVariant(*table)));
+    const WeightFormat formats[] = {WeightFormat::kQ4_K, WeightFormat::kQ6_K, WeightFormat::kQ8_0,
+                                    WeightFormat::kQ4_0};
+    const int64_t cols = 512;
+    std::vector<std::vector<uint8_t>> bytes;
+    std::vector<PackedWeight> weights;
+    std::vector<std::vector<float>> inputs;
+    std::vector<int64_t> tokens;
+    for (int i = 0; i < 9; ++i) {
+      const WeightFormat format = formats[i % 4];
+      const int64_t rows = 16 * (1 + i % 3) + (i % 2 ? 5 : 0);
+      bytes.push_back(RandomBlocks(format, rows, cols, rng));
+      const WeightMatrix w{format, rows, cols, bytes.back().data()};
+      // One job left unpacked: the whole group then runs job by job.
+      weights.push_back(i == 8 ? PackedWeight{w, {}, {}} : Pack(*table, nullptr, w));
+      tokens.push_back(i == 4 ? kGroupedMaxTokens + 1 : 1 + i % 3);
+      inputs.push_back(RandomActivations(tokens.back(), cols, rng));
+    }
+    for (const size_t count : {size_t{8}, size_t{9}}) {  // grouped; with the unpacked job
+      for (const bool over_limit : {false, true}) {
+        std::vector<MatMulJob> jobs;
+        std::vector<std::vector<float>> want, got;
+        for (size_t i = 0; i < count; ++i) {
+          if (i == 4 && !over_limit) continue;
+          const int64_t n = tokens[i], rows = weights[i].source.rows;
+          want.emplace_back(static_cast<size_t>(n * rows));
+          got.emplace_back(static_cast<size_t>(n * rows), -1.0f);
+          MatMul(*table, nullptr, inputs[i].data(), n, weights[i], want.back().data(),
+                 ActivationMode::kGgmlRounded);
+        }
+        size_t j = 0;
+        for (size_t i = 0; i < count; ++i) {
+          if (i == 4 && !over_limit) continue;
+          jobs.push_back({inputs[i].data(), tokens[i], &weights[i], got[j++].data()});
+        }
+        GroupedMatMul(*table, &pool, jobs, ActivationMode::kGgmlRounded);
+        EXPECT_EQ(got, want) << count << " jobs, over the limit " << over_limit;
+      }
+    }
+  }
+}
+
 // The largest codes times activations that all quantize to +-127: the AVX2 compact kernels sum
 // up to eight registers of 16-bit products before widening, which must stay exact there too.
 TEST(QuantMatMulTest, CompactPanelsAreExactAtTheLargestCodesAndActivations) {
