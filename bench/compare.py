@@ -176,7 +176,7 @@ def run_format(args, cfg, tag, model, out_dir):
     res["peer_bench"] = llama_bench(args.peer_bin, model, cfg, out_dir, tag)
     port = free_port()
     rs_cmd = [args.radixserve, "--model-path", model, "--threads", 2, "--host", "127.0.0.1",
-              "--port", port]
+              "--port", port, *args.radixserve_arg]
     with ManagedServer(rs_cmd, port, out_dir / f"{tag}_radixserve.log") as srv:
         res["radixserve_single"] = single_stream("radixserve", srv.url, model, cfg, out_dir, tag)
         res["radixserve_serving"] = serving("radixserve", srv.url, model, cfg, out_dir, tag)
@@ -241,6 +241,9 @@ def main():
     p.add_argument("--model", action="append", required=True, metavar="TAG=GGUF",
                    help="format tag and GGUF path, repeatable (e.g. q4_1=/path/model.gguf)")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--radixserve-arg", action="append", default=[], metavar="ARG",
+                   help="one more radixserve argument, repeatable (e.g. "
+                        "--radixserve-arg=--mem-fraction-static --radixserve-arg=0.7)")
     p.add_argument("--quick", action="store_true", help="tiny sizes, for smoke tests")
     p.add_argument("--resume", action="store_true",
                    help="reuse the result files of an interrupted run in --out-dir")
