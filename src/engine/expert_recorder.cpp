@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "model/expert_placement.h"
 
 namespace radixserve::engine {
 
@@ -33,13 +34,15 @@ std::optional<ExpertRecordMode> ParseExpertRecordMode(const std::string& name) {
 
 ExpertRecorder::ExpertRecorder(ExpertRecorderOptions options) : options_(options) {
   RADIX_CHECK(options_.num_layers > 0 && options_.num_experts > 0 && options_.top_k > 0);
-  if (options_.num_physical < options_.num_experts) options_.num_physical = options_.num_experts;
+  RADIX_CHECK(options_.num_physical >= options_.num_experts);
   current_.num_experts = options_.num_experts;
   current_.num_physical = options_.num_physical;
-  last_map_.resize(static_cast<size_t>(options_.num_layers * options_.num_physical));
-  for (size_t i = 0; i < last_map_.size(); ++i) {
-    last_map_[i] = static_cast<int32_t>(static_cast<int64_t>(i) % options_.num_physical %
-                                        options_.num_experts);
+  // Every layer starts on the trivial placement (dense layers stay there).
+  const model::ExpertPlacement trivial =
+      model::ExpertPlacement::Trivial(options_.num_experts, options_.num_physical, 1);
+  for (int64_t l = 0; l < options_.num_layers; ++l) {
+    last_map_.insert(last_map_.end(), trivial.physical_to_logical().begin(),
+                     trivial.physical_to_logical().end());
   }
   current_.top_k = options_.top_k;
   current_.per_token = options_.mode == ExpertRecordMode::kPerToken;

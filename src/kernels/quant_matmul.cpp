@@ -31,6 +31,27 @@ std::string_view QuantMatMulVariant(const KernelTable& table) {
 
 namespace {
 
+// Sizes `activations` for x[n, w.cols] and quantizes them for `variant` (over the pool when
+// there are enough; pool may be null).
+void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float* x, int64_t n,
+                 const WeightMatrix& w, ref::QuantizedActivations& activations) {
+  ref::ResizeQuantizedActivations(w.format, n, w.cols, &activations);
+  const int32_t offset = x86::FormatInfo(w.format, variant.signed_q8).offset;
+  if (pool != nullptr && pool->size() > 1 && n * w.cols >= kParallelQuantizeElements) {
+    pool->RunOnAll([&](int index, int count) {
+      variant.quantize(w.format, offset, x, n * index / count, n * (index + 1) / count,
+                       &activations);
+    });
+  } else if (n > 0) {
+    variant.quantize(w.format, offset, x, 0, n, &activations);
+  }
+}
+
+// The variant's panels over w's rows.
+int64_t PanelCount(const x86::QuantVariant& variant, const WeightMatrix& w) {
+  return (w.rows + variant.panel_rows - 1) / variant.panel_rows;
+}
+
 // Quantizes x for `variant`, then calls run(activations, panel_begin, panel_end) over the
 // panels of w, one contiguous range per pool thread.
 template <class RunPanels>
@@ -40,18 +61,9 @@ void RunQuantized(const x86::QuantVariant& variant, ThreadPool* pool, const floa
   // resolve to the worker's own (empty) instance.
   thread_local ref::QuantizedActivations per_caller;
   ref::QuantizedActivations& activations = per_caller;
-  ref::ResizeQuantizedActivations(w.format, n, w.cols, &activations);
-  const int32_t offset = x86::FormatInfo(w.format, variant.signed_q8).offset;
+  QuantizeFor(variant, pool, x, n, w, activations);
   const bool parallel = pool != nullptr && pool->size() > 1;
-  if (parallel && n * w.cols >= kParallelQuantizeElements) {
-    pool->RunOnAll([&](int index, int count) {
-      variant.quantize(w.format, offset, x, n * index / count, n * (index + 1) / count,
-                       &activations);
-    });
-  } else {
-    variant.quantize(w.format, offset, x, 0, n, &activations);
-  }
-  const int64_t panels = (w.rows + variant.panel_rows - 1) / variant.panel_rows;
+  const int64_t panels = PanelCount(variant, w);
   if (!parallel || panels < 2) {
     run(activations, 0, panels);
     return;
@@ -161,13 +173,8 @@ void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const M
   first.assign(jobs.size() + 1, 0);
   for (size_t i = 0; i < jobs.size(); ++i) {
     const WeightMatrix& w = jobs[i].w->source;
-    ref::ResizeQuantizedActivations(w.format, jobs[i].n, w.cols, &activations[i]);
-    const int32_t offset = x86::FormatInfo(w.format, variant->signed_q8).offset;
-    if (jobs[i].n > 0)
-      variant->quantize(w.format, offset, jobs[i].x, 0, jobs[i].n, &activations[i]);
-    const int64_t panels =
-        jobs[i].n > 0 ? (w.rows + variant->panel_rows - 1) / variant->panel_rows : 0;
-    first[i + 1] = first[i] + panels;
+    QuantizeFor(*variant, nullptr, jobs[i].x, jobs[i].n, w, activations[i]);
+    first[i + 1] = first[i] + (jobs[i].n > 0 ? PanelCount(*variant, w) : 0);
   }
   const int64_t total = first.back();
   pool->RunOnAll([&](int index, int count) {

@@ -185,10 +185,15 @@ double ExpertPlacement::Balancedness(const std::vector<double>& load) const {
         load[static_cast<size_t>(j)] /
         static_cast<double>(replicas_[static_cast<size_t>(j)].size());
   }
+  return BlockBalancedness(block_load);
+}
+
+double BlockBalancedness(const std::vector<double>& block_load) {
+  RADIX_CHECK(!block_load.empty());
   const double max = *std::max_element(block_load.begin(), block_load.end());
   if (max <= 0) return 1.0;
-  return std::accumulate(block_load.begin(), block_load.end(), 0.0) / static_cast<double>(blocks_) /
-         max;
+  return std::accumulate(block_load.begin(), block_load.end(), 0.0) /
+         static_cast<double>(block_load.size()) / max;
 }
 
 }  // namespace radixserve::model

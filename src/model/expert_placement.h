@@ -100,6 +100,10 @@ class ExpertPlacement {
   std::vector<int32_t> static_;                 // [blocks * E]: kStatic's slot of (block, expert)
 };
 
+// Mean over max of the blocks' loads (1 when nothing was routed): SGLang's balancedness, without
+// the recorder's log-line epsilon.
+double BlockBalancedness(const std::vector<double>& block_load);
+
 // A deterministic 64-bit mix (splitmix64's finalizer): the draws of kDynamic and kFake.
 uint64_t MixBits(uint64_t x);
 

@@ -275,10 +275,7 @@ void MoeFfn::CountPass(const int32_t* choice, const int32_t* slot, int64_t pairs
     window_.load[static_cast<size_t>(choice[i])] += 1.0;
     block_load[static_cast<size_t>(placement_.BlockOf(slot[i]))] += 1.0;
   }
-  const double max = *std::max_element(block_load.begin(), block_load.end());
-  window_.balancedness += max > 0 ? std::accumulate(block_load.begin(), block_load.end(), 0.0) /
-                                        static_cast<double>(block_load.size()) / max
-                                  : 1.0;
+  window_.balancedness += BlockBalancedness(block_load);
   ++window_.length;
 }
 
