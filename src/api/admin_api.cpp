@@ -17,6 +17,7 @@
 #include "api/request_builder.h"
 #include "api/serving.h"
 #include "common/version.h"
+#include "kernels/kernel_choice.h"
 #include "metrics/registry.h"
 
 namespace radixserve::api {
@@ -142,6 +143,19 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   state["rss_bytes"] = ResidentBytes();
   info["internal_states"] = json::array({state});
   info["version"] = kVersion;
+  const kernels::KernelChoice& kernel_choice = kernels::ActiveKernelChoice();
+  json kernel_info = {{"instruction_set", kernel_choice.table},
+                      {"quantized_matmul", kernel_choice.quantized},
+                      {"bf16_panels", kernel_choice.bf16_panels}};
+  if (kernel_choice.bf16_panels || !kernel_choice.bf16_source.empty()) {
+    kernel_info["bf16_product"] = kernels::Bf16ProductName(kernel_choice.bf16_product);
+    kernel_info["bf16_product_source"] = kernel_choice.bf16_source;
+  }
+  if (kernel_choice.bf16_timing) {
+    kernel_info["bf16_calibration_seconds"] = {{"widen_fma", kernel_choice.bf16_timing->widen_fma},
+                                               {"dot_bf16", kernel_choice.bf16_timing->dot_bf16}};
+  }
+  info["kernels"] = kernel_info;
   info["frontend"] = "radixserve";  // SGLang answers "python" (or "rust")
   SendJson(*writer, 200, info);
 }

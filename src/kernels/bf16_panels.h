@@ -4,10 +4,10 @@
 // rows is one 64-byte vector: dword r holds row r's two bf16 values. Rows past the matrix and the
 // column after an odd last column are zero. A panel is ceil(cols / 2) * 64 bytes.
 //
-// Product: activations are rounded to bf16 (nearest even) and each vdpbf16ps multiplies one
-// pair-vector of a panel with a token's pair broadcast to every lane, so one register holds 16
-// rows of one token and no horizontal sums are needed. A register tile covers up to 4 panels x 6
-// tokens (24 accumulators). y[t, r] adds the pairs of row r in column order, so it depends only
+// Product: activations are rounded to bf16 (nearest even) and each pair-vector of a panel meets a
+// token's pair broadcast to every lane (Bf16Product below), so one register holds 16 rows of one
+// token and no horizontal sums are needed. A register tile covers up to 2 panels x 10 tokens
+// (20 accumulators). y[t, r] adds the pairs of row r in column order, so it depends only
 // on x row t and weight row r: never on n, the tile, the chunking or the thread count.
 //
 // Numerics equal FloatMatMul's kGgmlRounded contract for BF16 weights (activations rounded to
@@ -25,6 +25,18 @@ namespace radixserve::kernels {
 // True when the CPU runs the packed kernel (AVX-512 F/BW/VL and AVX512-BF16).
 bool Bf16PanelsSupported();
 
+// How a pair-vector of a panel meets a token's activation pair. Both compute the same products
+// (exact in f32) and add them in f32; they differ in speed by CPU and in the order the two
+// products of a pair are added:
+//   kWidenFma: widen the bf16 pair to two f32 vectors, two fused multiply-adds (even column
+//              first). vdpbf16ps issues at about a third of the FMA rate on Sapphire Rapids.
+//   kDotBf16:  one vdpbf16ps (both products; full rate on Zen 4/5).
+// kernel_choice.h picks one per machine by measurement.
+enum class Bf16Product { kWidenFma, kDotBf16 };
+
+// The product Bf16PanelMatMul uses in this process (kernel_choice.h's ActiveKernelChoice()).
+Bf16Product ActiveBf16Product();
+
 // Bytes of w (kBF16) in panel form.
 int64_t Bf16PanelBytes(const WeightMatrix& w);
 
@@ -34,5 +46,8 @@ void PackBf16Panels(const WeightMatrix& w, ThreadPool* pool, uint8_t* out);
 // y[n, w.rows] = bf16(x[n, w.cols]) * W^T from the panels of w. Requires Bf16PanelsSupported().
 void Bf16PanelMatMul(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
                      const uint8_t* panels, float* y);
+// The same with a given product (the calibration and the tests run both).
+void Bf16PanelMatMulWith(Bf16Product product, ThreadPool* pool, const float* x, int64_t n,
+                         const WeightMatrix& w, const uint8_t* panels, float* y);
 
 }  // namespace radixserve::kernels

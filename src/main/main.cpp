@@ -39,6 +39,7 @@
 #include "engine/embedding_engine.h"
 #include "engine/engine_factory.h"
 #include "http/http_server.h"
+#include "kernels/kernel_choice.h"
 #include "main/api_bridge.h"
 #include "main/grammar_setup.h"
 #include "main/lora_setup.h"
@@ -251,6 +252,14 @@ int main(int argc, char** argv) {
 
   auto metrics_push = MetricsPushFromArgs(args);
   if (!metrics_push.ok()) return UsageError(metrics_push.status().message());
+
+  // The kernels this machine runs (the first start on a machine measures the BF16 products for a
+  // few milliseconds), chosen before any weight is packed; a bad RADIX_BF16_PRODUCT is a usage
+  // error.
+  if (std::string bad = rs::kernels::ValidateKernelChoiceEnvironment(); !bad.empty()) {
+    return UsageError(bad);
+  }
+  RADIX_LOG_INFO("{}", rs::kernels::DescribeKernelChoice(rs::kernels::ActiveKernelChoice()));
 
   // --tp-size or --pp-size > 1: this node's other ranks start here; followers never serve HTTP.
   auto tp = rs::SetUpTensorParallel(args, argv);

@@ -73,3 +73,65 @@ def test_server_info_has_sglangs_launch_and_startup_keys():
         assert info["frontend"] == "radixserve"
     finally:
         assert srv.stop() == 0, srv.logs()
+
+
+def _cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def test_server_info_reports_the_kernel_choice(tmp_path):
+    """The startup log line and /server_info name the kernels this CPU runs; a forced BF16
+    product (RADIX_BF16_PRODUCT) is what both report, and a measurement is kept under
+    $RADIX_CACHE/kernels for the next start, which reuses it."""
+    from server_util import Server
+    flags = _cpu_flags()
+    avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
+    want_set = "avx512" if avx512 else "avx2" if "avx2" in flags else "ref"
+    bf16_panels = avx512 and "avx512_bf16" in flags
+    for forced in ("widen_fma", "dot_bf16", None):
+        env = {"RADIX_CACHE": str(tmp_path / "cache")}
+        if forced:
+            env["RADIX_BF16_PRODUCT"] = forced
+        srv = Server(STORIES, "--skip-server-warmup", env=env)
+        try:
+            kernels = requests.get(srv.url + "/server_info", timeout=30).json()["kernels"]
+            log = srv.log_path.read_text(errors="replace")
+        finally:
+            assert srv.stop() == 0, srv.logs()
+        assert kernels["instruction_set"] == want_set, kernels
+        assert kernels["bf16_panels"] == bf16_panels, kernels
+        line = next(l for l in log.splitlines() if "Kernels: " in l)
+        assert f"{want_set} instruction set" in line, line
+        if forced:
+            assert kernels["bf16_product"] == forced and kernels["bf16_product_source"] == "forced"
+            assert f"BF16 panels with {forced} (forced by RADIX_BF16_PRODUCT)" in line or \
+                not bf16_panels, line
+        elif bf16_panels:
+            assert kernels["bf16_product_source"] == "measured", kernels
+            times = kernels["bf16_calibration_seconds"]
+            faster = min(times, key=times.get)
+            assert kernels["bf16_product"] == faster, kernels
+            kept = list((tmp_path / "cache" / "kernels").iterdir())
+            assert len(kept) == 1, kept
+            # The next start reads the measurement instead of repeating it.
+            srv = Server(STORIES, "--skip-server-warmup", env=env)
+            try:
+                again = requests.get(srv.url + "/server_info", timeout=30).json()["kernels"]
+            finally:
+                assert srv.stop() == 0, srv.logs()
+            assert again["bf16_product_source"] == "cached", again
+            assert again["bf16_product"] == kernels["bf16_product"]
+            assert again["bf16_calibration_seconds"] == times
+
+
+def test_unknown_bf16_product_is_a_usage_error():
+    proc = subprocess.run(
+        [str(BUILD / "radixserve"), "--model-path", str(STORIES), "--port", str(free_port())],
+        env=dict(os.environ, RADIX_BF16_PRODUCT="fastest"), capture_output=True, text=True,
+        timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "RADIX_BF16_PRODUCT=fastest is not a BF16 product" in proc.stderr

@@ -25,13 +25,6 @@ constexpr int kMaxTokens = 4;
 // 2-16 KB all beat no prefetch by 1.6-1.9x on a 1B Q4_K_M decode; 8 KB was best).
 constexpr int64_t kPrefetchBytes = 8192;
 
-// MXFP4's E2M1 nibbles as the unsigned codes of DecodeBlockCodes.
-alignas(16) constexpr std::array<int8_t, 16> kMxfp4Codes = [] {
-  std::array<int8_t, 16> codes{};
-  for (int i = 0; i < 16; ++i) codes[i] = static_cast<int8_t>(kMxfp4Values[i] + kMxfp4CodeOffset);
-  return codes;
-}();
-
 int32_t Load32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));

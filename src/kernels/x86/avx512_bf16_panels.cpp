@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common/check.h"
@@ -28,13 +29,18 @@ constexpr int64_t kPrefetchPairs = 32;
 int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 
 // acc[P][T] over all pairs: panel i at panels + i * panel_stride (uint32 units); token t's
-// activations (f32 values already rounded to bf16, padded to 2 * pairs) at x + t * ldx.
-// Each pair-vector is widened to f32 (the bf16 bits are the top half of an f32) and multiplied
-// with fused multiply-adds: vdpbf16ps issues at about a third of the FMA rate on this class of
-// CPU, and the products of bf16 values are exact in f32 either way.
-template <int P, int T>
+// activations at x + t * ldx. Two products, the same numerics contract (bf16 products are exact
+// in f32, sums in f32), different speeds by CPU (kernel_choice.h measures which is faster):
+//   kWidenFma: x holds f32 values already rounded to bf16 (padded to 2 * pairs). Each pair-vector
+//     is widened to two f32 vectors (the bf16 bits are the top half of an f32) and multiplied with
+//     fused multiply-adds, even column first. On Sapphire Rapids vdpbf16ps issues at about a
+//     third of the FMA rate, so this is faster there.
+//   kDotBf16: x holds the rounded activations as bf16 pairs (one uint32 per pair, the even column
+//     in the low half), and one vdpbf16ps per pair-vector and token adds both products; where it
+//     runs at full rate (Zen 4/5) it does the work of two FMAs.
+template <Bf16Product kProduct, int P, int T>
 RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                            const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+                            const void* x, int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
   __m512 acc[P][T];
 #pragma GCC unroll 4
   for (int i = 0; i < P; ++i) {
@@ -42,26 +48,44 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
     for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
   }
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const auto* xf = static_cast<const float*>(x);
+  const auto* xp = static_cast<const uint32_t*>(x);
   for (int64_t p = 0; p < pairs; ++p) {
-    __m512 even[P], odd[P];
+    __m512i w[P];
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) {
       // Each panel is one sequential stream; fetching ahead keeps DRAM busy at decode.
       _mm_prefetch(
           reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
           _MM_HINT_T0);
-      const __m512i w = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
-      even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-      odd[i] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+      w[i] = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
     }
+    if constexpr (kProduct == Bf16Product::kDotBf16) {
 #pragma GCC unroll 10
-    for (int t = 0; t < T; ++t) {
-      const __m512 x0 = _mm512_set1_ps(x[t * ldx + 2 * p]);
-      const __m512 x1 = _mm512_set1_ps(x[t * ldx + 2 * p + 1]);
+      for (int t = 0; t < T; ++t) {
+        const __m512bh xb =
+            reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(xp[t * ldx + p])));
+#pragma GCC unroll 4
+        for (int i = 0; i < P; ++i) {
+          acc[i][t] = _mm512_dpbf16_ps(acc[i][t], reinterpret_cast<__m512bh>(w[i]), xb);
+        }
+      }
+    } else {
+      __m512 even[P], odd[P];
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
-        acc[i][t] = _mm512_fmadd_ps(even[i], x0, acc[i][t]);
-        acc[i][t] = _mm512_fmadd_ps(odd[i], x1, acc[i][t]);
+        even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w[i], 16));
+        odd[i] = _mm512_castsi512_ps(_mm512_and_si512(w[i], high));
+      }
+#pragma GCC unroll 10
+      for (int t = 0; t < T; ++t) {
+        const __m512 x0 = _mm512_set1_ps(xf[t * ldx + 2 * p]);
+        const __m512 x1 = _mm512_set1_ps(xf[t * ldx + 2 * p + 1]);
+#pragma GCC unroll 4
+        for (int i = 0; i < P; ++i) {
+          acc[i][t] = _mm512_fmadd_ps(even[i], x0, acc[i][t]);
+          acc[i][t] = _mm512_fmadd_ps(odd[i], x1, acc[i][t]);
+        }
       }
     }
   }
@@ -74,23 +98,32 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
   }
 }
 
-template <int P, int T>
-RADIX_AVX512_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                              const float* x, int64_t ldx, int64_t t, float* y, int64_t ldy,
-                              int64_t rows_left) {
-  Tile<P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
+// A product's prepared activations: f32 values (kWidenFma, 2 * pairs per token row) or bf16
+// pairs (kDotBf16, pairs per token row).
+template <Bf16Product kProduct>
+using Activation = std::conditional_t<kProduct == Bf16Product::kDotBf16, uint32_t, float>;
+
+constexpr int64_t ActivationWidth(Bf16Product product, int64_t pairs) {
+  return product == Bf16Product::kDotBf16 ? pairs : 2 * pairs;
 }
 
-template <int P>
+template <Bf16Product kProduct, int P, int T>
+RADIX_AVX512_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                              const Activation<kProduct>* x, int64_t ldx, int64_t t, float* y,
+                              int64_t ldy, int64_t rows_left) {
+  Tile<kProduct, P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
+}
+
+template <Bf16Product kProduct, int P>
 RADIX_AVX512_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                                  const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy,
-                                  int64_t rows_left) {
+                                  const Activation<kProduct>* x, int64_t ldx, int64_t n, float* y,
+                                  int64_t ldy, int64_t rows_left) {
   int64_t t = 0;
   for (; t + kTokensPerTile <= n; t += kTokensPerTile) {
-    TileAt<P, kTokensPerTile>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
+    TileAt<kProduct, P, kTokensPerTile>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
   }
   const auto tail = [&]<int T>() {
-    TileAt<P, T>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
+    TileAt<kProduct, P, T>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
   };
   switch (n - t) {
     case 1:
@@ -116,32 +149,96 @@ RADIX_AVX512_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, 
   }
 }
 
-// Panels [p0, p1) for tokens [0, n) of the rounded activations xr.
-RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels, const float* xr,
-                                 int64_t n, int64_t p0, int64_t p1, float* y) {
+// Panels [p0, p1) for tokens [0, n) of the prepared activations xr (ActivationWidth per row).
+template <Bf16Product kProduct>
+RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
+                                 const Activation<kProduct>* xr, int64_t n, int64_t p0, int64_t p1,
+                                 float* y) {
   const int64_t pairs = Pairs(w.cols);
   const int64_t stride = pairs * kRows;  // uint32 per panel
+  const int64_t ldx = ActivationWidth(kProduct, pairs);
   for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
     const uint32_t* panel = panels + p * stride;
     const int64_t rows_left = w.rows - p * kRows;
     float* yp = y + p * kRows;
     if (p + 1 < p1) {
-      TokensTile<2>(panel, stride, pairs, xr, 2 * pairs, n, yp, w.rows, rows_left);
+      TokensTile<kProduct, 2>(panel, stride, pairs, xr, ldx, n, yp, w.rows, rows_left);
     } else {
-      TokensTile<1>(panel, stride, pairs, xr, 2 * pairs, n, yp, w.rows, rows_left);
+      TokensTile<kProduct, 1>(panel, stride, pairs, xr, ldx, n, yp, w.rows, rows_left);
     }
   }
 }
 
-// Token rows of x rounded to bf16 (nearest even, as f32 values, by the float GEMM's rounding),
-// padded to an even width: out[t * 2 * pairs + c].
-void RoundTokens(const float* x, int64_t cols, int64_t n, float* out) {
+// Token rows [t0, t1) of x rounded to bf16 (nearest even, by the float GEMM's rounding) in the
+// product's form: f32 values padded to an even width (out[t * 2 * pairs + c]), or bf16 pairs
+// (out[t * pairs + p] holds columns 2p and 2p + 1 in its low and high half).
+template <Bf16Product kProduct>
+void PrepareTokens(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                   Activation<kProduct>* out) {
   const FloatGemmKernels& kernels = *Avx512FloatKernels();
-  const int64_t width = 2 * Pairs(cols);
-  for (int64_t t = 0; t < n; ++t) {
-    kernels.round_bf16(x + t * cols, out + t * width, cols);
-    if (width > cols) out[t * width + cols] = 0.0f;
+  const int64_t pairs = Pairs(cols), width = ActivationWidth(kProduct, pairs);
+  thread_local std::vector<float> scratch;
+  for (int64_t t = t0; t < t1; ++t) {
+    float* rounded;
+    if constexpr (kProduct == Bf16Product::kDotBf16) {
+      scratch.resize(static_cast<size_t>(2 * pairs));
+      rounded = scratch.data();
+    } else {
+      rounded = out + t * width;
+    }
+    kernels.round_bf16(x + t * cols, rounded, cols);
+    if (2 * pairs > cols) rounded[cols] = 0.0f;
+    if constexpr (kProduct == Bf16Product::kDotBf16) {
+      for (int64_t p = 0; p < pairs; ++p) {
+        uint32_t even, odd;
+        std::memcpy(&even, rounded + 2 * p, sizeof(even));
+        std::memcpy(&odd, rounded + 2 * p + 1, sizeof(odd));
+        out[t * width + p] = (odd & 0xFFFF0000u) | (even >> 16);
+      }
+    }
   }
+}
+
+template <Bf16Product kProduct>
+void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                const uint8_t* panels, float* y) {
+  const int64_t pairs = Pairs(w.cols);
+  const int64_t num_panels = (w.rows + kRows - 1) / kRows;
+  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
+  // Named through a plain reference: inside the pool's lambdas a thread_local name would
+  // resolve to the worker's own (empty) instance.
+  thread_local std::vector<Activation<kProduct>> per_caller;
+  std::vector<Activation<kProduct>>& xr = per_caller;
+  const int64_t width = ActivationWidth(kProduct, pairs);
+  xr.resize(static_cast<size_t>(n * width));
+  // Each thread takes a contiguous range of whole 2-panel tiles and walks the tokens in blocks,
+  // so its panels stay in cache while a block's activations stream through.
+  const int64_t tiles = (num_panels + kPanelsPerTile - 1) / kPanelsPerTile;
+  auto run = [&](int64_t begin, int64_t end) {
+    const int64_t p0 = begin * kPanelsPerTile, p1 = std::min(num_panels, end * kPanelsPerTile);
+    for (int64_t t0 = 0; t0 < n; t0 += kTokenBlock) {
+      const int64_t nt = std::min(kTokenBlock, n - t0);
+      RunPanels<kProduct>(w, packed, xr.data() + t0 * width, nt, p0, p1, y + t0 * w.rows);
+    }
+  };
+  const bool parallel = pool != nullptr && pool->size() > 1 && tiles >= 2;
+  // Rounding costs about a pass over the activations: below this size a hand-off costs more.
+  constexpr int64_t kParallelRoundElements = 32 * 1024;
+  if (parallel && n * w.cols >= kParallelRoundElements) {
+    pool->RunOnAll([&](int index, int count) {
+      PrepareTokens<kProduct>(x, w.cols, n * index / count, n * (index + 1) / count, xr.data());
+    });
+  } else {
+    PrepareTokens<kProduct>(x, w.cols, 0, n, xr.data());
+  }
+  if (!parallel) {
+    run(0, tiles);
+    return;
+  }
+  pool->RunOnAll([&](int index, int count) {
+    const int64_t parts = std::min<int64_t>(count, tiles);
+    if (index < parts) run(tiles * index / parts, tiles * (index + 1) / parts);
+  });
 }
 
 }  // namespace
@@ -180,46 +277,18 @@ void PackBf16Panels(const WeightMatrix& w, ThreadPool* pool, uint8_t* out) {
 
 void Bf16PanelMatMul(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
                      const uint8_t* panels, float* y) {
+  Bf16PanelMatMulWith(ActiveBf16Product(), pool, x, n, w, panels, y);
+}
+
+void Bf16PanelMatMulWith(Bf16Product product, ThreadPool* pool, const float* x, int64_t n,
+                         const WeightMatrix& w, const uint8_t* panels, float* y) {
   RADIX_CHECK(Bf16PanelsSupported() && w.format == WeightFormat::kBF16);
   if (n <= 0 || w.rows <= 0) return;
-  const int64_t pairs = Pairs(w.cols);
-  const int64_t num_panels = (w.rows + kRows - 1) / kRows;
-  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
-  // Named through a plain reference: inside the pool's lambdas a thread_local name would
-  // resolve to the worker's own (empty) instance.
-  thread_local std::vector<float> per_caller;
-  std::vector<float>& xr = per_caller;
-  const int64_t width = 2 * pairs;
-  xr.resize(static_cast<size_t>(n * width));
-  // Each thread takes a contiguous range of whole 2-panel tiles and walks the tokens in blocks,
-  // so its panels stay in cache while a block's activations stream through.
-  const int64_t tiles = (num_panels + kPanelsPerTile - 1) / kPanelsPerTile;
-  auto run = [&](int64_t begin, int64_t end) {
-    const int64_t p0 = begin * kPanelsPerTile, p1 = std::min(num_panels, end * kPanelsPerTile);
-    for (int64_t t0 = 0; t0 < n; t0 += kTokenBlock) {
-      const int64_t nt = std::min(kTokenBlock, n - t0);
-      RunPanels(w, packed, xr.data() + t0 * width, nt, p0, p1, y + t0 * w.rows);
-    }
-  };
-  const bool parallel = pool != nullptr && pool->size() > 1 && tiles >= 2;
-  // Rounding costs about a pass over the activations: below this size a hand-off costs more.
-  constexpr int64_t kParallelRoundElements = 32 * 1024;
-  if (parallel && n * w.cols >= kParallelRoundElements) {
-    pool->RunOnAll([&](int index, int count) {
-      const int64_t t0 = n * index / count, t1 = n * (index + 1) / count;
-      RoundTokens(x + t0 * w.cols, w.cols, t1 - t0, xr.data() + t0 * width);
-    });
+  if (product == Bf16Product::kDotBf16) {
+    MatMulWith<Bf16Product::kDotBf16>(pool, x, n, w, panels, y);
   } else {
-    RoundTokens(x, w.cols, n, xr.data());
+    MatMulWith<Bf16Product::kWidenFma>(pool, x, n, w, panels, y);
   }
-  if (!parallel) {
-    run(0, tiles);
-    return;
-  }
-  pool->RunOnAll([&](int index, int count) {
-    const int64_t parts = std::min<int64_t>(count, tiles);
-    if (index < parts) run(tiles * index / parts, tiles * (index + 1) / parts);
-  });
 }
 
 }  // namespace radixserve::kernels

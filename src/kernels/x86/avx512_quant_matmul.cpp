@@ -147,6 +147,21 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
   }
 };
 
+// Bit k of each byte of h to bit 4 of code register k (Q5_0: bit 4 + k to register 4 + k too,
+// which the same shifts do); the 16-bit shifts move bits across bytes only where the & 0x10
+// drops them.
+RADIX_AVX512_VNNI inline void OrFifthBits(__m512i h, __m512i* w) {
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  w[0] = _mm512_or_si512(w[0], _mm512_and_si512(_mm512_slli_epi16(h, 4), bit4));
+  w[1] = _mm512_or_si512(w[1], _mm512_and_si512(_mm512_slli_epi16(h, 3), bit4));
+  w[2] = _mm512_or_si512(w[2], _mm512_and_si512(_mm512_slli_epi16(h, 2), bit4));
+  w[3] = _mm512_or_si512(w[3], _mm512_and_si512(_mm512_slli_epi16(h, 1), bit4));
+  w[4] = _mm512_or_si512(w[4], _mm512_and_si512(h, bit4));
+  w[5] = _mm512_or_si512(w[5], _mm512_and_si512(_mm512_srli_epi16(h, 1), bit4));
+  w[6] = _mm512_or_si512(w[6], _mm512_and_si512(_mm512_srli_epi16(h, 2), bit4));
+  w[7] = _mm512_or_si512(w[7], _mm512_and_si512(_mm512_srli_epi16(h, 3), bit4));
+}
+
 template <WeightFormat kFormat>
 struct CompactPanel {
   const uint8_t* panel;
@@ -171,20 +186,7 @@ struct CompactPanel {
         w[k] = _mm512_and_si512(g, low);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       }
-      if constexpr (kFormat == WeightFormat::kQ5_0) {
-        // Bit k (and 4 + k) of each byte to bit 4; the 16-bit shifts move bits within bytes
-        // only as far as the & 0x10 keeps.
-        const __m512i h = _mm512_loadu_si512(p + 256);
-        const __m512i bit4 = _mm512_set1_epi8(0x10);
-        w[0] = _mm512_or_si512(w[0], _mm512_and_si512(_mm512_slli_epi16(h, 4), bit4));
-        w[1] = _mm512_or_si512(w[1], _mm512_and_si512(_mm512_slli_epi16(h, 3), bit4));
-        w[2] = _mm512_or_si512(w[2], _mm512_and_si512(_mm512_slli_epi16(h, 2), bit4));
-        w[3] = _mm512_or_si512(w[3], _mm512_and_si512(_mm512_slli_epi16(h, 1), bit4));
-        w[4] = _mm512_or_si512(w[4], _mm512_and_si512(h, bit4));
-        w[5] = _mm512_or_si512(w[5], _mm512_and_si512(_mm512_srli_epi16(h, 1), bit4));
-        w[6] = _mm512_or_si512(w[6], _mm512_and_si512(_mm512_srli_epi16(h, 2), bit4));
-        w[7] = _mm512_or_si512(w[7], _mm512_and_si512(_mm512_srli_epi16(h, 3), bit4));
-      }
+      if constexpr (kFormat == WeightFormat::kQ5_0) OrFifthBits(_mm512_loadu_si512(p + 256), w);
     }
     *scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes)));
     if constexpr (kFormat == WeightFormat::kQ4_1) {
@@ -192,6 +194,77 @@ struct CompactPanel {
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes + 32)));
     } else {
       *min = _mm512_setzero_ps();
+    }
+  }
+};
+
+// The K formats' and MXFP4's compact panels, in the layout quant_kernels.h describes (shared with
+// the AVX2 variant, 16 rows here). Load decodes one sub-block j: its nibble registers (plus the
+// fifth-bit or high-bit register) into codes, and D = d * sc, M = -dmin * m from the block's
+// bytes, the floats DecodeBlockCodes computes, so the tiles' results equal the code panels'.
+template <WeightFormat kFormat>
+struct CompactKPanel {
+  static constexpr bool kMx = kFormat == WeightFormat::kMXFP4;
+  static constexpr bool kQ6 = kFormat == WeightFormat::kQ6_K;
+  static constexpr bool kQ5 = kFormat == WeightFormat::kQ5_K;
+  static constexpr int kSubs = kMx ? 1 : kQ6 ? 16 : 8;           // sub-blocks per block
+  static constexpr int kRegs = kMx ? 4 : kQ6 ? 3 : kQ5 ? 5 : 4;  // registers per sub-block
+  static constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
+  // The block's bytes each sub-block prefetches, so one pass over a block fetches all of it.
+  static constexpr int64_t kChunk = (kBlockBytes + kSubs - 1) / kSubs;
+  const uint8_t* panel;
+
+  template <int KW>
+  RADIX_AVX512_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+    const int js = static_cast<int>(j % kSubs);
+    const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
+    for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    }
+    const uint8_t* regs = p + js * kRegs * 64;
+    const uint8_t* scales = p + kSubs * kRegs * 64;
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    if constexpr (kQ6) {
+      // Register g holds the low 4 bits of elements 4g.. (low nibble) and 8 + 4g.. (high);
+      // bits 2k, 2k + 1 of the third register are bits 4-5 of elements 4k...
+      const __m512i n0 = _mm512_loadu_si512(regs), n1 = _mm512_loadu_si512(regs + 64);
+      const __m512i hb = _mm512_loadu_si512(regs + 128);
+      const __m512i bits45 = _mm512_set1_epi8(0x30);
+      w[0] = _mm512_or_si512(_mm512_and_si512(n0, low),
+                             _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+      w[1] = _mm512_or_si512(_mm512_and_si512(n1, low),
+                             _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+      w[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), low),
+                             _mm512_and_si512(hb, bits45));
+      w[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), low),
+                             _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + js * kRows));
+      const __m512 d = _mm512_loadu_ps(scales + kSubs * kRows);
+      *scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
+      *min = _mm512_setzero_ps();
+    } else {
+      for (int k = 0; k < 4; ++k) {
+        const __m512i g = _mm512_loadu_si512(regs + 64 * k);
+        w[k] = _mm512_and_si512(g, low);
+        w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
+      }
+      if constexpr (kMx) {
+        // E2M1 nibble -> unsigned code (the doubled value + 12), the codes DecodeBlockCodes gives.
+        const __m512i lut = _mm512_broadcast_i32x4(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
+        for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(lut, w[k]);
+        *scale = _mm512_loadu_ps(scales);
+        *min = _mm512_setzero_ps();
+        return;
+      }
+      if constexpr (kQ5) OrFifthBits(_mm512_loadu_si512(regs + 256), w);
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + js * kRows));
+      const __m128i m =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + (kSubs + js) * kRows));
+      const auto* floats = reinterpret_cast<const float*>(scales + 2 * kSubs * kRows);
+      *scale = _mm512_mul_ps(_mm512_loadu_ps(floats), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+      const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(floats + kRows));
+      *min = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
     }
   }
 };
@@ -272,58 +345,64 @@ RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t*
   AllTokens<CodePanel, 8, false>(codes, a, y, ldy, mask);
 }
 
-// Compact panel -> code panel (what CompactPanel::Load does per token tile, done once).
-template <WeightFormat kFormat>
-RADIX_AVX512_VNNI void ExpandCompact(const uint8_t* compact, int64_t blocks, uint8_t* codes) {
-  const CompactPanel<kFormat> source{compact};
-  const int64_t stride = PanelSubBytes(32, kRows);
-  for (int64_t b = 0; b < blocks; ++b) {
-    __m512i w[8];
+// Compact panel -> code panel (what the panel's Load does per token tile, done once): subs
+// sub-blocks of 4 * KW elements.
+template <class Panel, int KW>
+RADIX_AVX512_VNNI void ExpandCompact(const Panel& source, int64_t subs, uint8_t* codes) {
+  const int64_t stride = PanelSubBytes(4 * KW, kRows);
+  for (int64_t j = 0; j < subs; ++j) {
+    __m512i w[KW];
     __m512 scale, min;
-    source.template Load<8>(b, w, &scale, &min);
-    uint8_t* dst = codes + b * stride;
-    for (int k = 0; k < 8; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
-    _mm512_storeu_ps(dst + 512, scale);
-    _mm512_storeu_ps(dst + 576, min);
+    source.template Load<KW>(j, w, &scale, &min);
+    uint8_t* dst = codes + j * stride;
+    for (int k = 0; k < KW; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
+    _mm512_storeu_ps(dst + 64 * KW, scale);
+    _mm512_storeu_ps(dst + 64 * KW + 64, min);
   }
 }
 
 // Token count above which a compact panel is expanded to codes once rather than per tile.
 constexpr int64_t kExpandTokens = 16;
 
+// All tokens over one compact panel: decoded per token tile for a few tokens (decode steps, which
+// stream the panel), expanded once into a code panel for more (prefill, which reuses it).
+template <class Panel, int KW, bool kMin>
+RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format,
+                                         const ref::QuantizedActivations& a, float* y, int64_t ldy,
+                                         __mmask16 mask) {
+  if (a.n <= kExpandTokens) return AllTokens<Panel, KW, kMin>(panel, a, y, ldy, mask);
+  thread_local std::vector<uint8_t> codes;
+  const int64_t subs = a.cols / (4 * KW);
+  const auto bytes = static_cast<size_t>(subs * PanelSubBytes(4 * KW, kRows));
+  if (codes.size() < bytes) codes.resize(bytes);
+  ExpandCompact<Panel, KW>(panel, subs, codes.data());
+  CodeAllTokens(FormatInfo(format, false), codes.data(), a, y, ldy, mask);
+}
+
 RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* panel,
                                         const ref::QuantizedActivations& a, float* y, int64_t ldy,
                                         __mmask16 mask) {
-  if (a.n > kExpandTokens) {
-    thread_local std::vector<uint8_t> codes;
-    const int64_t blocks = a.cols / 32;
-    const auto bytes = static_cast<size_t>(blocks * PanelSubBytes(32, kRows));
-    if (codes.size() < bytes) codes.resize(bytes);
-    switch (format) {
-      case WeightFormat::kQ4_0:
-        ExpandCompact<WeightFormat::kQ4_0>(panel, blocks, codes.data());
-        break;
-      case WeightFormat::kQ4_1:
-        ExpandCompact<WeightFormat::kQ4_1>(panel, blocks, codes.data());
-        break;
-      case WeightFormat::kQ5_0:
-        ExpandCompact<WeightFormat::kQ5_0>(panel, blocks, codes.data());
-        break;
-      default:
-        ExpandCompact<WeightFormat::kQ8_0>(panel, blocks, codes.data());
-        break;
-    }
-    return CodeAllTokens(FormatInfo(format, false), codes.data(), a, y, ldy, mask);
-  }
+  using F = WeightFormat;
   switch (format) {
-    case WeightFormat::kQ4_0:
-      return AllTokens<CompactPanel<WeightFormat::kQ4_0>, 8, false>({panel}, a, y, ldy, mask);
-    case WeightFormat::kQ4_1:
-      return AllTokens<CompactPanel<WeightFormat::kQ4_1>, 8, true>({panel}, a, y, ldy, mask);
-    case WeightFormat::kQ5_0:
-      return AllTokens<CompactPanel<WeightFormat::kQ5_0>, 8, false>({panel}, a, y, ldy, mask);
+    case F::kQ4_0:
+      return CompactOrExpanded<CompactPanel<F::kQ4_0>, 8, false>({panel}, format, a, y, ldy, mask);
+    case F::kQ4_1:
+      return CompactOrExpanded<CompactPanel<F::kQ4_1>, 8, true>({panel}, format, a, y, ldy, mask);
+    case F::kQ5_0:
+      return CompactOrExpanded<CompactPanel<F::kQ5_0>, 8, false>({panel}, format, a, y, ldy, mask);
+    case F::kQ8_0:
+      return CompactOrExpanded<CompactPanel<F::kQ8_0>, 8, false>({panel}, format, a, y, ldy, mask);
+    case F::kQ4_K:
+      return CompactOrExpanded<CompactKPanel<F::kQ4_K>, 8, true>({panel}, format, a, y, ldy, mask);
+    case F::kQ5_K:
+      return CompactOrExpanded<CompactKPanel<F::kQ5_K>, 8, true>({panel}, format, a, y, ldy, mask);
+    case F::kQ6_K:
+      return CompactOrExpanded<CompactKPanel<F::kQ6_K>, 4, false>({panel}, format, a, y, ldy, mask);
+    case F::kMXFP4:
+      return CompactOrExpanded<CompactKPanel<F::kMXFP4>, 8, false>({panel}, format, a, y, ldy,
+                                                                   mask);
     default:
-      return AllTokens<CompactPanel<WeightFormat::kQ8_0>, 8, false>({panel}, a, y, ldy, mask);
+      RADIX_CHECK_MSG(false, "no compact panels for this format");
   }
 }
 
@@ -368,10 +447,18 @@ RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivation
   }
 }
 
-// Packed form: compact panels for Q4_0 / Q4_1 / Q8_0 (same bytes as the source); code panels
-// for the other formats (about 1.25 bytes per weight: codes plus float scales and offsets).
+// Packed form: compact panels for Q4_0 / Q4_1 / Q5_0 / Q8_0 (same bytes as the source) and, in
+// the shared layout, Q4_K / Q5_K / Q6_K / MXFP4 (near the source size); code panels for the other
+// formats (about 1.25 bytes per weight: codes plus float scales and offsets).
+bool HasKCompactPanels(WeightFormat format) {
+  return !HasCompactPanels(format) && HasCompactPanelLayout(format);
+}
+
 int64_t PackedPanelBytes(const WeightMatrix& w) {
   if (HasCompactPanels(w.format)) return kRows * w.row_bytes();
+  if (HasKCompactPanels(w.format)) {
+    return (w.cols / BlockElements(w.format)) * CompactLayoutBlockBytes(w.format, kRows);
+  }
   const int64_t sub = FormatInfo(w.format, false).sub;
   return (w.cols / sub) * PanelSubBytes(sub, kRows);
 }
@@ -386,6 +473,8 @@ RADIX_AVX512_VNNI void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t 
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     if (HasCompactPanels(w.format)) {
       PackCompactPanel(w, p * kRows, out + p * panel_bytes);
+    } else if (HasKCompactPanels(w.format)) {
+      PackCompactLayoutPanel(w, p * kRows, kRows, out + p * panel_bytes);
     } else {
       PackPanelScalar(w, p * kRows, kRows, false, out + p * panel_bytes);
     }
@@ -400,7 +489,7 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const int64_t row0 = p * kRows;
     const uint8_t* panel = packed + p * panel_bytes;
-    if (HasCompactPanels(w.format)) {
+    if (HasCompactPanelLayout(w.format) || HasCompactPanels(w.format)) {
       CompactAllTokens(w.format, panel, a, y + row0, w.rows, RowMask(w.rows, row0));
     } else {
       CodeAllTokens(info, panel, a, y + row0, w.rows, RowMask(w.rows, row0));

@@ -189,26 +189,6 @@ bool HasCompactPanelLayout(WeightFormat format) {
          format == WeightFormat::kMXFP4;
 }
 
-int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows) {
-  // Q4_K: 8 x 4 registers of codes, sc and m bytes, d and dmin floats. Q6_K: 16 x 3 registers,
-  // sc bytes, d floats.
-  switch (format) {
-    case WeightFormat::kQ4_0:
-      return panel_rows * (16 + 2);
-    case WeightFormat::kQ4_1:
-    case WeightFormat::kMXFP4:
-      return panel_rows * (16 + 4);
-    case WeightFormat::kQ8_0:
-      return panel_rows * (32 + 2);
-    case WeightFormat::kQ4_K:
-      return panel_rows * (8 * 16 + 8 + 8 + 8);
-    case WeightFormat::kQ5_K:
-      return panel_rows * (8 * 20 + 8 + 8 + 8);
-    default:
-      return panel_rows * (16 * 12 + 16 + 4);
-  }
-}
-
 void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows,
                             uint8_t* panel) {
   RADIX_CHECK(HasCompactPanelLayout(w.format));

@@ -13,16 +13,24 @@
 // then float D[P], then float M[P]. Rows past the matrix end repeat the last row.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
 #include "kernels/matmul.h"
+#include "kernels/mxfp4.h"
 #include "kernels/ref/activation_quant.h"
 
 namespace radixserve::kernels::x86 {
 
 // MXFP4's doubled E2M1 values [-12, 12] become unsigned codes value + kMxfp4CodeOffset.
 inline constexpr int32_t kMxfp4CodeOffset = 12;
+// The E2M1 nibbles as those codes: a byte-shuffle table for the kernels.
+alignas(16) inline constexpr std::array<int8_t, 16> kMxfp4Codes = [] {
+  std::array<int8_t, 16> codes{};
+  for (int i = 0; i < 16; ++i) codes[i] = static_cast<int8_t>(kMxfp4Values[i] + kMxfp4CodeOffset);
+  return codes;
+}();
 
 struct QuantFormatInfo {
   int64_t sub = 32;      // elements per sub-block
@@ -71,7 +79,25 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 //         int8 scales sc[16][P]; then float d[P]. D = d * sc.
 bool HasCompactPanelLayout(WeightFormat format);
 // Bytes of one block (BlockElements(format) columns) of a P-row panel.
-int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows);
+constexpr int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_rows) {
+  // Q4_K: 8 x 4 registers of codes, sc and m bytes, d and dmin floats. Q6_K: 16 x 3 registers,
+  // sc bytes, d floats.
+  switch (format) {
+    case WeightFormat::kQ4_0:
+      return panel_rows * (16 + 2);
+    case WeightFormat::kQ4_1:
+    case WeightFormat::kMXFP4:
+      return panel_rows * (16 + 4);
+    case WeightFormat::kQ8_0:
+      return panel_rows * (32 + 2);
+    case WeightFormat::kQ4_K:
+      return panel_rows * (8 * 16 + 8 + 8 + 8);
+    case WeightFormat::kQ5_K:
+      return panel_rows * (8 * 20 + 8 + 8 + 8);
+    default:
+      return panel_rows * (16 * 12 + 16 + 4);
+  }
+}
 // Packs rows [row0, row0 + panel_rows) of w (clamped to the last row), all blocks.
 void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows,
                             uint8_t* panel);

@@ -50,15 +50,17 @@ def require(path):
     return path
 
 
-def run_radix(model, tokens, tmp_path, *extra):
-    """Teacher-forced logits [len(tokens), vocab] from our implementation."""
+def run_radix(model, tokens, tmp_path, *extra, env=None):
+    """Teacher-forced logits [len(tokens), vocab] from our implementation; env: variables added
+    to the tool's environment."""
     out = tmp_path / "logits.f32"
     tokens_file = tmp_path / "tokens.txt"
     tokens_file.write_text(",".join(str(t) for t in tokens))
     proc = subprocess.run(
         [radix_logits_binary(), "--model", model, "--tokens-file", str(tokens_file),
          "--logits-out", str(out), *extra],
-        capture_output=True, text=True, check=False)
+        capture_output=True, text=True, check=False,
+        env=None if env is None else {**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     logits = np.fromfile(out, dtype=np.float32).reshape(report["n_tokens"], report["n_vocab"])

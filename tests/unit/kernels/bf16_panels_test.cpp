@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/half.h"
+#include "kernels/kernel_choice.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant_matmul.h"
 
@@ -37,27 +39,32 @@ Case MakeCase(int64_t rows, int64_t cols, int64_t n, uint32_t seed) {
   return c;
 }
 
+constexpr Bf16Product kProducts[] = {Bf16Product::kWidenFma, Bf16Product::kDotBf16};
+
 TEST(Bf16PanelsTest, MatchesDoubleProductOfRoundedInputs) {
   if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX512-BF16";
   ThreadPool pool(2);
-  for (int64_t rows : {1, 15, 16, 17, 70, 129}) {
-    for (int64_t cols : {1, 2, 7, 33, 64, 101}) {
-      for (int64_t n : {1, 5, 6, 7, 13}) {
-        Case c = MakeCase(rows, cols, n, static_cast<uint32_t>(rows * 1000 + cols * 10 + n));
-        std::vector<float> y(static_cast<size_t>(n * rows));
-        Bf16PanelMatMul(&pool, c.x.data(), n, c.matrix, c.panels.data(), y.data());
-        for (int64_t t = 0; t < n; ++t) {
-          for (int64_t r = 0; r < rows; ++r) {
-            double want = 0.0, scale = 0.0;
-            for (int64_t k = 0; k < cols; ++k) {
-              const double term = static_cast<double>(Bf16ToF32(
-                                      F32ToBf16(c.x[static_cast<size_t>(t * cols + k)]))) *
-                                  Bf16ToF32(c.w[static_cast<size_t>(r * cols + k)]);
-              want += term;
-              scale += std::fabs(term);
+  for (const Bf16Product product : kProducts) {
+    SCOPED_TRACE(std::string(Bf16ProductName(product)));
+    for (int64_t rows : {1, 15, 16, 17, 70, 129}) {
+      for (int64_t cols : {1, 2, 7, 33, 64, 101}) {
+        for (int64_t n : {1, 5, 6, 7, 13}) {
+          Case c = MakeCase(rows, cols, n, static_cast<uint32_t>(rows * 1000 + cols * 10 + n));
+          std::vector<float> y(static_cast<size_t>(n * rows));
+          Bf16PanelMatMulWith(product, &pool, c.x.data(), n, c.matrix, c.panels.data(), y.data());
+          for (int64_t t = 0; t < n; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              double want = 0.0, scale = 0.0;
+              for (int64_t k = 0; k < cols; ++k) {
+                const double term = static_cast<double>(Bf16ToF32(
+                                        F32ToBf16(c.x[static_cast<size_t>(t * cols + k)]))) *
+                                    Bf16ToF32(c.w[static_cast<size_t>(r * cols + k)]);
+                want += term;
+                scale += std::fabs(term);
+              }
+              ASSERT_NEAR(y[static_cast<size_t>(t * rows + r)], want, 1e-6 * scale + 1e-30)
+                  << "rows " << rows << " cols " << cols << " n " << n << " t " << t << " r " << r;
             }
-            ASSERT_NEAR(y[static_cast<size_t>(t * rows + r)], want, 1e-6 * scale + 1e-30)
-                << "rows " << rows << " cols " << cols << " n " << n << " t " << t << " r " << r;
           }
         }
       }
@@ -67,19 +74,23 @@ TEST(Bf16PanelsTest, MatchesDoubleProductOfRoundedInputs) {
 
 TEST(Bf16PanelsTest, RowsDoNotDependOnBatchOrThreads) {
   if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX512-BF16";
-  const int64_t rows = 200, cols = 576, n = 137;  // more tokens than one activation block
+  const int64_t rows = 200, cols = 577, n = 137;  // more tokens than one activation block
   Case c = MakeCase(rows, cols, n, 7);
-  std::vector<float> all(static_cast<size_t>(n * rows)), threaded(all.size());
-  Bf16PanelMatMul(nullptr, c.x.data(), n, c.matrix, c.panels.data(), all.data());
   ThreadPool pool(2);
-  Bf16PanelMatMul(&pool, c.x.data(), n, c.matrix, c.panels.data(), threaded.data());
-  EXPECT_EQ(all, threaded);
-  for (int64_t t : {0, 5, 36, 136}) {
-    std::vector<float> one(static_cast<size_t>(rows));
-    Bf16PanelMatMul(&pool, c.x.data() + t * cols, 1, c.matrix, c.panels.data(), one.data());
-    for (int64_t r = 0; r < rows; ++r) {
-      ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
-          << t << " " << r;
+  for (const Bf16Product product : kProducts) {
+    SCOPED_TRACE(std::string(Bf16ProductName(product)));
+    std::vector<float> all(static_cast<size_t>(n * rows)), threaded(all.size());
+    Bf16PanelMatMulWith(product, nullptr, c.x.data(), n, c.matrix, c.panels.data(), all.data());
+    Bf16PanelMatMulWith(product, &pool, c.x.data(), n, c.matrix, c.panels.data(), threaded.data());
+    EXPECT_EQ(all, threaded);
+    for (int64_t t : {0, 5, 36, 136}) {
+      std::vector<float> one(static_cast<size_t>(rows));
+      Bf16PanelMatMulWith(product, &pool, c.x.data() + t * cols, 1, c.matrix, c.panels.data(),
+                          one.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
+            << t << " " << r;
+      }
     }
   }
 }

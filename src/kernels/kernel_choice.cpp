@@ -1,0 +1,265 @@
+#include "kernels/kernel_choice.h"
+
+#include <cpuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "kernels/half.h"
+#include "kernels/kernel_table.h"
+#include "kernels/quant_matmul.h"
+
+namespace radixserve::kernels {
+namespace {
+
+constexpr const char* kForceVariable = "RADIX_BF16_PRODUCT";
+// Bumped when the measured kernels change in a way that may reorder them.
+constexpr int kChoiceFormat = 1;
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+std::string CpuIdentity() {
+  unsigned regs[12] = {};
+  std::string brand;
+  for (unsigned leaf = 0; leaf < 3; ++leaf) {
+    unsigned* r = regs + 4 * leaf;
+    if (__get_cpuid(0x80000002u + leaf, &r[0], &r[1], &r[2], &r[3]) == 0) break;
+  }
+  brand.assign(reinterpret_cast<const char*>(regs), sizeof(regs));
+  brand.erase(std::find(brand.begin(), brand.end(), '\0'), brand.end());
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  const unsigned family = ((eax >> 8) & 0xF) + (((eax >> 8) & 0xF) == 0xF ? (eax >> 20) & 0xFF : 0);
+  const unsigned model = ((eax >> 4) & 0xF) | (((eax >> 16) & 0xF) << 4);
+  return fmt::format("{} family {} model {} stepping {}", brand, family, model, eax & 0xF);
+}
+
+std::string BinaryIdentity() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  struct stat st {};
+  if (error || ::stat(exe.c_str(), &st) != 0) return "unknown binary";
+  return fmt::format("{} size {} mtime {}.{:09d}", exe.string(), st.st_size, st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec);
+}
+
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string CacheFile(const KernelChoiceInputs& inputs) {
+  if (inputs.cache_dir.empty()) return "";
+  return fmt::format("{}/bf16-product-{:016x}.txt", inputs.cache_dir, Fnv1a(inputs.machine_key));
+}
+
+// The cached measurement for this key, if the file holds one.
+std::optional<Bf16Timing> ReadCache(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string line;
+  std::optional<double> widen, dot;
+  bool key_matches = false;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = line.substr(0, eq), value = line.substr(eq + 1);
+    if (name == "key") key_matches = value == key;
+    char* end = nullptr;
+    const double seconds = std::strtod(value.c_str(), &end);
+    const bool number = end != value.c_str() && *end == '\0' && seconds > 0.0;
+    if (name == "widen_fma_seconds" && number) widen = seconds;
+    if (name == "dot_bf16_seconds" && number) dot = seconds;
+  }
+  if (!key_matches || !widen || !dot) return std::nullopt;
+  return Bf16Timing{*widen, *dot};
+}
+
+// Writes the measurement next to its final name and renames it into place, so concurrent
+// starts never read half a file. Returns false (and the caller keeps going) when it cannot.
+bool WriteCache(const std::string& path, const std::string& key, const Bf16Timing& timing) {
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+  if (error) return false;
+  const std::string temp = fmt::format("{}.{}.tmp", path, ::getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    if (!out) return false;
+    out << "key=" << key << "\n"
+        << fmt::format("widen_fma_seconds={:.17g}\ndot_bf16_seconds={:.17g}\n", timing.widen_fma,
+                       timing.dot_bf16);
+    if (!out.flush()) return false;
+  }
+  std::filesystem::rename(temp, path, error);
+  if (error) std::filesystem::remove(temp, error);
+  return !error;
+}
+
+Bf16Product Faster(const Bf16Timing& timing) {
+  return timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma;
+}
+
+}  // namespace
+
+std::string_view Bf16ProductName(Bf16Product product) {
+  return product == Bf16Product::kDotBf16 ? "dot_bf16" : "widen_fma";
+}
+
+std::optional<Bf16Product> ParseBf16Product(std::string_view name) {
+  if (name == "dot_bf16") return Bf16Product::kDotBf16;
+  if (name == "widen_fma") return Bf16Product::kWidenFma;
+  return std::nullopt;
+}
+
+Bf16Timing MeasureBf16Products() {
+  // A prefill-like problem that stays in cache (4 panels of 1024 columns, 128 KB, and 40 tokens),
+  // run on one thread: the products' compute rate, not the memory system's.
+  constexpr int64_t kRowsN = 64, kColsN = 1024, kTokens = 40;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> weights(static_cast<size_t>(kRowsN * kColsN));
+  for (auto& v : weights) v = F32ToBf16(dist(rng));
+  std::vector<float> x(static_cast<size_t>(kTokens * kColsN));
+  for (auto& v : x) v = dist(rng);
+  const WeightMatrix w{WeightFormat::kBF16, kRowsN, kColsN, weights.data()};
+  std::vector<uint8_t> panels(static_cast<size_t>(Bf16PanelBytes(w)));
+  PackBf16Panels(w, nullptr, panels.data());
+  std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));
+
+  using Clock = std::chrono::steady_clock;
+  // Seconds per call over a ~2 ms round.
+  const auto round = [&](Bf16Product product) {
+    const auto start = Clock::now();
+    int64_t calls = 0;
+    std::chrono::duration<double> elapsed{};
+    do {
+      Bf16PanelMatMulWith(product, nullptr, x.data(), kTokens, w, panels.data(), y.data());
+      ++calls;
+      elapsed = Clock::now() - start;
+    } while (elapsed.count() < 2e-3);
+    return elapsed.count() / static_cast<double>(calls);
+  };
+  round(Bf16Product::kWidenFma);  // warm the caches and the clocks
+  round(Bf16Product::kDotBf16);
+  Bf16Timing best{1e30, 1e30};
+  // Alternating rounds, so a burst of noise on the machine hits both; the best of each.
+  for (int i = 0; i < 6; ++i) {
+    best.widen_fma = std::min(best.widen_fma, round(Bf16Product::kWidenFma));
+    best.dot_bf16 = std::min(best.dot_bf16, round(Bf16Product::kDotBf16));
+  }
+  return best;
+}
+
+KernelChoiceInputs ProcessKernelChoiceInputs() {
+  KernelChoiceInputs inputs;
+  inputs.forced_bf16_product = Env(kForceVariable);
+  if (const std::string radix = Env("RADIX_CACHE"); !radix.empty()) {
+    inputs.cache_dir = radix + "/kernels";
+  } else if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) {
+    inputs.cache_dir = xdg + "/radixserve/kernels";
+  } else if (const std::string home = Env("HOME"); !home.empty()) {
+    inputs.cache_dir = home + "/.cache/radixserve/kernels";
+  }
+  inputs.machine_key =
+      fmt::format("{}; {}; format {}", CpuIdentity(), BinaryIdentity(), kChoiceFormat);
+  return inputs;
+}
+
+KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
+  KernelChoiceResult result;
+  KernelChoice& choice = result.choice;
+  const KernelTable& table = ActiveKernels();
+  choice.table = table.name;
+  choice.quantized = QuantMatMulVariant(table);
+  choice.bf16_panels = table.name == "avx512" && Bf16PanelsSupported();
+  if (!inputs.forced_bf16_product.empty()) {
+    const std::optional<Bf16Product> forced = ParseBf16Product(inputs.forced_bf16_product);
+    if (!forced) {
+      result.error = fmt::format("{}={} is not a BF16 product; use widen_fma or dot_bf16",
+                                 kForceVariable, inputs.forced_bf16_product);
+      return result;
+    }
+    choice.bf16_product = *forced;
+    choice.bf16_source = "forced";
+    return result;
+  }
+  if (!choice.bf16_panels) return result;
+  choice.cache_file = CacheFile(inputs);
+  if (!choice.cache_file.empty()) {
+    if (std::optional<Bf16Timing> cached = ReadCache(choice.cache_file, inputs.machine_key)) {
+      choice.bf16_timing = cached;
+      choice.bf16_product = Faster(*cached);
+      choice.bf16_source = "cached";
+      return result;
+    }
+  }
+  choice.bf16_timing = MeasureBf16Products();
+  choice.bf16_product = Faster(*choice.bf16_timing);
+  choice.bf16_source = "measured";
+  if (!choice.cache_file.empty() &&
+      !WriteCache(choice.cache_file, inputs.machine_key, *choice.bf16_timing)) {
+    RADIX_LOG_WARN("could not keep the kernel measurement in {}; it will be repeated next start",
+                   choice.cache_file);
+    choice.cache_file.clear();
+  }
+  return result;
+}
+
+std::string ValidateKernelChoiceEnvironment() {
+  const std::string forced = Env(kForceVariable);
+  if (forced.empty() || ParseBf16Product(forced)) return "";
+  return fmt::format("{}={} is not a BF16 product; use widen_fma or dot_bf16", kForceVariable,
+                     forced);
+}
+
+const KernelChoice& ActiveKernelChoice() {
+  static const KernelChoice chosen = [] {
+    KernelChoiceInputs inputs = ProcessKernelChoiceInputs();
+    KernelChoiceResult result = ChooseKernels(inputs);
+    if (!result.error.empty()) {
+      RADIX_LOG_WARN("{}; measuring instead", result.error);
+      inputs.forced_bf16_product.clear();
+      result = ChooseKernels(inputs);
+    }
+    return result.choice;
+  }();
+  return chosen;
+}
+
+Bf16Product ActiveBf16Product() { return ActiveKernelChoice().bf16_product; }
+
+std::string DescribeKernelChoice(const KernelChoice& choice) {
+  std::string text = fmt::format("Kernels: {} instruction set, quantized matmul {}", choice.table,
+                                 choice.quantized.empty() ? "reference" : choice.quantized);
+  if (!choice.bf16_panels) return text + ", BF16 through the float matmul";
+  text += fmt::format(
+      ", BF16 panels with {} ({}", Bf16ProductName(choice.bf16_product),
+      choice.bf16_source == "forced" ? "forced by RADIX_BF16_PRODUCT" : choice.bf16_source);
+  if (choice.bf16_timing) {
+    text += fmt::format(": widen_fma {:.1f} us, dot_bf16 {:.1f} us per calibration call",
+                        choice.bf16_timing->widen_fma * 1e6, choice.bf16_timing->dot_bf16 * 1e6);
+  }
+  if (!choice.cache_file.empty()) text += fmt::format("; kept in {}", choice.cache_file);
+  return text + ")";
+}
+
+}  // namespace radixserve::kernels

@@ -1,0 +1,78 @@
+// Which implementation each kernel family runs on this machine, and why.
+//
+// Some families have more than one implementation whose speed order depends on the CPU, not only
+// on its instruction sets: BF16 panels multiply by widening to f32 and two FMAs, or by one
+// vdpbf16ps (bf16_panels.h), and vdpbf16ps issues at a third of the FMA rate on Sapphire Rapids
+// but at full rate on Zen 4/5. Those are chosen by measurement: a short calibration (a few
+// milliseconds of each candidate on an in-cache problem, alternated, best of several rounds)
+// whose result is cached on disk, keyed by the CPU (brand string, family, model, stepping) and by
+// the binary (its path, size and modification time), so a restart on the same machine reuses it.
+//
+// Forcing: RADIX_KERNELS=ref|avx2|avx512 chooses the instruction-set table (kernel_table.h);
+// RADIX_BF16_PRODUCT=widen_fma|dot_bf16 chooses the BF16 product without measuring. The choice
+// is logged at startup and reported by /server_info.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kernels/bf16_panels.h"
+
+namespace radixserve::kernels {
+
+std::string_view Bf16ProductName(Bf16Product product);
+std::optional<Bf16Product> ParseBf16Product(std::string_view name);
+
+// Seconds per call of each BF16 product on the calibration problem (lower is faster).
+struct Bf16Timing {
+  double widen_fma = 0.0;
+  double dot_bf16 = 0.0;
+};
+// Runs the calibration: alternating rounds of both products, the best round of each. Requires
+// Bf16PanelsSupported(). Takes a few tens of milliseconds.
+Bf16Timing MeasureBf16Products();
+
+struct KernelChoice {
+  std::string_view table;      // the instruction-set table: ref, avx2, avx512
+  std::string_view quantized;  // the quantized matmul variant ("" when none)
+  bool bf16_panels = false;    // BF16 weights run as packed panels (AVX512-BF16)
+  Bf16Product bf16_product = Bf16Product::kWidenFma;
+  // How bf16_product was chosen: "forced", "measured", "cached", or "" without panels.
+  std::string bf16_source;
+  std::optional<Bf16Timing> bf16_timing;  // measured or read from the cache
+  std::string cache_file;                 // where the measurement is kept ("" when not kept)
+};
+
+// Where the choice comes from. Empty members mean "not set".
+struct KernelChoiceInputs {
+  std::string forced_bf16_product;  // RADIX_BF16_PRODUCT
+  std::string cache_dir;            // directory for the cached measurements
+  std::string machine_key;          // CPU and binary identity (the cache file's name)
+};
+
+// The inputs of this process: RADIX_BF16_PRODUCT; the cache directory $RADIX_CACHE/kernels,
+// else $XDG_CACHE_HOME/radixserve/kernels, else $HOME/.cache/radixserve/kernels; the key of this
+// CPU and this binary.
+KernelChoiceInputs ProcessKernelChoiceInputs();
+
+// Chooses from `inputs`: a forced product, else the cached measurement for the key, else a new
+// measurement (written to the cache when the directory is writable). An unknown forced name is
+// an error naming the variable.
+struct KernelChoiceResult {
+  KernelChoice choice;
+  std::string error;
+};
+KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs);
+
+// The choice of this process, made once on first use (from ProcessKernelChoiceInputs()). An
+// invalid RADIX_BF16_PRODUCT is reported by ValidateKernelChoiceEnvironment before this runs.
+const KernelChoice& ActiveKernelChoice();
+
+// "" when RADIX_BF16_PRODUCT is unset or names a product; otherwise the error message.
+std::string ValidateKernelChoiceEnvironment();
+
+// One line for the startup log.
+std::string DescribeKernelChoice(const KernelChoice& choice);
+
+}  // namespace radixserve::kernels
