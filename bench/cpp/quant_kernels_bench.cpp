@@ -4,7 +4,8 @@
 // best of several runs as G multiply-adds per second; the machine is shared, so compare runs
 // taken back to back, never across sessions.
 //
-//   quant_kernels_bench [threads]   (default: 2)
+//   quant_kernels_bench [threads] [format] [n]   (default: 2 threads, every format and n)
+// A format name (Q4_K, Q6_K, ...) and a token count narrow the run, e.g. for a profiler.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,7 +63,7 @@ std::vector<uint8_t> RandomBlocks(WeightFormat format, int64_t rows, int64_t col
   return data;
 }
 
-void BenchFormat(ThreadPool& pool, WeightFormat format) {
+void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n) {
   const kernels::KernelTable& table = kernels::ActiveKernels();
   std::mt19937 rng(1);
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{8192, 2048}, {2048, 8192}}) {
@@ -70,11 +71,12 @@ void BenchFormat(ThreadPool& pool, WeightFormat format) {
     const kernels::WeightMatrix w{format, rows, cols, bytes.data()};
     const kernels::PackedWeight packed = kernels::Pack(table, &pool, w);
     for (const int64_t n : {1, 4, 32, 512}) {
+      if (only_n > 0 && n != only_n) continue;
       std::normal_distribution<float> dist(0.0f, 1.0f);
       std::vector<float> x(static_cast<size_t>(n * cols));
       for (float& v : x) v = dist(rng);
       std::vector<float> y(static_cast<size_t>(n * rows));
-      const int reps = n >= 512 ? 3 : n >= 32 ? 10 : 40;
+      const int reps = (n >= 512 ? 3 : n >= 32 ? 10 : 40) * (only_n > 0 ? 50 : 1);
       const double s = BestSeconds(reps, [&] {
         kernels::MatMul(table, &pool, x.data(), n, packed, y.data(),
                         kernels::ActivationMode::kGgmlRounded);
@@ -99,9 +101,12 @@ int main(int argc, char** argv) {
           .c_str(),
       threads);
   using radixserve::kernels::WeightFormat;
+  const std::string only_format = argc > 2 ? argv[2] : "";
+  const int64_t only_n = argc > 3 ? std::atoll(argv[3]) : 0;
   for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K, WeightFormat::kQ4_1,
                               WeightFormat::kQ5_K, WeightFormat::kQ8_0}) {
-    radixserve::BenchFormat(pool, format);
+    if (!only_format.empty() && radixserve::kernels::FormatName(format) != only_format) continue;
+    radixserve::BenchFormat(pool, format, only_n);
   }
   return 0;
 }

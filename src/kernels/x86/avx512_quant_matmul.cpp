@@ -136,7 +136,9 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
   int64_t stride;
   bool prefetch;  // the panel streams from memory (read once, by a single token tile)
   template <int KW>
-  RADIX_AVX512_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+  // Inlined into the tiles: a call would spill the code registers to the stack.
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
+                                                            __m512* min) const {
     const uint8_t* p = panel + j * stride;
     for (int64_t line = 0; prefetch && line < stride; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
@@ -166,7 +168,9 @@ template <WeightFormat kFormat>
 struct CompactPanel {
   const uint8_t* panel;
   template <int KW>
-  RADIX_AVX512_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+  // Inlined into the tiles: a call would spill the code registers to the stack.
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
+                                                            __m512* min) const {
     constexpr int64_t kCodeBytes = CompactCodeBytes(kFormat);
     constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0   ? 34
                                           : kFormat == WeightFormat::kQ5_0 ? 22
@@ -215,7 +219,9 @@ struct CompactKPanel {
   const uint8_t* panel;
 
   template <int KW>
-  RADIX_AVX512_VNNI void Load(int64_t j, __m512i* w, __m512* scale, __m512* min) const {
+  // Inlined into the tiles: a call would spill the code registers to the stack.
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
+                                                            __m512* min) const {
     const int js = static_cast<int>(j % kSubs);
     const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
     for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
