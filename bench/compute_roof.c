@@ -1,0 +1,137 @@
+// The compute roof of this CPU for the kernels' inner instructions: how many 512-bit (and 256-bit)
+// vpdpbusd (int8 VNNI: 64 / 32 multiply-adds), vdpbf16ps (BF16: 32 / 16) and vfmadd231ps (f32:
+// 16 / 8) one core and all requested threads retire per second, on 16 independent accumulator
+// chains (more than latency x throughput on any x86 core), best of 5 rounds. Prints G
+// instructions/s and G multiply-adds/s; a prefill or batched decode that reaches the int8 or BF16
+// figure is at the roof of this CPU for its format.
+//
+//   bench/compute_roof.sh [max_threads=2]
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CHAINS 16
+#define ITERATIONS 20000000L
+
+static double Now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef enum { kDpbusd512, kDpbusd256, kDpbf16512, kDpbf16256, kFma512, kFma256, kKinds } Kind;
+static const char* kNames[kKinds] = {"vpdpbusd zmm", "vpdpbusd ymm", "vdpbf16ps zmm",
+                                     "vdpbf16ps ymm", "vfmadd231ps zmm", "vfmadd231ps ymm"};
+static const int kMacs[kKinds] = {64, 32, 32, 16, 16, 8};
+
+static volatile float g_sink;
+
+// Each loop keeps CHAINS accumulators live in registers; the sink stops the compiler from
+// dropping the work. Each kind has its own target attribute, so the program runs (and skips what
+// the CPU lacks) on any x86-64 CPU.
+#define LOOP(type, init, step, reduce)                         \
+  type a[CHAINS];                                              \
+  for (int i = 0; i < CHAINS; ++i) a[i] = init;                \
+  for (long n = 0; n < ITERATIONS; ++n) {                      \
+    _Pragma("GCC unroll 16") for (int i = 0; i < CHAINS; ++i) { \
+      a[i] = step;                                             \
+    }                                                          \
+  }                                                            \
+  float s = 0;                                                 \
+  for (int i = 0; i < CHAINS; ++i) s += (float)(reduce);       \
+  g_sink = s;
+
+#define VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define BF16_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define AVX512 __attribute__((target("avx512f,fma")))
+#define AVX2 __attribute__((target("avx2,fma")))
+
+VNNI512 static void Dpbusd512(void) {
+  const __m512i w = _mm512_set1_epi32(0x01010101), x = _mm512_set1_epi32(0x01020102);
+  LOOP(__m512i, _mm512_set1_epi32(i), _mm512_dpbusd_epi32(a[i], w, x),
+       _mm512_reduce_add_epi32(a[i]))
+}
+VNNI512 static void Dpbusd256(void) {
+  const __m256i w = _mm256_set1_epi32(0x01010101), x = _mm256_set1_epi32(0x01020102);
+  LOOP(__m256i, _mm256_set1_epi32(i), _mm256_dpbusd_epi32(a[i], w, x),
+       _mm256_extract_epi32(a[i], 0))
+}
+BF16_512 static void Dpbf16512(void) {
+  const __m512bh w = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // bf16 1.0 pairs
+  LOOP(__m512, _mm512_set1_ps((float)i), _mm512_dpbf16_ps(a[i], w, w), _mm512_reduce_add_ps(a[i]))
+}
+BF16_512 static void Dpbf16256(void) {
+  const __m256bh w = (__m256bh)_mm256_set1_epi32(0x3f803f80);
+  LOOP(__m256, _mm256_set1_ps((float)i), _mm256_dpbf16_ps(a[i], w, w), _mm256_cvtss_f32(a[i]))
+}
+AVX512 static void Fma512(void) {
+  const __m512 w = _mm512_set1_ps(0.5f), x = _mm512_set1_ps(0.25f);
+  LOOP(__m512, _mm512_set1_ps((float)i), _mm512_fmadd_ps(a[i], w, x), _mm512_reduce_add_ps(a[i]))
+}
+AVX2 static void Fma256(void) {
+  const __m256 w = _mm256_set1_ps(0.5f), x = _mm256_set1_ps(0.25f);
+  LOOP(__m256, _mm256_set1_ps((float)i), _mm256_fmadd_ps(a[i], w, x), _mm256_cvtss_f32(a[i]))
+}
+
+static void (*const kRuns[kKinds])(void) = {Dpbusd512, Dpbusd256, Dpbf16512,
+                                            Dpbf16256, Fma512,    Fma256};
+
+static void Run(Kind kind) { kRuns[kind](); }
+
+typedef struct {
+  Kind kind;
+  pthread_barrier_t* barrier;
+} Job;
+
+static void* Worker(void* arg) {
+  Job* job = (Job*)arg;
+  pthread_barrier_wait(job->barrier);
+  Run(job->kind);
+  return NULL;
+}
+
+// Seconds for `threads` threads each running ITERATIONS x CHAINS instructions of `kind`.
+static double Round(Kind kind, int threads) {
+  pthread_t ids[64];
+  Job job = {kind, NULL};
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1);
+  job.barrier = &barrier;
+  for (int t = 0; t < threads; ++t) pthread_create(&ids[t], NULL, Worker, &job);
+  pthread_barrier_wait(&barrier);
+  const double start = Now();
+  for (int t = 0; t < threads; ++t) pthread_join(ids[t], NULL);
+  const double seconds = Now() - start;
+  pthread_barrier_destroy(&barrier);
+  return seconds;
+}
+
+int main(int argc, char** argv) {
+  const int max_threads = argc > 1 ? atoi(argv[1]) : 2;
+  __builtin_cpu_init();
+  const int vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  const int bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl");
+  const int avx512 = __builtin_cpu_supports("avx512f");
+  printf("%-17s %7s %14s %14s\n", "instruction", "threads", "G instr/s", "G MAC/s");
+  for (int kind = 0; kind < kKinds; ++kind) {
+    const int zmm = kind % 2 == 0;
+    if ((kind <= kDpbusd256 && !vnni) || (kind >= kDpbf16512 && kind <= kDpbf16256 && !bf16) ||
+        (zmm && !avx512)) {
+      continue;
+    }
+    for (int threads = 1; threads <= max_threads; threads *= 2) {
+      double best = 1e30;
+      for (int r = 0; r < 5; ++r) {
+        const double s = Round((Kind)kind, threads);
+        if (s < best) best = s;
+      }
+      const double per_second = (double)threads * ITERATIONS * CHAINS / best;
+      printf("%-17s %7d %14.2f %14.1f\n", kNames[kind], threads, per_second * 1e-9,
+             per_second * kMacs[kind] * 1e-9);
+    }
+  }
+  return 0;
+}
