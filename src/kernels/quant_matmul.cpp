@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/check.h"
 #include "kernels/bf16_panels.h"
 #include "kernels/ref/activation_quant.h"
 #include "kernels/x86/quant_kernels.h"
@@ -139,6 +140,9 @@ void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t 
   const x86::QuantVariant* variant = VariantFor(table);
   if (mode != ActivationMode::kGgmlRounded || !w.packed() || variant == nullptr ||
       variant->name != w.variant) {
+    // A model frees the source copy of some packed matrices (model/decoder_stack.cpp), and runs
+    // them only as packed: one table, one activation mode per process.
+    RADIX_CHECK_MSG(w.source.data != nullptr, "a packed matrix without source bytes ran unpacked");
     MatMul(table, pool, x, n, w.source, y, mode);
     return;
   }

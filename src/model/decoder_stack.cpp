@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <tuple>
 
@@ -74,12 +75,17 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       available == 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(available / 2);
   int64_t packed_total = 0;
   bool over_budget = false;
-  // Panels for the active kernels on the integer path; otherwise the matrix as it is.
-  const MoeFfn::PackFn pack_always = [mode = activation_mode_](const kernels::WeightMatrix& m) {
+  // Panels for the active kernels on the integer path; otherwise the matrix as it is. A packed
+  // matrix's source pages leave this process's resident set (the panels serve every matmul;
+  // what still reads the source, an embedding row or a repack, faults its pages back in).
+  const MoeFfn::PackFn pack_always = [mode = activation_mode_,
+                                      store = &w](const kernels::WeightMatrix& m) {
     if (mode != kernels::ActivationMode::kGgmlRounded) {
       return kernels::PackedWeight{.source = m, .variant = "", .panels = {}};
     }
-    return kernels::Pack(kernels::ActiveKernels(), nullptr, m);
+    kernels::PackedWeight packed = kernels::Pack(kernels::ActiveKernels(), nullptr, m);
+    if (packed.packed()) store->DropSourcePages(m);
+    return packed;
   };
   auto pack = [&](const kernels::WeightMatrix& m) {
     const kernels::PackedWeight unpacked{.source = m, .variant = "", .panels = {}};
@@ -98,6 +104,17 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     }
     packed_total += bytes;
     return pack_always(m);
+  };
+  // A copy FusedWeights made (stacked Q/K/V or gate/up rows, a tensor-parallel column shard),
+  // packed: the panels replace both the copy, which is freed, and the source pages of `parts`.
+  // The packed matrix keeps its shape with no source bytes (nothing multiplies it unpacked).
+  auto pack_copy = [&](const kernels::WeightMatrix& copy,
+                       std::initializer_list<kernels::WeightMatrix> parts) {
+    kernels::PackedWeight packed = pack(copy);
+    if (!packed.packed()) return packed;
+    for (const kernels::WeightMatrix& part : parts) w.DropSourcePages(part);
+    if (fused_.Release(copy)) packed.source.data = nullptr;
+    return packed;
   };
   if (c.hidden_states_only || shard.rank > 0 || stage.rank > 0) {
     // No LM head: an embedder or a classifier reads the final hidden states (ForwardHidden);
@@ -218,23 +235,23 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     if (spec_.mla) {
       // MlaAttention holds the attention's weights.
     } else if (auto qkv = fused_.Stack({q, k, v})) {
-      layer.q = pack(*qkv);
+      layer.q = pack_copy(*qkv, {q, k, v});
       layer.qkv_fused = true;
     } else {
       layer.q = pack(q);
       layer.k = pack(k);
       layer.v = pack(v);
     }
-    if (!spec_.mla) layer.o = pack(o);
+    if (!spec_.mla) layer.o = pack_copy(o, {});
     if (sparse) continue;
     if (auto gate_up = fused_.Stack({gate, up})) {
-      layer.gate = pack(*gate_up);
+      layer.gate = pack_copy(*gate_up, {gate, up});
       layer.gate_up_fused = true;
     } else {
       layer.gate = pack(gate);
       layer.up = pack(up);
     }
-    layer.down = pack(down);
+    layer.down = pack_copy(down, {});
   }
   return Status::Ok();
 }

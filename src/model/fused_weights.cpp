@@ -30,6 +30,17 @@ std::optional<kernels::WeightMatrix> FusedWeights::Stack(
   return out;
 }
 
+bool FusedWeights::Release(const kernels::WeightMatrix& m) {
+  for (std::vector<uint8_t>& buffer : buffers_) {
+    if (!buffer.empty() && buffer.data() == m.data) {
+      bytes_ -= static_cast<int64_t>(buffer.size());
+      std::vector<uint8_t>().swap(buffer);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::optional<kernels::WeightMatrix> FusedWeights::CopyColumns(const kernels::WeightMatrix& m,
                                                                int64_t first, int64_t n,
                                                                std::vector<uint8_t>& buffer) {

@@ -36,6 +36,11 @@ class FusedWeights {
                                                           int64_t first, int64_t n,
                                                           std::vector<uint8_t>& buffer);
 
+  // Frees the copy `m` points into (a matrix Stack or Columns returned) once a packed form has
+  // replaced it for every multiplication; `m` must not be read afterwards. False (and nothing
+  // freed) for a matrix this object does not hold.
+  bool Release(const kernels::WeightMatrix& m);
+
   // Bytes held by stacked copies.
   int64_t bytes() const { return bytes_; }
 

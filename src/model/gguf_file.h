@@ -67,6 +67,7 @@ class GgufFile {
 
   uint32_t version() const { return version_; }
   const std::string& path() const { return file_.path(); }
+  const MappedFile& file() const { return file_; }
   uint64_t alignment() const { return alignment_; }
   const std::map<std::string, GgufValue>& metadata() const { return metadata_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }

@@ -53,6 +53,20 @@ Expected<MappedFile> MappedFile::Open(const std::string& path, bool use_mmap) {
   return file;
 }
 
+uint64_t MappedFile::DropPages(const void* begin, uint64_t bytes) const {
+  const auto* p = static_cast<const uint8_t*>(begin);
+  if (mapping_ == nullptr || p < data_ || bytes > size_ ||
+      static_cast<uint64_t>(p - data_) > size_ - bytes) {
+    return 0;
+  }
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (end <= first) return 0;
+  if (::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED) != 0) return 0;
+  return end - first;
+}
+
 MappedFile MappedFile::FromBytes(std::vector<uint8_t> bytes, std::string name) {
   MappedFile file;
   file.path_ = std::move(name);

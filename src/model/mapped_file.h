@@ -26,6 +26,12 @@ class MappedFile {
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops this process's pages of [begin, begin + bytes) (the whole pages inside it) when the
+  // range lies in the mapping: resident memory falls, the page cache keeps the file, and a later
+  // read faults the pages back in with the same bytes (the mapping is private and read-only).
+  // Returns the bytes dropped; 0 for read-in files and ranges outside the mapping.
+  uint64_t DropPages(const void* begin, uint64_t bytes) const;
+
  private:
   MappedFile() = default;
   void Release();

@@ -32,6 +32,7 @@ class SafetensorsFile {
   static Expected<SafetensorsFile> Parse(MappedFile file);
 
   const std::string& path() const { return file_.path(); }
+  const MappedFile& file() const { return file_; }
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const SafetensorsTensor* Find(const std::string& name) const;

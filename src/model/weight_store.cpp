@@ -242,6 +242,13 @@ Expected<WeightTensor> WeightStore::Require(const std::string& name,
   return *t;
 }
 
+uint64_t WeightStore::DropSourcePages(const kernels::WeightMatrix& m) const {
+  const auto bytes = static_cast<uint64_t>(m.rows * m.row_bytes());
+  uint64_t dropped = gguf_ != nullptr ? gguf_->file().DropPages(m.data, bytes) : 0;
+  for (const SafetensorsFile& file : safetensors_) dropped += file.file().DropPages(m.data, bytes);
+  return dropped;
+}
+
 Expected<kernels::WeightMatrix> WeightStore::RequireMatrix(const std::string& name, int64_t rows,
                                                            int64_t cols) {
   RADIX_ASSIGN_OR_RETURN(auto t, Require(name, {rows, cols}));

@@ -68,6 +68,12 @@ class WeightStore {
   // A 1-D tensor converted to float32 (norm weights, biases).
   Expected<std::vector<float>> RequireVector(const std::string& name, int64_t size);
 
+  // Drops the resident pages of m's bytes in the checkpoint's mapping, once a packed copy has
+  // replaced them for the matrix multiplications (MappedFile::DropPages: a later read of m, e.g.
+  // an embedding row, faults its pages back in). Returns the bytes dropped (0 for converted or
+  // read-in matrices).
+  uint64_t DropSourcePages(const kernels::WeightMatrix& m) const;
+
   // Reports each newly required tensor to `progress` (may be null; not owned).
   void set_progress(LoadProgress* progress) { progress_ = progress; }
   // Tensors available (0 for dummy stores, which make them on request).

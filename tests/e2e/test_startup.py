@@ -135,3 +135,35 @@ def test_unknown_bf16_product_is_a_usage_error():
         timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "RADIX_BF16_PRODUCT=fastest is not a BF16 product" in proc.stderr
+
+
+def test_packed_weights_leave_their_source_pages():
+    """Once weights are packed into panels, the checkpoint's mapped pages leave the server's
+    resident set and the stacked Q/K/V and gate/up copies are freed: resident file pages stay
+    far below the file's size, and resident anonymous memory near the panels' (the file's size
+    for Q4_1), not twice it. Generation still works (the embedding rows fault back in)."""
+    from server_util import SMOLLM2, Server
+    size_mb = SMOLLM2.stat().st_size / 2**20
+    srv = Server(SMOLLM2, "--max-total-tokens", "4096")
+    try:
+        r = requests.post(srv.url + "/generate", timeout=60, json={
+            "text": "The capital of France is", "sampling_params": {"max_new_tokens": 8}})
+        assert r.status_code == 200 and r.json()["text"], r.text
+        status = {"model_file": 0.0}
+        with open(f"/proc/{srv.proc.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key == "RssAnon":
+                    status[key] = int(value.split()[0]) / 1024
+        mapping = None  # resident pages of the model file's mapping, from smaps
+        with open(f"/proc/{srv.proc.pid}/smaps") as f:
+            for line in f:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5:
+                    mapping = fields[5] if len(fields) > 5 else ""
+                elif fields[0] == "Rss:" and mapping == str(SMOLLM2):
+                    status["model_file"] += int(fields[1]) / 1024
+    finally:
+        assert srv.stop() == 0, srv.logs()
+    assert status["model_file"] < 0.2 * size_mb, (status, size_mb)
+    assert status["RssAnon"] < 1.6 * size_mb + 64, (status, size_mb)

@@ -68,5 +68,24 @@ TEST(FusedWeightsTest, MismatchedPartsAreNotStacked) {
   EXPECT_EQ(fused.bytes(), 0);
 }
 
+TEST(FusedWeightsTest, ReleaseFreesOnlyItsOwnCopies) {
+  std::vector<float> a(4 * 32, 1.0f), b(2 * 32, 2.0f);
+  const kernels::WeightMatrix pa{kernels::WeightFormat::kF32, 4, 32, a.data()};
+  const kernels::WeightMatrix pb{kernels::WeightFormat::kF32, 2, 32, b.data()};
+  FusedWeights fused;
+  const auto first = fused.Stack({pa, pb});
+  const auto second = fused.Stack({pb, pa});
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(fused.bytes(), 2 * 6 * 32 * 4);
+  EXPECT_FALSE(fused.Release(pa));  // a part, not a copy
+  EXPECT_TRUE(fused.Release(*first));
+  EXPECT_EQ(fused.bytes(), 6 * 32 * 4);
+  EXPECT_FALSE(fused.Release(*first));  // already freed
+  // The other copy is untouched.
+  const auto* rows = static_cast<const float*>(second->data);
+  EXPECT_EQ(rows[0], 2.0f);
+  EXPECT_EQ(rows[2 * 32], 1.0f);
+}
+
 }  // namespace
 }  // namespace radixserve::model
