@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the llama.cpp peer for benchmarks: llama-server, llama-bench and llama-quantize from the
-# llama.cpp tree vendored in the llama-cpp-python sdist on PyPI (the same version the oracle tests
-# use, from scripts/requirements-test.txt). Nothing lands in the repository; everything lives under
-# $RADIX_CACHE/peer. Idempotent: prints the bin directory and exits when the binaries exist.
+# Builds the llama.cpp peer for benchmarks: llama-server, llama-bench, llama-batched-bench and
+# llama-quantize from the llama.cpp tree vendored in the llama-cpp-python sdist on PyPI (the same
+# version the oracle tests use, from scripts/requirements-test.txt). Nothing lands in the
+# repository; everything lives under $RADIX_CACHE/peer. Idempotent: prints the bin directory and
+# exits when the binaries exist.
 #
-#   bench/build_peer.sh            -> prints the directory holding the three binaries
+#   bench/build_peer.sh            -> prints the directory holding the four binaries
 #
 # Flags: Release, GGML_NATIVE=ON (-march=native) with AVX512-FP16 and AMX switched off. This
 # llama.cpp has no GGML_AVX512_FP16 option (native mode takes every ISA extension from
@@ -22,7 +23,7 @@ PEER_DIR="${PEER_DIR:-$RADIX_CACHE/peer}"
 SRC="$PEER_DIR/llama_cpp_python-$VERSION/vendor/llama.cpp"
 BUILD="$PEER_DIR/build-$VERSION"
 BIN="$BUILD/bin"
-TARGETS=(llama-server llama-bench llama-quantize)
+TARGETS=(llama-server llama-bench llama-quantize llama-batched-bench)
 FLAGS="-mno-avx512fp16 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 ${PEER_EXTRA_FLAGS:-}"
 STAMP="$BUILD/radix-peer-flags"
 
@@ -45,7 +46,7 @@ cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF \
   -DBUILD_SHARED_LIBS=OFF >&2
 # The benchmark tools first (they need less), then the server.
-nice cmake --build "$BUILD" -j"${PEER_JOBS:-2}" --target llama-bench llama-quantize >&2
+nice cmake --build "$BUILD" -j"${PEER_JOBS:-2}" --target llama-bench llama-quantize llama-batched-bench >&2
 nice cmake --build "$BUILD" -j"${PEER_JOBS:-2}" --target llama-server >&2
 echo "$FLAGS" > "$STAMP"
 built || { radix_log "peer build finished without all of: ${TARGETS[*]}"; exit 1; }

@@ -131,10 +131,20 @@ RADIX_AVX512_VNNI void PackCompact(WeightFormat format, const uint8_t* const* ro
 }
 
 // Panel loaders: one sub-block's code registers, scales and offsets.
+// The next panel a thread will read, fetched into L2 a slice per sub-block while the tiles of the
+// current one compute, so a batch's weight stream overlaps its arithmetic instead of stalling
+// the next panel's first pass.
+struct Lookahead {
+  const uint8_t* next = nullptr;  // nullptr: nothing to fetch
+  int64_t bytes = 0;
+};
+
 struct CodePanel {  // unpacked bytes (see quant_kernels.h)
   const uint8_t* panel;
   int64_t stride;
   bool prefetch;  // the panel streams from memory (read once, by a single token tile)
+  const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
+  int64_t next_chunk = 0;
   template <int KW>
   // Inlined into the tiles: a call would spill the code registers to the stack.
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
@@ -142,6 +152,9 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
     const uint8_t* p = panel + j * stride;
     for (int64_t line = 0; prefetch && line < stride; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    }
+    for (int64_t line = 0; next != nullptr && line < next_chunk; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + j * next_chunk + line), _MM_HINT_T1);
     }
     for (int k = 0; k < KW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
     *scale = _mm512_loadu_ps(p + 64 * KW);
@@ -314,14 +327,10 @@ RADIX_AVX512_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations&
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, mask, acc[t]);
 }
 
-// All tokens over one panel, in tiles of up to kMaxTokens.
+// The last tile, of a.n - t0 (1 to kMaxTokens - 1) tokens.
 template <class Panel, int KW, bool kMin>
-RADIX_AVX512_VNNI void AllTokens(const Panel& panel, const ref::QuantizedActivations& a, float* y,
-                                 int64_t ldy, __mmask16 mask) {
-  int64_t t0 = 0;
-  for (; t0 + kMaxTokens <= a.n; t0 += kMaxTokens) {
-    Tile<Panel, KW, kMin, kMaxTokens>(panel, a, t0, y, ldy, mask);
-  }
+RADIX_AVX512_VNNI void TailTile(const Panel& panel, const ref::QuantizedActivations& a, int64_t t0,
+                                float* y, int64_t ldy, __mmask16 mask) {
   switch (a.n - t0) {
     case 1:
       return Tile<Panel, KW, kMin, 1>(panel, a, t0, y, ldy, mask);
@@ -342,13 +351,31 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& panel, const ref::QuantizedActivat
   }
 }
 
+// All tokens over one panel, in tiles of up to kMaxTokens; the first tile reads it through
+// `first` (which may fetch ahead: CodePanel::next), the others through `panel`.
+template <class Panel, int KW, bool kMin>
+RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
+                                 const ref::QuantizedActivations& a, float* y, int64_t ldy,
+                                 __mmask16 mask) {
+  int64_t t0 = 0;
+  for (; t0 + kMaxTokens <= a.n; t0 += kMaxTokens) {
+    Tile<Panel, KW, kMin, kMaxTokens>(t0 == 0 ? first : panel, a, t0, y, ldy, mask);
+  }
+  if (t0 < a.n) TailTile<Panel, KW, kMin>(t0 == 0 ? first : panel, a, t0, y, ldy, mask);
+}
+
 RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
                                      const ref::QuantizedActivations& a, float* y, int64_t ldy,
-                                     __mmask16 mask) {
+                                     __mmask16 mask, Lookahead ahead = {}) {
   const CodePanel codes{panel, PanelSubBytes(info.sub, kRows), a.n <= kMaxTokens};
-  if (info.sub == 16) return AllTokens<CodePanel, 4, false>(codes, a, y, ldy, mask);
-  if (info.has_min) return AllTokens<CodePanel, 8, true>(codes, a, y, ldy, mask);
-  AllTokens<CodePanel, 8, false>(codes, a, y, ldy, mask);
+  CodePanel first = codes;
+  if (ahead.next != nullptr && a.subs > 0) {
+    first.next = ahead.next;
+    first.next_chunk = ((ahead.bytes + a.subs - 1) / a.subs + 63) / 64 * 64;
+  }
+  if (info.sub == 16) return AllTokens<CodePanel, 4, false>(first, codes, a, y, ldy, mask);
+  if (info.has_min) return AllTokens<CodePanel, 8, true>(first, codes, a, y, ldy, mask);
+  AllTokens<CodePanel, 8, false>(first, codes, a, y, ldy, mask);
 }
 
 // Compact panel -> code panel (what the panel's Load does per token tile, done once): subs
@@ -375,38 +402,45 @@ constexpr int64_t kExpandTokens = 16;
 template <class Panel, int KW, bool kMin>
 RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format,
                                          const ref::QuantizedActivations& a, float* y, int64_t ldy,
-                                         __mmask16 mask) {
-  if (a.n <= kExpandTokens) return AllTokens<Panel, KW, kMin>(panel, a, y, ldy, mask);
+                                         __mmask16 mask, Lookahead ahead) {
+  if (a.n <= kExpandTokens) return AllTokens<Panel, KW, kMin>(panel, panel, a, y, ldy, mask);
   thread_local std::vector<uint8_t> codes;
   const int64_t subs = a.cols / (4 * KW);
   const auto bytes = static_cast<size_t>(subs * PanelSubBytes(4 * KW, kRows));
   if (codes.size() < bytes) codes.resize(bytes);
   ExpandCompact<Panel, KW>(panel, subs, codes.data());
-  CodeAllTokens(FormatInfo(format, false), codes.data(), a, y, ldy, mask);
+  CodeAllTokens(FormatInfo(format, false), codes.data(), a, y, ldy, mask, ahead);
 }
 
 RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* panel,
                                         const ref::QuantizedActivations& a, float* y, int64_t ldy,
-                                        __mmask16 mask) {
+                                        __mmask16 mask, Lookahead ahead = {}) {
   using F = WeightFormat;
   switch (format) {
     case F::kQ4_0:
-      return CompactOrExpanded<CompactPanel<F::kQ4_0>, 8, false>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactPanel<F::kQ4_0>, 8, false>({panel}, format, a, y, ldy, mask,
+                                                                 ahead);
     case F::kQ4_1:
-      return CompactOrExpanded<CompactPanel<F::kQ4_1>, 8, true>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactPanel<F::kQ4_1>, 8, true>({panel}, format, a, y, ldy, mask,
+                                                                ahead);
     case F::kQ5_0:
-      return CompactOrExpanded<CompactPanel<F::kQ5_0>, 8, false>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactPanel<F::kQ5_0>, 8, false>({panel}, format, a, y, ldy, mask,
+                                                                 ahead);
     case F::kQ8_0:
-      return CompactOrExpanded<CompactPanel<F::kQ8_0>, 8, false>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactPanel<F::kQ8_0>, 8, false>({panel}, format, a, y, ldy, mask,
+                                                                 ahead);
     case F::kQ4_K:
-      return CompactOrExpanded<CompactKPanel<F::kQ4_K>, 8, true>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactKPanel<F::kQ4_K>, 8, true>({panel}, format, a, y, ldy, mask,
+                                                                 ahead);
     case F::kQ5_K:
-      return CompactOrExpanded<CompactKPanel<F::kQ5_K>, 8, true>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactKPanel<F::kQ5_K>, 8, true>({panel}, format, a, y, ldy, mask,
+                                                                 ahead);
     case F::kQ6_K:
-      return CompactOrExpanded<CompactKPanel<F::kQ6_K>, 4, false>({panel}, format, a, y, ldy, mask);
+      return CompactOrExpanded<CompactKPanel<F::kQ6_K>, 4, false>({panel}, format, a, y, ldy, mask,
+                                                                  ahead);
     case F::kMXFP4:
-      return CompactOrExpanded<CompactKPanel<F::kMXFP4>, 8, false>({panel}, format, a, y, ldy,
-                                                                   mask);
+      return CompactOrExpanded<CompactKPanel<F::kMXFP4>, 8, false>({panel}, format, a, y, ldy, mask,
+                                                                   ahead);
     default:
       RADIX_CHECK_MSG(false, "no compact panels for this format");
   }
@@ -496,7 +530,8 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
     const int64_t row0 = p * kRows;
     const uint8_t* panel = packed + p * panel_bytes;
     if (HasCompactPanelLayout(w.format) || HasCompactPanels(w.format)) {
-      CompactAllTokens(w.format, panel, a, y + row0, w.rows, RowMask(w.rows, row0));
+      const Lookahead ahead{p + 1 < panel_end ? panel + panel_bytes : nullptr, panel_bytes};
+      CompactAllTokens(w.format, panel, a, y + row0, w.rows, RowMask(w.rows, row0), ahead);
     } else {
       CodeAllTokens(info, panel, a, y + row0, w.rows, RowMask(w.rows, row0));
     }
