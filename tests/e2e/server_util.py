@@ -1,6 +1,7 @@
 """Starts a real radixserve process for black-box tests and stops it afterwards."""
 import os
 import pathlib
+import random
 import socket
 import subprocess
 import sys
@@ -19,8 +20,28 @@ SMOLLM2 = MODELS / "smollm2-135m-instruct-q4_1.gguf"
 STORIES = SHARED / "models/stories260K/gguf/stories260K.gguf"
 
 
+def _ephemeral_low():
+    try:
+        return int(pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    with socket.socket() as s:
+    """A loopback port that is free now, taken below the kernel's ephemeral range: a port the
+    kernel hands out for bind(0) can be given to another socket between this check and the
+    server's bind (a tensor-parallel rank's gloo listener took a server's HTTP port that way), one
+    below the range is never handed out."""
+    high = min(_ephemeral_low(), 32768)
+    for _ in range(200):
+        port = random.randrange(max(1024, high - 12000), high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # everything below the range taken: let the kernel choose
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -53,7 +74,8 @@ class Server:
         raise RuntimeError(f"radixserve did not become healthy:\n{self.logs()}")
 
     def logs(self):
-        self.log.flush()
+        if not self.log.closed:  # stop() closes it; the file stays readable
+            self.log.flush()
         return self.log_path.read_text(errors="replace")[-4000:]
 
     def server_info(self, headers=None):
