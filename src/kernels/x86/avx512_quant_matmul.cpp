@@ -18,8 +18,9 @@ namespace {
 
 constexpr int64_t kRows = 16;
 constexpr int64_t kMaxTokens = 8;
-// How far ahead of the block being read the packed-panel loader prefetches.
-constexpr int64_t kPrefetchBytes = 2048;
+// How far ahead of the block being read the packed-panel loader prefetches (Zen 5, 1B Q4_K_M
+// single-stream decode, alternating runs: 8 KB 65-91 tok/s against 57-72 at 2 KB; Q8_0 the same).
+constexpr int64_t kPrefetchBytes = 8192;
 // The same for the per-call packer, in blocks ahead within each row.
 constexpr int64_t kPrefetchBlocks = 6;
 
