@@ -114,6 +114,12 @@ bool WriteCache(const std::string& path, const std::string& key, const Bf16Timin
   return !error;
 }
 
+// The error for a RADIX_BF16_PRODUCT value that names no product.
+std::string UnknownProductError(std::string_view name) {
+  return fmt::format("{}={} is not a BF16 product; use widen_fma or dot_bf16", kForceVariable,
+                     name);
+}
+
 Bf16Product Faster(const Bf16Timing& timing) {
   return timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma;
 }
@@ -194,8 +200,7 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
   if (!inputs.forced_bf16_product.empty()) {
     const std::optional<Bf16Product> forced = ParseBf16Product(inputs.forced_bf16_product);
     if (!forced) {
-      result.error = fmt::format("{}={} is not a BF16 product; use widen_fma or dot_bf16",
-                                 kForceVariable, inputs.forced_bf16_product);
+      result.error = UnknownProductError(inputs.forced_bf16_product);
       return result;
     }
     choice.bf16_product = *forced;
@@ -227,8 +232,7 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
 std::string ValidateKernelChoiceEnvironment() {
   const std::string forced = Env(kForceVariable);
   if (forced.empty() || ParseBf16Product(forced)) return "";
-  return fmt::format("{}={} is not a BF16 product; use widen_fma or dot_bf16", kForceVariable,
-                     forced);
+  return UnknownProductError(forced);
 }
 
 const KernelChoice& ActiveKernelChoice() {
