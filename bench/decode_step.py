@@ -15,6 +15,11 @@ client that only counts SSE events. Two figures per run:
     (max_new - 1): the wall time per step as the clients see it.
 Best (lowest) of --rounds rounds each. Binaries alternate per round, so a machine whose speed
 drifts affects both alike; compare the ratios of one run.
+
+With --peer-bin DIR (bench/build_peer.sh), each round also runs llama.cpp's
+`llama-batched-bench -npp 16 -ntg N -npl STREAMS -t 2 -tb 2` on the same GGUF right after the
+binaries, and the summary gives each binary's aggregate decode tok/s (streams / engine step time)
+against the peer's S_TG (decode tok/s of all sequences), best of the rounds each, and the ratio.
 """
 import argparse
 import asyncio
@@ -22,6 +27,7 @@ import json
 import pathlib
 import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -48,6 +54,20 @@ def step_times(server, streams):
         if m and int(m.group(1)) == streams and float(m.group(2)) > 0:
             times.append(streams / float(m.group(2)))
     return times
+
+
+def peer_decode(peer_bin, model, streams, max_new):
+    """llama-batched-bench's S_TG (decode tok/s of all `streams` sequences)."""
+    out = subprocess.run([str(pathlib.Path(peer_bin) / "llama-batched-bench"), "-m", model,
+                          "-t", "2", "-tb", "2", "-npp", "16", "-ntg", str(max_new),
+                          "-npl", str(streams), "-c", str(streams * (max_new + 16) + 256)],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 10 and cells[2] == str(streams):
+            return float(cells[7])
+    raise RuntimeError("no S_TG row for %d sequences in llama-batched-bench's output:\n%s"
+                       % (streams, out))
 
 
 async def one_stream(port, prompt, max_new):
@@ -87,10 +107,12 @@ def main():
     ap.add_argument("--streams", default="1,256")
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--peer-bin", help="llama.cpp bin directory (bench/build_peer.sh)")
     args = ap.parse_args()
     binaries = [b.split("=", 1) for b in args.binary]
     streams_list = [int(s) for s in args.streams.split(",")]
     best = {}
+    peer_best = {}
     for streams in streams_list:
         for r in range(args.rounds):
             for label, path in binaries:
@@ -107,6 +129,10 @@ def main():
                 best[key] = (min(old[0], engine_ms), min(old[1], client * 1e3))
                 print(f"round {r} {label:>8} streams {streams:4d}: engine {engine_ms:8.3f} ms/step "
                       f"({len(engine)} lines), client {client * 1e3:8.3f} ms/step", flush=True)
+            if args.peer_bin:
+                tok_s = peer_decode(args.peer_bin, args.model, streams, args.max_new)
+                peer_best[streams] = max(peer_best.get(streams, 0.0), tok_s)
+                print(f"round {r} llama.cpp streams {streams:4d}: S_TG {tok_s:8.2f} tok/s", flush=True)
     print()
     print(f"{'binary':>8} {'streams':>7} {'engine ms/step':>15} {'client ms/step':>15}")
     for (label, streams), (engine_ms, client_ms) in best.items():
@@ -117,6 +143,13 @@ def main():
             ea, ca = best[(a, streams)]
             eb, cb = best[(b, streams)]
             print(f"{a}/{b} at {streams} streams: engine {ea / eb:.2f}x, client {ca / cb:.2f}x")
+    if args.peer_bin:
+        print()
+        print(f"{'binary':>8} {'streams':>7} {'tok/s':>9} {'llama.cpp':>9} {'speed-up':>8}")
+        for (label, streams), (engine_ms, _) in best.items():
+            tok_s = streams / engine_ms * 1e3
+            print(f"{label:>8} {streams:7d} {tok_s:9.1f} {peer_best[streams]:9.1f} "
+                  f"{tok_s / peer_best[streams]:7.2f}x")
 
 
 if __name__ == "__main__":

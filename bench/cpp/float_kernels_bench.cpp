@@ -60,6 +60,20 @@ void BenchGemmShape(ThreadPool& pool, kernels::WeightFormat format, int64_t rows
                   static_cast<long>(cols), static_cast<long>(n), p ? p->size() : 1, s * 1e6,
                   static_cast<double>(m.row_bytes() * rows) / s / 1e9, flops / s / 1e9);
     }
+    if (!f32) continue;
+    std::vector<float> panels(static_cast<size_t>(kernels::F32PanelFloats(rows, cols)));
+    kernels::PackF32Panels(w32.data(), cols, rows, cols, false, panels.data());
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      const double s = BestSeconds(reps, [&] {
+        kernels::F32PanelMatMul(k, p, x.data(), cols, n, panels.data(), rows, cols, y.data(), rows);
+      });
+      std::printf(
+          "gemm %s f32 panels %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f "
+          "GFLOP/s\n",
+          std::string(k.name).c_str(), static_cast<long>(rows), static_cast<long>(cols),
+          static_cast<long>(n), p ? p->size() : 1, s * 1e6,
+          static_cast<double>(m.row_bytes() * rows) / s / 1e9, flops / s / 1e9);
+    }
   }
 }
 
@@ -70,6 +84,10 @@ void BenchGemm(ThreadPool& pool) {
   }
   for (const auto& shape : {std::pair<int64_t, int64_t>{384, 384}, {1536, 384}, {384, 1536}}) {
     BenchGemmShape(pool, kernels::WeightFormat::kF32, shape.first, shape.second, {1, 512});
+  }
+  // MiniLM's attention for one 512-token sequence and head: scores = Q K^T, then P V.
+  for (const auto& shape : {std::pair<int64_t, int64_t>{512, 32}, {32, 512}}) {
+    BenchGemmShape(pool, kernels::WeightFormat::kF32, shape.first, shape.second, {512});
   }
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/float_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/check.h"
 #include "kernels/half.h"
@@ -54,7 +55,26 @@ void RefToBf16(const float* x, uint16_t* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = F32ToBf16(x[i]);
 }
 
-constexpr FloatGemmKernels kRef{"ref", RefGemm, nullptr, RefRoundBf16, RefRoundF16, RefToBf16};
+// The chain every panel kernel computes (float_matmul.h), one output at a time.
+void RefGemmF32Panels(const float* x, int64_t ldx, int64_t n, const float* panels, int64_t rows,
+                      int64_t cols, int64_t p_begin, int64_t p_end, float* y, int64_t ldy) {
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    const float* panel = panels + p * kF32PanelRows * cols;
+    const int64_t r0 = p * kF32PanelRows, live = std::min(kF32PanelRows, rows - r0);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t i = 0; i < live; ++i) {
+        float acc = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) {
+          acc = std::fma(panel[c * kF32PanelRows + i], x[t * ldx + c], acc);
+        }
+        y[t * ldy + r0 + i] = acc;
+      }
+    }
+  }
+}
+
+constexpr FloatGemmKernels kRef{"ref",       RefGemm,   nullptr,         RefRoundBf16,
+                                RefRoundF16, RefToBf16, RefGemmF32Panels};
 
 // Tokens per pass over a block of weight rows: 64 rows of activations (<= 400 KB as f32 for the
 // widest matrices here) stay in L2 while the rows stream through.
@@ -62,6 +82,24 @@ constexpr int64_t kTokenChunk = 64;
 constexpr int64_t kRowBlock = 4;
 // Rows of one thread's range when the batch spans several token chunks (see FloatMatMul).
 constexpr int64_t kWideRows = 192;
+
+// Runs run(b0, b1) over `blocks` blocks of `block_rows` weight rows each for n tokens, split over
+// the pool (which may be null). Small ranges balance the two cores; each still covers 16+ rows of
+// one weight stream. With many token chunks (prefill, encoders) a range takes ~192 rows instead:
+// its weights stay in L2 while every token chunk passes over them, so the activations, not the
+// weights, are what streams from memory, and they stream rows/192 times instead of rows/16.
+template <class Run>
+void OverRowBlocks(ThreadPool* pool, int64_t blocks, int64_t block_rows, int64_t n,
+                   const Run& run) {
+  if (pool == nullptr || pool->size() == 1 || blocks < 2) {
+    run(0, blocks);
+    return;
+  }
+  int64_t grain =
+      std::max<int64_t>((16 + block_rows - 1) / block_rows, blocks / (16 * pool->size()));
+  if (n > kTokenChunk) grain = std::max<int64_t>(grain, kWideRows / block_rows);
+  pool->ParallelFor(blocks, grain, run);
+}
 
 }  // namespace
 
@@ -134,17 +172,42 @@ void FloatMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const float*
       }
     }
   };
-  if (pool == nullptr || pool->size() == 1 || blocks < 2) {
-    run(0, blocks);
-  } else {
-    // Small ranges balance the two cores; each still covers 16+ rows of one weight stream. With
-    // many token chunks (prefill, encoders) a range takes ~192 rows instead: its weights stay in
-    // L2 while every token chunk passes over them, so the activations, not the weights, are what
-    // streams from memory, and they stream rows/192 times instead of rows/16.
-    int64_t grain = std::max<int64_t>(4, blocks / (16 * pool->size()));
-    if (n > kTokenChunk) grain = std::max<int64_t>(grain, kWideRows / kRowBlock);
-    pool->ParallelFor(blocks, grain, run);
+  OverRowBlocks(pool, blocks, kRowBlock, n, run);
+}
+
+int64_t F32PanelFloats(int64_t rows, int64_t cols) {
+  return (rows + kF32PanelRows - 1) / kF32PanelRows * kF32PanelRows * cols;
+}
+
+void PackF32Panels(const float* w, int64_t ld, int64_t rows, int64_t cols, bool transposed,
+                   float* panels) {
+  const int64_t count = (rows + kF32PanelRows - 1) / kF32PanelRows;
+  for (int64_t p = 0; p < count; ++p) {
+    float* panel = panels + p * kF32PanelRows * cols;
+    const int64_t r0 = p * kF32PanelRows, live = std::min(kF32PanelRows, rows - r0);
+    for (int64_t c = 0; c < cols; ++c) {
+      float* column = panel + c * kF32PanelRows;
+      for (int64_t i = 0; i < live; ++i) {
+        column[i] = transposed ? w[c * ld + r0 + i] : w[(r0 + i) * ld + c];
+      }
+      std::fill(column + live, column + kF32PanelRows, 0.0f);
+    }
   }
+}
+
+void F32PanelMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const float* x, int64_t ldx,
+                    int64_t n, const float* panels, int64_t rows, int64_t cols, float* y,
+                    int64_t ldy) {
+  RADIX_CHECK(kernels.gemm_f32_panels != nullptr);
+  const auto gemm = kernels.gemm_f32_panels;
+  const int64_t count = (rows + kF32PanelRows - 1) / kF32PanelRows;
+  auto run = [&](int64_t p0, int64_t p1) {
+    for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
+      const int64_t nt = std::min(kTokenChunk, n - t0);
+      gemm(x + t0 * ldx, ldx, nt, panels, rows, cols, p0, p1, y + t0 * ldy, ldy);
+    }
+  };
+  OverRowBlocks(pool, count, kF32PanelRows, n, run);
 }
 
 }  // namespace radixserve::kernels

@@ -12,6 +12,10 @@
 // Work split: rows in blocks of 4 over the ThreadPool (pool may be null); inside a block, tokens
 // in chunks that keep the activations in L2, and 4x4 register tiles (4 weight rows x 4 tokens),
 // so a decode step reads each weight row from memory once for the whole batch.
+//
+// F32 weights packed at load (kernels::Pack, an encoder's projections, attention's K and V per
+// head) run through F32PanelMatMul below instead: broadcast tiles with no lane reductions, ~1.5x
+// the rows-as-stored GEMM at prefill on AVX-512 (float_kernels_bench gemm).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,10 @@ struct FloatGemmKernels {
   void (*round_f16)(const float* x, float* out, int64_t count);
   // out[i] = bf16 bits of x[i] (nearest, ties to even).
   void (*to_bf16)(const float* x, uint16_t* out, int64_t count);
+  // y[t * ldy + r] for t < n and the rows r < rows of F32 panels [p_begin, p_end) (the layout
+  // below): the fma chain of F32PanelMatMul.
+  void (*gemm_f32_panels)(const float* x, int64_t ldx, int64_t n, const float* panels, int64_t rows,
+                          int64_t cols, int64_t p_begin, int64_t p_end, float* y, int64_t ldy);
 };
 
 const FloatGemmKernels& RefFloatKernels();
@@ -57,5 +65,22 @@ bool IsFloatFormat(WeightFormat format);
 // x: [n, w.cols], y: [n, w.rows] (no aliasing); w.format must be a float format.
 void FloatMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const float* x, int64_t n,
                  const WeightMatrix& w, float* y, ActivationMode mode);
+
+// F32 weights packed for the broadcast GEMM (prefill and encoders: a register tile of 4 panels x
+// 6 tokens takes 4 weight loads and 6 broadcasts per 24 fmas, and no reductions). Panel p holds
+// rows [16p, 16p + 16), column after column: 16 floats per column, rows past the end zero.
+// Numerics: y[t, r] is the f32 fma chain over the columns in order, acc = fma(W[r, c], x[t, c],
+// acc) from acc = 0, bit for bit whatever n, the tile it falls in or the thread count
+// (--enable-deterministic-inference holds).
+inline constexpr int64_t kF32PanelRows = 16;
+int64_t F32PanelFloats(int64_t rows, int64_t cols);
+// Packs W[r, c] = w[r * ld + c] (transposed: w[c * ld + r]) for r < rows, c < cols.
+void PackF32Panels(const float* w, int64_t ld, int64_t rows, int64_t cols, bool transposed,
+                   float* panels);
+// y[t * ldy + r] = sum_c x[t * ldx + c] W[r, c] for t < n, r < rows (no aliasing); pool may be
+// null.
+void F32PanelMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const float* x, int64_t ldx,
+                    int64_t n, const float* panels, int64_t rows, int64_t cols, float* y,
+                    int64_t ldy);
 
 }  // namespace radixserve::kernels

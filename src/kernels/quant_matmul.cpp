@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "kernels/bf16_panels.h"
+#include "kernels/float_matmul.h"
 #include "kernels/ref/activation_quant.h"
 #include "kernels/x86/quant_kernels.h"
 
@@ -92,6 +93,11 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
 
 // PackedWeight::variant of BF16 matrices in kernels/bf16_panels.h form.
 constexpr std::string_view kBf16PanelsVariant = "avx512_bf16_panels";
+// PackedWeight::variant of F32 matrices in float_matmul.h's F32 panels.
+constexpr std::string_view kF32PanelsVariant = "f32_panels";
+
+// Whether Pack packs w into F32 panels (every table has a kernel for them).
+bool PacksF32Panels(const WeightMatrix& w) { return w.format == WeightFormat::kF32 && w.rows > 0; }
 
 PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w) {
   PackedWeight out{w, {}, {}};
@@ -100,6 +106,13 @@ PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix
     out.variant = kBf16PanelsVariant;
     out.panels.resize(static_cast<size_t>(Bf16PanelBytes(w)));
     PackBf16Panels(w, pool, out.panels.data());
+    return out;
+  }
+  if (PacksF32Panels(w)) {
+    out.variant = kF32PanelsVariant;
+    out.panels.resize(static_cast<size_t>(F32PanelFloats(w.rows, w.cols)) * sizeof(float));
+    PackF32Panels(static_cast<const float*>(w.data), w.row_bytes() / 4, w.rows, w.cols, false,
+                  reinterpret_cast<float*>(out.panels.data()));
     return out;
   }
   const x86::QuantVariant* variant = VariantFor(table);
@@ -124,6 +137,9 @@ int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w) {
   if (w.format == WeightFormat::kBF16 && table.name == "avx512" && Bf16PanelsSupported()) {
     return Bf16PanelBytes(w);
   }
+  if (PacksF32Panels(w)) {
+    return F32PanelFloats(w.rows, w.cols) * static_cast<int64_t>(sizeof(float));
+  }
   const x86::QuantVariant* variant = VariantFor(table);
   if (variant == nullptr || variant->packed_bytes == nullptr) return 0;
   if (BlockElements(w.format) == 1) return 0;
@@ -135,6 +151,12 @@ void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t 
   if (w.variant == kBf16PanelsVariant && w.packed() && mode == ActivationMode::kGgmlRounded &&
       table.name == "avx512") {
     Bf16PanelMatMul(pool, x, n, w.source, w.panels.data(), y);
+    return;
+  }
+  if (w.variant == kF32PanelsVariant && w.packed()) {  // F32 weights ignore the mode
+    F32PanelMatMul(FloatKernelsFor(table), pool, x, w.source.cols, n,
+                   reinterpret_cast<const float*>(w.panels.data()), w.source.rows, w.source.cols, y,
+                   w.source.rows);
     return;
   }
   const x86::QuantVariant* variant = VariantFor(table);

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "common/check.h"
+#include "kernels/float_matmul.h"
 #include "kernels/kernel_table.h"
+#include "kernels/quant_matmul.h"
 #include "model/for_rows.h"
 
 namespace radixserve::model {
@@ -39,8 +41,16 @@ Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config, Po
 Expected<BertModel::Linear> BertModel::LoadLinear(const std::string& prefix, int64_t rows,
                                                   int64_t cols) {
   Linear l;
-  RADIX_ASSIGN_OR_RETURN(l.w, weights_->RequireMatrix(prefix + ".weight", rows, cols));
+  kernels::WeightMatrix m;
+  RADIX_ASSIGN_OR_RETURN(m, weights_->RequireMatrix(prefix + ".weight", rows, cols));
   RADIX_ASSIGN_OR_RETURN(l.bias, weights_->RequireVector(prefix + ".bias", rows));
+  if (m.format == kernels::WeightFormat::kF32) {
+    // F32 panels (kernels/float_matmul.h) serve every product; the source pages can go.
+    l.w = kernels::Pack(kernels::ActiveKernels(), nullptr, m);
+    weights_->DropSourcePages(m);
+  } else {
+    l.w.source = m;
+  }
   return l;
 }
 
@@ -87,7 +97,7 @@ Status BertModel::Load() {
 void BertModel::ApplyLinear(ThreadPool* pool, const Linear& l, const float* x, int64_t n,
                             float* y) const {
   kernels::MatMul(kernels::ActiveKernels(), pool, x, n, l.w, y);
-  const int64_t rows = l.w.rows;
+  const int64_t rows = l.w.source.rows;
   ForRows(pool, n, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* row = y + t * rows;
@@ -128,41 +138,31 @@ void BertModel::Attention(ThreadPool* pool, const ForwardBatch& batch, const flo
     starts.push_back(start);
     start += s.extend_len;
   }
-  // One (sequence, head) per work item, as two matrix products: scores = Q K^T over the whole
-  // sequence (bidirectional: no mask), a softmax per row, then out = P V. Each thread gathers
-  // the head's Q, K and V^T into contiguous buffers first.
+  // One (sequence, head) per work item, as two matrix products on F32 panels: scores = Q K^T
+  // over the whole sequence (bidirectional: no mask), a softmax per row, then out = P V. The
+  // head's K rows and V columns are packed straight from the projections (their row stride h).
+  const kernels::FloatGemmKernels& fk = kernels::FloatKernelsFor(kt);
   const int64_t items = static_cast<int64_t>(batch.sequences.size()) * heads;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> qh, kh, vt, scores, oh;
+    std::vector<float> kp, vp, scores;
     for (int64_t item = begin; item < end; ++item) {
       const size_t s = static_cast<size_t>(item / heads);
       const int64_t head = item % heads;
       const int64_t first = starts[s], len = batch.sequences[s].extend_len;
-      qh.resize(static_cast<size_t>(len * hd));
-      kh.resize(qh.size());
-      vt.resize(qh.size());
-      oh.resize(qh.size());
+      const int64_t at = first * h + head * hd;
+      kp.resize(static_cast<size_t>(kernels::F32PanelFloats(len, hd)));
+      vp.resize(static_cast<size_t>(kernels::F32PanelFloats(hd, len)));
       scores.resize(static_cast<size_t>(len * len));
-      for (int64_t i = 0; i < len; ++i) {
-        const int64_t src = (first + i) * h + head * hd;
-        std::copy_n(q + src, hd, qh.begin() + i * hd);
-        std::copy_n(k + src, hd, kh.begin() + i * hd);
-        for (int64_t c = 0; c < hd; ++c) vt[static_cast<size_t>(c * len + i)] = v[src + c];
-      }
-      kernels::MatMul(kt, nullptr, qh.data(), len,
-                      kernels::WeightMatrix{kernels::WeightFormat::kF32, len, hd, kh.data()},
-                      scores.data());
+      kernels::PackF32Panels(k + at, h, len, hd, false, kp.data());
+      kernels::PackF32Panels(v + at, h, hd, len, true, vp.data());
+      kernels::F32PanelMatMul(fk, nullptr, q + at, h, len, kp.data(), len, hd, scores.data(), len);
       for (int64_t i = 0; i < len; ++i) {
         float* row = scores.data() + i * len;
         for (int64_t j2 = 0; j2 < len; ++j2) row[j2] *= scale;
         kt.softmax(row, len);
       }
-      kernels::MatMul(kt, nullptr, scores.data(), len,
-                      kernels::WeightMatrix{kernels::WeightFormat::kF32, hd, len, vt.data()},
-                      oh.data());
-      for (int64_t i = 0; i < len; ++i) {
-        std::copy_n(oh.begin() + i * hd, hd, out + (first + i) * h + head * hd);
-      }
+      kernels::F32PanelMatMul(fk, nullptr, scores.data(), len, len, vp.data(), hd, len, out + at,
+                              h);
     }
   };
   if (pool == nullptr || pool->size() == 1) {

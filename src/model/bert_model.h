@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "kernels/matmul.h"
+#include "kernels/quant_matmul.h"
 #include "model/encoder_model.h"
 #include "model/weight_store.h"
 
@@ -40,7 +41,7 @@ class BertModel final : public EncoderModel {
 
  private:
   struct Linear {
-    kernels::WeightMatrix w;
+    kernels::PackedWeight w;  // F32: panels (kernels/float_matmul.h); else the stored matrix
     std::vector<float> bias;
   };
   struct Norm {

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 import requests
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -168,6 +167,7 @@ class Namespace:
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 self.teardown()
+                import pytest  # here, so the benches can use this module without pytest
                 pytest.fail(f"{' '.join(cmd)} failed (network namespaces need root and iproute2):"
                             f" {r.stderr}")
 

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "common/check.h"
 #include "kernels/float_matmul.h"
@@ -186,6 +187,78 @@ RADIX_AVX512_BF16 void GemmBf16(const uint16_t* x, int64_t ldx, int64_t n, const
   for (; r < r_end; ++r) RowBlockBf16<1>(x, ldx, n, w + r * w_stride, w_stride, cols, y + r, ldy);
 }
 
+// F32 panels (float_matmul.h): acc[t][p] holds rows [16(p0 + p), +16) of token t, one fma per
+// column in order. RP panels x NT tokens, RP * NT <= 24 accumulators.
+template <int RP, int NT>
+RADIX_AVX512 void PanelTile(const float* x, int64_t ldx, const float* panel, int64_t cols,
+                            int64_t live_rows, float* y, int64_t ldy) {
+  __m512 acc[NT][RP];
+  for (int t = 0; t < NT; ++t)
+    for (int p = 0; p < RP; ++p) acc[t][p] = _mm512_setzero_ps();
+  const int64_t stride = kF32PanelRows * cols;
+#pragma GCC unroll 2
+  for (int64_t c = 0; c < cols; ++c) {
+    __m512 wv[RP];
+    for (int p = 0; p < RP; ++p) wv[p] = _mm512_loadu_ps(panel + p * stride + c * kF32PanelRows);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 xb = _mm512_set1_ps(x[t * ldx + c]);
+      for (int p = 0; p < RP; ++p) acc[t][p] = _mm512_fmadd_ps(wv[p], xb, acc[t][p]);
+    }
+  }
+  for (int p = 0; p < RP; ++p) {
+    const int64_t live = live_rows - p * kF32PanelRows;
+    const __mmask16 m = Mask16(live);
+    for (int t = 0; t < NT; ++t)
+      _mm512_mask_storeu_ps(y + t * ldy + p * kF32PanelRows, m, acc[t][p]);
+  }
+}
+
+// Token tiles of 6 (4 panels), 8 (3) or 12 (1-2), then one tile of what is left.
+template <int RP>
+RADIX_AVX512 void PanelRowBlock(const float* x, int64_t ldx, int64_t n, const float* panel,
+                                int64_t cols, int64_t live_rows, float* y, int64_t ldy) {
+  constexpr int kTile = RP == 4 ? 6 : RP == 3 ? 8 : 12;
+  int64_t t = 0;
+  for (; t + kTile <= n; t += kTile) {
+    PanelTile<RP, kTile>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy, ldy);
+  }
+  const int64_t rest = n - t;
+  if (rest == 0) return;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((rest == I + 1
+          ? PanelTile<RP, I + 1>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy, ldy)
+          : void()),
+     ...);
+  }
+  (std::make_integer_sequence<int, kTile - 1>{});
+}
+
+RADIX_AVX512 void GemmF32Panels(const float* x, int64_t ldx, int64_t n, const float* panels,
+                                int64_t rows, int64_t cols, int64_t p_begin, int64_t p_end,
+                                float* y, int64_t ldy) {
+  int64_t p = p_begin;
+  const auto block = [&](auto panels_per_block) {
+    constexpr int RP = decltype(panels_per_block)::value;
+    const int64_t r0 = p * kF32PanelRows;
+    PanelRowBlock<RP>(x, ldx, n, panels + r0 * cols, cols, rows - r0, y + r0, ldy);
+    p += RP;
+  };
+  for (; p + 4 <= p_end;) block(std::integral_constant<int, 4>{});
+  switch (p_end - p) {
+    case 3:
+      block(std::integral_constant<int, 3>{});
+      break;
+    case 2:
+      block(std::integral_constant<int, 2>{});
+      break;
+    case 1:
+      block(std::integral_constant<int, 1>{});
+      break;
+    default:
+      break;
+  }
+}
+
 // Round to nearest even on the bit pattern (NaNs stay NaN by keeping a mantissa bit).
 RADIX_AVX512 inline __m512i Bf16Bits(__m512 v) {
   const __m512i bits = _mm512_castps_si512(v);
@@ -223,8 +296,9 @@ RADIX_AVX512 void ToBf16(const float* x, uint16_t* out, int64_t count) {
 }  // namespace
 
 const FloatGemmKernels& Avx512FloatTable() {
-  static const FloatGemmKernels table{"avx512",  Gemm,     CpuHasAvx512Bf16() ? GemmBf16 : nullptr,
-                                      RoundBf16, RoundF16, ToBf16};
+  static const FloatGemmKernels table{
+      "avx512", Gemm,         CpuHasAvx512Bf16() ? GemmBf16 : nullptr, RoundBf16, RoundF16,
+      ToBf16,   GemmF32Panels};
   return table;
 }
 

@@ -130,6 +130,57 @@ TEST(FloatMatMulTest, ResultsDoNotDependOnBatchSizeOrThreads) {
   }
 }
 
+// F32 panels: every variant's kernel equals, bit for bit, the scalar fma chain over the columns
+// in order (float_matmul.h), for token counts across the tile shapes and their tails, rows that
+// leave partial panels, strided inputs and outputs, and either packing direction; alone and
+// batched, one thread or two.
+TEST(FloatMatMulTest, F32PanelsEqualTheScalarFmaChainBitForBit) {
+  std::mt19937 rng(5);
+  ThreadPool pool(2);
+  const int64_t shapes[][2] = {{1, 1}, {5, 7}, {16, 32}, {37, 33}, {64, 100}, {100, 150}};
+  const int64_t token_counts[] = {1, 2, 5, 6, 7, 8, 11, 12, 13, 25, 70};
+  for (const FloatGemmKernels* kernels : AvailableFloatKernels()) {
+    for (const auto& shape : shapes) {
+      const int64_t rows = shape[0], cols = shape[1];
+      const Weights w = RandomWeights(WeightFormat::kF32, rows, cols, rng);
+      const auto* wf = reinterpret_cast<const float*>(w.bytes.data());
+      std::vector<float> panels(static_cast<size_t>(F32PanelFloats(rows, cols)), NAN);
+      PackF32Panels(wf, cols, rows, cols, false, panels.data());
+      // The transposed source (W^T, row stride rows + 3) packs to the same panels.
+      std::vector<float> wt(static_cast<size_t>(cols * (rows + 3)), NAN);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) wt[c * (rows + 3) + r] = wf[r * cols + c];
+      }
+      std::vector<float> from_t(panels.size(), NAN);
+      PackF32Panels(wt.data(), rows + 3, rows, cols, true, from_t.data());
+      ASSERT_EQ(0, std::memcmp(panels.data(), from_t.data(), sizeof(float) * panels.size()));
+      for (int64_t n : token_counts) {
+        const int64_t ldx = cols + 2, ldy = rows + 5;
+        const std::vector<float> x = RandomActivations(n * ldx, rng);
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> y(static_cast<size_t>(n * ldy), -7.0f);
+          F32PanelMatMul(*kernels, p, x.data(), ldx, n, panels.data(), rows, cols, y.data(), ldy);
+          for (int64_t t = 0; t < n; ++t) {
+            for (int64_t r = 0; r < ldy; ++r) {
+              float want = -7.0f;  // the padding between rows stays untouched
+              if (r < rows) {
+                want = 0.0f;
+                for (int64_t c = 0; c < cols; ++c) {
+                  want = std::fma(wf[r * cols + c], x[static_cast<size_t>(t * ldx + c)], want);
+                }
+              }
+              const float got = y[static_cast<size_t>(t * ldy + r)];
+              ASSERT_EQ(0, std::memcmp(&got, &want, sizeof(float)))
+                  << kernels->name << " rows=" << rows << " cols=" << cols << " n=" << n
+                  << " t=" << t << " r=" << r << ": " << got << " vs " << want;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(FloatMatMulTest, RoundingHelpersMatchTheScalarConversions) {
   std::mt19937 rng(3);
   std::vector<float> x = RandomActivations(1000, rng);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/float_matmul.h"
 #include "kernels/half.h"
 #include "kernels/ref/activation_quant.h"
 #include "kernels/ref/dequantize.h"
@@ -371,8 +372,38 @@ TEST(QuantMatMulTest, PackedBytesIsWhatPackAllocates) {
       const auto packed = static_cast<int64_t>(Pack(*table, nullptr, w).panels.size());
       EXPECT_EQ(PackedBytes(*table, w), packed) << table->name << " " << FormatName(format);
     }
+    // F32 matrices pack into float_matmul.h's panels: whole 16-row panels.
     std::vector<float> floats(64, 1.0f);
-    EXPECT_EQ(PackedBytes(*table, {WeightFormat::kF32, 2, 32, floats.data()}), 0);
+    const WeightMatrix f32{WeightFormat::kF32, 2, 32, floats.data()};
+    EXPECT_EQ(PackedBytes(*table, f32), 16 * 32 * 4) << table->name;
+    EXPECT_EQ(static_cast<int64_t>(Pack(*table, nullptr, f32).panels.size()), 16 * 32 * 4);
+  }
+}
+
+// A packed F32 matrix multiplies through its panels in either activation mode, with the panels'
+// numerics (float_matmul.h), and needs no source bytes.
+TEST(QuantMatMulTest, PackedF32MatricesRunTheirPanels) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t rows = 37, cols = 70, n = 9;
+  std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(n * cols));
+  for (float& v : w) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  for (const KernelTable* table : AvailableKernels()) {
+    PackedWeight packed = Pack(*table, nullptr, {WeightFormat::kF32, rows, cols, w.data()});
+    ASSERT_TRUE(packed.packed()) << table->name;
+    packed.source.data = nullptr;
+    std::vector<float> panels(static_cast<size_t>(F32PanelFloats(rows, cols)));
+    PackF32Panels(w.data(), cols, rows, cols, false, panels.data());
+    std::vector<float> want(static_cast<size_t>(n * rows));
+    F32PanelMatMul(FloatKernelsFor(*table), nullptr, x.data(), cols, n, panels.data(), rows, cols,
+                   want.data(), rows);
+    for (ActivationMode mode : {ActivationMode::kExact, ActivationMode::kGgmlRounded}) {
+      std::vector<float> got(want.size(), NAN);
+      MatMul(*table, nullptr, x.data(), n, packed, got.data(), mode);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size()))
+          << table->name;
+    }
   }
 }
 
