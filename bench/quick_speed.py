@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Quick prefill and decode speed of one radixserve start (what bench/compare.py measures in
+full, in a minute): starts `BINARY --model-path GGUF --threads 2 --mem-fraction-static 0.5
+[EXTRA...]`, then twice: a 512-token prompt with max_new_tokens 1 (prefill tok/s = 512 / time),
+and a 16-token prompt decoding 129 tokens minus the time of the same prompt with 1 token
+(decode tok/s = 128 / difference). Greedy, ignore_eos, random token ids (seed 0).
+
+    python bench/quick_speed.py BINARY GGUF [EXTRA_ARGS...]
+
+One line per repetition. Radixserve's decode speed on some VMs depends on the start (see
+docs/performance.md): compare several starts, alternating with the peer.
+"""
+import json
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def main():
+    binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open("/tmp/quick-speed-server.log", "w") as log:
+        server = subprocess.Popen([binary, "--model-path", model, "--port", str(port), "--threads",
+                                   "2", "--mem-fraction-static", "0.5", *extra],
+                                  stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(url + "/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+
+        def generate(ids, n):
+            body = json.dumps({"input_ids": ids, "sampling_params": {
+                "max_new_tokens": n, "ignore_eos": True, "temperature": 0}}).encode()
+            start = time.time()
+            request = urllib.request.Request(url + "/generate", body,
+                                             {"Content-Type": "application/json"})
+            json.load(urllib.request.urlopen(request, timeout=600))
+            return time.time() - start
+
+        random.seed(0)
+        generate([random.randrange(100, 40000) for _ in range(16)], 8)  # warm-up
+        for _ in range(2):
+            prefill = generate([random.randrange(100, 40000) for _ in range(512)], 1)
+            ids = [random.randrange(100, 40000) for _ in range(16)]
+            decode = generate(ids, 129) - generate(ids[:8] + [5], 1)
+            print(f"prefill512 {512 / prefill:.1f} tok/s; decode {128 / decode:.1f} tok/s",
+                  flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
