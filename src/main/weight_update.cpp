@@ -1,5 +1,7 @@
 #include "main/weight_update.h"
 
+#include <malloc.h>
+
 #include <utility>
 
 #include <fmt/format.h>
@@ -87,6 +89,10 @@ void ServerWeightLoader::Release() {
     std::lock_guard<std::mutex> lock(mutex_);
     old = std::exchange(model_, nullptr);
   }
+  old.reset();
+  // Packed weights are mostly heap blocks, which glibc keeps for reuse once freed: hand the free
+  // pages back to the OS, which is what the release is for.
+  malloc_trim(0);
 }
 
 }  // namespace radixserve
