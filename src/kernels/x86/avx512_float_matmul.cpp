@@ -233,29 +233,27 @@ RADIX_AVX512 void PanelRowBlock(const float* x, int64_t ldx, int64_t n, const fl
   (std::make_integer_sequence<int, kTile - 1>{});
 }
 
+template <int RP>
+RADIX_AVX512 void PanelBlock(const float* x, int64_t ldx, int64_t n, const float* panels,
+                             int64_t rows, int64_t cols, int64_t p, float* y, int64_t ldy) {
+  const int64_t r0 = p * kF32PanelRows;
+  PanelRowBlock<RP>(x, ldx, n, panels + r0 * cols, cols, rows - r0, y + r0, ldy);
+}
+
 RADIX_AVX512 void GemmF32Panels(const float* x, int64_t ldx, int64_t n, const float* panels,
                                 int64_t rows, int64_t cols, int64_t p_begin, int64_t p_end,
                                 float* y, int64_t ldy) {
   int64_t p = p_begin;
-  const auto block = [&](auto panels_per_block) {
-    constexpr int RP = decltype(panels_per_block)::value;
-    const int64_t r0 = p * kF32PanelRows;
-    PanelRowBlock<RP>(x, ldx, n, panels + r0 * cols, cols, rows - r0, y + r0, ldy);
-    p += RP;
-  };
-  for (; p + 4 <= p_end;) block(std::integral_constant<int, 4>{});
+  for (; p + 4 <= p_end; p += 4) PanelBlock<4>(x, ldx, n, panels, rows, cols, p, y, ldy);
   switch (p_end - p) {
     case 3:
-      block(std::integral_constant<int, 3>{});
-      break;
+      return PanelBlock<3>(x, ldx, n, panels, rows, cols, p, y, ldy);
     case 2:
-      block(std::integral_constant<int, 2>{});
-      break;
+      return PanelBlock<2>(x, ldx, n, panels, rows, cols, p, y, ldy);
     case 1:
-      block(std::integral_constant<int, 1>{});
-      break;
+      return PanelBlock<1>(x, ldx, n, panels, rows, cols, p, y, ldy);
     default:
-      break;
+      return;
   }
 }
 
