@@ -763,76 +763,29 @@ void DecoderStack::ApplyLora(const Step& step, const Layer& layer, const float* 
                              std::initializer_list<LoraOut> outs) const {
   const kernels::KernelTable& kt = *step.kt;
   ForwardScratch& s = *step.s;
-  const ModelConfig& c = config_;
   const auto rows = static_cast<int64_t>(s.lora_rows.size());
-  // Row t's update over ranks [k0, k1): mid_k = scale * A_k x_t (dot products), then
-  // out += mid_k * (B^T)_k (axpys over B's transposed rows). Float32 throughout; a row's matrices
-  // are small enough to stay in cache, so no gather into per-adapter blocks pays.
-  const auto update = [&](int64_t i, LoraTarget target, int64_t part, int64_t parts, float* out) {
-    const LoraWeights* w = s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, target);
-    if (w == nullptr) return;
-    const float* xt = x + s.lora_rows[static_cast<size_t>(i)] * w->in;
-    for (int64_t k = w->rank * part / parts; k < w->rank * (part + 1) / parts; ++k) {
-      w->Expand(kt, k, w->Shrink(kt, k, xt), out);
-    }
-  };
-  const auto row_out = [&](const LoraOut& o, int64_t i) {
-    return o.y + s.lora_rows[static_cast<size_t>(i)] * o.stride;
-  };
-  if (rows >= kParallelRows || step.pool == nullptr || step.pool->size() == 1) {
-    ForRows(step.pool, rows, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        for (const LoraOut& o : outs) update(i, o.target, 0, 1, row_out(o, i));
+  // Row i's update: mid_k = scale * A_k x (dot products), then out += mid_k * (B^T)_k (axpys
+  // over B's transposed rows), rank after rank, float32 throughout, all on one thread: a row's
+  // result does not depend on the batch it is in. A row's matrices are small enough to stay in
+  // cache, so no gather into per-adapter blocks pays. (Splitting one row's ranks over the threads
+  // cost more in hand-offs and partial sums than the second core gained, on Zen 5.)
+  const auto update = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      for (const LoraOut& o : outs) {
+        const LoraWeights* w =
+            s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, o.target);
+        if (w == nullptr) continue;
+        const int64_t row = s.lora_rows[static_cast<size_t>(i)];
+        const float* xt = x + row * w->in;
+        float* out = o.y + row * o.stride;
+        for (int64_t k = 0; k < w->rank; ++k) w->Expand(kt, k, w->Shrink(kt, k, xt), out);
       }
-    });
-    return;
-  }
-  // A few rows (decode of a few sequences): every thread takes a share of each row's ranks, so
-  // all cores stream the adapters' matrices. Part 0 adds into the outputs; the others into their
-  // own rows of lora_acc, added to the outputs afterwards. One hand-off for all of `outs`.
-  const auto out_dim = [&](LoraTarget t) {
-    switch (t) {
-      case LoraTarget::kQ:
-        return c.num_heads * c.head_dim;
-      case LoraTarget::kK:
-      case LoraTarget::kV:
-        return c.num_kv_heads * c.head_dim;
-      case LoraTarget::kGate:
-      case LoraTarget::kUp:
-        return c.intermediate_size;
-      case LoraTarget::kO:
-      case LoraTarget::kDown:
-        break;
     }
-    return c.hidden_size;
   };
-  int64_t per_part = 0;
-  for (const LoraOut& o : outs) per_part += rows * out_dim(o.target);
-  const int parts = step.pool->size();
-  float* acc = ForwardScratch::Reserve(s.lora_acc, (parts - 1) * per_part);
-  std::fill(acc, acc + (parts - 1) * per_part, 0.0f);
-  const auto acc_row = [&](int part, int64_t offset, int64_t dim, int64_t i) {
-    return acc + (part - 1) * per_part + offset + i * dim;
-  };
-  step.pool->RunOnAll([&](int part, int count) {
-    int64_t offset = 0;
-    for (const LoraOut& o : outs) {
-      const int64_t dim = out_dim(o.target);
-      for (int64_t i = 0; i < rows; ++i) {
-        update(i, o.target, part, count, part == 0 ? row_out(o, i) : acc_row(part, offset, dim, i));
-      }
-      offset += rows * dim;
-    }
-  });
-  for (int p = 1; p < parts; ++p) {
-    int64_t offset = 0;
-    for (const LoraOut& o : outs) {
-      const int64_t dim = out_dim(o.target);
-      for (int64_t i = 0; i < rows; ++i) {
-        kt.axpy(1.0f, acc_row(p, offset, dim, i), row_out(o, i), dim);
-      }
-      offset += rows * dim;
-    }
+  if (rows == 1 || step.pool == nullptr || step.pool->size() == 1) {
+    update(0, rows);
+  } else {
+    step.pool->ParallelFor(rows, 1, update);
   }
 }
 

@@ -48,7 +48,6 @@ struct ForwardScratch {
   // each one's adapter.
   std::vector<int32_t> lora_rows;
   std::vector<const LoraAdapter*> lora_row_adapter;
-  std::vector<float> lora_acc;  // [threads - 1, rows, out] partial updates of a few rows
 
   // The calling thread's scratch.
   static ForwardScratch& ForThisThread();

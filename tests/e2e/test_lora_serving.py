@@ -90,6 +90,25 @@ def test_mixed_batch_matches_llama_cpp_per_adapter(server, prompts, expected):
     server.assert_no_leak()
 
 
+def test_an_adapted_request_scores_the_same_alone_and_in_a_batch(server, prompts):
+    """A row's adapter update is summed rank after rank on one thread whatever the batch: the
+    output logprobs of a request alone equal, bit for bit, its logprobs among 40 adapted requests
+    (a decode batch past the 32 rows where batches start splitting over the threads)."""
+    def logprobs(job):
+        prompt, name = job
+        out = generate(server, prompt, name, return_logprob=True)
+        return out["output_ids"], [e[0] for e in out["meta_info"]["output_token_logprobs"]]
+
+    target = (prompts[7], "c")
+    alone = logprobs(target)
+    jobs = [(prompts[i % 9], NAMES[i % 4]) for i in range(39)] + [target]
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        batched = list(pool.map(logprobs, jobs))
+    assert batched[-1] == alone
+    assert batched[jobs.index(target)] == alone  # the same prompt and adapter earlier in the batch
+    server.assert_no_leak()
+
+
 def test_batch_of_prompts_with_a_list_of_adapters(server, prompts, expected):
     loras = [None, "a", "b", "c", "d", "a"]
     r = requests.post(server.url + "/generate", json={
