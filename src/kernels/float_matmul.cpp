@@ -55,6 +55,9 @@ void RefToBf16(const float* x, uint16_t* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = F32ToBf16(x[i]);
 }
 
+// F32 panels over `rows` rows.
+int64_t F32PanelCount(int64_t rows) { return (rows + kF32PanelRows - 1) / kF32PanelRows; }
+
 // The chain every panel kernel computes (float_matmul.h), one output at a time.
 void RefGemmF32Panels(const float* x, int64_t ldx, int64_t n, const float* panels, int64_t rows,
                       int64_t cols, int64_t p_begin, int64_t p_end, float* y, int64_t ldy) {
@@ -176,13 +179,12 @@ void FloatMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const float*
 }
 
 int64_t F32PanelFloats(int64_t rows, int64_t cols) {
-  return (rows + kF32PanelRows - 1) / kF32PanelRows * kF32PanelRows * cols;
+  return F32PanelCount(rows) * kF32PanelRows * cols;
 }
 
 void PackF32Panels(const float* w, int64_t ld, int64_t rows, int64_t cols, bool transposed,
                    float* panels) {
-  const int64_t count = (rows + kF32PanelRows - 1) / kF32PanelRows;
-  for (int64_t p = 0; p < count; ++p) {
+  for (int64_t p = 0; p < F32PanelCount(rows); ++p) {
     float* panel = panels + p * kF32PanelRows * cols;
     const int64_t r0 = p * kF32PanelRows, live = std::min(kF32PanelRows, rows - r0);
     for (int64_t c = 0; c < cols; ++c) {
@@ -200,14 +202,13 @@ void F32PanelMatMul(const FloatGemmKernels& kernels, ThreadPool* pool, const flo
                     int64_t ldy) {
   RADIX_CHECK(kernels.gemm_f32_panels != nullptr);
   const auto gemm = kernels.gemm_f32_panels;
-  const int64_t count = (rows + kF32PanelRows - 1) / kF32PanelRows;
   auto run = [&](int64_t p0, int64_t p1) {
     for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
       const int64_t nt = std::min(kTokenChunk, n - t0);
       gemm(x + t0 * ldx, ldx, nt, panels, rows, cols, p0, p1, y + t0 * ldy, ldy);
     }
   };
-  OverRowBlocks(pool, count, kF32PanelRows, n, run);
+  OverRowBlocks(pool, F32PanelCount(rows), kF32PanelRows, n, run);
 }
 
 }  // namespace radixserve::kernels

@@ -6,7 +6,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <utility>
 
 #include "common/check.h"
 #include "kernels/float_matmul.h"
@@ -218,19 +217,10 @@ template <int RP>
 RADIX_AVX512 void PanelRowBlock(const float* x, int64_t ldx, int64_t n, const float* panel,
                                 int64_t cols, int64_t live_rows, float* y, int64_t ldy) {
   constexpr int kTile = RP == 4 ? 6 : RP == 3 ? 8 : 12;
-  int64_t t = 0;
-  for (; t + kTile <= n; t += kTile) {
-    PanelTile<RP, kTile>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy, ldy);
-  }
-  const int64_t rest = n - t;
-  if (rest == 0) return;
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((rest == I + 1
-          ? PanelTile<RP, I + 1>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy, ldy)
-          : void()),
-     ...);
-  }
-  (std::make_integer_sequence<int, kTile - 1>{});
+  ForEachTokenTileOf<kTile>(n, [&](auto tokens, int64_t t) {
+    PanelTile<RP, decltype(tokens)::value>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy,
+                                           ldy);
+  });
 }
 
 template <int RP>
