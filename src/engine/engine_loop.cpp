@@ -208,20 +208,9 @@ Status FlushRefused(std::string_view log_prefix, int64_t queued, int64_t running
 }  // namespace
 
 void EngineLoop::FlushCacheAsync(std::function<void(Status)> done) {
-  // Busy as of the last published step: refuse at once instead of waiting for the step to end.
-  std::optional<std::pair<int64_t, int64_t>> busy;  // queued, running
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (thread_live_ &&
-        (stats_.num_running_reqs > 0 || stats_.num_queued_reqs > 0 || !submissions_.empty())) {
-      busy = {stats_.num_queued_reqs + static_cast<int64_t>(submissions_.size()),
-              stats_.num_running_reqs};
-    }
-  }
-  if (busy) {
-    done(FlushRefused(log_prefix_, busy->first, busy->second));
-    return;
-  }
+  // Decided on the engine thread, between steps, after it has taken every earlier submission:
+  // the last published stats can lag a response the client already holds, and would refuse a
+  // flush sent right after it.
   PostCommand([this, done = std::move(done)] {
     if (!scheduler_->idle()) {
       done(FlushRefused(log_prefix_, static_cast<int64_t>(scheduler_->waiting().size()),

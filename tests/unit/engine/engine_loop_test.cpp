@@ -246,6 +246,25 @@ TEST(EngineLoopTest, AbortByPrefixEndsRequestsAndFreesKv) {
   EXPECT_EQ(engine->Stats().cached_tokens, 0);
 }
 
+TEST(EngineLoopTest, FlushRightAfterTheLastResponseSucceeds) {
+  // The final event reaches its sink before the step that produced it publishes its stats; a
+  // flush sent the moment it arrives finds the engine idle.
+  const auto prompts = SharedPrefixPrompts();
+  auto engine = testing::MakeEngine(testing::BaseArgs());
+  for (int round = 0; round < 16; ++round) {
+    Collector collector(1);
+    ASSERT_TRUE(engine
+                    ->Submit(testing::GreedyRequest("f" + std::to_string(round),
+                                                    prompts[static_cast<size_t>(round)], 2),
+                             collector.Sink(0))
+                    .ok());
+    collector.Wait(1);
+    const Status flushed = engine->FlushCache();
+    EXPECT_TRUE(flushed.ok()) << round << ": " << flushed.message();
+  }
+  EXPECT_EQ(engine->Stats().cached_tokens, 0);
+}
+
 TEST(EngineLoopTest, QueueFullIsRejected) {
   args::ServerArgs args = testing::BaseArgs();
   args.Set("max-queued-requests", 1);
