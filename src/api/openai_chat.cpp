@@ -393,6 +393,11 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
     }
     RADIX_ASSIGN_OR_RETURN(sampling["json_schema"], ToolCallSchema(*tools));
   }
+  // As SGLang: the text keeps its special tokens where a parser reads them -- gpt-oss's harmony
+  // markup, and tool-call markup whenever a tool may be called.
+  if (ctx.model.model_type == "gpt_oss" || tools->mode != ToolChoiceMode::kNone) {
+    sampling["skip_special_tokens"] = false;
+  }
   sampling["max_new_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
   sampling["n"] = common.n;
   const std::string base_rid = common.rid ? *common.rid : NewRid(ctx);

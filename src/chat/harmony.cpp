@@ -71,10 +71,104 @@ void AddText(std::string_view text, bool after_call, std::vector<HarmonySegment>
   if (!kept.empty()) out.push_back(HarmonySegment{HarmonySegment::Kind::kText, kept, "", "", true});
 }
 
+// Whether `text` starts (case-insensitively) with `word`; `partial` is set when `text` is shorter
+// and is a prefix of it.
+bool StartsWithWord(std::string_view lower, std::string_view word, bool& partial) {
+  if (lower.size() < word.size()) {
+    partial = partial || word.substr(0, lower.size()) == lower;
+    return false;
+  }
+  return lower.substr(0, word.size()) == word;
+}
+
+// The longest suffix of `lower` that is a proper prefix of `word`.
+size_t PartialWordSuffix(std::string_view lower, std::string_view word) {
+  for (size_t n = std::min(word.size() - 1, lower.size()); n > 0; --n) {
+    if (lower.substr(lower.size() - n) == word.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+size_t SkipSpace(std::string_view s, size_t pos) {
+  while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
+  return pos;
+}
+
+std::string_view LStrip(std::string_view s) { return s.substr(SkipSpace(s, 0)); }
+
+std::string_view RStrip(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+constexpr std::string_view kTextFinal = "assistantfinal";
+
+HarmonySegment Part(HarmonySegment::Kind kind, std::string_view content, bool complete) {
+  return HarmonySegment{kind, std::string(content), "", "", complete};
+}
+
+// SGLang's text fallback (its HarmonyParser TextStrategy): output whose structural tokens were
+// dropped in decoding reads "[assistant]analysis<thinking>assistantfinal<answer>", or
+// "commentary<text>assistantfinal<answer>", or "assistantfinal<answer>". Returns false when
+// `text` does not start that way; while it may still (a prefix of a channel word), nothing is
+// reported yet. An open part holds back a partial "assistantfinal" and trailing spaces, so
+// what is reported never shrinks; parts are stripped as SGLang strips them.
+bool ScanHarmonyText(std::string_view text, bool at_end, std::vector<HarmonySegment>& out) {
+  const std::string lower = Lower(text);
+  const std::string_view low(lower);
+  bool partial = false;
+  const size_t lead = SkipSpace(low, 0);
+  if (StartsWithWord(low.substr(lead), kTextFinal, partial)) {
+    std::string_view answer = LStrip(text.substr(lead + kTextFinal.size()));
+    if (!answer.empty()) out.push_back(Part(HarmonySegment::Kind::kContent, answer, true));
+    return true;
+  }
+  size_t at = lead;
+  bool assistant_partial = false;
+  if (StartsWithWord(low.substr(at), "assistant", assistant_partial)) {
+    at = SkipSpace(low, at + 9);
+  }
+  partial = partial || assistant_partial;
+  std::string_view channel;
+  for (std::string_view word : {std::string_view("analysis"), std::string_view("commentary")}) {
+    if (StartsWithWord(low.substr(at), word, partial)) channel = word;
+  }
+  if (channel.empty()) return partial && !at_end;  // a channel word may still be coming
+  // SGLang strips the thinking only where "assistantfinal" ends it (its stream never strips it
+  // at the front, so neither does this); commentary is stripped.
+  const bool thinking = channel == "analysis";
+  const HarmonySegment::Kind first_kind =
+      thinking ? HarmonySegment::Kind::kReasoning : HarmonySegment::Kind::kContent;
+  const size_t body = at + channel.size();
+  const size_t final_at = low.find(kTextFinal, body);
+  std::string_view first = text.substr(
+      body, final_at == std::string_view::npos ? std::string_view::npos : final_at - body);
+  if (!thinking) first = LStrip(first);
+  if (final_at != std::string_view::npos) {
+    first = RStrip(first);
+    if (!first.empty()) out.push_back(Part(first_kind, first, true));
+    std::string_view answer = LStrip(text.substr(final_at + kTextFinal.size()));
+    if (!answer.empty()) out.push_back(Part(HarmonySegment::Kind::kContent, answer, true));
+    return true;
+  }
+  if (!at_end) {
+    first.remove_suffix(PartialWordSuffix(low.substr(text.size() - first.size()), kTextFinal));
+    first = RStrip(first);
+  } else if (!thinking) {
+    first = RStrip(first);
+  }
+  if (!first.empty()) out.push_back(Part(first_kind, first, false));
+  return true;
+}
+
 }  // namespace
 
 std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
   std::vector<HarmonySegment> out;
+  if (text.find(kStart) == std::string_view::npos &&
+      text.find(kChannel) == std::string_view::npos && ScanHarmonyText(text, at_end, out)) {
+    return out;
+  }
   size_t pos = 0;
   bool after_call = false;
   while (pos < text.size()) {

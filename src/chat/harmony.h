@@ -5,7 +5,9 @@
 // A message is [<|start|>role] <|channel|>header <|message|>content, ended by <|end|> or
 // <|call|> (analysis, commentary) or <|return|> (final; also <|end|> here). Text outside messages
 // is plain content; stray structural tokens outside messages and the "commentary" filler some
-// outputs repeat after a <|call|> are dropped. Used by the gpt-oss reasoning and tool parsers.
+// outputs repeat after a <|call|> are dropped. Text without <|start|> / <|channel|> that reads
+// as harmony decoded with its special tokens skipped ("analysis...assistantfinal...") is split
+// as SGLang's text fallback splits it. Used by the gpt-oss reasoning and tool parsers.
 // Pure function; thread-safe.
 #pragma once
 

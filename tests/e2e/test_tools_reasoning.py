@@ -198,6 +198,28 @@ def test_tool_choice_none_leaves_text_alone(smol):
     assert choice.finish_reason == "stop"
 
 
+def test_tool_markup_keeps_special_tokens(smol):
+    """As SGLang: when a tool may be called the text keeps special tokens (tool-call markup is
+    often one); otherwise skip_special_tokens drops them. Checked on SmolLM2's <|im_start|>, a
+    control token in the GGUF's own vocabulary (read with the gguf package), forced by
+    logit_bias."""
+    from gguf import GGUFReader
+    reader = GGUFReader(SMOLLM2)
+    tokens = reader.fields["tokenizer.ggml.tokens"]
+    types = reader.fields["tokenizer.ggml.token_type"]
+    names = [bytes(tokens.parts[i]).decode() for i in tokens.data]
+    im_start = names.index("<|im_start|>")
+    assert int(types.parts[types.data[im_start]][0]) == 3  # CONTROL: skipped as special
+    kwargs = dict(model="default", messages=ASK, temperature=0, max_tokens=2,
+                  logit_bias={str(im_start): 100}, extra_body={"separate_reasoning": False})
+    client = client_of(smol)
+    with_tools = client.chat.completions.create(tools=TOOLS, **kwargs).choices[0].message
+    assert with_tools.content == "<|im_start|><|im_start|>"
+    for choice in ({"tools": TOOLS, "tool_choice": "none"}, {}):
+        message = client.chat.completions.create(**choice, **kwargs).choices[0].message
+        assert (message.content or "") == ""
+
+
 def test_tool_results_render_through_the_template(smol):
     messages = ASK + [
         # What agent frameworks send after a tool call: content null (empty, as SGLang reads it).

@@ -101,6 +101,12 @@ REASONING_CASES = [
     ("gpt-oss", None, "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>"
                       "commentary to=functions.get_weather <|constrain|>json<|message|>"
                       '{"city": "Paris"}<|call|>'),
+    # The text fallback: harmony output decoded with its special tokens skipped.
+    ("gpt-oss", None, "analysisThe user asks for 2+2. Simple.assistantfinalThe answer is 4."),
+    ("gpt-oss", None, "  assistantfinal  Just the answer."),
+    ("gpt-oss", None, "assistant analysis Still thinking about it"),
+    ("gpt-oss", None, "commentaryLet me check.assistantfinalDone."),
+    ("gpt-oss", None, "The analysis below is plain text."),
 ]
 
 MARKER = re.compile(r"<\|[^|<>]*\|>|<｜[^｜]*｜>|\[TOOL_CALLS\]|\[ARGS\]|</?tool_call>|◁/?think▷|"
@@ -205,5 +211,9 @@ def test_reasoning_parser_matches_sglang(reasoning_results, i):
     label = f"{case['reasoning_parser']}: {case['text']!r}"
     assert (got["reasoning_text"], got["normal_text"]) == \
         (want["reasoning_text"], want["normal_text"]), label
-    assert (got["stream"]["reasoning_text"], got["stream"]["normal_text"]) == \
-        (want["stream"]["reasoning_text"], want["stream"]["normal_text"]), label
+    # SGLang's harmony text fallback strips per streamed chunk, so its stream can disagree with
+    # its own non-streaming result; ours must then match the non-streaming one.
+    ref_stream = (want["stream"]["reasoning_text"], want["stream"]["normal_text"])
+    if ref_stream != (want["reasoning_text"], want["normal_text"]):
+        ref_stream = (want["reasoning_text"], want["normal_text"])
+    assert (got["stream"]["reasoning_text"], got["stream"]["normal_text"]) == ref_stream, label

@@ -53,6 +53,17 @@ std::vector<Case> Cases() {
        "Think.",
        "<|start|>assistant<|channel|>commentary to=functions.f "
        "<|constrain|>json<|message|>{}<|call|>"},
+      // Harmony decoded with its special tokens skipped (SGLang's text fallback).
+      {"gpt-oss", std::nullopt, "analysisThe user asks. Easy. assistantfinal The answer is 4.",
+       "The user asks. Easy.", "The answer is 4."},
+      {"gpt-oss", std::nullopt, "AssistantAnalysis thinking a", " thinking a", ""},
+      {"gpt-oss", std::nullopt, "commentary  Checking.  assistantfinalDone.", "", "Checking.Done."},
+      {"gpt-oss", std::nullopt, "commentary  Still checking  ", "", "Still checking"},
+      {"gpt-oss", std::nullopt, "assistantfinal", "", ""},
+      {"gpt-oss", std::nullopt, "analysis", "", ""},
+      {"gpt-oss", std::nullopt, "ana", "", "ana"},
+      {"gpt-oss", std::nullopt, "assistant: hello", "", "assistant: hello"},
+      {"gpt-oss", std::nullopt, "An analysis of it.", "", "An analysis of it."},
   };
 }
 
