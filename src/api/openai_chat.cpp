@@ -393,6 +393,19 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
     }
     RADIX_ASSIGN_OR_RETURN(sampling["json_schema"], ToolCallSchema(*tools));
   }
+  std::optional<std::string> strict_tag;
+  RADIX_ASSIGN_OR_RETURN(strict_tag, StrictCallsTag(*tools, tool_parser.get()));
+  if (strict_tag) {
+    for (const char* other : {"json_schema", "regex", "ebnf", "structural_tag"}) {
+      if (sampling.contains(other)) {
+        return BadRequest(
+            fmt::format("Strict tools under tool_choice \"auto\" cannot be combined with {} (or "
+                        "response_format): the tool-call format is the constraint.",
+                        other));
+      }
+    }
+    sampling["structural_tag"] = std::move(*strict_tag);
+  }
   // As SGLang: the text keeps its special tokens where a parser reads them -- gpt-oss's harmony
   // markup, and tool-call markup whenever a tool may be called.
   if (ctx.model.model_type == "gpt_oss" || tools->mode != ToolChoiceMode::kNone) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 #include "api/openai_common.h"
@@ -180,6 +181,40 @@ ApiExpected<std::string> ToolCallSchema(const ToolRequest& request) {
   return schema.dump();
 }
 
+ApiExpected<std::optional<std::string>> StrictCallsTag(const ToolRequest& request,
+                                                       const chat::ToolCallParser* parser) {
+  const std::optional<std::string> none;
+  if (request.mode != ToolChoiceMode::kAuto || parser == nullptr) return none;
+  const auto strict = std::find_if(request.tools.begin(), request.tools.end(),
+                                   [](const chat::ToolSpec& tool) { return tool.strict; });
+  if (strict == request.tools.end()) return none;
+  chat::Json structures = chat::Json::array();
+  std::vector<std::string> triggers;
+  for (const chat::ToolSpec& tool : request.tools) {
+    std::optional<chat::ToolCallStructure> info = parser->StructureInfo(tool.name);
+    if (!info) {
+      return BadRequest(fmt::format(
+          "Function '{}' is strict, but the {} tool-call format cannot be constrained under "
+          "tool_choice \"auto\"; use tool_choice \"required\" or a named function (constrained "
+          "for every parser), or strict false.",
+          strict->name, parser->name()));
+    }
+    chat::Json schema = chat::Json::object();
+    if (tool.strict && tool.parameters.is_object() && !tool.parameters.empty()) {
+      schema = tool.parameters;
+    }
+    structures.push_back(
+        {{"begin", info->begin}, {"schema", std::move(schema)}, {"end", info->end}});
+    if (std::find(triggers.begin(), triggers.end(), info->trigger) == triggers.end()) {
+      triggers.push_back(info->trigger);
+    }
+  }
+  chat::Json tag = {{"type", "structural_tag"},
+                    {"structures", std::move(structures)},
+                    {"triggers", std::move(triggers)}};
+  return std::optional<std::string>(tag.dump());
+}
+
 std::optional<ApiError> NormalizeHistoryToolCalls(chat::Json& message) {
   if (!message.is_object() || message.value("role", "") != "assistant") return std::nullopt;
   auto calls = message.find("tool_calls");
@@ -237,6 +272,7 @@ ToolCallAnswer ParseToolCalls(const ToolRequest& request, const chat::ToolCallPa
   }
   chat::ToolCallParseResult parsed = parser->Parse(text);
   out.content = std::move(parsed.normal_text);
+  if (!request.parallel && parsed.calls.size() > 1) parsed.calls.resize(1);
   nlohmann::json tool_calls = nlohmann::json::array();
   for (const chat::ToolCall& call : parsed.calls) {
     tool_calls.push_back(CallJson(ToolCallId(parser, call.name, request.history_calls + call.index),
@@ -270,6 +306,7 @@ ToolCallStreamer::Out ToolCallStreamer::Finish() {
 ToolCallStreamer::Out ToolCallStreamer::FromParser(chat::ToolCallStreamResult result) {
   Out out{std::move(result.normal_text)};
   for (chat::ToolCallDelta& delta : result.calls) {
+    if (!request_.parallel && delta.index > 0) continue;
     if (delta.name) {
       if (ids_.size() <= static_cast<size_t>(delta.index)) ids_.resize(delta.index + 1);
       ids_[delta.index] = ToolCallId(parser_, *delta.name, request_.history_calls + delta.index);

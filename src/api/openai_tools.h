@@ -12,6 +12,8 @@
 //   the output with a JSON schema: an array of {"name", "parameters"} objects whose parameters
 //   follow each function's schema (one function for a named choice; at most one call when
 //   parallel_tool_calls is false). That array is the answer's `tool_calls`; content is "".
+// - "auto" with parallel_tool_calls false keeps the first call the parser finds (streamed or
+//   not); the text of later calls is dropped with them.
 // Call ids are "call_" + 24 hex digits, except for the kimi_k2 parser
 // ("functions.<name>:<n>", n counting the calls in the conversation so far).
 //
@@ -56,6 +58,17 @@ ApiExpected<ToolRequest> ReadToolRequest(const chat::Json& body);
 // The JSON schema (as text) a required / named choice constrains the output with; BadRequest when
 // two tools define one $defs name differently.
 ApiExpected<std::string> ToolCallSchema(const ToolRequest& request);
+
+// tool_choice "auto" with a strict function (function.strict true) constrains the calls the
+// model writes in its own format, as SGLang's structural tag does: the output is free text, but
+// each call opener (the parser's trigger) must continue as a call of an offered function whose
+// arguments follow its schema (any JSON for the functions that are not strict). Returns the
+// structural tag (as text), or nullopt when nothing is strict or there is no --tool-call-parser
+// (then no call is ever read from the text). BadRequest when the parser's format has no
+// "opener + JSON arguments + closer" shape to constrain (pythonic, qwen3_coder, glm45, step3,
+// gpt-oss).
+ApiExpected<std::optional<std::string>> StrictCallsTag(const ToolRequest& request,
+                                                       const chat::ToolCallParser* parser);
 
 // Assistant messages of the history carry tool_calls[].function.arguments as JSON text; chat
 // templates iterate them as mappings, so the text is parsed (SGLang does the same). A BadRequest

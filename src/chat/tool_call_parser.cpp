@@ -54,6 +54,9 @@ Expected<std::vector<ToolSpec>> ToolSpecsFromOpenAI(const Json& tools) {
     if (auto params = fn->find("parameters"); params != fn->end() && !params->is_null()) {
       spec.parameters = *params;
     }
+    if (auto strict = fn->find("strict"); strict != fn->end() && strict->is_boolean()) {
+      spec.strict = strict->get<bool>();
+    }
     specs.push_back(std::move(spec));
   }
   return specs;

@@ -29,6 +29,7 @@ namespace radixserve::chat {
 struct ToolSpec {
   std::string name;
   Json parameters = Json::object();
+  bool strict = false;  // function.strict: the arguments must follow `parameters` exactly
 };
 
 // Reads OpenAI `tools` ([{"type": "function", "function": {...}}]); entries of other types are

@@ -318,18 +318,24 @@ def test_separate_reasoning_route_matches_sglang(smol):
     assert r.status_code == 400 and "nope" in r.text
 
 
-@pytest.fixture(scope="module")
-def qwen3(tmp_path_factory):
-    """A tiny dummy-weight Qwen3 with the real Qwen3 tokenizer and chat template, whose
-    end-of-thinking </think> is one token (test_schema_corpus.py builds the same folder)."""
+def qwen3_folder(tmp_path_factory):
+    """A tiny dummy-weight Qwen3 folder with the real Qwen3 tokenizer and chat template."""
     from test_schema_corpus import QWEN3_CONFIG, QWEN3_TOKENIZER
-    folder = tmp_path_factory.mktemp("qwen3-think")
+    folder = tmp_path_factory.mktemp("qwen3")
     (folder / "config.json").write_text(json.dumps(QWEN3_CONFIG))
     for name in ("tokenizer.json", "tokenizer_config.json"):
         if not (QWEN3_TOKENIZER / name).exists():
             pytest.fail(f"{QWEN3_TOKENIZER / name} missing: run scripts/setup")
         (folder / name).symlink_to(QWEN3_TOKENIZER / name)
-    srv = Server(folder, "--load-format", "dummy", "--reasoning-parser", "qwen3")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def qwen3(tmp_path_factory):
+    """A tiny dummy-weight Qwen3 with the real Qwen3 tokenizer and chat template, whose
+    end-of-thinking </think> is one token (test_schema_corpus.py builds the same folder)."""
+    srv = Server(qwen3_folder(tmp_path_factory), "--load-format", "dummy",
+                 "--reasoning-parser", "qwen3")
     yield srv
     assert srv.stop() == 0, srv.logs()
 
@@ -395,3 +401,83 @@ def test_reasoning_switches_reach_the_chat_template(qwen3, fields, enable):
         "return_prompt_token_ids": True, **fields})
     assert r.status_code == 200, r.text
     assert r.json()["choices"][0]["prompt_token_ids"] == want
+
+
+@pytest.fixture(scope="module")
+def qwen3_tools(tmp_path_factory):
+    """The dummy-weight Qwen3 of `qwen3`, serving the qwen25 tool-call parser, whose call opener
+    <tool_call> is one (non-special) token of the real Qwen3 tokenizer."""
+    folder = qwen3_folder(tmp_path_factory)
+    added = json.loads((folder / "tokenizer.json").read_text())["added_tokens"]
+    [opener] = [t["id"] for t in added if t["content"] == "<tool_call>"]
+    srv = Server(folder, "--load-format", "dummy", "--tool-call-parser", "qwen25")
+    yield srv, opener
+    assert srv.stop() == 0, srv.logs()
+
+
+def strict_tools(strict=True):
+    tools = json.loads(json.dumps(TOOLS))
+    for tool in tools:
+        tool["function"]["strict"] = strict
+    return tools
+
+
+def test_strict_tools_under_auto_constrain_the_calls(qwen3_tools):
+    """tool_choice "auto" with strict functions: the model's own call markup is constrained (as
+    SGLang's structural tag does), so a random-weight model pushed to open calls (logit_bias on
+    <tool_call>) still writes calls whose arguments validate against each function's schema
+    (checked with jsonschema); streamed calls equal the non-streamed ones."""
+    server, opener = qwen3_tools
+    client = client_of(server)
+    kwargs = dict(model="default", messages=ASK, temperature=0, max_tokens=160,
+                  logit_bias={str(opener): 30},
+                  extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    strict = client.chat.completions.create(tools=strict_tools(), **kwargs).choices[0]
+    calls = strict.message.tool_calls or []
+    assert_valid_calls(calls)
+    _, _, streamed_calls, finish = streamed(client, tools=strict_tools(), **kwargs)
+    assert finish == strict.finish_reason
+    # A call cut short by max_tokens has streamed what it had; the non-streamed answer drops it.
+    sent = [(c["name"], c["arguments"]) for c in streamed_calls.values()]
+    assert sent[:len(calls)] == [(c.function.name, c.function.arguments) for c in calls]
+    assert len(sent) <= len(calls) + (strict.finish_reason == "length")
+    # The same request with strict false is not constrained: the model writes something else.
+    loose = client.chat.completions.create(tools=strict_tools(False), **kwargs).choices[0]
+    assert (loose.message.content, loose.message.tool_calls) != \
+        (strict.message.content, strict.message.tool_calls)
+    # parallel_tool_calls false keeps the first call, streamed or not.
+    one = client.chat.completions.create(tools=strict_tools(), parallel_tool_calls=False,
+                                         **kwargs).choices[0]
+    assert [(c.function.name, c.function.arguments) for c in one.message.tool_calls] == \
+        [(calls[0].function.name, calls[0].function.arguments)]
+    _, _, one_streamed, _ = streamed(client, tools=strict_tools(), parallel_tool_calls=False,
+                                     **kwargs)
+    assert [(c["name"], c["arguments"]) for c in one_streamed.values()] == \
+        [(calls[0].function.name, calls[0].function.arguments)]
+    assert one.finish_reason == strict.finish_reason
+    # A strict auto call cannot also take another output constraint.
+    r = requests.post(server.url + "/v1/chat/completions", timeout=60, json={
+        **{k: v for k, v in kwargs.items() if k != "extra_body"}, "tools": strict_tools(),
+        "regex": "[a-z]+"})
+    assert r.status_code == 400 and "Strict tools" in r.text, r.text
+    server.assert_no_leak()
+
+
+def test_strict_tools_need_a_constrainable_format():
+    """Formats whose calls are not "opener + JSON arguments + closer" cannot be held to a schema
+    under "auto": a clear 400 naming the function and the parser; required still works."""
+    srv = Server(SMOLLM2, "--tool-call-parser", "pythonic")
+    try:
+        body = {"model": "default", "messages": ASK, "max_tokens": 8, "tools": strict_tools()}
+        r = requests.post(srv.url + "/v1/chat/completions", json=body, timeout=60)
+        assert r.status_code == 400, r.text
+        message = r.json()["message"]
+        assert "get_weather" in message and "pythonic" in message, message
+        r = requests.post(srv.url + "/v1/chat/completions", timeout=60,
+                          json={**body, "tool_choice": "required", "max_tokens": 60})
+        assert r.status_code == 200, r.text
+        r = requests.post(srv.url + "/v1/chat/completions", timeout=60,
+                          json={**body, "tools": strict_tools(False)})
+        assert r.status_code == 200, r.text
+    finally:
+        assert srv.stop() == 0, srv.logs()
