@@ -150,10 +150,29 @@ ReasoningResult ReasoningParser::Parse(std::string_view text) const {
 }
 
 ReasoningResult ReasoningParser::Scan(std::string_view text, bool at_end) const {
-  ReasoningResult r;
+  return ScanFrom(text, at_end, ReasoningPhase::kBegin).result;
+}
+
+ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, bool at_end,
+                                                      ReasoningPhase phase) const {
+  PhasedScan scan;
+  ReasoningResult& r = scan.result;
+  // Everything read so far is final and what follows continues from `next`.
+  auto settle_all = [&](ReasoningPhase next) {
+    scan.settled_text = text.size();
+    scan.settled_reasoning = r.reasoning_text.size();
+    scan.settled_normal = r.normal_text.size();
+    scan.next = next;
+  };
+  if (phase == ReasoningPhase::kAnswer) {
+    r.normal_text = std::string(text);
+    settle_all(ReasoningPhase::kAnswer);
+    return scan;
+  }
   if (kind_ == Kind::kAppendThink) {
     r.normal_text = format_.think_start + std::string(text);
-    return r;
+    settle_all(ReasoningPhase::kAnswer);
+    return scan;
   }
   if (kind_ == Kind::kHarmony) {
     for (const HarmonySegment& seg : ScanHarmony(text, at_end)) {
@@ -165,26 +184,32 @@ ReasoningResult ReasoningParser::Scan(std::string_view text, bool at_end) const 
         r.normal_text += seg.content;
       }
     }
-    return r;
+    return scan;
   }
   const std::string& start = format_.think_start;
   const std::string& end = format_.think_end;
   const std::string& tool = format_.tool_start;
-  size_t pos = 0;
-  if (!force_) {
-    size_t at = text.find(start);
-    if (at == std::string_view::npos) {
-      size_t hold = at_end ? 0 : PartialSuffix(text, start);
-      r.normal_text = std::string(text.substr(0, text.size() - hold));
-      return r;
+  std::string_view body = text;
+  if (phase == ReasoningPhase::kBegin) {
+    size_t pos = 0;
+    if (!force_) {
+      size_t at = text.find(start);
+      if (at == std::string_view::npos) {
+        size_t hold = at_end ? 0 : PartialSuffix(text, start);
+        r.normal_text = std::string(text.substr(0, text.size() - hold));
+        scan.settled_text = scan.settled_normal = r.normal_text.size();
+        scan.next = ReasoningPhase::kBegin;
+        return scan;
+      }
+      r.normal_text = std::string(text.substr(0, at));
+      pos = at;
     }
-    r.normal_text = std::string(text.substr(0, at));
-    pos = at;
-  }
-  std::string_view body = StripStarts(text.substr(pos), start);
-  if (!at_end && !body.empty() && body.size() < start.size() &&
-      std::string_view(start).substr(0, body.size()) == body && body.size() == text.size() - pos) {
-    return r;  // a think-start token still being written at the beginning
+    body = StripStarts(text.substr(pos), start);
+    if (!at_end && !body.empty() && body.size() < start.size() &&
+        std::string_view(start).substr(0, body.size()) == body &&
+        body.size() == text.size() - pos) {
+      return scan;  // a think-start token still being written at the beginning
+    }
   }
   size_t end_at = body.find(end);
   size_t tool_at = tool.empty() ? std::string_view::npos : body.find(tool);
@@ -193,13 +218,19 @@ ReasoningResult ReasoningParser::Scan(std::string_view text, bool at_end) const 
     size_t cut = by_end ? end_at : tool_at;
     r.reasoning_text = std::string(body.substr(0, cut));
     r.normal_text += std::string(body.substr(by_end ? cut + end.size() : cut));
-    return r;
+    settle_all(ReasoningPhase::kAnswer);
+    return scan;
   }
-  if (!options_.stream_reasoning && !at_end) return r;
+  if (!options_.stream_reasoning && !at_end) return scan;
   size_t hold = 0;
   if (!at_end) hold = std::max(PartialSuffix(body, end), PartialSuffix(body, tool));
   r.reasoning_text = std::string(body.substr(0, body.size() - hold));
-  return r;
+  // What is left is the held-back tail of the thinking block.
+  scan.settled_text = text.size() - hold;
+  scan.settled_reasoning = r.reasoning_text.size();
+  scan.settled_normal = r.normal_text.size();
+  scan.next = ReasoningPhase::kThinking;
+  return scan;
 }
 
 ReasoningStream::ReasoningStream(const ReasoningParser* parser) : parser_(parser) {}
@@ -218,7 +249,8 @@ ReasoningResult ReasoningStream::Finish() {
 }
 
 ReasoningResult ReasoningStream::Emit(bool at_end) {
-  ReasoningResult scan = parser_->Scan(buffer_, at_end);
+  ReasoningParser::PhasedScan phased = parser_->ScanFrom(buffer_, at_end, phase_);
+  const ReasoningResult& scan = phased.result;
   ReasoningResult out;
   if (scan.reasoning_text.size() > reasoning_sent_) {
     out.reasoning_text = scan.reasoning_text.substr(reasoning_sent_);
@@ -227,6 +259,12 @@ ReasoningResult ReasoningStream::Emit(bool at_end) {
   if (scan.normal_text.size() > normal_sent_) {
     out.normal_text = scan.normal_text.substr(normal_sent_);
     normal_sent_ = scan.normal_text.size();
+  }
+  if (phased.settled_text > 0 && !at_end) {
+    buffer_.erase(0, phased.settled_text);
+    reasoning_sent_ -= phased.settled_reasoning;
+    normal_sent_ -= phased.settled_normal;
+    phase_ = phased.next;
   }
   return out;
 }

@@ -57,6 +57,10 @@ struct ReasoningFormat {
 
 class ReasoningParser;
 
+// Where a scan of the output's remaining text starts: at the beginning, inside the thinking
+// block (its start already read), or in the answer (everything after is content).
+enum class ReasoningPhase { kBegin, kThinking, kAnswer };
+
 class ReasoningStream {
  public:
   ReasoningStream(const ReasoningParser* parser);
@@ -64,13 +68,16 @@ class ReasoningStream {
   ReasoningResult Feed(std::string_view delta);
   // The output ended: releases held-back text (an unfinished thinking block is thinking).
   ReasoningResult Finish();
+  // Bytes of the output kept to be read again (what is not settled yet).
+  size_t buffered() const { return buffer_.size(); }
 
  private:
   ReasoningResult Emit(bool at_end);
 
   const ReasoningParser* parser_;
-  std::string buffer_;
-  size_t reasoning_sent_ = 0;
+  std::string buffer_;  // the text not yet settled, read from phase_
+  ReasoningPhase phase_ = ReasoningPhase::kBegin;
+  size_t reasoning_sent_ = 0;  // of buffer_'s scan
   size_t normal_sent_ = 0;
   bool finished_ = false;
 };
@@ -100,6 +107,18 @@ class ReasoningParser {
                   ReasoningParserOptions options);
   // The final parts of `text` as a stream sees them (see the header comment).
   ReasoningResult Scan(std::string_view text, bool at_end) const;
+  // Scan of the text that remains from `phase` on, with what a stream may forget: text[0,
+  // settled_text) gave the first settled_reasoning / settled_normal bytes of the result, and a
+  // scan of the rest from `next` gives the remainder. Think tags and append-think settle as they
+  // go; harmony settles nothing.
+  struct PhasedScan {
+    ReasoningResult result;
+    size_t settled_text = 0;
+    size_t settled_reasoning = 0;
+    size_t settled_normal = 0;
+    ReasoningPhase next = ReasoningPhase::kBegin;
+  };
+  PhasedScan ScanFrom(std::string_view text, bool at_end, ReasoningPhase phase) const;
 
   std::string name_;
   Kind kind_;

@@ -70,6 +70,33 @@ void AppendHeldBack(std::string_view text, bool at_end,
   normal += text.substr(0, text.size() - hold);
 }
 
+void SettlePlainTail(std::string_view text, size_t from, size_t normal_before,
+                     std::string_view removed, std::initializer_list<std::string_view> markers,
+                     ToolCallScan& scan) {
+  size_t margin = removed.size();
+  for (std::string_view m : markers) margin = std::max(margin, m.size());
+  if (text.size() < from + margin + 1) return;
+  const size_t p = text.size() - margin;
+  auto crosses = [&](std::string_view m) {
+    if (m.empty()) return false;
+    for (size_t s = p >= m.size() ? p - (m.size() - 1) : 0; s < p; ++s) {
+      if (text.compare(s, m.size(), m) == 0) return true;
+    }
+    return false;
+  };
+  if (crosses(removed)) return;
+  for (std::string_view m : markers) {
+    if (crosses(m)) return;
+  }
+  const std::string_view settled = text.substr(from, p - from);
+  const size_t normal =
+      normal_before + (removed.empty() ? settled.size() : RemoveAll(settled, removed).size());
+  if (normal > scan.normal.size()) return;
+  scan.settled_text = p;
+  scan.settled_normal = normal;
+  scan.settled_calls = scan.calls.size();
+}
+
 Json SchemaProperties(const Json& schema) {
   if (!schema.is_object()) return Json::object();
   auto it = schema.find("properties");

@@ -33,6 +33,14 @@ struct ScannedCall {
 struct ToolCallScan {
   std::string normal;
   std::vector<ScannedCall> calls;
+  // What the stream may forget (0: nothing): text[0, settled_text) produced the first
+  // settled_normal bytes of `normal` and the first settled_calls calls (all complete), and a
+  // Scan of text[settled_text, ...) alone reports the rest -- the format reads what follows that
+  // point as it reads a fresh output. Lets a stream scan only what is still open instead of the
+  // whole text on every delta.
+  size_t settled_text = 0;
+  size_t settled_normal = 0;
+  size_t settled_calls = 0;
 };
 
 // The tools of one request, looked up by name.
@@ -103,6 +111,15 @@ std::string RemoveAll(std::string_view text, std::string_view marker);
 // become one of `markers` (unless at_end).
 void AppendHeldBack(std::string_view text, bool at_end,
                     std::initializer_list<std::string_view> markers, std::string& normal);
+
+// For a Scan's plain tail: text[from, ...) holds no call opener and went to `normal` (after
+// `normal_before` bytes) with every `removed` marker dropped and a tail that may still become one
+// of `markers` held back. Settles the scan (see ToolCallScan) at a point of that tail no marker
+// occurrence crosses, short of anything held back, with every call so far. Only for formats
+// that read text after a finished call (and after plain text) as they read a fresh output.
+void SettlePlainTail(std::string_view text, size_t from, size_t normal_before,
+                     std::string_view removed, std::initializer_list<std::string_view> markers,
+                     ToolCallScan& scan);
 
 // The `properties` of a tool's parameters schema, descending into anyOf/oneOf/allOf when the
 // top level has none (SGLang's get_schema_properties).

@@ -93,15 +93,23 @@ ToolCallStreamResult ToolCallStream::Emit(bool at_end) {
   }
   for (size_t i = 0; i < scan.calls.size(); ++i) {
     const ScannedCall& call = scan.calls[i];
+    const int index = calls_settled_ + static_cast<int>(i);
     if (i >= args_sent_.size()) {
-      result.calls.push_back(ToolCallDelta{static_cast<int>(i), call.name, ""});
+      result.calls.push_back(ToolCallDelta{index, call.name, ""});
       args_sent_.push_back(0);
     }
     if (call.arguments.size() > args_sent_[i]) {
       result.calls.push_back(
-          ToolCallDelta{static_cast<int>(i), std::nullopt, call.arguments.substr(args_sent_[i])});
+          ToolCallDelta{index, std::nullopt, call.arguments.substr(args_sent_[i])});
       args_sent_[i] = call.arguments.size();
     }
+  }
+  if (scan.settled_text > 0 && !at_end) {
+    buffer_.erase(0, scan.settled_text);
+    normal_sent_ -= scan.settled_normal;
+    args_sent_.erase(args_sent_.begin(),
+                     args_sent_.begin() + static_cast<std::ptrdiff_t>(scan.settled_calls));
+    calls_settled_ += static_cast<int>(scan.settled_calls);
   }
   return result;
 }

@@ -84,14 +84,17 @@ class ToolCallStream {
   ToolCallStreamResult Feed(std::string_view delta);
   // The output ended: releases held-back text (a marker that never completed is content).
   ToolCallStreamResult Finish();
+  // Bytes of the output kept to be read again (what the format has not settled yet).
+  size_t buffered() const { return buffer_.size(); }
 
  private:
   ToolCallStreamResult Emit(bool at_end);
 
   std::shared_ptr<const ToolCallFormat> format_;
-  std::string buffer_;
-  size_t normal_sent_ = 0;
-  std::vector<size_t> args_sent_;  // per emitted call
+  std::string buffer_;             // the text not yet settled (see ToolCallScan)
+  size_t normal_sent_ = 0;         // content sent from buffer_'s scan
+  std::vector<size_t> args_sent_;  // per call of buffer_'s scan that was emitted
+  int calls_settled_ = 0;          // calls before buffer_ (their indices come first)
   bool finished_ = false;
 };
 

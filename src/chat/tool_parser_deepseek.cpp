@@ -71,6 +71,7 @@ class DeepSeekFormat : public ToolCallFormat {
     size_t begin = text.find(kCallsBegin);
     if (begin == std::string_view::npos) {
       AppendHeldBack(text, at_end, {kCallsBegin}, scan.normal);
+      SettlePlainTail(text, 0, 0, {}, {kCallsBegin}, scan);
       return scan;
     }
     scan.normal = std::string(text.substr(0, begin));

@@ -59,7 +59,9 @@ class Glm45Format : public ToolCallFormat {
     while (true) {
       size_t start = text.find(kStart, pos);
       if (start == std::string_view::npos) {
+        const size_t normal_before = scan.normal.size();
         AppendHeldBack(RemoveAll(text.substr(pos), kEnd), at_end, {kStart, kEnd}, scan.normal);
+        SettlePlainTail(text, pos, normal_before, kEnd, {kStart}, scan);
         return scan;
       }
       scan.normal += RemoveAll(text.substr(pos, start - pos), kEnd);

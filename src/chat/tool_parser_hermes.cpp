@@ -58,7 +58,9 @@ class JsonBlockFormat : public ToolCallFormat {
       if (at == std::string_view::npos) {
         // Stray closing tags are dropped from content, as SGLang's streaming does.
         std::string rest = RemoveAll(text.substr(pos), close);
+        const size_t normal_before = scan.normal.size();
         AppendHeldBack(rest, at_end, {bot_, close}, scan.normal);
+        SettlePlainTail(text, pos, normal_before, close, {bot_}, scan);
         return scan;
       }
       scan.normal += RemoveAll(text.substr(pos, at - pos), close);

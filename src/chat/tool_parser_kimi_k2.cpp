@@ -58,6 +58,7 @@ class KimiK2Format : public ToolCallFormat {
     size_t start = std::min(section, first_call);
     if (start == std::string_view::npos) {
       AppendHeldBack(text, at_end, {kSectionBegin, kCallBegin}, scan.normal);
+      SettlePlainTail(text, 0, 0, {}, {kSectionBegin, kCallBegin}, scan);
       return scan;
     }
     scan.normal = std::string(text.substr(0, start));

@@ -83,6 +83,10 @@ class Llama3Format : public ToolCallFormat {
       pos = 0;
     } else {
       AppendHeldBack(text, at_end, {kPythonTag}, scan.normal);
+      SettlePlainTail(text, 0, 0, {}, {kPythonTag}, scan);
+      // Only an output that starts with '{' is a bare JSON call: never resume at one.
+      while (scan.settled_text > 0 && text[scan.settled_text] == '{') --scan.settled_text;
+      scan.settled_normal = scan.settled_text;
       return scan;
     }
     while (true) {

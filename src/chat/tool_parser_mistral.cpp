@@ -101,6 +101,7 @@ class MistralFormat : public ToolCallFormat {
     size_t marker = text.find(kMarker);
     if (marker == std::string_view::npos) {
       AppendHeldBack(text, at_end, {kMarker}, scan.normal);
+      SettlePlainTail(text, 0, 0, {}, {kMarker}, scan);
       return scan;
     }
     scan.normal = std::string(text.substr(0, marker));

@@ -72,7 +72,9 @@ class Qwen3CoderFormat : public ToolCallFormat {
     while (true) {
       size_t block = text.find(kBlockStart, pos);
       if (block == std::string_view::npos) {
+        const size_t normal_before = scan.normal.size();
         AppendHeldBack(text.substr(pos), at_end, {kBlockStart}, scan.normal);
+        SettlePlainTail(text, pos, normal_before, {}, {kBlockStart}, scan);
         return scan;
       }
       scan.normal += text.substr(pos, block - pos);

@@ -57,6 +57,7 @@ class Step3Format : public ToolCallFormat {
     size_t begin = text.find(kBegin);
     if (begin == std::string_view::npos) {
       AppendHeldBack(text, at_end, {kBegin}, scan.normal);
+      SettlePlainTail(text, 0, 0, {}, {kBegin}, scan);
       return scan;
     }
     scan.normal = std::string(text.substr(0, begin));

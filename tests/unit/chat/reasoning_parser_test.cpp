@@ -143,3 +143,53 @@ TEST(ReasoningParserTest, PartialEndTokenIsHeldBack) {
 
 }  // namespace
 }  // namespace radixserve::chat
+
+namespace radixserve::chat {
+namespace {
+
+// Long thinking and a long answer, with partial markers inside: the stream settles as it goes
+// (keeping only a short tail for the think-tag parsers), and any split streams what one delta
+// does.
+TEST(ReasoningParserTest, LongOutputsAreSettledAndStreamTheSame) {
+  std::string filler;
+  for (int i = 0; filler.size() < 6000; ++i) {
+    filler += "step " + std::to_string(i) + ": <thi </thin <tool_ca ◁/thi\n";
+  }
+  for (const char* name : {"deepseek-r1", "qwen3", "kimi", "minimax-append-think", "gpt-oss"}) {
+    for (bool forced : {false, true}) {
+      ReasoningParserOptions options;
+      options.force_reasoning = forced;
+      auto parser = ReasoningParser::Create(name, options);
+      ASSERT_TRUE(parser.ok());
+      const ReasoningFormat& f = (*parser)->format();
+      const std::string text = f.think_start + filler + f.think_end + filler;
+      ReasoningResult parsed = (*parser)->Parse(text);
+      std::mt19937 rng(5);
+      std::uniform_int_distribution<size_t> len(1, 7);
+      ReasoningStream stream = (*parser)->NewStream();
+      std::string reasoning, normal;
+      size_t most_buffered = 0;
+      for (size_t pos = 0; pos < text.size();) {
+        size_t n = len(rng);
+        while (pos + n < text.size() && (static_cast<unsigned char>(text[pos + n]) & 0xC0) == 0x80)
+          ++n;
+        ReasoningResult r = stream.Feed(text.substr(pos, n));
+        reasoning += r.reasoning_text;
+        normal += r.normal_text;
+        most_buffered = std::max(most_buffered, stream.buffered());
+        pos += n;
+      }
+      ReasoningResult r = stream.Finish();
+      reasoning += r.reasoning_text;
+      normal += r.normal_text;
+      EXPECT_EQ(reasoning, parsed.reasoning_text) << name << " forced=" << forced;
+      EXPECT_EQ(normal, parsed.normal_text) << name << " forced=" << forced;
+      if (std::string(name) != "gpt-oss") {
+        EXPECT_LT(most_buffered, 64u) << name << " forced=" << forced;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace radixserve::chat

@@ -243,6 +243,38 @@ TEST_P(ToolCallParserCase, ParsesAsDocumentedAndStreamsTheSameInEverySplit) {
   }
 }
 
+// Long content around the calls, with marker-like fragments and a stray closing tag: the stream
+// settles what is final as it goes, so it keeps only a short tail of the text (except pythonic
+// and gpt-oss, which rescan), and every split still streams what one delta streams.
+TEST_P(ToolCallParserCase, LongContentIsSettledAndStreamsTheSame) {
+  Case c = Cases()[GetParam()];
+  auto parser = ToolCallParser::Create(c.parser, Tools());
+  ASSERT_TRUE(parser.ok()) << parser.status().message();
+  std::string prose;
+  for (int i = 0; prose.size() < 4000; ++i) {
+    prose += "Line " + std::to_string(i) +
+             ": a <tool_ b [TOOL c <｜tool d <|python e ` f } g </tool_call> h <function i\n";
+  }
+  const std::string text = prose + c.text + prose;
+  Streamed whole = Stream(**parser, {text});
+  const bool settles = c.parser != "pythonic" && c.parser != "gpt-oss";
+  std::mt19937 rng(77 + static_cast<unsigned>(GetParam()));
+  for (size_t max_chars : {size_t(1), size_t(9)}) {
+    ToolCallStream stream = (*parser)->NewStream();
+    size_t most_buffered = 0;
+    for (const std::string& chunk : Split(prose, rng, max_chars)) {
+      stream.Feed(chunk);
+      most_buffered = std::max(most_buffered, stream.buffered());
+    }
+    if (settles) {
+      EXPECT_LT(most_buffered, 200u) << c.parser << " kept " << most_buffered;
+    }
+    Streamed s = Stream(**parser, Split(text, rng, max_chars));
+    EXPECT_EQ(s.calls, whole.calls) << c.parser << ", pieces of up to " << max_chars;
+    EXPECT_EQ(s.normal, whole.normal) << c.parser << ", pieces of up to " << max_chars;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, ToolCallParserCase, ::testing::Range(size_t(0), Cases().size()));
 
 TEST(ToolCallParserTest, UnknownNameListsTheValidOnes) {
