@@ -55,8 +55,9 @@ std::string_view Strip(std::string_view s) {
 }
 
 // Plain text between messages: structural tokens dropped, and a lone "commentary" right after a
-// <|call|> (filler before the next message) skipped.
-void AddText(std::string_view text, bool after_call, std::vector<HarmonySegment>& out) {
+// <|call|> (filler before the next message) skipped. Returns whether its last piece follows a
+// <|call|>.
+bool AddText(std::string_view text, bool after_call, std::vector<HarmonySegment>& out) {
   std::string kept;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -69,6 +70,7 @@ void AddText(std::string_view text, bool after_call, std::vector<HarmonySegment>
     pos = at + tok.size();
   }
   if (!kept.empty()) out.push_back(HarmonySegment{HarmonySegment::Kind::kText, kept, "", "", true});
+  return after_call;
 }
 
 // Whether `text` starts (case-insensitively) with `word`; `partial` is set when `text` is shorter
@@ -163,24 +165,54 @@ bool ScanHarmonyText(std::string_view text, bool at_end, std::vector<HarmonySegm
 
 }  // namespace
 
-std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
-  std::vector<HarmonySegment> out;
-  if (text.find(kStart) == std::string_view::npos &&
+HarmonyScan ScanHarmonyFrom(std::string_view text, bool at_end, HarmonyCursor from) {
+  HarmonyScan scan;
+  std::vector<HarmonySegment>& out = scan.segments;
+  using Where = HarmonyCursor::Where;
+  if (from.where == Where::kBegin && text.find(kStart) == std::string_view::npos &&
       text.find(kChannel) == std::string_view::npos && ScanHarmonyText(text, at_end, out)) {
-    return out;
+    return scan;  // the text fallback settles nothing
   }
+  // Records a settle point: `at` ends what the segments so far report, and nothing later is
+  // reported; the scan resumes there from `cursor`.
+  auto settle = [&](size_t at, HarmonyCursor cursor) {
+    scan.settled_text = at;
+    scan.settled_segments = out.size();
+    scan.next = cursor;
+  };
   size_t pos = 0;
-  bool after_call = false;
+  bool after_call = from.after_call;
+  if (from.where == Where::kInAnalysis || from.where == Where::kInFinal) {
+    // Inside the content of a message whose header was read before.
+    const bool final = from.where == Where::kInFinal;
+    auto [end, term] =
+        final ? FindFirst(text, 0, {kReturn, kEnd}) : FindFirst(text, 0, {kEnd, kCall});
+    const HarmonySegment::Kind kind =
+        final ? HarmonySegment::Kind::kContent : HarmonySegment::Kind::kReasoning;
+    if (end == std::string_view::npos) {
+      const size_t shown = text.size() - HoldBack(text, at_end);
+      out.push_back(HarmonySegment{kind, std::string(text.substr(0, shown)), "", "", false});
+      settle(shown, from);
+      return scan;
+    }
+    out.push_back(HarmonySegment{kind, std::string(text.substr(0, end)), "", "", true});
+    after_call = term == kCall;
+    pos = end + term.size();
+    settle(pos, {Where::kBetween, after_call});
+  }
   while (pos < text.size()) {
     auto [block, opener] = FindFirst(text, pos, {kStart, kChannel});
     if (block == std::string_view::npos) {
       std::string_view rest = text.substr(pos);
-      AddText(rest.substr(0, rest.size() - HoldBack(rest, at_end)), after_call, out);
-      return out;
+      const size_t shown = rest.size() - HoldBack(rest, at_end);
+      // A piece right after a <|call|> may still turn out to be "commentary" filler.
+      if (!AddText(rest.substr(0, shown), after_call, out)) settle(pos + shown, {Where::kBetween});
+      return scan;
     }
-    AddText(text.substr(pos, block - pos), after_call, out);
+    after_call = AddText(text.substr(pos, block - pos), after_call, out);
+    settle(block, {Where::kBetween, after_call});
     size_t message = text.find(kMessage, block + opener.size());
-    if (message == std::string_view::npos) return out;  // header still being written
+    if (message == std::string_view::npos) return scan;  // header still being written
     size_t channel = text.find(kChannel, block);
     std::string header;
     std::string type;
@@ -207,9 +239,14 @@ std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
         seg.content = std::string(body.substr(0, body.size() - HoldBack(body, at_end)));
         seg.header = header;
         seg.complete = false;
+        const size_t shown = content + seg.content.size();
         out.push_back(std::move(seg));
+        // A message with a recipient may end as a tool call, reported whole: never cut in it.
+        if (header.find("to=") == std::string::npos) {
+          settle(shown, {type == "final" ? Where::kInFinal : Where::kInAnalysis});
+        }
       }
-      return out;
+      return scan;
     }
     HarmonySegment seg;
     seg.content = std::string(text.substr(content, end - content));
@@ -225,8 +262,13 @@ std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
     out.push_back(std::move(seg));
     after_call = term == kCall;
     pos = end + term.size();
+    settle(pos, {Where::kBetween, after_call});
   }
-  return out;
+  return scan;
+}
+
+std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end) {
+  return ScanHarmonyFrom(text, at_end, HarmonyCursor{}).segments;
 }
 
 }  // namespace radixserve::chat

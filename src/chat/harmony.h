@@ -36,4 +36,27 @@ struct HarmonySegment {
 // (complete = false); other open messages are held back (and dropped at the end, as SGLang).
 std::vector<HarmonySegment> ScanHarmony(std::string_view text, bool at_end);
 
+// Where a scan of an output's remaining text resumes: its beginning, between messages (after a
+// <|call|> or not), or inside the content of an analysis or final message.
+struct HarmonyCursor {
+  enum class Where { kBegin, kBetween, kInAnalysis, kInFinal };
+  Where where = Where::kBegin;
+  bool after_call = false;  // kBetween
+};
+
+struct HarmonyScan {
+  std::vector<HarmonySegment> segments;
+  // What a stream may forget (0: nothing): text[0, settled_text) is reported by exactly the
+  // first settled_segments segments, and scanning the rest from `next` reports what follows.
+  // Never inside a message with a recipient (it may end as a tool call, reported whole) or the
+  // text fallback. An analysis message resumed inside its content and ended by <|call|> is
+  // reported as thinking, not as a call.
+  size_t settled_text = 0;
+  size_t settled_segments = 0;
+  HarmonyCursor next;
+};
+
+// ScanHarmony on the text that remains from `from` on.
+HarmonyScan ScanHarmonyFrom(std::string_view text, bool at_end, HarmonyCursor from);
+
 }  // namespace radixserve::chat

@@ -154,7 +154,8 @@ ReasoningResult ReasoningParser::Scan(std::string_view text, bool at_end) const 
 }
 
 ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, bool at_end,
-                                                      ReasoningPhase phase) const {
+                                                      ReasoningPhase phase,
+                                                      const HarmonyCursor& harmony) const {
   PhasedScan scan;
   ReasoningResult& r = scan.result;
   // Everything read so far is final and what follows continues from `next`.
@@ -175,7 +176,9 @@ ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, boo
     return scan;
   }
   if (kind_ == Kind::kHarmony) {
-    for (const HarmonySegment& seg : ScanHarmony(text, at_end)) {
+    HarmonyScan harmony_scan = ScanHarmonyFrom(text, at_end, harmony);
+    for (size_t i = 0; i < harmony_scan.segments.size(); ++i) {
+      const HarmonySegment& seg = harmony_scan.segments[i];
       if (seg.kind == HarmonySegment::Kind::kReasoning) {
         r.reasoning_text += seg.content;
       } else if (seg.kind == HarmonySegment::Kind::kToolCall) {
@@ -183,6 +186,15 @@ ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, boo
       } else {
         r.normal_text += seg.content;
       }
+      if (i + 1 == harmony_scan.settled_segments) {
+        scan.settled_reasoning = r.reasoning_text.size();
+        scan.settled_normal = r.normal_text.size();
+      }
+    }
+    if (harmony_scan.settled_text > 0) {
+      scan.settled_text = harmony_scan.settled_text;
+      scan.next = ReasoningPhase::kThinking;  // unused by harmony; not kAnswer
+      scan.next_harmony = harmony_scan.next;
     }
     return scan;
   }
@@ -249,7 +261,7 @@ ReasoningResult ReasoningStream::Finish() {
 }
 
 ReasoningResult ReasoningStream::Emit(bool at_end) {
-  ReasoningParser::PhasedScan phased = parser_->ScanFrom(buffer_, at_end, phase_);
+  ReasoningParser::PhasedScan phased = parser_->ScanFrom(buffer_, at_end, phase_, harmony_);
   const ReasoningResult& scan = phased.result;
   ReasoningResult out;
   if (scan.reasoning_text.size() > reasoning_sent_) {
@@ -265,6 +277,7 @@ ReasoningResult ReasoningStream::Emit(bool at_end) {
     reasoning_sent_ -= phased.settled_reasoning;
     normal_sent_ -= phased.settled_normal;
     phase_ = phased.next;
+    harmony_ = phased.next_harmony;
   }
   return out;
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "chat/harmony.h"
 #include "common/status.h"
 
 namespace radixserve::chat {
@@ -75,8 +76,9 @@ class ReasoningStream {
   ReasoningResult Emit(bool at_end);
 
   const ReasoningParser* parser_;
-  std::string buffer_;  // the text not yet settled, read from phase_
+  std::string buffer_;  // the text not yet settled, read from phase_ (harmony_ for gpt-oss)
   ReasoningPhase phase_ = ReasoningPhase::kBegin;
+  HarmonyCursor harmony_;
   size_t reasoning_sent_ = 0;  // of buffer_'s scan
   size_t normal_sent_ = 0;
   bool finished_ = false;
@@ -110,15 +112,17 @@ class ReasoningParser {
   // Scan of the text that remains from `phase` on, with what a stream may forget: text[0,
   // settled_text) gave the first settled_reasoning / settled_normal bytes of the result, and a
   // scan of the rest from `next` gives the remainder. Think tags and append-think settle as they
-  // go; harmony settles nothing.
+  // go; harmony resumes from its own cursor (see ScanHarmonyFrom).
   struct PhasedScan {
     ReasoningResult result;
     size_t settled_text = 0;
     size_t settled_reasoning = 0;
     size_t settled_normal = 0;
     ReasoningPhase next = ReasoningPhase::kBegin;
+    HarmonyCursor next_harmony;
   };
-  PhasedScan ScanFrom(std::string_view text, bool at_end, ReasoningPhase phase) const;
+  PhasedScan ScanFrom(std::string_view text, bool at_end, ReasoningPhase phase,
+                      const HarmonyCursor& harmony = {}) const;
 
   std::string name_;
   Kind kind_;

@@ -71,29 +71,37 @@ void AppendHeldBack(std::string_view text, bool at_end,
 }
 
 void SettlePlainTail(std::string_view text, size_t from, size_t normal_before,
-                     std::string_view removed, std::initializer_list<std::string_view> markers,
-                     ToolCallScan& scan) {
-  size_t margin = removed.size();
+                     std::initializer_list<std::string_view> removed,
+                     std::initializer_list<std::string_view> markers, ToolCallScan& scan,
+                     size_t (*adjust)(std::string_view text, size_t cut)) {
+  size_t margin = 0;
+  for (std::string_view m : removed) margin = std::max(margin, m.size());
   for (std::string_view m : markers) margin = std::max(margin, m.size());
   if (text.size() < from + margin + 1) return;
-  const size_t p = text.size() - margin;
+  size_t p = text.size() - margin;
+  if (adjust != nullptr) p = adjust(text, p);
+  if (p <= from) return;
   auto crosses = [&](std::string_view m) {
-    if (m.empty()) return false;
     for (size_t s = p >= m.size() ? p - (m.size() - 1) : 0; s < p; ++s) {
       if (text.compare(s, m.size(), m) == 0) return true;
     }
     return false;
   };
-  if (crosses(removed)) return;
   for (std::string_view m : markers) {
     if (crosses(m)) return;
   }
-  const std::string_view settled = text.substr(from, p - from);
-  const size_t normal =
-      normal_before + (removed.empty() ? settled.size() : RemoveAll(settled, removed).size());
-  if (normal > scan.normal.size()) return;
+  auto clean = [&](std::string_view part) {
+    std::string out(part);
+    for (std::string_view m : removed) out = RemoveAll(out, m);
+    return out;
+  };
+  // The content of the settled part is final only if cleaning the two parts apart gives what
+  // cleaning the whole tail gives (no removed marker crosses the cut, none forms across it).
+  const std::string head = clean(text.substr(from, p - from));
+  if (head + clean(text.substr(p)) != clean(text.substr(from))) return;
+  if (normal_before + head.size() > scan.normal.size()) return;
   scan.settled_text = p;
-  scan.settled_normal = normal;
+  scan.settled_normal = normal_before + head.size();
   scan.settled_calls = scan.calls.size();
 }
 

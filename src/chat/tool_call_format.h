@@ -11,6 +11,7 @@
 // arguments. Formats are immutable and shared across threads.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,7 @@ struct ToolCallScan {
   size_t settled_text = 0;
   size_t settled_normal = 0;
   size_t settled_calls = 0;
+  uint32_t next_state = 0;  // where ScanFrom resumes at settled_text (format-defined; 0: fresh)
 };
 
 // The tools of one request, looked up by name.
@@ -67,6 +69,11 @@ class ToolCallFormat {
 
   virtual ToolCallParseResult ParseComplete(std::string_view text) const = 0;
   virtual ToolCallScan Scan(std::string_view text, bool at_end) const = 0;
+  // Scan of text that resumes a settled one in `state` (a ToolCallScan::next_state); formats
+  // that only settle at fresh points keep this default.
+  virtual ToolCallScan ScanFrom(std::string_view text, bool at_end, uint32_t /*state*/) const {
+    return Scan(text, at_end);
+  }
   virtual bool HasToolCall(std::string_view text) const = 0;
   virtual std::optional<ToolCallStructure> Structure(std::string_view /*name*/) const {
     return std::nullopt;
@@ -113,13 +120,15 @@ void AppendHeldBack(std::string_view text, bool at_end,
                     std::initializer_list<std::string_view> markers, std::string& normal);
 
 // For a Scan's plain tail: text[from, ...) holds no call opener and went to `normal` (after
-// `normal_before` bytes) with every `removed` marker dropped and a tail that may still become one
-// of `markers` held back. Settles the scan (see ToolCallScan) at a point of that tail no marker
-// occurrence crosses, short of anything held back, with every call so far. Only for formats
+// `normal_before` bytes) with every `removed` marker dropped (in that order) and a tail that may
+// still become a marker held back. Settles the scan (see ToolCallScan) with every call so far at
+// a cut short of anything held back that no marker crosses, where the content of what precedes
+// it is final; `adjust` may move the cut left (a format's own opener pattern). Only for formats
 // that read text after a finished call (and after plain text) as they read a fresh output.
 void SettlePlainTail(std::string_view text, size_t from, size_t normal_before,
-                     std::string_view removed, std::initializer_list<std::string_view> markers,
-                     ToolCallScan& scan);
+                     std::initializer_list<std::string_view> removed,
+                     std::initializer_list<std::string_view> markers, ToolCallScan& scan,
+                     size_t (*adjust)(std::string_view text, size_t cut) = nullptr);
 
 // The `properties` of a tool's parameters schema, descending into anyOf/oneOf/allOf when the
 // top level has none (SGLang's get_schema_properties).

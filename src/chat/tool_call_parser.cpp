@@ -83,7 +83,7 @@ ToolCallStreamResult ToolCallStream::Finish() {
 }
 
 ToolCallStreamResult ToolCallStream::Emit(bool at_end) {
-  ToolCallScan scan = format_->Scan(buffer_, at_end);
+  ToolCallScan scan = format_->ScanFrom(buffer_, at_end, state_);
   ToolCallStreamResult result;
   // A format's Scan only ever extends what it reported before; anything else would be a bug in
   // the format, and emitting nothing is the safe answer.
@@ -110,6 +110,7 @@ ToolCallStreamResult ToolCallStream::Emit(bool at_end) {
     args_sent_.erase(args_sent_.begin(),
                      args_sent_.begin() + static_cast<std::ptrdiff_t>(scan.settled_calls));
     calls_settled_ += static_cast<int>(scan.settled_calls);
+    state_ = scan.next_state;
   }
   return result;
 }

@@ -95,6 +95,7 @@ class ToolCallStream {
   size_t normal_sent_ = 0;         // content sent from buffer_'s scan
   std::vector<size_t> args_sent_;  // per call of buffer_'s scan that was emitted
   int calls_settled_ = 0;          // calls before buffer_ (their indices come first)
+  uint32_t state_ = 0;             // the format's state at the start of buffer_
   bool finished_ = false;
 };
 

@@ -61,7 +61,7 @@ class Glm45Format : public ToolCallFormat {
       if (start == std::string_view::npos) {
         const size_t normal_before = scan.normal.size();
         AppendHeldBack(RemoveAll(text.substr(pos), kEnd), at_end, {kStart, kEnd}, scan.normal);
-        SettlePlainTail(text, pos, normal_before, kEnd, {kStart}, scan);
+        SettlePlainTail(text, pos, normal_before, {kEnd}, {kStart, kEnd}, scan);
         return scan;
       }
       scan.normal += RemoveAll(text.substr(pos, start - pos), kEnd);

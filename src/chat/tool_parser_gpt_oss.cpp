@@ -40,8 +40,18 @@ class GptOssFormat : public ToolCallFormat {
   }
 
   ToolCallScan Scan(std::string_view text, bool at_end) const override {
+    return ScanFrom(text, at_end, 0);
+  }
+
+  // The state is the harmony cursor: where (bits 0-1) and after_call (bit 2).
+  ToolCallScan ScanFrom(std::string_view text, bool at_end, uint32_t state) const override {
+    HarmonyCursor from;
+    from.where = static_cast<HarmonyCursor::Where>(state & 3);
+    from.after_call = (state & 4) != 0;
+    HarmonyScan harmony = ScanHarmonyFrom(text, at_end, from);
     ToolCallScan scan;
-    for (const HarmonySegment& seg : ScanHarmony(text, at_end)) {
+    for (size_t i = 0; i < harmony.segments.size(); ++i) {
+      const HarmonySegment& seg = harmony.segments[i];
       if (seg.kind == HarmonySegment::Kind::kToolCall) {
         if (auto call = Extract(seg.raw)) {
           scan.calls.push_back(ScannedCall{call->name, call->arguments, true});
@@ -49,6 +59,15 @@ class GptOssFormat : public ToolCallFormat {
       } else if (seg.kind != HarmonySegment::Kind::kReasoning) {
         scan.normal += seg.content;
       }
+      if (i + 1 == harmony.settled_segments) {
+        scan.settled_normal = scan.normal.size();
+        scan.settled_calls = scan.calls.size();
+      }
+    }
+    if (harmony.settled_text > 0) {
+      scan.settled_text = harmony.settled_text;
+      scan.next_state =
+          static_cast<uint32_t>(harmony.next.where) | (harmony.next.after_call ? 4u : 0u);
     }
     return scan;
   }

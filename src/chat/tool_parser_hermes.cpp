@@ -60,7 +60,7 @@ class JsonBlockFormat : public ToolCallFormat {
         std::string rest = RemoveAll(text.substr(pos), close);
         const size_t normal_before = scan.normal.size();
         AppendHeldBack(rest, at_end, {bot_, close}, scan.normal);
-        SettlePlainTail(text, pos, normal_before, close, {bot_}, scan);
+        SettlePlainTail(text, pos, normal_before, {close}, {bot_, close}, scan);
         return scan;
       }
       scan.normal += RemoveAll(text.substr(pos, at - pos), close);

@@ -11,6 +11,12 @@ namespace {
 
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
+// Only an output that starts with '{' is a bare JSON call: a settle cut never lands on one.
+size_t NotAtBrace(std::string_view text, size_t cut) {
+  while (cut > 0 && text[cut] == '{') --cut;
+  return cut;
+}
+
 class Llama3Format : public ToolCallFormat {
  public:
   using ToolCallFormat::ToolCallFormat;
@@ -83,10 +89,7 @@ class Llama3Format : public ToolCallFormat {
       pos = 0;
     } else {
       AppendHeldBack(text, at_end, {kPythonTag}, scan.normal);
-      SettlePlainTail(text, 0, 0, {}, {kPythonTag}, scan);
-      // Only an output that starts with '{' is a bare JSON call: never resume at one.
-      while (scan.settled_text > 0 && text[scan.settled_text] == '{') --scan.settled_text;
-      scan.settled_normal = scan.settled_text;
+      SettlePlainTail(text, 0, 0, {}, {kPythonTag}, scan, NotAtBrace);
       return scan;
     }
     while (true) {

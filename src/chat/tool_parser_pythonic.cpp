@@ -63,6 +63,15 @@ size_t ListEnd(std::string_view text, size_t start) {
   return 0;
 }
 
+// A settle cut never splits '[' + identifier (the start of a possible call list).
+size_t KeepListOpenerWhole(std::string_view text, size_t cut) {
+  size_t i = cut;
+  while (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_')) {
+    --i;
+  }
+  return i > 0 && text[i - 1] == '[' ? i - 1 : cut;
+}
+
 class PythonicFormat : public ToolCallFormat {
  public:
   using ToolCallFormat::ToolCallFormat;
@@ -100,7 +109,10 @@ class PythonicFormat : public ToolCallFormat {
                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_",
                          bracket + 1) == std::string_view::npos;
         std::string_view head = maybe ? rest.substr(0, bracket) : rest;
+        const size_t normal_before = scan.normal.size();
         AppendHeldBack(StripPythonTags(head), at_end, {kStart, kEnd}, scan.normal);
+        SettlePlainTail(text, pos, normal_before, {kStart, kEnd}, {kStart, kEnd}, scan,
+                        KeepListOpenerWhole);
         return scan;
       }
       scan.normal += StripPythonTags(rest.substr(0, start));

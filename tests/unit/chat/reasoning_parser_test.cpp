@@ -148,12 +148,11 @@ namespace radixserve::chat {
 namespace {
 
 // Long thinking and a long answer, with partial markers inside: the stream settles as it goes
-// (keeping only a short tail for the think-tag parsers), and any split streams what one delta
-// does.
+// (keeping only a short tail), and any split streams what one delta does.
 TEST(ReasoningParserTest, LongOutputsAreSettledAndStreamTheSame) {
   std::string filler;
   for (int i = 0; filler.size() < 6000; ++i) {
-    filler += "step " + std::to_string(i) + ": <thi </thin <tool_ca ◁/thi\n";
+    filler += "step " + std::to_string(i) + ": <thi </thin <tool_ca ◁/thi <|en <|chan\n";
   }
   for (const char* name : {"deepseek-r1", "qwen3", "kimi", "minimax-append-think", "gpt-oss"}) {
     for (bool forced : {false, true}) {
@@ -162,7 +161,11 @@ TEST(ReasoningParserTest, LongOutputsAreSettledAndStreamTheSame) {
       auto parser = ReasoningParser::Create(name, options);
       ASSERT_TRUE(parser.ok());
       const ReasoningFormat& f = (*parser)->format();
-      const std::string text = f.think_start + filler + f.think_end + filler;
+      const std::string text = std::string(name) == "gpt-oss"
+                                   ? "<|channel|>analysis<|message|>" + filler +
+                                         "<|end|><|start|>assistant<|channel|>final<|message|>" +
+                                         filler + "<|return|>"
+                                   : f.think_start + filler + f.think_end + filler;
       ReasoningResult parsed = (*parser)->Parse(text);
       std::mt19937 rng(5);
       std::uniform_int_distribution<size_t> len(1, 7);
@@ -184,9 +187,7 @@ TEST(ReasoningParserTest, LongOutputsAreSettledAndStreamTheSame) {
       normal += r.normal_text;
       EXPECT_EQ(reasoning, parsed.reasoning_text) << name << " forced=" << forced;
       EXPECT_EQ(normal, parsed.normal_text) << name << " forced=" << forced;
-      if (std::string(name) != "gpt-oss") {
-        EXPECT_LT(most_buffered, 64u) << name << " forced=" << forced;
-      }
+      EXPECT_LT(most_buffered, 64u) << name << " forced=" << forced;
     }
   }
 }

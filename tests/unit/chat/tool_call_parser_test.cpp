@@ -244,8 +244,8 @@ TEST_P(ToolCallParserCase, ParsesAsDocumentedAndStreamsTheSameInEverySplit) {
 }
 
 // Long content around the calls, with marker-like fragments and a stray closing tag: the stream
-// settles what is final as it goes, so it keeps only a short tail of the text (except pythonic
-// and gpt-oss, which rescan), and every split still streams what one delta streams.
+// settles what is final as it goes, so it keeps only a short tail of the text, and every split
+// still streams what one delta streams.
 TEST_P(ToolCallParserCase, LongContentIsSettledAndStreamsTheSame) {
   Case c = Cases()[GetParam()];
   auto parser = ToolCallParser::Create(c.parser, Tools());
@@ -257,7 +257,6 @@ TEST_P(ToolCallParserCase, LongContentIsSettledAndStreamsTheSame) {
   }
   const std::string text = prose + c.text + prose;
   Streamed whole = Stream(**parser, {text});
-  const bool settles = c.parser != "pythonic" && c.parser != "gpt-oss";
   std::mt19937 rng(77 + static_cast<unsigned>(GetParam()));
   for (size_t max_chars : {size_t(1), size_t(9)}) {
     ToolCallStream stream = (*parser)->NewStream();
@@ -266,9 +265,7 @@ TEST_P(ToolCallParserCase, LongContentIsSettledAndStreamsTheSame) {
       stream.Feed(chunk);
       most_buffered = std::max(most_buffered, stream.buffered());
     }
-    if (settles) {
-      EXPECT_LT(most_buffered, 200u) << c.parser << " kept " << most_buffered;
-    }
+    EXPECT_LT(most_buffered, 200u) << c.parser << " kept " << most_buffered;
     Streamed s = Stream(**parser, Split(text, rng, max_chars));
     EXPECT_EQ(s.calls, whole.calls) << c.parser << ", pieces of up to " << max_chars;
     EXPECT_EQ(s.normal, whole.normal) << c.parser << ", pieces of up to " << max_chars;
