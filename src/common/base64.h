@@ -2,6 +2,7 @@
 // '+' and '/'); both padded with '='.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,5 +12,8 @@ enum class Base64Alphabet { kStandard, kUrlSafe };
 
 std::string Base64Encode(std::string_view bytes,
                          Base64Alphabet alphabet = Base64Alphabet::kStandard);
+
+// The bytes of standard-alphabet base64 text (padding optional); nullopt when malformed.
+std::optional<std::string> Base64Decode(std::string_view text);
 
 }  // namespace radixserve

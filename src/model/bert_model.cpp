@@ -24,7 +24,7 @@ Expected<std::unique_ptr<EncoderModel>> BertModel::Create(ModelConfig config, Po
       config.head_dim * config.num_heads != config.hidden_size) {
     return InvalidArgument("BertModel: hidden_size must be num_attention_heads x head_dim");
   }
-  if (config.context_length > config.max_position_embeddings) {
+  if (config.context_length + config.position_offset > config.max_position_embeddings) {
     return InvalidArgument("BertModel: a context length of " +
                            std::to_string(config.context_length) + " exceeds the model's " +
                            std::to_string(config.max_position_embeddings) + " position embeddings");
@@ -212,7 +212,9 @@ Status BertModel::Encode(const ForwardBatch& batch, ThreadPool* pool, float* hid
       }
       float* row = hidden + t * h;
       kernels::DequantizeRow(word_, batch.token_ids[static_cast<size_t>(t)], row);
-      kernels::DequantizeRow(position_, batch.positions[static_cast<size_t>(t)], pos_row.data());
+      kernels::DequantizeRow(position_,
+                             batch.positions[static_cast<size_t>(t)] + config_.position_offset,
+                             pos_row.data());
       for (int64_t d = 0; d < h; ++d) {
         row[d] += pos_row[static_cast<size_t>(d)] + type_row[static_cast<size_t>(d)];
       }

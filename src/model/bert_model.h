@@ -5,8 +5,13 @@
 // layer is post-norm: bidirectional multi-head attention (biased Q/K/V/O projections) + residual
 // + LayerNorm, then dense + exact erf GELU + dense + residual + LayerNorm.
 //
+// RoBERTa and XLM-RoBERTa (RobertaModel, XLMRobertaModel and their sequence classifiers) are the
+// same network: positions start at ModelConfig::position_offset, one token type, and the
+// classifier head's dense / out_proj load as the pooler and the classifier.
+//
 // All activations are float32; weight matrices stay in their stored float format (or --dtype's).
-// Weights use the HF names (WeightStore keeps them for model_type "bert").
+// Weights use the HF names (WeightStore keeps them for model_type "bert", "roberta" and
+// "xlm-roberta").
 #pragma once
 
 #include <memory>

@@ -346,6 +346,15 @@ Expected<ModelConfig> ParseModelConfig(const json& config, const json* generatio
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "max_position_embeddings", &c.context_length, source));
   RADIX_RETURN_IF_ERROR(RequirePositive(c.context_length, "max_position_embeddings", source));
   c.max_position_embeddings = c.context_length;
+  if (c.model_type == "roberta" || c.model_type == "xlm-roberta") {
+    int64_t pad = 1;
+    RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "pad_token_id", &pad, source));
+    if (pad < 0 || pad + 1 >= c.max_position_embeddings) {
+      return InvalidArgument(source + ": pad_token_id leaves no position embeddings");
+    }
+    c.position_offset = pad + 1;
+    c.context_length = c.max_position_embeddings - c.position_offset;
+  }
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "rms_norm_eps", &c.rms_norm_eps, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "layer_norm_eps", &c.layer_norm_eps, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "type_vocab_size", &c.type_vocab_size, source));

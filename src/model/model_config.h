@@ -46,6 +46,9 @@ struct ModelConfig {
   // max_position_embeddings as the config says it (context_length may be overridden; an
   // encoder's absolute position table has this many rows).
   int64_t max_position_embeddings = 0;
+  // The position-table row of a sequence's first token: RoBERTa and XLM-RoBERTa number positions
+  // from pad_token_id + 1 (their context is that much shorter than the table); 0 elsewhere.
+  int64_t position_offset = 0;
   // The model serves hidden states only (an embedder or a classifier: --is-embedding, a
   // *ForSequenceClassification or a headless *Model checkpoint): the LM head is not loaded and
   // Forward (logits) is refused; ForwardHidden works. Set by the loader, not read from a file.

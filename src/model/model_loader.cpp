@@ -318,7 +318,14 @@ std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype) {
 }
 
 bool IsEncoderArchitecture(std::string_view architecture) {
-  return architecture == "BertModel" || architecture == "BertForSequenceClassification";
+  return architecture == "BertModel" || architecture == "RobertaModel" ||
+         architecture == "XLMRobertaModel" || IsEncoderClassifier(architecture);
+}
+
+bool IsEncoderClassifier(std::string_view architecture) {
+  return architecture == "BertForSequenceClassification" ||
+         architecture == "RobertaForSequenceClassification" ||
+         architecture == "XLMRobertaForSequenceClassification";
 }
 
 Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& options) {
@@ -336,7 +343,9 @@ Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& opti
   if (!IsEncoderArchitecture(config.architecture)) {
     return Unsupported("architecture " + config.architecture +
                        " is not an encoder model (supported encoders: BertModel, "
-                       "BertForSequenceClassification)");
+                       "BertForSequenceClassification, RobertaModel, "
+                       "RobertaForSequenceClassification, XLMRobertaModel, "
+                       "XLMRobertaForSequenceClassification)");
   }
   std::unique_ptr<WeightStore> weights;
   if (options.load_format == "dummy") {
@@ -353,7 +362,7 @@ Expected<std::unique_ptr<EncoderModel>> LoadEncoderModel(const LoadOptions& opti
   PoolingConfig pooling;
   RADIX_ASSIGN_OR_RETURN(pooling, LoadPoolingConfig(cp.folder, PoolingConfig{}));
   ClassifierInfo classifier;
-  if (config.architecture == "BertForSequenceClassification") {
+  if (IsEncoderClassifier(config.architecture)) {
     RADIX_ASSIGN_OR_RETURN(classifier, ReadClassifierInfo(src.config, options.model_path));
   }
   std::unique_ptr<EncoderModel> model;

@@ -53,8 +53,10 @@ Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);
 // for half / float16, kBF16 for bfloat16; nullopt for auto, "" and anything else.
 std::optional<kernels::WeightFormat> DtypeFormat(std::string_view dtype);
 
-// Encoder architectures (BertModel) run through LoadEncoderModel, not LoadModel.
+// Encoder architectures (BERT, RoBERTa, XLM-RoBERTa) run through LoadEncoderModel, not LoadModel.
 bool IsEncoderArchitecture(std::string_view architecture);
+// An encoder with a sequence-classification head (a cross-encoder): BERT, RoBERTa, XLM-RoBERTa.
+bool IsEncoderClassifier(std::string_view architecture);
 
 // An encoder from an HF folder (safetensors, or dummy weights from its config.json), with the
 // pooling its sentence-transformers files declare (CLS without normalization when the folder

@@ -46,6 +46,17 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
     if (name.rfind("pooler.", 0) == 0 || name.rfind("classifier.", 0) == 0) return name;
     return "";
   }
+  if (model_type == "roberta" || model_type == "xlm-roberta") {
+    // (XLM-)RoBERTa: BERT's names under "roberta." in task-head checkpoints. The sequence
+    // classifier's head (dense + tanh, out_proj) is BERT's pooler + classifier in other names;
+    // the base model's own pooler is not used.
+    const std::string name = hf.rfind("roberta.", 0) == 0 ? hf.substr(8) : hf;
+    if (name == "embeddings.position_ids") return "";
+    if (name.rfind("embeddings.", 0) == 0 || name.rfind("encoder.", 0) == 0) return name;
+    if (name.rfind("classifier.dense.", 0) == 0) return "pooler.dense." + name.substr(17);
+    if (name.rfind("classifier.out_proj.", 0) == 0) return "classifier." + name.substr(20);
+    return "";
+  }
   // *ForSequenceClassification's head (a classifier or a reward model).
   if (hf == "score.weight") return "cls_score.weight";
   if (hf == "score.bias") return "cls_score.bias";

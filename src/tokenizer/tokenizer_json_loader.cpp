@@ -4,9 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/base64.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/precompiled_normalizer.h"
 #include "tokenizer/tokenizer_loader.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer/unigram_model.h"
 #include "tokenizer/wordpiece_model.h"
 
 namespace radixserve::tokenizer {
@@ -63,6 +66,14 @@ Expected<std::unique_ptr<Normalizer>> BuildNormalizer(const json& j) {
     }
     RADIX_ASSIGN_OR_RETURN(auto re, Regex::Compile(pat.second));
     return std::unique_ptr<Normalizer>(new ReplaceNormalizer(std::move(re), content));
+  }
+  if (type == "Precompiled") {
+    const json& map = j.at("precompiled_charsmap");
+    if (map.is_null()) return std::unique_ptr<Normalizer>(new SequenceNormalizer({}));
+    auto blob = Base64Decode(map.get<std::string>());
+    if (!blob) return DataLoss("precompiled_charsmap is not base64");
+    RADIX_ASSIGN_OR_RETURN(auto n, PrecompiledNormalizer::Create(std::move(*blob)));
+    return std::unique_ptr<Normalizer>(std::move(n));
   }
   if (type == "BertNormalizer") {
     const bool lowercase = j.value("lowercase", true);
@@ -240,6 +251,26 @@ Expected<std::unique_ptr<Model>> BuildModel(const json& j) {
     return std::unique_ptr<Model>(new WordPieceModel(
         std::move(vocab), *unk, j.value("continuing_subword_prefix", std::string("##")),
         j.value("max_input_chars_per_word", 100)));
+  }
+  if (type == "Unigram") {
+    std::vector<std::pair<std::string, double>> pieces;
+    for (const auto& entry : j.at("vocab")) {
+      if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() ||
+          !entry[1].is_number()) {
+        return DataLoss("malformed Unigram vocab entry");
+      }
+      pieces.emplace_back(entry[0].get<std::string>(), entry[1].get<double>());
+    }
+    std::optional<TokenId> unk;
+    if (j.contains("unk_id") && j.at("unk_id").is_number_integer()) {
+      const int64_t id = j.at("unk_id").get<int64_t>();
+      if (id < 0 || static_cast<size_t>(id) >= pieces.size()) {
+        return DataLoss("Unigram unk_id is outside the vocabulary");
+      }
+      unk = static_cast<TokenId>(id);
+    }
+    return std::unique_ptr<Model>(
+        new UnigramModel(std::move(pieces), unk, j.value("byte_fallback", false)));
   }
   return Unsupported("tokenizer.json model '" + type + "' is not supported");
 }

@@ -23,5 +23,17 @@ TEST(Base64, UrlSafeAlphabet) {
   EXPECT_EQ(Base64Encode(bytes, Base64Alphabet::kUrlSafe), "-_-_");
 }
 
+// Decoding inverts the RFC vectors (padding optional) and refuses what is not base64.
+TEST(Base64, DecodeRfcVectorsAndRejectsMalformedText) {
+  for (const char* text : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
+    EXPECT_EQ(Base64Decode(Base64Encode(text)), std::string(text)) << text;
+  }
+  EXPECT_EQ(Base64Decode("Zm9vYg"), "foob");
+  EXPECT_EQ(Base64Decode("+/+/"), std::string("\xfb\xff\xbf", 3));
+  EXPECT_EQ(Base64Decode("Zm9v!"), std::nullopt);
+  EXPECT_EQ(Base64Decode("Zm9vY"), std::nullopt);
+  EXPECT_EQ(Base64Decode("-_-_"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace radixserve

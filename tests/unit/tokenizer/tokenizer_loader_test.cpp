@@ -35,11 +35,31 @@ TEST(TokenizerLoaderTest, WordPieceJsonEndToEnd) {
 TEST(TokenizerLoaderTest, ErrorsAreValues) {
   EXPECT_EQ(ParseTokenizerJson("{not json", "").status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(
-      ParseTokenizerJson(R"({"model": {"type": "Unigram", "vocab": []}})", "").status().code(),
+      ParseTokenizerJson(R"({"model": {"type": "WordLevel", "vocab": {}}})", "").status().code(),
       StatusCode::kUnsupported);
   EXPECT_EQ(LoadTokenizer("/nonexistent/tokenizer.json").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(LoadGgufTokenizer(kStoriesDir + "/hf/tokenizer.json").status().code(),
             StatusCode::kDataLoss);
+}
+
+// Unigram: the highest-scoring segmentation (worked by hand), unknown characters fused into one
+// unknown token, or spelled as <0xXX> tokens with byte_fallback.
+TEST(TokenizerLoaderTest, UnigramTakesTheBestSegmentation) {
+  auto tok = ParseTokenizerJson(R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [
+      ["<unk>", 0], ["a", -2], ["b", -2], ["ab", -3], ["abc", -10], ["c", -2.5],
+      ["<0x78>", -30], ["<0x79>", -30]]}})",
+                                "");
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ((*tok)->Encode("ab"), (std::vector<TokenId>{3}));      // -3 beats a + b = -4
+  EXPECT_EQ((*tok)->Encode("abc"), (std::vector<TokenId>{3, 5}));  // -5.5 beats abc = -10
+  EXPECT_EQ((*tok)->Encode("xyb"), (std::vector<TokenId>{0, 2}));  // x, y: one <unk>
+  auto bytes = ParseTokenizerJson(R"({"model": {"type": "Unigram", "unk_id": 0,
+      "byte_fallback": true, "vocab": [["<unk>", 0], ["b", -2], ["<0x78>", -30],
+      ["<0x79>", -30]]}})",
+                                  "");
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ((*bytes)->Encode("xyb"), (std::vector<TokenId>{2, 3, 1}));
+  EXPECT_EQ((*bytes)->Encode("zb"), (std::vector<TokenId>{0, 1}));  // no <0x7A>: <unk>
 }
 
 TEST(TokenizerLoaderTest, StoriesJsonAndGgufAgree) {
