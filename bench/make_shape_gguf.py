@@ -21,13 +21,17 @@ The qwen2.5 presets are written as architecture qwen2 (Q/K/V biases, NEOX rotary
 engines read. The MoE presets (olmoe-1b-7b: 64 experts top-8 of width 1024, whole-projection
 QK-norm; qwen3-30b-a3b: 128 experts top-8 of width 768, per-head QK-norm) write stacked
 ffn_{gate,up,down}_exps tensors and a router ffn_gate_inp, as llama.cpp's converter does; with
-random routers every expert is about equally likely.
+random routers every expert is about equally likely. The gpt-oss-20b preset writes llama.cpp's
+gpt-oss layout (Q/K/V/output biases, a sink per head, post-attention norm, router and expert
+biases, sliding window 128 on alternate layers, YaRN x32 from 4096) in BF16 experts; llama-quantize
+MXFP4_MOE then gives the released form (experts MXFP4). --layers keeps the first N blocks (the
+full 24-layer shape is 39 GiB in BF16).
 """
 import argparse
 import pathlib
 
 import numpy as np
-from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
+from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, RopeScalingType
 
 DEFAULT_VOCAB = pathlib.Path.home() / ".cache/radixserve/models/smollm2-135m-instruct-q4_1.gguf"
 
@@ -47,6 +51,10 @@ SHAPES = {
     "qwen3-30b-a3b": dict(arch="qwen3moe", hidden=2048, layers=48, heads=32, kv_heads=4,
                           head_dim=128, ffn=768, dense_ffn=6144, experts=128, top_k=8,
                           theta=1000000.0, eps=1e-6, context=40960, tied=False),
+    "gpt-oss-20b": dict(arch="gpt-oss", hidden=2880, layers=24, heads=64, kv_heads=8,
+                        head_dim=64, ffn=2880, experts=32, top_k=4, theta=150000.0, eps=1e-5,
+                        context=131072, tied=False, window=128, yarn_factor=32.0,
+                        yarn_original=4096),
 }
 STD = 0.02
 CHUNK = 1 << 22  # elements generated at a time
@@ -65,7 +73,7 @@ def tensor_plan(s, vocab):
         plan += [(p + "attn_norm.weight", (H,), "norm"),
                  (p + "attn_q.weight", (q, H), "matrix"), (p + "attn_k.weight", (kv, H), "matrix"),
                  (p + "attn_v.weight", (kv, H), "matrix")]
-        if s["arch"] == "qwen2":
+        if s["arch"] in ("qwen2", "gpt-oss"):
             plan += [(p + "attn_q.bias", (q,), "bias"), (p + "attn_k.bias", (kv,), "bias"),
                      (p + "attn_v.bias", (kv,), "bias")]
         if s["arch"] == "olmoe":  # RMSNorm over the whole Q and K projections
@@ -74,8 +82,21 @@ def tensor_plan(s, vocab):
         if s["arch"] == "qwen3moe":  # per head
             plan += [(p + "attn_q_norm.weight", (D,), "norm"),
                      (p + "attn_k_norm.weight", (D,), "norm")]
-        plan += [(p + "attn_output.weight", (H, q), "matrix"),
-                 (p + "ffn_norm.weight", (H,), "norm")]
+        plan.append((p + "attn_output.weight", (H, q), "matrix"))
+        if s["arch"] == "gpt-oss":
+            plan += [(p + "attn_output.bias", (H,), "bias"),
+                     (p + "attn_sinks.weight", (s["heads"],), "bias"),
+                     (p + "post_attention_norm.weight", (H,), "norm"),
+                     (p + "ffn_gate_inp.weight", (E, H), "matrix"),
+                     (p + "ffn_gate_inp.bias", (E,), "bias"),
+                     (p + "ffn_gate_exps.weight", (E, F, H), "matrix"),
+                     (p + "ffn_gate_exps.bias", (E, F), "bias"),
+                     (p + "ffn_up_exps.weight", (E, F, H), "matrix"),
+                     (p + "ffn_up_exps.bias", (E, F), "bias"),
+                     (p + "ffn_down_exps.weight", (E, H, F), "matrix"),
+                     (p + "ffn_down_exps.bias", (E, H), "bias")]
+            continue
+        plan.append((p + "ffn_norm.weight", (H,), "norm"))
         if E:
             plan += [(p + "ffn_gate_inp.weight", (E, H), "matrix"),
                      (p + "ffn_gate_exps.weight", (E, F, H), "matrix"),
@@ -128,13 +149,16 @@ def main():
     ap.add_argument("--dtype", default="bf16", choices=sorted(FILE_TYPE))
     ap.add_argument("--vocab-from", default=DEFAULT_VOCAB, type=pathlib.Path)
     ap.add_argument("--seed", default=0, type=int)
+    ap.add_argument("--layers", type=int, help="keep the first N blocks of the shape")
     args = ap.parse_args()
-    s = SHAPES[args.shape]
+    s = dict(SHAPES[args.shape])
+    if args.layers:
+        s["layers"] = min(args.layers, s["layers"])
     arch = s["arch"]
 
     tmp = args.out.with_name(args.out.name + ".tmp")
     writer = GGUFWriter(tmp, arch)
-    writer.add_name(f"shape-{args.shape} (random weights)")
+    writer.add_name(f"shape-{args.shape} (random weights, {s['layers']} layers)")
     writer.add_file_type(FILE_TYPE[args.dtype])
     vocab = copy_tokenizer(writer, args.vocab_from)
     writer.add_vocab_size(vocab)
@@ -154,6 +178,12 @@ def main():
         writer.add_expert_used_count(s["top_k"])
         if arch == "qwen3moe":
             writer.add_expert_feed_forward_length(s["ffn"])
+    if "window" in s:
+        writer.add_sliding_window(s["window"])
+        writer.add_rope_scaling_type(RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(s["yarn_factor"])
+        writer.add_rope_scaling_orig_ctx_len(s["yarn_original"])
+        writer.add_expert_feed_forward_length(s["ffn"])
     writer.add_rope_freq_base(s["theta"])
     writer.add_layer_norm_rms_eps(s["eps"])
 

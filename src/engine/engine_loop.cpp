@@ -132,7 +132,13 @@ Status EngineLoop::Submit(GenerateRequest request, EventSink sink) {
       static_cast<int64_t>(submissions_.size()) + waiting_count_.load() + 1 > *limit) {
     return Status(StatusCode::kResourceExhausted, "The request queue is full.");
   }
-  submissions_.push_back(Submission{std::move(request), std::move(sink)});
+  // The count drops as the final event leaves, before the client can see it.
+  live_requests_.fetch_add(1);
+  EventSink counted = [this, sink = std::move(sink)](RequestEvent event) {
+    if (event.finished) live_requests_.fetch_sub(1);
+    sink(std::move(event));
+  };
+  submissions_.push_back(Submission{std::move(request), std::move(counted)});
   wake_.notify_all();
   return Status::Ok();
 }
@@ -208,9 +214,20 @@ Status FlushRefused(std::string_view log_prefix, int64_t queued, int64_t running
 }  // namespace
 
 void EngineLoop::FlushCacheAsync(std::function<void(Status)> done) {
-  // Decided on the engine thread, between steps, after it has taken every earlier submission:
-  // the last published stats can lag a response the client already holds, and would refuse a
-  // flush sent right after it.
+  // A request not finished yet refuses at once (never waiting for a long step to end). Whether
+  // the engine is idle otherwise is decided on its thread between steps: the published stats lag
+  // a final response the client already holds, the live count does not.
+  if (const int64_t live = live_requests_.load(); live > 0) {
+    int64_t queued = 0, running = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queued = stats_.num_queued_reqs + static_cast<int64_t>(submissions_.size());
+      running = stats_.num_running_reqs;
+    }
+    if (queued + running == 0) running = live;
+    done(FlushRefused(log_prefix_, queued, running));
+    return;
+  }
   PostCommand([this, done = std::move(done)] {
     if (!scheduler_->idle()) {
       done(FlushRefused(log_prefix_, static_cast<int64_t>(scheduler_->waiting().size()),
