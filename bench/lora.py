@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Cost of multi-LoRA serving on radixserve (issue 21's targets), SmolLM2-135M Q4_1 base.
+"""Cost of multi-LoRA serving on radixserve (issue 21's targets), SmolLM2-135M Q4_1 base, or any
+Llama-family GGUF given with --model (the adapters take its shape from its metadata, e.g. the
+shape-llama-1b-q4_k_m.gguf of bench/make_shape_gguf.py).
 
     python bench/lora.py [--model GGUF] [--rank 16] [--adapters 8] [--clients 32]
                          [--max-new 64] [--rounds 3] [--dtype float32|float16]
@@ -138,6 +140,22 @@ def llama_server_single(args, ggufs):
         proc.wait(timeout=30)
 
 
+def shape_of(gguf_path):
+    """The adapter shape of a Llama-family GGUF, from its metadata."""
+    from gguf import GGUFReader
+    fields = GGUFReader(gguf_path).fields
+    arch = bytes(fields["general.architecture"].parts[-1]).decode()
+
+    def num(key):
+        return int(fields[f"{arch}.{key}"].parts[-1][0])
+    heads = num("attention.head_count")
+    hidden = num("embedding_length")
+    head_dim = num("attention.key_length") if f"{arch}.attention.key_length" in fields \
+        else hidden // heads
+    return Shape(hidden, num("feed_forward_length"), num("block_count"), heads,
+                 num("attention.head_count_kv"), head_dim)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=str(SMOLLM2))
@@ -152,10 +170,11 @@ def main():
     p.add_argument("--out-file")
     args = p.parse_args()
 
+    shape = SMOLLM2_SHAPE if args.model == str(SMOLLM2) else shape_of(args.model)
     work = pathlib.Path(tempfile.mkdtemp(prefix="radix-lora-bench-"))
     names, paths, ggufs = [], [], []
     for i in range(args.adapters):
-        adapter = Adapter(SMOLLM2_SHAPE, seed=i, rank=args.rank, alpha=2 * args.rank, std=0.02)
+        adapter = Adapter(shape, seed=i, rank=args.rank, alpha=2 * args.rank, std=0.02)
         name = f"lora{i}"
         names.append(name)
         paths.append(f"{name}={adapter.write_peft(str(work / name), dtype=np.dtype(args.dtype))}")
