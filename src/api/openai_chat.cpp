@@ -381,28 +381,32 @@ ApiExpected<ChatCall> ParseChatCall(ServerContext& ctx, const nlohmann::ordered_
   RADIX_ASSIGN_OR_RETURN(reasoning, SetUpReasoning(ctx, reader, body, input.template_kwargs));
 
   json sampling = std::move(common.sampling);
+  // The request's own constraint (sampling field or response_format), if any: a tool-call
+  // constraint cannot be combined with it.
+  const auto own_constraint = [&sampling]() -> const char* {
+    for (const char* field : {"json_schema", "regex", "ebnf", "structural_tag"}) {
+      if (sampling.contains(field)) return field;
+    }
+    return nullptr;
+  };
   if (tools->constrained()) {
     // SGLang: required / named tool choice is a JSON-schema constraint on a call array.
-    for (const char* other : {"json_schema", "regex", "ebnf", "structural_tag"}) {
-      if (sampling.contains(other)) {
-        return BadRequest(fmt::format(
-            "tool_choice \"required\" or a named function cannot be combined with {} (or "
-            "response_format): the tool call is the constraint.",
-            other));
-      }
+    if (const char* other = own_constraint()) {
+      return BadRequest(
+          fmt::format("tool_choice \"required\" or a named function cannot be combined with {} (or "
+                      "response_format): the tool call is the constraint.",
+                      other));
     }
     RADIX_ASSIGN_OR_RETURN(sampling["json_schema"], ToolCallSchema(*tools));
   }
   std::optional<std::string> strict_tag;
   RADIX_ASSIGN_OR_RETURN(strict_tag, StrictCallsTag(*tools, tool_parser.get()));
   if (strict_tag) {
-    for (const char* other : {"json_schema", "regex", "ebnf", "structural_tag"}) {
-      if (sampling.contains(other)) {
-        return BadRequest(
-            fmt::format("Strict tools under tool_choice \"auto\" cannot be combined with {} (or "
-                        "response_format): the tool-call format is the constraint.",
-                        other));
-      }
+    if (const char* other = own_constraint()) {
+      return BadRequest(
+          fmt::format("Strict tools under tool_choice \"auto\" cannot be combined with {} (or "
+                      "response_format): the tool-call format is the constraint.",
+                      other));
     }
     sampling["structural_tag"] = std::move(*strict_tag);
   }

@@ -104,6 +104,7 @@ std::string_view RStrip(std::string_view s) {
 }
 
 constexpr std::string_view kTextFinal = "assistantfinal";
+constexpr std::string_view kTextAssistant = "assistant";
 
 HarmonySegment Part(HarmonySegment::Kind kind, std::string_view content, bool complete) {
   return HarmonySegment{kind, std::string(content), "", "", complete};
@@ -127,8 +128,8 @@ bool ScanHarmonyText(std::string_view text, bool at_end, std::vector<HarmonySegm
   }
   size_t at = lead;
   bool assistant_partial = false;
-  if (StartsWithWord(low.substr(at), "assistant", assistant_partial)) {
-    at = SkipSpace(low, at + 9);
+  if (StartsWithWord(low.substr(at), kTextAssistant, assistant_partial)) {
+    at = SkipSpace(low, at + kTextAssistant.size());
   }
   partial = partial || assistant_partial;
   std::string_view channel;

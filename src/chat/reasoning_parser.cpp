@@ -158,13 +158,14 @@ ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, boo
                                                       const HarmonyCursor& harmony) const {
   PhasedScan scan;
   ReasoningResult& r = scan.result;
-  // Everything read so far is final and what follows continues from `next`.
-  auto settle_all = [&](ReasoningPhase next) {
-    scan.settled_text = text.size();
+  // text[0, at) gave everything reported so far; what follows continues from `next`.
+  auto settle = [&](size_t at, ReasoningPhase next) {
+    scan.settled_text = at;
     scan.settled_reasoning = r.reasoning_text.size();
     scan.settled_normal = r.normal_text.size();
     scan.next = next;
   };
+  auto settle_all = [&](ReasoningPhase next) { settle(text.size(), next); };
   if (phase == ReasoningPhase::kAnswer) {
     r.normal_text = std::string(text);
     settle_all(ReasoningPhase::kAnswer);
@@ -209,8 +210,7 @@ ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, boo
       if (at == std::string_view::npos) {
         size_t hold = at_end ? 0 : PartialSuffix(text, start);
         r.normal_text = std::string(text.substr(0, text.size() - hold));
-        scan.settled_text = scan.settled_normal = r.normal_text.size();
-        scan.next = ReasoningPhase::kBegin;
+        settle(r.normal_text.size(), ReasoningPhase::kBegin);
         return scan;
       }
       r.normal_text = std::string(text.substr(0, at));
@@ -238,10 +238,7 @@ ReasoningParser::PhasedScan ReasoningParser::ScanFrom(std::string_view text, boo
   if (!at_end) hold = std::max(PartialSuffix(body, end), PartialSuffix(body, tool));
   r.reasoning_text = std::string(body.substr(0, body.size() - hold));
   // What is left is the held-back tail of the thinking block.
-  scan.settled_text = text.size() - hold;
-  scan.settled_reasoning = r.reasoning_text.size();
-  scan.settled_normal = r.normal_text.size();
-  scan.next = ReasoningPhase::kThinking;
+  settle(text.size() - hold, ReasoningPhase::kThinking);
   return scan;
 }
 

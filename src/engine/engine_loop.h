@@ -275,9 +275,9 @@ class EngineLoop final : public Engine {
   bool thread_live_ = false;  // the engine thread runs and will execute posted commands
   // Serializes commands run outside the engine thread (after it ended) with its last ones.
   mutable std::mutex inline_mutex_;
-  std::atomic<int64_t> waiting_count_{0};
+  std::atomic<int64_t> waiting_count_{0};  // the scheduler's waiting queue, as of the last step
   // Requests submitted whose final event has not been sent (decremented just before it is).
-  std::atomic<int64_t> live_requests_{0};  // the scheduler's waiting queue, as of the last step
+  std::atomic<int64_t> live_requests_{0};
   EngineStats stats_;
   std::string log_prefix_;      // "[DP<rank>] " with several replicas, else empty
   kv::KvRowsLayout kv_layout_;  // of memory_'s pool, set at construction
