@@ -139,7 +139,7 @@ Status MapOtherSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warni
   return Status::Ok();
 }
 
-// Speculative decoding: NGRAM (chain drafts from the n-gram table) and STANDALONE (a draft
+// Speculative decoding: NGRAM (tree drafts from the n-gram table) and STANDALONE (a draft
 // model); EAGLE / EAGLE3 (NEXTN resolves to EAGLE) need trained draft heads.
 Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnings) {
   const std::string algorithm = args.GetString(key::kSpeculativeAlgorithm);
@@ -162,13 +162,11 @@ Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnin
                      "(NGRAM's draft length is --speculative-num-draft-tokens)");
     }
   }
-  for (ArgKey breadth :
-       {key::kSpeculativeNgramMinBfsBreadth, key::kSpeculativeNgramMaxBfsBreadth}) {
-    if (args.IsExplicit(breadth)) {
-      return Invalid(breadth,
-                     "NGRAM drafts a single chain; tree drafts (BFS breadth) are not "
-                     "implemented");
-    }
+  const int64_t min_breadth = args.GetInt(key::kSpeculativeNgramMinBfsBreadth);
+  if (min_breadth < 1) return Invalid(key::kSpeculativeNgramMinBfsBreadth, "must be >= 1");
+  if (args.GetInt(key::kSpeculativeNgramMaxBfsBreadth) < min_breadth) {
+    return Invalid(key::kSpeculativeNgramMaxBfsBreadth,
+                   "must be >= --speculative-ngram-min-bfs-breadth");
   }
   if (!args.IsNull(key::kSpeculativeNumDraftTokens) &&
       args.GetInt(key::kSpeculativeNumDraftTokens) < 2) {

@@ -16,8 +16,9 @@ namespace {
 enum StepKind : int64_t { kKeepAlive = 0, kStep = 1, kStop = 2 };
 
 // The header's fields, as int64 words. The payload: positions, each sequence's (prefix length,
-// extend length, slot list id, slots kept), logit and hidden indices as int64 (the last pipeline
-// stage sends those rows back), then token ids and each sequence's new slots as int32.
+// extend length, slot list id, slots kept, draft tree size), logit and hidden indices as int64 (the
+// last pipeline stage sends those rows back), then token ids and each sequence's new slots and
+// draft tree parents as int32.
 enum HeaderField {
   kKind,
   kPayloadBytes,
@@ -30,6 +31,7 @@ enum HeaderField {
   kWords
 };
 using Header = std::array<int64_t, kWords>;
+inline constexpr size_t kSequenceFields = 5;
 
 template <typename T>
 void Append(std::vector<uint8_t>& out, const T* data, size_t n) {
@@ -168,9 +170,10 @@ void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
   for (const model::SequenceExtend& seq : batch.sequences) {
     const auto slots = seq.kv_slots.first(static_cast<size_t>(seq.prefix_len + seq.extend_len));
     changes.push_back(tables_.Update(slots, step));
-    const int64_t fields[4] = {seq.prefix_len, seq.extend_len, changes.back().id,
-                               changes.back().keep};
-    Append(payload, fields, 4);
+    const int64_t fields[kSequenceFields] = {seq.prefix_len, seq.extend_len, changes.back().id,
+                                             changes.back().keep,
+                                             static_cast<int64_t>(seq.tree_parents.size())};
+    Append(payload, fields, kSequenceFields);
   }
   Append(payload, batch.logit_indices.data(), batch.logit_indices.size());
   Append(payload, batch.hidden_indices.data(), batch.hidden_indices.size());
@@ -180,6 +183,7 @@ void TensorParallelLeader::SendStep(const model::ForwardBatch& batch,
     const auto keep = static_cast<size_t>(changes[s].keep);
     Append(payload, seq.kv_slots.data() + keep,
            static_cast<size_t>(seq.prefix_len + seq.extend_len) - keep);
+    Append(payload, seq.tree_parents.data(), seq.tree_parents.size());
   }
   Header header{};
   header[kKind] = kStep;
@@ -254,7 +258,7 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
     const auto sequences = static_cast<size_t>(header[kNumSequences]);
     size_t offset = 0;
     const int64_t* positions = Take<int64_t>(payload, offset, tokens);
-    const int64_t* fields = Take<int64_t>(payload, offset, 4 * sequences);
+    const int64_t* fields = Take<int64_t>(payload, offset, kSequenceFields * sequences);
     const auto n_logits = static_cast<size_t>(header[kNumLogits]);
     const int64_t* logit_indices = Take<int64_t>(payload, offset, n_logits);
     const auto n_hidden = static_cast<size_t>(header[kNumHidden]);
@@ -264,17 +268,21 @@ int RunTensorParallelFollower(const model::CausalLM& shard, TpGroup& group, Thre
     const int32_t* ids = Take<int32_t>(payload, offset, tokens);
     batch.token_ids.assign(ids, ids + tokens);
     batch.positions.assign(positions, positions + tokens);
-    batch.sequences.resize(sequences);
+    batch.sequences.assign(sequences, model::SequenceExtend{});
     for (size_t s = 0; s < sequences; ++s) {
       model::SequenceExtend& seq = batch.sequences[s];
-      seq.prefix_len = fields[4 * s];
-      seq.extend_len = fields[4 * s + 1];
-      const auto keep = static_cast<size_t>(fields[4 * s + 3]);
+      const int64_t* f = fields + kSequenceFields * s;
+      seq.prefix_len = f[0];
+      seq.extend_len = f[1];
+      const auto keep = static_cast<size_t>(f[3]);
       const auto n = static_cast<size_t>(seq.prefix_len + seq.extend_len);
       RADIX_CHECK(keep <= n);
       const int32_t* added = Take<int32_t>(payload, offset, n - keep);
-      seq.kv_slots = tables.Apply(static_cast<size_t>(fields[4 * s + 2]), keep, {added, n - keep},
+      seq.kv_slots = tables.Apply(static_cast<size_t>(f[2]), keep, {added, n - keep},
                                   static_cast<uint64_t>(steps) + 1);
+      const auto tree = static_cast<size_t>(f[4]);
+      RADIX_CHECK(tree <= static_cast<size_t>(seq.extend_len));
+      if (tree > 0) seq.tree_parents = {Take<int32_t>(payload, offset, tree), tree};
     }
     if (Status status = shard.Forward(batch, kv, pool, nullptr); !status.ok()) {
       RADIX_LOG_WARN("tensor-parallel rank {}: step refused: {}", group.rank(), status.message());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/check.h"
+
 namespace radixserve::engine {
 
 model::ForwardBatch BuildForwardBatch(const sched::StepPlan& plan, const kv::ReqToTokenPool& pool,
@@ -22,6 +24,19 @@ model::ForwardBatch BuildForwardBatch(const sched::StepPlan& plan, const kv::Req
       batch.positions.push_back(static_cast<int64_t>(pos));
     }
     model::SequenceExtend extend;
+    if (entry.num_drafts > 0 && !seq.draft_parents.empty()) {
+      // Tree drafts: a draft's rotary position is the last fill token's plus its depth.
+      RADIX_CHECK(seq.draft_parents.size() == entry.num_drafts);
+      const size_t first = base + entry.extend_len - entry.num_drafts;
+      for (size_t d = 0; d < entry.num_drafts; ++d) {
+        const int32_t parent = seq.draft_parents[d];
+        batch.positions[first + d] =
+            (parent < 0 ? batch.positions[first - 1]
+                        : batch.positions[first + static_cast<size_t>(parent)]) +
+            1;
+      }
+      extend.tree_parents = seq.draft_parents;
+    }
     extend.prefix_len = static_cast<int64_t>(entry.prefix_len);
     extend.extend_len = static_cast<int64_t>(entry.extend_len);
     extend.kv_slots = pool.Slice(seq.kv.req_pool_slot, 0, entry.prefix_len + entry.extend_len);

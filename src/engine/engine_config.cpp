@@ -135,6 +135,11 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
     n.match_type = args.GetString(key::kSpeculativeNgramMatchType) == "PROB"
                        ? spec::NgramMatchType::kProb
                        : spec::NgramMatchType::kBfs;
+    n.min_bfs_breadth = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMinBfsBreadth));
+    n.max_bfs_breadth = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMaxBfsBreadth));
+    const bool single_process = args::ModelSplitRanks(args) * args.GetInt(key::kPpSize) == 1;
+    config.spec_tree = !config.spec_draft_model &&
+                       (args.GetOptionalInt(key::kPageSize).value_or(1) == 1 || single_process);
   }
   config.watchdog_timeout_s = args.GetOptionalFloat(key::kWatchdogTimeout);
   config.soft_watchdog_timeout_s = args.GetOptionalFloat(key::kSoftWatchdogTimeout);

@@ -30,7 +30,7 @@ void EngineLoop::ProposeDrafts() {
   const bool drafting =
       config_.spec_disable_batch == 0 || scheduler_->running().size() < config_.spec_disable_batch;
   for (sched::Sequence* seq : scheduler_->running()) {
-    seq->draft_ids.clear();
+    seq->ClearDrafts();
     RequestState& state = StateOf(seq);
     if (!Speculates(state)) continue;
     if (ngram_) {
@@ -43,6 +43,17 @@ void EngineLoop::ProposeDrafts() {
     if (!drafting || room <= 0 || seq->decode_len() != 1) continue;
     const size_t budget = state.draft_budget() > 0 ? state.draft_budget() : config_.spec_num_drafts;
     const size_t wanted = std::min(budget, static_cast<size_t>(room));
+    if (ngram_ && config_.spec_tree) {
+      spec::DraftTree tree = ngram_->Tree(fill, wanted);
+      seq->draft_ids = std::move(tree.tokens);
+      // A chain needs no tree: each draft follows the one before it.
+      bool chain = true;
+      for (size_t i = 0; i < tree.parents.size(); ++i) {
+        chain = chain && tree.parents[i] == static_cast<int32_t>(i) - 1;
+      }
+      if (!chain) seq->draft_parents = std::move(tree.parents);
+      continue;
+    }
     if (ngram_) {
       seq->draft_ids = ngram_->Draft(fill, wanted);
       continue;
@@ -77,33 +88,53 @@ size_t EngineLoop::VerifyEntry(const sched::StepEntry& entry, size_t first_row) 
   sched::Sequence* seq = entry.seq;
   RequestState& state = StateOf(seq);
   const std::vector<int32_t> drafts = seq->draft_ids;
-  RADIX_CHECK(drafts.size() == entry.num_drafts);
+  // A chain's drafts each follow the one before.
+  std::vector<int32_t> parents = seq->draft_parents;
+  if (parents.empty()) {
+    for (size_t d = 0; d < drafts.size(); ++d) parents.push_back(static_cast<int32_t>(d) - 1);
+  }
+  RADIX_CHECK(drafts.size() == entry.num_drafts && parents.size() == drafts.size());
   const auto vocab = static_cast<size_t>(vocab_size_);
   state.CountSpecVerify();
   size_t appended = 0;
-  size_t matched = 0;
+  std::vector<int32_t> path;  // the accepted drafts, root to leaf
   bool done = false;
-  for (size_t d = 0; d <= drafts.size(); ++d) {
-    std::span<float> logits(logits_.data() + (first_row + d) * vocab, vocab);
+  bool leaf = false;  // the walk reached a draft without children: every draft on it matched
+  // Row 0 is the last fill token, row 1 + d draft d; each row's sample picks the child to follow.
+  for (int32_t node = -1;;) {
+    const size_t row = static_cast<size_t>(node + 1);
+    std::span<float> logits(logits_.data() + (first_row + row) * vocab, vocab);
     if (!SampleToken(seq, state, logits)) return appended;  // finished: drafts freed on release
     const int32_t token = sample_out_.token_id;
     ++appended;
-    const bool rejected = d < drafts.size() && token != drafts[d];
-    if (d < drafts.size() && !rejected) ++matched;
-    const bool last = d == drafts.size() || rejected;
+    int32_t next = -1;
+    leaf = true;
+    for (size_t d = static_cast<size_t>(node + 1); d < drafts.size(); ++d) {
+      if (parents[d] != node) continue;
+      leaf = false;
+      if (drafts[d] == token) {
+        next = static_cast<int32_t>(d);
+        break;
+      }
+    }
+    if (next >= 0) path.push_back(next);
+    const bool last = next < 0;
     const Commit commit = CommitToken(seq, state, token, last);
     if (commit == Commit::kGone) return appended;
     done = commit == Commit::kDone;
     if (done || last) break;
+    node = next;
   }
+  const size_t matched = path.size();
   // The last appended token gets its K/V next step, like any sampled token; the drafts before
-  // it were the model's own choices, so their K/V stays.
-  scheduler_->AcceptDrafts(seq, appended - 1);
+  // it were the model's own choices, so their K/V stays (moved next to the sequence's end when
+  // they were a tree's branch).
+  path.resize(appended - 1);
+  scheduler_->AcceptDrafts(seq, std::span<const int32_t>(path));
   // Back-off: verifying a draft costs compute, so a sequence whose drafts fail proposes only as
   // many as were last accepted plus one, and doubles (up to the maximum) after a full accept.
-  state.set_draft_budget(matched == drafts.size()
-                             ? std::min(config_.spec_num_drafts, 2 * drafts.size())
-                             : matched + 1);
+  state.set_draft_budget(leaf && !done ? std::min(config_.spec_num_drafts, 2 * drafts.size())
+                                       : matched + 1);
   spec_accepted_ += static_cast<int64_t>(matched);
   ++spec_steps_;
   spec_tokens_ += static_cast<int64_t>(appended);

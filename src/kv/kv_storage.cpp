@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cstring>
+
 #include <string>
 
 namespace radixserve::kv {
@@ -104,6 +106,20 @@ void KvStorage::StoreKv(int32_t layer, std::span<const int32_t> slots, const flo
       if (!spec_.values_in_keys) {
         StoreRow(v + i * n + r * run, run, spec_.dtype, v_dst + at, spec_.scales.v_at(layer));
       }
+    }
+  }
+}
+
+void KvStorage::CopySlot(int32_t from, int32_t to) {
+  RADIX_CHECK(from >= 0 && static_cast<size_t>(from) < spec_.num_rows);
+  RADIX_CHECK(to >= 0 && static_cast<size_t>(to) < spec_.num_rows);
+  const size_t bytes = row_bytes();
+  for (int32_t layer = 0; layer < spec_.num_layers; ++layer) {
+    for (const bool is_v : {false, true}) {
+      if (is_v && spec_.values_in_keys) continue;
+      auto* base = const_cast<std::byte*>(buffer(layer, is_v));
+      std::memcpy(base + static_cast<size_t>(to) * bytes, base + static_cast<size_t>(from) * bytes,
+                  bytes);
     }
   }
 }

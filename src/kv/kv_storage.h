@@ -80,6 +80,8 @@ class KvStorage {
   void StoreKv(int32_t layer, std::span<const int32_t> slots, const float* k, const float* v);
   // Reads one slot of `layer` back as f32 (row_values() floats each).
   void LoadKv(int32_t layer, int32_t slot, float* k_out, float* v_out) const;
+  // Copies slot `from`'s K and V rows over slot `to`'s, in every layer, as stored.
+  void CopySlot(int32_t from, int32_t to);
 
   // Gives every buffer page back to the OS (madvise MADV_DONTNEED: the pages read as zeros and
   // are committed again on the next write). Call only when no slot holds live data (a flushed

@@ -24,6 +24,13 @@ struct SequenceExtend {
   // The LoRA adapter whose update this sequence's projections add (lora_adapter.h); null: the
   // base model. Owned by the caller, valid for the duration of Forward.
   const LoraAdapter* lora = nullptr;
+  // Speculative tree drafts (empty: every extend token follows the one before it). The last
+  // tree_parents.size() extend tokens form a tree hanging off the extend token before them (the
+  // tree's root): tree token i follows tree token tree_parents[i] (< i), or the root when it is -1.
+  // A tree token attends to the keys before the tree and to its own ancestors, as if its path were
+  // the sequence (the caller gives it the rotary position root's + depth); its K/V still goes to
+  // its own slot, kv_slots[prefix_len + its extend index]. Owned by the caller like kv_slots.
+  std::span<const int32_t> tree_parents = {};
 };
 
 // A forward pass's mixture-of-experts routing, for the expert-distribution recorder

@@ -22,9 +22,33 @@ BatchLayout BatchLayout::Build(const ForwardBatch& batch, int64_t num_slots) {
       RADIX_CHECK(seq.kv_slots[static_cast<size_t>(j)] >= 0 &&
                   seq.kv_slots[static_cast<size_t>(j)] < num_slots);
     }
+    const auto tree_size = static_cast<int64_t>(seq.tree_parents.size());
+    const int64_t tree_begin = seq.extend_len - tree_size;  // extend index of tree token 0
+    RADIX_CHECK(tree_size == 0 || tree_begin >= 1);
+    std::vector<int64_t> depth(static_cast<size_t>(tree_size));
     for (int64_t i = 0; i < seq.extend_len; ++i) {
       layout.token_seq.push_back(static_cast<int32_t>(s));
       layout.token_kv_pos.push_back(seq.prefix_len + i);
+      layout.token_attend_pos.push_back(seq.prefix_len + i);
+      layout.token_view.push_back(-1);
+      if (i < tree_begin) continue;
+      const int64_t node = i - tree_begin;
+      const int32_t parent = seq.tree_parents[static_cast<size_t>(node)];
+      RADIX_CHECK(parent >= -1 && parent < node);
+      depth[static_cast<size_t>(node)] = parent < 0 ? 1 : depth[static_cast<size_t>(parent)] + 1;
+      // A node whose ancestors are exactly the tree tokens before it reads the sequence as is.
+      if (depth[static_cast<size_t>(node)] == node + 1) continue;
+      const int64_t root_pos = seq.prefix_len + tree_begin - 1;
+      std::vector<int32_t> view(seq.kv_slots.begin(),
+                                seq.kv_slots.begin() + static_cast<ptrdiff_t>(root_pos + 1));
+      view.resize(static_cast<size_t>(root_pos + 1 + depth[static_cast<size_t>(node)]));
+      for (int64_t at = node; at >= 0; at = seq.tree_parents[static_cast<size_t>(at)]) {
+        view[static_cast<size_t>(root_pos + depth[static_cast<size_t>(at)])] =
+            seq.kv_slots[static_cast<size_t>(seq.prefix_len + tree_begin + at)];
+      }
+      layout.token_attend_pos.back() = root_pos + depth[static_cast<size_t>(node)];
+      layout.token_view.back() = static_cast<int32_t>(layout.views.size());
+      layout.views.push_back(std::move(view));
     }
   }
   RADIX_CHECK(static_cast<int64_t>(layout.token_seq.size()) == n);
@@ -38,7 +62,7 @@ namespace {
 struct QueryGroup {
   int64_t t0 = 0, t1 = 0;  // batch tokens [t0, t1)
   int kv_head = 0;
-  const SequenceExtend* seq = nullptr;
+  const int32_t* slots = nullptr;  // the sequence's kv_slots, or a tree token's view
   int64_t chunk_begin = 0, chunk_count = 0;
   int64_t partial_offset = 0;  // floats into the partial buffer; chunk c at + c * stride
 };
@@ -89,17 +113,28 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
   int64_t block_chunks = 0;
   int64_t partial_floats = 0;
   int64_t t_begin = 0;
+  auto view_of = [&layout](int64_t t) { return layout.token_view[static_cast<size_t>(t)]; };
   for (const SequenceExtend& seq : batch.sequences) {
-    for (int64_t b0 = 0; b0 < seq.extend_len; b0 += kQueryBlockTokens) {
-      const int64_t b1 = std::min(seq.extend_len, b0 + kQueryBlockTokens);
-      const int64_t pos_lo = seq.prefix_len + b0, pos_hi = seq.prefix_len + b1 - 1;
+    for (int64_t b0 = 0, b1 = 0; b0 < seq.extend_len; b0 = b1) {
+      // A block shares its key rows: tokens reading their sequence's slots, up to
+      // kQueryBlockTokens of them, or one tree token with its own view.
+      const int32_t view = view_of(t_begin + b0);
+      b1 = b0 + 1;
+      while (view < 0 && b1 < seq.extend_len && b1 - b0 < kQueryBlockTokens &&
+             view_of(t_begin + b1) < 0) {
+        ++b1;
+      }
+      const int32_t* slots =
+          view < 0 ? seq.kv_slots.data() : layout.views[static_cast<size_t>(view)].data();
+      const int64_t pos_lo = layout.token_attend_pos[static_cast<size_t>(t_begin + b0)];
+      const int64_t pos_hi = layout.token_attend_pos[static_cast<size_t>(t_begin + b1 - 1)];
       const int64_t key_lo =
           sliding_window > 0 ? std::max<int64_t>(0, pos_lo - sliding_window + 1) : 0;
       const int64_t chunk_begin = key_lo / kernels::kKeyChunk;
       const int64_t chunk_count = pos_hi / kernels::kKeyChunk + 1 - chunk_begin;
       const int64_t nq = (b1 - b0) * group_size;
       for (int h = 0; h < shape.num_kv_heads; ++h) {
-        groups.push_back(QueryGroup{t_begin + b0, t_begin + b1, h, &seq, chunk_begin, chunk_count,
+        groups.push_back(QueryGroup{t_begin + b0, t_begin + b1, h, slots, chunk_begin, chunk_count,
                                     partial_floats});
         partial_floats += chunk_count * nq * (d + 2);
       }
@@ -137,7 +172,7 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
         last.resize(static_cast<size_t>(nq));
         int64_t max_last = 0;
         for (int64_t t = g.t0; t < g.t1; ++t) {
-          const int64_t pos = layout.token_kv_pos[static_cast<size_t>(t)];
+          const int64_t pos = layout.token_attend_pos[static_cast<size_t>(t)];
           const int64_t lo =
               sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
           max_last = std::max(max_last, pos);
@@ -155,7 +190,7 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
         kernels::AttendChunk(
             table, shape,
             kernels::QueryBlock{q_block.data(), nq, first.data(), last.data(), g.kv_head}, k_cache,
-            v_cache, g.seq->kv_slots.data(), key_begin, key_end, p, p + nq, p + 2 * nq);
+            v_cache, g.slots, key_begin, key_end, p, p + nq, p + 2 * nq);
       }
     }
   };

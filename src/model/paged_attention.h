@@ -1,7 +1,10 @@
 // PagedAttention: the attention step of one layer over a ForwardBatch. Stores the new tokens'
 // K/V into their KV slots (converted to the cache's element type), then lets every query head of
 // every token attend causally to its sequence's keys (prefix and the new tokens up to itself),
-// optionally within a sliding window.
+// optionally within a sliding window. A speculative tree token attends to its own path instead
+// (SequenceExtend::tree_parents): the keys before the tree, then its ancestors and itself, read
+// in the order and chunking a one-token decode at the end of that path would read them, so its
+// output is bit-identical to that decode's.
 //
 // Work items are (sequence, block of up to kQueryBlockTokens tokens, chunk of kernels::kKeyChunk
 // key positions) over all KV heads - or over one KV head each when there would otherwise be fewer
@@ -27,6 +30,13 @@ namespace radixserve::model {
 struct BatchLayout {
   std::vector<int32_t> token_seq;
   std::vector<int64_t> token_kv_pos;
+  // Where each token's attention reads: keys at positions [0, token_attend_pos] through the slot
+  // list token_view names (-1: its sequence's kv_slots; else views[token_view]). Equal to
+  // token_kv_pos and -1 except for tree-draft tokens off their sequence's first path
+  // (SequenceExtend::tree_parents), which see their own path as if it were the sequence.
+  std::vector<int64_t> token_attend_pos;
+  std::vector<int32_t> token_view;
+  std::vector<std::vector<int32_t>> views;
 
   // Checks the batch's internal consistency against the KV pool size (RADIX_CHECK).
   static BatchLayout Build(const ForwardBatch& batch, int64_t num_slots);

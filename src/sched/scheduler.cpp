@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
+#include <utility>
 
 #include "common/log.h"
 
@@ -235,7 +237,7 @@ bool Scheduler::DecodeFits(const std::vector<Sequence*>& seqs) {
 void Scheduler::PlanDecode(StepPlan& plan, bool allow_retract) {
   if (!DecodeFits(running_)) {
     // Speculation gives way first: drafts are dropped before anything is retracted.
-    for (Sequence* seq : running_) seq->draft_ids.clear();
+    for (Sequence* seq : running_) seq->ClearDrafts();
   }
   if (!DecodeFits(running_)) {
     if (!allow_retract) return;
@@ -295,11 +297,31 @@ void Scheduler::AcceptDrafts(Sequence* seq, size_t accepted) {
     memory_->pool().Free(memory_->req_pool().Slice(seq->kv.req_pool_slot, first_free, end));
   }
   seq->draft_kv_len = 0;
-  seq->draft_ids.clear();
+  seq->ClearDrafts();
+}
+
+void Scheduler::AcceptDrafts(Sequence* seq, std::span<const int32_t> path) {
+  RADIX_CHECK(path.size() <= seq->draft_kv_len);
+  std::span<int32_t> row = memory_->req_pool().Row(seq->kv.req_pool_slot);
+  const bool paged = memory_->pool().page_size() > 1;
+  for (size_t m = 0; m < path.size(); ++m) {
+    // Parents precede their children, so every later source lies past this destination.
+    const size_t from = seq->kv_len + static_cast<size_t>(path[m]);
+    const size_t to = seq->kv_len + m;
+    RADIX_CHECK(from >= to && from < seq->kv_len + seq->draft_kv_len);
+    if (m > 0) RADIX_CHECK(path[m] > path[m - 1]);
+    if (from == to) continue;
+    if (paged) {
+      memory_->pool().storage().CopySlot(row[from], row[to]);
+    } else {
+      std::swap(row[from], row[to]);
+    }
+  }
+  AcceptDrafts(seq, path.size());
 }
 
 void Scheduler::ReleaseKv(Sequence* seq, bool cache_kv) {
-  seq->draft_ids.clear();
+  seq->ClearDrafts();
   if (!seq->admitted) return;
   if (seq->draft_kv_len > 0) AcceptDrafts(seq, 0);
   const std::vector<int32_t> ids = seq->FillIds(seq->kv_len);

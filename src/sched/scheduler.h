@@ -54,6 +54,11 @@ class Scheduler {
   // `accepted` draft positions keep their K/V (kv_len grows by that much), the slots of the
   // others are freed (whole pages past the kept length), and the drafts are cleared.
   void AcceptDrafts(Sequence* seq, size_t accepted);
+  // The same for tree drafts: `path` lists the accepted drafts by index, each a child of the one
+  // before (the first a child of the last fill token). Their K/V moves to the positions right after
+  // kv_len: with pages of one slot the slots themselves change places in the sequence's row;
+  // with larger pages (whose slots must stay in position order) the K/V rows are copied.
+  void AcceptDrafts(Sequence* seq, std::span<const int32_t> path);
 
   // Removes a sequence from the scheduler wherever it is, returning its KV: inserted into the
   // prefix cache if `cache_kv`, else freed. The scheduler no longer refers to it afterwards.

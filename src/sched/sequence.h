@@ -12,8 +12,10 @@
 // Speculative decoding: the engine may set draft_ids before a step; they are positions after the
 // fill ids that the next decode step computes too (fill_at reads them), so the engine can check
 // them against the model's own choices. After the step their K/V slots sit past kv_len
-// (draft_kv_len of them) until the engine accepts a prefix (Scheduler::AcceptDrafts): accepted
-// positions join kv_len, the rest are freed. Drafts never reach the prefix cache.
+// (draft_kv_len of them) until the engine accepts a path (Scheduler::AcceptDrafts): accepted
+// positions join kv_len, the rest are freed. Drafts never reach the prefix cache. Tree drafts
+// (draft_parents) occupy positions in draft order; the accepted path is moved to the positions
+// right after kv_len.
 //
 // Thread affinity: engine thread only.
 #pragma once
@@ -48,8 +50,11 @@ struct Sequence {
 
   // Generated so far (the engine appends).
   std::vector<int32_t> output_ids;
-  // Draft tokens for the next decode step (the engine's; empty without speculation).
+  // Draft tokens for the next decode step (the engine's; empty without speculation), and for a
+  // tree of drafts each one's parent (model::SequenceExtend::tree_parents: -1 for the children of
+  // the last fill token); empty: the drafts are a chain.
   std::vector<int32_t> draft_ids;
+  std::vector<int32_t> draft_parents;
 
   // Scheduling state (the scheduler's).
   uint64_t queue_order = 0;  // bumped on every (re)queue: FCFS ties, preemption order
@@ -72,6 +77,10 @@ struct Sequence {
   kv::MatchResult match;
   size_t sort_prefix_len = 0;
 
+  void ClearDrafts() {
+    draft_ids.clear();
+    draft_parents.clear();
+  }
   size_t fill_len() const { return input_ids.size() + output_ids.size(); }
   // Fill id at pos; positions past the fill ids are the drafts.
   int32_t fill_at(size_t pos) const {

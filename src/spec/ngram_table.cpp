@@ -64,21 +64,40 @@ void NgramTable::Record(std::span<const int32_t> tokens, size_t from) {
   }
 }
 
+bool NgramTable::Prefer(int32_t a_id, int32_t b_id) const {
+  const Node& a = nodes_[a_id];
+  const Node& b = nodes_[b_id];
+  if (options_.match_type == NgramMatchType::kProb) {
+    return a.count != b.count ? a.count > b.count : a.stamp > b.stamp;
+  }
+  return a.stamp != b.stamp ? a.stamp > b.stamp : a.count > b.count;
+}
+
 int32_t NgramTable::PickChild(int32_t node) const {
   int32_t best = -1;
   for (int32_t c = nodes_[node].first_child; c >= 0; c = nodes_[c].next_sibling) {
-    if (best < 0) {
-      best = c;
-      continue;
-    }
-    const Node& a = nodes_[c];
-    const Node& b = nodes_[best];
-    const bool better = options_.match_type == NgramMatchType::kProb
-                            ? (a.count != b.count ? a.count > b.count : a.stamp > b.stamp)
-                            : (a.stamp != b.stamp ? a.stamp > b.stamp : a.count > b.count);
-    if (better) best = c;
+    if (best < 0 || Prefer(c, best)) best = c;
   }
   return best;
+}
+
+std::vector<int32_t> NgramTable::RankedChildren(int32_t node) const {
+  std::vector<int32_t> children;
+  for (int32_t c = nodes_[node].first_child; c >= 0; c = nodes_[c].next_sibling) {
+    children.push_back(c);
+  }
+  // Stable over the sibling order, so equal children keep a fixed order.
+  std::stable_sort(children.begin(), children.end(),
+                   [this](int32_t a, int32_t b) { return Prefer(a, b); });
+  return children;
+}
+
+int32_t NgramTable::Match(std::span<const int32_t> context, size_t w) const {
+  int32_t node = kRoot;
+  for (size_t i = context.size() - w; i < context.size() && node >= 0; ++i) {
+    node = FindChild(node, context[i]);
+  }
+  return node;
 }
 
 std::vector<int32_t> NgramTable::Draft(std::span<const int32_t> context, size_t max_tokens) const {
@@ -88,10 +107,7 @@ std::vector<int32_t> NgramTable::Draft(std::span<const int32_t> context, size_t 
       std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
   std::vector<int32_t> chain;
   for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
-    int32_t node = kRoot;
-    for (size_t i = context.size() - w; i < context.size() && node >= 0; ++i) {
-      node = FindChild(node, context[i]);
-    }
+    const int32_t node = Match(context, w);
     if (node < 0) continue;
     chain.clear();
     for (int32_t c = PickChild(node); c >= 0 && chain.size() < max_tokens; c = PickChild(c)) {
@@ -101,6 +117,109 @@ std::vector<int32_t> NgramTable::Draft(std::span<const int32_t> context, size_t 
     if (best.size() == max_tokens) break;
   }
   return best;
+}
+
+namespace {
+
+// The tree position of `token` under `parent`, added when new (-1: the tree is full).
+int32_t TreeChild(DraftTree& tree, int32_t parent, int32_t token, size_t max_tokens) {
+  for (size_t i = 0; i < tree.size(); ++i) {
+    if (tree.parents[i] == parent && tree.tokens[i] == token) return static_cast<int32_t>(i);
+  }
+  if (tree.size() == max_tokens) return -1;
+  tree.tokens.push_back(token);
+  tree.parents.push_back(parent);
+  return static_cast<int32_t>(tree.size() - 1);
+}
+
+}  // namespace
+
+DraftTree NgramTable::Tree(std::span<const int32_t> context, size_t max_tokens) const {
+  DraftTree tree;
+  if (max_tokens == 0) return tree;
+  if (options_.match_type == NgramMatchType::kProb) {
+    GrowProb(context, max_tokens, tree);
+  } else {
+    GrowBfs(context, max_tokens, tree);
+  }
+  return tree;
+}
+
+void NgramTable::GrowBfs(std::span<const int32_t> context, size_t max_tokens,
+                         DraftTree& tree) const {
+  const auto min_w = static_cast<double>(options_.min_match_window);
+  const auto max_w =
+      static_cast<double>(std::max(options_.max_match_window, options_.min_match_window));
+  const auto min_b = static_cast<double>(options_.min_bfs_breadth);
+  const auto max_b =
+      static_cast<double>(std::max(options_.max_bfs_breadth, options_.min_bfs_breadth));
+  const double step = (max_b - min_b) / (max_w - min_w + 1);
+  const size_t longest =
+      std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
+  struct Pending {
+    int32_t parent;  // tree position (-1: the context's last token)
+    double breadth;
+    int32_t node;  // trie node whose children continue it
+  };
+  std::vector<Pending> queue;
+  for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
+    if (tree.size() == max_tokens) return;
+    const int32_t matched = Match(context, w);
+    if (matched < 0) continue;
+    queue.assign(1, Pending{-1, (max_w - static_cast<double>(w)) * step + min_b, matched});
+    for (size_t head = 0; head < queue.size() && tree.size() < max_tokens; ++head) {
+      const Pending at = queue[head];
+      const auto breadth = static_cast<size_t>(std::max(1.0, at.breadth));
+      const std::vector<int32_t> children = RankedChildren(at.node);
+      for (size_t i = 0; i < std::min(breadth, children.size()); ++i) {
+        const int32_t pos = TreeChild(tree, at.parent, nodes_[children[i]].token, max_tokens);
+        if (pos < 0) return;
+        queue.push_back(Pending{pos, at.breadth - step, children[i]});
+      }
+    }
+  }
+}
+
+void NgramTable::GrowProb(std::span<const int32_t> context, size_t max_tokens,
+                          DraftTree& tree) const {
+  struct Candidate {
+    double prob;
+    uint64_t order;  // ties: the earlier candidate first
+    int32_t parent;
+    int32_t node;
+  };
+  auto worse = [](const Candidate& a, const Candidate& b) {
+    return a.prob != b.prob ? a.prob < b.prob : a.order > b.order;
+  };
+  std::vector<Candidate> heap;
+  uint64_t order = 0;
+  const size_t top_k = std::max<size_t>(options_.max_bfs_breadth, 1);
+  auto expand = [&](int32_t parent, int32_t node, double prob) {
+    std::vector<int32_t> children = RankedChildren(node);
+    if (children.size() > top_k) children.resize(top_k);
+    double total = 0;
+    for (int32_t c : children) total += nodes_[c].count;
+    if (total <= 0) total = 1;
+    for (int32_t c : children) {
+      heap.push_back(Candidate{prob * nodes_[c].count / total, order++, parent, c});
+      std::push_heap(heap.begin(), heap.end(), worse);
+    }
+  };
+  const size_t longest =
+      std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
+  for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
+    const int32_t matched = Match(context, w);
+    if (matched < 0) continue;
+    expand(-1, matched, 1.0);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), worse);
+      const Candidate best = heap.back();
+      heap.pop_back();
+      const int32_t pos = TreeChild(tree, best.parent, nodes_[best.node].token, max_tokens);
+      if (pos < 0) return;
+      expand(pos, best.node, best.prob);
+    }
+  }
 }
 
 }  // namespace radixserve::spec

@@ -7,7 +7,16 @@
 // `min_match_window`, never more than branch_length - 1) and follows one continuation from the
 // matched node, one child per depth: the most recently recorded one (kBfs) or the most frequent
 // one (kProb). The first window whose chain reaches the wanted length wins; otherwise the longest
-// chain found. Drafts are a single chain: tree drafts (SGLang's BFS breadth) are not built.
+// chain found.
+//
+// Tree drafts (DraftTree, SGLang's lookahead tree) take several continuations per node and merge
+// the continuations of every matched window, longest window first, into one token tree. kBfs:
+// breadth-first from each matched node, taking the most recent children, as many per node as the
+// breadth allows: a window of w tokens starts at breadth (max_window - w) * s + min_breadth, with
+// s = (max_breadth - min_breadth) / (max_window - min_window + 1), and the breadth falls by s per
+// level (at least 1): long matches are trusted and followed deep, short ones spread wide. kProb:
+// best first by path probability, a child's share being its count over its parent's top
+// max_breadth children.
 //
 // Capacity: at most `capacity` nodes. A recording that could pass it first clears the table (the
 // recording itself is then kept, truncated to its last capacity / branch_length start positions).
@@ -31,6 +40,18 @@ struct NgramTableOptions {
   size_t branch_length = 18;
   size_t capacity = 10'000'000;  // trie nodes
   NgramMatchType match_type = NgramMatchType::kBfs;
+  size_t min_bfs_breadth = 1;  // tree drafts only
+  size_t max_bfs_breadth = 10;
+};
+
+// A token tree hanging off the context's last token: tokens[i]'s parent is tokens[parents[i]], or
+// the context's last token when parents[i] is -1. Parents come before their children.
+struct DraftTree {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> parents;
+
+  size_t size() const { return tokens.size(); }
+  bool empty() const { return tokens.empty(); }
 };
 
 class NgramTable {
@@ -43,6 +64,8 @@ class NgramTable {
 
   // Up to max_tokens tokens predicted to follow `context` (empty when nothing matches).
   std::vector<int32_t> Draft(std::span<const int32_t> context, size_t max_tokens) const;
+  // Up to max_tokens tokens in a tree of continuations of `context` (empty when nothing matches).
+  DraftTree Tree(std::span<const int32_t> context, size_t max_tokens) const;
 
   size_t num_nodes() const { return nodes_.size(); }
   const NgramTableOptions& options() const { return options_; }
@@ -62,6 +85,14 @@ class NgramTable {
   int32_t FindOrAddChild(int32_t node, int32_t token);
   // The continuation match_type prefers among node's children (-1 when it has none).
   int32_t PickChild(int32_t node) const;
+  // Whether child a comes before child b in match_type's order.
+  bool Prefer(int32_t a, int32_t b) const;
+  // node's children in match_type's order.
+  std::vector<int32_t> RankedChildren(int32_t node) const;
+  // The trie node the context's last w tokens lead to (-1: not recorded).
+  int32_t Match(std::span<const int32_t> context, size_t w) const;
+  void GrowBfs(std::span<const int32_t> context, size_t max_tokens, DraftTree& tree) const;
+  void GrowProb(std::span<const int32_t> context, size_t max_tokens, DraftTree& tree) const;
 
   NgramTableOptions options_;
   std::vector<Node> nodes_;                          // nodes_[0] is the root

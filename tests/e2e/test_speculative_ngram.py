@@ -57,11 +57,14 @@ def serve(model, *args):
     return Server(model, "--skip-server-warmup", "--enable-deterministic-inference", *args)
 
 
-def spec_args(page, chunk, radix, draft_tokens):
+def spec_args(page, chunk, radix, draft_tokens, breadth=None):
     # Drafting stays on whatever the batch size (the default stops it from 4 running sequences).
     args = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", draft_tokens,
             "--page-size", page, "--chunked-prefill-size", chunk,
             "--speculative-disable-by-batch-size", "0"]
+    if breadth:  # wide trees: several children per node from every window
+        args += ["--speculative-ngram-min-bfs-breadth", breadth[0],
+                 "--speculative-ngram-max-bfs-breadth", breadth[1]]
     return args + ([] if radix else ["--disable-radix-cache"])
 
 
@@ -83,18 +86,46 @@ def check_against(oracle_bodies, bodies):
     assert steps < tokens - len(bodies), (steps, tokens)
 
 
-@pytest.mark.parametrize("page,chunk,radix,draft_tokens", [
-    (1, 64, True, 8), (16, 4096, False, 4), (4, 32, True, 16), (1, 4096, False, 2)])
-def test_stories_equal_without_speculation(story_oracle, page, chunk, radix, draft_tokens):
+# Tree drafts (the default breadths 1 to 10, and wide ones) move an accepted branch's K/V by slot
+# swaps with page 1 and by row copies with larger pages; --speculative-ngram-match-type PROB
+# builds its trees best first.
+@pytest.mark.parametrize("page,chunk,radix,draft_tokens,breadth,match", [
+    (1, 64, True, 8, None, "BFS"), (16, 4096, False, 4, None, "BFS"),
+    (4, 32, True, 16, None, "BFS"), (1, 4096, False, 2, None, "BFS"),
+    (1, 64, True, 12, (3, 6), "BFS"), (4, 64, False, 12, (3, 6), "BFS"),
+    (1, 64, True, 10, (1, 3), "PROB")])
+def test_stories_equal_without_speculation(story_oracle, page, chunk, radix, draft_tokens, breadth,
+                                           match):
     max_new = 96
     oracle = run_batch(story_oracle, STORY_PROMPTS, max_new)
     assert all("spec_verify_ct" not in b["meta_info"] for b in oracle)
-    srv = serve(STORIES, *spec_args(page, chunk, radix, draft_tokens))
+    srv = serve(STORIES, *spec_args(page, chunk, radix, draft_tokens, breadth),
+                "--speculative-ngram-match-type", match)
     try:
         alone = [generate(srv, p, max_new, ignore_eos=True) for p in STORY_PROMPTS[:4]]
         check_against(oracle[:4], alone)
         check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
         # Again, now with the n-gram table full of these outputs (and prefix hits with radix).
+        check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+# Under tensor parallelism the followers receive each tree with the batch; with pages of one slot
+# an accepted branch moves by slot swaps in the leader's tables, with larger pages (whose K/V rows
+# only each rank could copy) NGRAM drafts chains.
+@pytest.mark.parametrize("page", [1, 4])
+def test_tree_drafts_under_tensor_parallelism(page):
+    max_new = 64
+    plain = serve(STORIES, "--tp-size", 2, "--page-size", page)
+    try:
+        oracle = run_batch(plain, STORY_PROMPTS, max_new)
+    finally:
+        assert plain.stop() == 0, plain.logs()
+    srv = serve(STORIES, "--tp-size", 2, *spec_args(page, 64, True, 12, (2, 5)))
+    try:
+        check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
         check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
         srv.assert_no_leak()
     finally:
@@ -282,8 +313,8 @@ def test_smollm2_equal_without_speculation(smol_oracle):
 @pytest.mark.parametrize("args, named", [
     (["--speculative-algorithm", "EAGLE"], "--speculative-algorithm"),
     (["--speculative-algorithm", "NEXTN"], "--speculative-algorithm"),
-    (["--speculative-algorithm", "NGRAM", "--speculative-ngram-max-bfs-breadth", "4"],
-     "--speculative-ngram-max-bfs-breadth"),
+    (["--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "4",
+      "--speculative-ngram-max-bfs-breadth", "3"], "--speculative-ngram-max-bfs-breadth"),
     (["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "1"],
      "--speculative-num-draft-tokens"),
     (["--speculative-algorithm", "NGRAM", "--speculative-ngram-min-match-window-size", "5",

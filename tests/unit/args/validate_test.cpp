@@ -115,9 +115,17 @@ TEST(Validate, OnlyNgramSpeculationIsAccepted) {
     EXPECT_FALSE(r.status.ok()) << algorithm;
     EXPECT_NE(r.status.message().find("--speculative-algorithm"), std::string::npos);
   }
-  Resolved breadth =
-      Resolve({"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "1"});
-  EXPECT_NE(breadth.status.message().find("--speculative-ngram-min-bfs-breadth"),
+  // Tree drafts: the breadths must be ordered and positive.
+  EXPECT_TRUE(Resolve({"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth",
+                       "2", "--speculative-ngram-max-bfs-breadth", "4"})
+                  .status.ok());
+  Resolved zero =
+      Resolve({"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "0"});
+  EXPECT_NE(zero.status.message().find("--speculative-ngram-min-bfs-breadth"), std::string::npos);
+  Resolved inverted =
+      Resolve({"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "5",
+               "--speculative-ngram-max-bfs-breadth", "3"});
+  EXPECT_NE(inverted.status.message().find("--speculative-ngram-max-bfs-breadth"),
             std::string::npos);
   EXPECT_TRUE(Resolve({"--speculative-algorithm", "NGRAM"}).status.ok());
 }

@@ -2,7 +2,8 @@
 // and KV element type, against a double-precision causal softmax computed here; a token's output
 // is bit-identical alone, in a batch, split into prefill chunks, and with 1 or 2 threads; a bf16 /
 // f16 cache matches an f32 cache fed the same rounded values; a model forward pass over a bf16 KV
-// pool gives nearly the logits of an f32 pool.
+// pool gives nearly the logits of an f32 pool; a speculative tree token's output is bit-identical
+// to a one-token decode at the end of its path.
 #include "model/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -50,7 +51,8 @@ class PagedAttentionRig {
   // Runs PagedAttention for the given (history, prefix_len, extend_len) triples.
   std::vector<std::vector<float>> Run(
       const kernels::KernelTable& table, ThreadPool* pool,
-      const std::vector<std::tuple<const History*, int64_t, int64_t>>& work) {
+      const std::vector<std::tuple<const History*, int64_t, int64_t>>& work,
+      std::span<const int32_t> tree_parents = {}) {
     const int64_t qw = q_width(), kw = kv_width();
     ForwardBatch batch;
     std::vector<float> q, k, v;
@@ -64,6 +66,8 @@ class PagedAttentionRig {
       }
       batch.sequences.push_back({prefix, extend, std::span<const int32_t>(h->slots)});
     }
+    // The last sequence's last extend tokens may be a speculative tree.
+    if (!tree_parents.empty()) batch.sequences.back().tree_parents = tree_parents;
     const BatchLayout layout = BatchLayout::Build(batch, num_slots_);
     std::vector<float> out(q.size(), NAN);
     PagedAttention(table, pool, batch, layout, shape_.attn, shape_.window, q.data(), k.data(),
@@ -253,6 +257,61 @@ TEST(PagedAttentionTest, OutputsDoNotDependOnBatchChunkingOrThreads) {
             << "sequence row " << r;
         ++r;
       }
+    }
+  }
+}
+
+TEST(PagedAttentionTest, TreeTokensEqualADecodeAtTheEndOfTheirPath) {
+  std::mt19937 rng(29);
+  ThreadPool pool(2);
+  const kernels::KernelTable& table = kernels::ActiveKernels();
+  // Branches at the root and deeper; paths cross the 256-key chunk boundary from a prefix of 250.
+  const std::vector<int32_t> parents = {-1, -1, 0, 0, 1, 2, 4, 6, 3, -1, 7, 10};
+  const auto tree = static_cast<int64_t>(parents.size());
+  for (const Shape* shape : {&kSmolLm, &kGemmaSliding, &kGptOssSinks}) {
+    for (int64_t prefix : {int64_t{0}, int64_t{5}, int64_t{250}}) {
+      const int64_t num_slots = 600;
+      const int64_t qw = int64_t{shape->attn.num_heads} * shape->attn.head_dim;
+      const int64_t kw = int64_t{shape->attn.num_kv_heads} * shape->attn.head_dim;
+      std::vector<int32_t> slots(static_cast<size_t>(num_slots - 1));
+      std::iota(slots.begin(), slots.end(), 1);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      // Positions [0, prefix] then the tree's tokens, in the pool's order (the root at prefix).
+      slots.resize(static_cast<size_t>(prefix + 1 + tree));
+      const History h = MakeHistory(prefix + 1 + tree, qw, kw, slots, rng);
+      PagedAttentionRig tree_rig(*shape, KvType::kBF16, num_slots);
+      for (int64_t j = 0; j < prefix; ++j) tree_rig.Store(h, j);
+      const auto rows = tree_rig.Run(table, &pool, {{&h, prefix, 1 + tree}}, parents);
+      for (int64_t node = 0; node < tree; ++node) {
+        // The node's path as a plain sequence: the positions before the tree, then its ancestors.
+        std::vector<int64_t> path;
+        for (int64_t at = node; at >= 0; at = parents[static_cast<size_t>(at)]) {
+          path.insert(path.begin(), prefix + 1 + at);
+        }
+        std::vector<int64_t> order(static_cast<size_t>(prefix + 1));
+        std::iota(order.begin(), order.end(), 0);
+        order.insert(order.end(), path.begin(), path.end());
+        History line;
+        for (int64_t src : order) {
+          line.q.insert(line.q.end(), h.q.begin() + src * qw, h.q.begin() + (src + 1) * qw);
+          line.k.insert(line.k.end(), h.k.begin() + src * kw, h.k.begin() + (src + 1) * kw);
+          line.v.insert(line.v.end(), h.v.begin() + src * kw, h.v.begin() + (src + 1) * kw);
+          line.slots.push_back(h.slots[static_cast<size_t>(src)]);
+        }
+        const auto last = static_cast<int64_t>(order.size()) - 1;
+        PagedAttentionRig line_rig(*shape, KvType::kBF16, num_slots);
+        for (int64_t j = 0; j < last; ++j) line_rig.Store(line, j);
+        const auto want = line_rig.Run(table, nullptr, {{&line, last, 1}});
+        const std::vector<float>& got = rows[static_cast<size_t>(1 + node)];
+        ASSERT_EQ(0, std::memcmp(want[0].data(), got.data(), sizeof(float) * got.size()))
+            << "node " << node << " prefix " << prefix << " window " << shape->window;
+      }
+      // The root and every tree token still store their K/V in their own slots: the root's output
+      // is a plain causal decode's.
+      PagedAttentionRig root_rig(*shape, KvType::kBF16, num_slots);
+      for (int64_t j = 0; j < prefix; ++j) root_rig.Store(h, j);
+      const auto root = root_rig.Run(table, nullptr, {{&h, prefix, 1}});
+      ASSERT_EQ(0, std::memcmp(root[0].data(), rows[0].data(), sizeof(float) * rows[0].size()));
     }
   }
 }

@@ -255,6 +255,48 @@ TEST(SchedulerTest, DraftsExtendTheDecodeAndRejectedSlotsAreFreed) {
   }
 }
 
+// Tree drafts: the accepted path's K/V ends up right after the kept positions, by slot swaps with
+// pages of one slot and by row copies with larger pages; everything else is freed.
+TEST(SchedulerTest, AcceptingATreePathMovesItsKvNextToTheSequence) {
+  for (int32_t page : {1, 4}) {
+    auto memory = MakeMemory(4096, page, /*radix=*/false);
+    auto s = MakeScheduler(SchedulerConfig{}, memory.get());
+    Sequence* a = Add(*s, MakeSeq(1, 10, 100));
+    FakeRun(*s, s->PlanStep());  // prefill: kv_len 10, one output token
+    a->draft_ids = {11, 12, 13, 14, 15, 16};
+    a->draft_parents = {-1, -1, 0, 1, 1, 3};  // 1 -> 3 -> 5 is a root-to-leaf path
+    StepPlan p = s->PlanStep();
+    ASSERT_EQ(p.entries.size(), 1u);
+    EXPECT_EQ(p.entries[0].num_drafts, 6u);
+    s->CompleteStep(p);
+    ASSERT_EQ(a->kv_len, 11u);
+    // Each position's K and V hold the position, as the forward pass would have written them.
+    kv::KvStorage& storage = memory->pool().storage();
+    std::span<const int32_t> row = memory->req_pool().Row(a->kv.req_pool_slot);
+    for (size_t pos = 0; pos < 17; ++pos) {
+      const auto value = static_cast<float>(pos);
+      storage.StoreKv(0, row.subspan(pos, 1), &value, &value);
+    }
+    const std::vector<int32_t> path = {1, 3, 5};
+    for (size_t i = 0; i <= path.size(); ++i) a->output_ids.push_back(static_cast<int32_t>(20 + i));
+    s->AcceptDrafts(a, std::span<const int32_t>(path));
+    EXPECT_EQ(a->kv_len, 14u);
+    EXPECT_TRUE(a->draft_ids.empty() && a->draft_parents.empty());
+    for (size_t pos = 0; pos < a->kv_len; ++pos) {
+      float k = -1, v = -1;
+      storage.LoadKv(0, memory->req_pool().Row(a->kv.req_pool_slot)[pos], &k, &v);
+      const size_t want = pos < 11 ? pos : 11 + static_cast<size_t>(path[pos - 11]);
+      EXPECT_EQ(k, static_cast<float>(want)) << "page " << page << " pos " << pos;
+      EXPECT_EQ(v, static_cast<float>(want)) << "page " << page << " pos " << pos;
+    }
+    const auto pg = static_cast<size_t>(page);
+    EXPECT_EQ(memory->pool().used_size(), (a->kv_len + pg - 1) / pg * pg) << "page " << page;
+    FakeRun(*s, s->PlanStep());
+    s->Release(a);
+    EXPECT_TRUE(memory->CheckIdle().ok()) << memory->CheckIdle().message();
+  }
+}
+
 TEST(SchedulerTest, ReleasingBeforeAcceptingFreesTheDraftSlots) {
   auto memory = MakeMemory(4096, 4);
   auto s = MakeScheduler(SchedulerConfig{}, memory.get());

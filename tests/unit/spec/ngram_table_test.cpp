@@ -76,6 +76,58 @@ TEST(NgramTableTest, IncrementalRecordingEqualsRecordingAtOnce) {
   }
 }
 
+NgramTableOptions TreeOptions(size_t min_w, size_t max_w, size_t branch, NgramMatchType type,
+                              size_t min_b, size_t max_b) {
+  NgramTableOptions o = Options(min_w, max_w, branch, type);
+  o.min_bfs_breadth = min_b;
+  o.max_bfs_breadth = max_b;
+  return o;
+}
+
+TEST(NgramTableTest, BfsTreeMergesEveryWindowsContinuations) {
+  // Breadth step (3 - 1) / (2 - 1 + 1) = 1: the 2-token window starts at breadth 1, the 1-token
+  // window at 2, and each level takes one less (at least 1).
+  NgramTable table(TreeOptions(1, 2, 4, NgramMatchType::kBfs, 1, 3));
+  table.Record(Tokens{1, 2, 3, 4, 0});
+  table.Record(Tokens{1, 2, 5, 6, 0});
+  table.Record(Tokens{7, 2, 8, 0});
+  // "1 2": the most recent continuation 5 6. "2": the two most recent, 8 (new) and 5 (merged),
+  // then one child each: 0 under 8, 6 under 5 (merged), then 0 under 6.
+  const DraftTree tree = table.Tree(Tokens{9, 1, 2}, 10);
+  EXPECT_EQ(tree.tokens, (Tokens{5, 6, 8, 0, 0}));
+  EXPECT_EQ(tree.parents, (Tokens{-1, 0, -1, 2, 1}));
+  const DraftTree small = table.Tree(Tokens{9, 1, 2}, 3);
+  EXPECT_EQ(small.tokens, (Tokens{5, 6, 8}));
+  EXPECT_EQ(small.parents, (Tokens{-1, 0, -1}));
+  EXPECT_TRUE(table.Tree(Tokens{9, 1, 2}, 0).empty());
+  EXPECT_TRUE(table.Tree(Tokens{11, 12}, 5).empty());
+  // Breadth 1 everywhere and one window: the chain Draft gives.
+  NgramTable chain(TreeOptions(2, 2, 4, NgramMatchType::kBfs, 1, 1));
+  chain.Record(Tokens{1, 2, 3, 4, 0});
+  chain.Record(Tokens{1, 2, 5, 6, 0});
+  const DraftTree one = chain.Tree(Tokens{1, 2}, 4);
+  EXPECT_EQ(one.tokens, chain.Draft(Tokens{1, 2}, 4));
+  EXPECT_EQ(one.parents, (Tokens{-1, 0}));
+}
+
+TEST(NgramTableTest, ProbTreeTakesTheMostProbablePathsFirst) {
+  // After 2: 3 three times, 4 once; after 2 3: 9 twice, 7 once. Path probabilities: 3 .75,
+  // 3 9 .5, 4 .25, 3 7 .25, 4 1 .25 (ties: the earlier candidate).
+  NgramTable table(TreeOptions(1, 1, 3, NgramMatchType::kProb, 1, 2));
+  for (const Tokens& t : {Tokens{2, 3, 9}, Tokens{2, 3, 9}, Tokens{2, 3, 7}, Tokens{2, 4, 1}}) {
+    table.Record(t);
+  }
+  const DraftTree tree = table.Tree(Tokens{2}, 5);
+  EXPECT_EQ(tree.tokens, (Tokens{3, 9, 4, 7, 1}));
+  EXPECT_EQ(tree.parents, (Tokens{-1, 0, -1, 0, 2}));
+  // max_bfs_breadth 1: one child per node.
+  NgramTable narrow(TreeOptions(1, 1, 3, NgramMatchType::kProb, 1, 1));
+  for (const Tokens& t : {Tokens{2, 3, 9}, Tokens{2, 3, 9}, Tokens{2, 3, 7}, Tokens{2, 4, 1}}) {
+    narrow.Record(t);
+  }
+  EXPECT_EQ(narrow.Tree(Tokens{2}, 5).tokens, (Tokens{3, 9}));
+}
+
 TEST(NgramTableTest, CapacityBoundsTheNodes) {
   NgramTableOptions o = Options(1, 3, 4, NgramMatchType::kBfs);
   o.capacity = 40;
