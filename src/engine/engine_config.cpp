@@ -137,9 +137,10 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
                        : spec::NgramMatchType::kBfs;
     n.min_bfs_breadth = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMinBfsBreadth));
     n.max_bfs_breadth = static_cast<size_t>(args.GetInt(key::kSpeculativeNgramMaxBfsBreadth));
-    const bool single_process = args::ModelSplitRanks(args) * args.GetInt(key::kPpSize) == 1;
+    // (Pipeline parallelism, whose micro-batches would cut trees apart, refuses speculation.)
+    const bool one_rank = args::ModelSplitRanks(args) == 1;
     config.spec_tree = !config.spec_draft_model &&
-                       (args.GetOptionalInt(key::kPageSize).value_or(1) == 1 || single_process);
+                       (args.GetOptionalInt(key::kPageSize).value_or(1) == 1 || one_rank);
   }
   config.watchdog_timeout_s = args.GetOptionalFloat(key::kWatchdogTimeout);
   config.soft_watchdog_timeout_s = args.GetOptionalFloat(key::kSoftWatchdogTimeout);

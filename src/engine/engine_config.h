@@ -77,7 +77,7 @@ struct EngineConfig {
   spec::NgramTableOptions ngram;  // the --speculative-ngram-* arguments
   // NGRAM drafts trees (NgramTable::Tree) rather than chains. Accepting a branch moves its K/V
   // next to the sequence's end: by swapping slots with pages of one slot, else by copying K/V
-  // rows, which only this process's pool can do (no tensor- or pipeline-parallel peers).
+  // rows, which only this process's pool can do (no tensor-parallel peers).
   bool spec_tree = false;
   // Watchdog (--watchdog-timeout, --soft-watchdog-timeout), seconds; nullopt: off.
   std::optional<double> watchdog_timeout_s;

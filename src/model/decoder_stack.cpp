@@ -405,6 +405,8 @@ std::vector<MicroBatch> CutMicroBatches(const ForwardBatch& batch, int64_t count
     for (const SequenceExtend& seq : batch.sequences) {
       const int64_t a = std::max(lo, start), e = std::min(hi, start + seq.extend_len);
       if (a < e) {
+        // Pipeline parallelism refuses speculation, so no tree is ever cut here.
+        RADIX_CHECK(seq.tree_parents.empty());
         SequenceExtend piece = seq;
         piece.prefix_len = seq.prefix_len + (a - start);
         piece.extend_len = e - a;

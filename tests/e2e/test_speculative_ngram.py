@@ -114,16 +114,17 @@ def test_stories_equal_without_speculation(story_oracle, page, chunk, radix, dra
 
 # Under tensor parallelism the followers receive each tree with the batch; with pages of one slot
 # an accepted branch moves by slot swaps in the leader's tables, with larger pages (whose K/V rows
-# only each rank could copy) NGRAM drafts chains.
-@pytest.mark.parametrize("page", [1, 4])
-def test_tree_drafts_under_tensor_parallelism(page):
+# only each rank could copy) NGRAM drafts chains. (Pipeline parallelism refuses speculation.)
+@pytest.mark.parametrize("layout,page", [(["--tp-size", 2], 1), (["--tp-size", 2], 4)],
+                         ids=["tp2-page1", "tp2-page4"])
+def test_tree_drafts_under_tensor_parallelism(layout, page):
     max_new = 64
-    plain = serve(STORIES, "--tp-size", 2, "--page-size", page)
+    plain = serve(STORIES, *layout, "--page-size", page)
     try:
         oracle = run_batch(plain, STORY_PROMPTS, max_new)
     finally:
         assert plain.stop() == 0, plain.logs()
-    srv = serve(STORIES, "--tp-size", 2, *spec_args(page, 64, True, 12, (2, 5)))
+    srv = serve(STORIES, *layout, *spec_args(page, 64, True, 12, (2, 5)))
     try:
         check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
         check_against(oracle, run_batch(srv, STORY_PROMPTS, max_new))
