@@ -5,7 +5,11 @@ full, in a minute): starts `BINARY --model-path GGUF --threads 2 --mem-fraction-
 and a 16-token prompt decoding 129 tokens minus the time of the same prompt with 1 token
 (decode tok/s = 128 / difference). Greedy, ignore_eos, random token ids (seed 0).
 
-    python bench/quick_speed.py BINARY GGUF [EXTRA_ARGS...]
+    python bench/quick_speed.py BINARY GGUF [--depth D] [EXTRA_ARGS...]
+
+--depth D instead decodes 128 tokens after a D-token prompt (llama-bench's `-p 0 -n 128 -d D`):
+the prompt and 129 new tokens streamed, decode tok/s = 128 / (time of the last event - time of
+the first), twice, each with a fresh random prompt (no prefix-cache hit).
 
 One line per repetition. Radixserve's decode speed on some VMs depends on the start (see
 docs/performance.md): compare several starts, alternating with the peer.
@@ -21,6 +25,9 @@ import urllib.request
 
 def main():
     binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+    depth = None
+    if extra[:1] == ["--depth"]:
+        depth, extra = int(extra[1]), extra[2:]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -46,8 +53,25 @@ def main():
             json.load(urllib.request.urlopen(request, timeout=600))
             return time.time() - start
 
+        def decode_at_depth(ids, n):
+            body = json.dumps({"input_ids": ids, "stream": True, "sampling_params": {
+                "max_new_tokens": n, "ignore_eos": True, "temperature": 0}}).encode()
+            request = urllib.request.Request(url + "/generate", body,
+                                             {"Content-Type": "application/json"})
+            stamps = []
+            with urllib.request.urlopen(request, timeout=3600) as response:
+                for line in response:
+                    if line.startswith(b"data:") and not line.startswith(b"data: [DONE]"):
+                        stamps.append(time.time())
+            return (n - 1) / (stamps[-1] - stamps[0])
+
         random.seed(0)
         generate([random.randrange(100, 40000) for _ in range(16)], 8)  # warm-up
+        if depth is not None:
+            for _ in range(2):
+                ids = [random.randrange(100, 40000) for _ in range(depth)]
+                print(f"decode at depth {depth}: {decode_at_depth(ids, 129):.1f} tok/s", flush=True)
+            return
         for _ in range(2):
             prefill = generate([random.randrange(100, 40000) for _ in range(512)], 1)
             ids = [random.randrange(100, 40000) for _ in range(16)]

@@ -92,17 +92,20 @@ void BenchGemm(ThreadPool& pool) {
 }
 
 // One decode token per layer for one sequence, 30 layers, KV slots in shuffled order.
-void BenchAttention(ThreadPool& pool) {
+// One decode token's attention over `layers` layers at each depth. Slots shuffled (a pool after
+// much churn) or in order (a fresh pool: what a single long sequence usually holds).
+void BenchAttention(ThreadPool& pool, const kernels::AttentionShape& shape, int64_t layers,
+                    std::initializer_list<kernels::KvType> types,
+                    std::initializer_list<int64_t> depths, bool shuffled) {
   const kernels::KernelTable& table = kernels::ActiveKernels();
-  const kernels::AttentionShape shape{9, 3, 64, 0.125f, 0.0f};
-  const int64_t layers = 30, width = 3 * 64;
+  const int64_t width = int64_t{shape.num_kv_heads} * shape.head_dim;
+  const int64_t q_width = int64_t{shape.num_heads} * shape.head_dim;
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (kernels::KvType type :
-       {kernels::KvType::kF32, kernels::KvType::kBF16, kernels::KvType::kFp8E4M3}) {
-    for (int64_t depth : {128, 2048}) {
+  for (kernels::KvType type : types) {
+    for (int64_t depth : depths) {
       const int64_t slots_total = depth + 2;
-      model::KvCacheBuffers kv(layers, slots_total, 3, 64, type);
+      model::KvCacheBuffers kv(layers, slots_total, shape.num_kv_heads, shape.head_dim, type);
       const kernels::AttentionKernels& ak = kernels::AttentionKernelsFor(table);
       std::vector<float> row(static_cast<size_t>(width));
       const size_t row_bytes = static_cast<size_t>(width) * kernels::KvTypeSize(type);
@@ -118,13 +121,14 @@ void BenchAttention(ThreadPool& pool) {
       }
       std::vector<int32_t> slots(static_cast<size_t>(depth + 1));
       std::iota(slots.begin(), slots.end(), 1);
-      std::shuffle(slots.begin(), slots.end(), rng);
+      if (shuffled) std::shuffle(slots.begin(), slots.end(), rng);
       model::ForwardBatch batch;
       batch.token_ids = {0};
       batch.positions = {depth};
       batch.sequences.push_back({depth, 1, std::span<const int32_t>(slots)});
       const model::BatchLayout layout = model::BatchLayout::Build(batch, slots_total);
-      std::vector<float> q(576), k(width), v(width), out(576);
+      std::vector<float> q(static_cast<size_t>(q_width)), k(static_cast<size_t>(width)),
+          v(static_cast<size_t>(width)), out(static_cast<size_t>(q_width));
       for (auto* vec : {&q, &k, &v})
         for (float& x : *vec) x = dist(rng);
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -137,13 +141,14 @@ void BenchAttention(ThreadPool& pool) {
         });
         const double bytes = 2.0 * static_cast<double>((depth + 1) * row_bytes * layers);
         std::printf(
-            "attention %s kv=%s depth=%4ld threads=%d: %8.1f us per token (30 layers), "
-            "%5.1f GB/s of KV\n",
-            std::string(ak.name).c_str(),
+            "attention %s heads=%d/%d kv=%s depth=%4ld slots=%s threads=%d: %8.1f us per token "
+            "(%ld layers), %5.1f GB/s of KV\n",
+            std::string(ak.name).c_str(), shape.num_heads, shape.num_kv_heads,
             type == kernels::KvType::kF32    ? "f32 "
             : type == kernels::KvType::kBF16 ? "bf16"
                                              : "fp8 ",
-            static_cast<long>(depth), p ? p->size() : 1, s * 1e6, bytes / s / 1e9);
+            static_cast<long>(depth), shuffled ? "shuffled" : "in order", p ? p->size() : 1,
+            s * 1e6, static_cast<long>(layers), bytes / s / 1e9);
       }
     }
   }
@@ -156,6 +161,17 @@ int main(int argc, char** argv) {
   radixserve::ThreadPool pool(2);
   const bool all = argc < 2;
   if (all || std::strcmp(argv[1], "gemm") == 0) radixserve::BenchGemm(pool);
-  if (all || std::strcmp(argv[1], "attention") == 0) radixserve::BenchAttention(pool);
+  using radixserve::kernels::KvType;
+  if (all || std::strcmp(argv[1], "attention") == 0) {
+    // SmolLM2-135M's attention (9 / 3 heads, 30 layers).
+    radixserve::BenchAttention(pool, {9, 3, 64, 0.125f, 0.0f}, 30,
+                               {KvType::kF32, KvType::kBF16, KvType::kFp8E4M3}, {128, 2048},
+                               /*shuffled=*/true);
+  }
+  if (all || std::strcmp(argv[1], "attention-1b") == 0) {
+    // Llama-3.2-1B's (32 / 8 heads, 16 layers) at the depths of issue 18's targets.
+    radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, {KvType::kBF16}, {2048, 8192},
+                               /*shuffled=*/false);
+  }
   return 0;
 }

@@ -66,11 +66,12 @@ float RefExpTile(float* x, float max) {
   return sum;
 }
 
-void RefAccumulate(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d, float* acc) {
+void RefAccumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk, int64_t d,
+                   float* acc) {
   for (int64_t q = 0; q < nq; ++q) {
     for (int64_t j = 0; j < nk; ++j) {
       const float w = p[q * kKeyTile + j];
-      for (int64_t c = 0; c < d; ++c) acc[q * d + c] += w * v[j * d + c];
+      for (int64_t c = 0; c < d; ++c) acc[q * d + c] += w * v[j * ldv + c];
     }
   }
 }
@@ -174,64 +175,106 @@ const AttentionKernels& AttentionKernelsFor(const KernelTable& table) {
   return k != nullptr ? *k : kRef;
 }
 
-void AttendChunk(const KernelTable& table, const AttentionShape& shape, const QueryBlock& block,
-                 KvBuffer k_cache, KvBuffer v_cache, const int32_t* kv_slots, int64_t key_begin,
-                 int64_t key_end, float* m, float* l, float* acc) {
+// Bytes of gathered floats one pass of AttendChunkHeads keeps (within a 32 KB L1 data cache
+// beside the queries and scores).
+constexpr int64_t kGatherBytes = 32 * 1024;
+
+void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
+                      const QueryBlock* blocks, int heads, KvBuffer k_cache, KvBuffer v_cache,
+                      const int32_t* kv_slots, int64_t key_begin, int64_t key_end, float* const* m,
+                      float* const* l, float* const* acc) {
   RADIX_CHECK(key_begin >= 0 && key_begin % kKeyTile == 0 && key_begin <= key_end);
+  RADIX_CHECK(heads >= 1);
+  const int64_t d = shape.head_dim;
+  const int64_t head_elements = KvHeadElements(k_cache.type, d);
+  // A tile's gathered keys for all heads should stay in L1 (the score and accumulate passes
+  // read them back): at most kGatherBytes of floats per pass. int8 rows keep a scale after each
+  // head's codes, so they are gathered one head at a time.
+  const int per_pass =
+      head_elements != d
+          ? 1
+          : static_cast<int>(std::max<int64_t>(1, kGatherBytes / (kKeyTile * d * 4)));
+  if (heads > per_pass) {
+    for (int h = 0; h < heads; h += per_pass) {
+      const int n = std::min(per_pass, heads - h);
+      AttendChunkHeads(table, shape, blocks + h, n, k_cache, v_cache, kv_slots, key_begin, key_end,
+                       m + h, l + h, acc + h);
+    }
+    return;
+  }
   const AttentionKernels& ak = AttentionKernelsFor(table);
   const FloatGemmKernels& gk = FloatKernelsFor(table);
-  const int64_t d = shape.head_dim;
-  const int64_t nq = block.nq;
-  const int64_t head_elements = KvHeadElements(k_cache.type, d);
+  const QueryBlock& first = blocks[0];
+  const int64_t nq = first.nq;
   const int64_t slot_stride = static_cast<int64_t>(shape.num_kv_heads) * head_elements;
-  const int64_t offset = static_cast<int64_t>(block.kv_head) * head_elements;
-  thread_local std::vector<float> keys, values, scores;
-  keys.resize(static_cast<size_t>(kKeyTile * d));
-  values.resize(static_cast<size_t>(kKeyTile * d));
-  scores.resize(static_cast<size_t>(kKeyTile * nq));
-  std::fill(m, m + nq, kNegInf);
-  std::fill(l, l + nq, 0.0f);
-  std::fill(acc, acc + nq * d, 0.0f);
+  const int64_t offset = static_cast<int64_t>(first.kv_head) * head_elements;
+  const int64_t width = heads * d;  // gathered floats per key: the heads side by side
+  // One buffer for a tile's keys, then (once the scores are computed) its values.
+  thread_local std::vector<float> rows, scores;
+  rows.resize(static_cast<size_t>(kKeyTile * width));
+  scores.resize(static_cast<size_t>(heads * kKeyTile * nq));
+  for (int h = 0; h < heads; ++h) {
+    RADIX_CHECK(blocks[h].nq == nq && blocks[h].kv_head == first.kv_head + h);
+    std::fill(m[h], m[h] + nq, kNegInf);
+    std::fill(l[h], l[h] + nq, 0.0f);
+    std::fill(acc[h], acc[h] + nq * d, 0.0f);
+  }
   for (int64_t j0 = key_begin; j0 < key_end; j0 += kKeyTile) {
     const int64_t nk = std::min(kKeyTile, key_end - j0);
     bool any = false;
-    for (int64_t i = 0; i < nq && !any; ++i) any = block.first[i] < j0 + nk && block.last[i] >= j0;
+    for (int64_t i = 0; i < nq && !any; ++i) any = first.first[i] < j0 + nk && first.last[i] >= j0;
     if (!any) continue;
-    ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset, d,
-              keys.data());
-    gk.gemm(block.q, d, nq, keys.data(), WeightFormat::kF32, d * 4, d, 0, nk, scores.data(),
-            kKeyTile);
-    for (int64_t i = 0; i < nq; ++i) {
-      float* s = scores.data() + i * kKeyTile;
-      const int64_t lo = std::max(block.first[i], j0) - j0;
-      const int64_t hi = std::min(block.last[i], j0 + nk - 1) - j0;  // inclusive
-      float tile_max = kNegInf;
-      if (lo <= hi) {
-        std::fill(s, s + lo, kNegInf);
-        std::fill(s + hi + 1, s + kKeyTile, kNegInf);
-        for (int64_t j = lo; j <= hi; ++j) s[j] *= shape.scale;
-        if (shape.softcap > 0.0f) {
-          for (int64_t j = lo; j <= hi; ++j) s[j] = shape.softcap * std::tanh(s[j] / shape.softcap);
+    ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset,
+              width, rows.data());
+    for (int h = 0; h < heads; ++h) {
+      float* head_scores = scores.data() + h * kKeyTile * nq;
+      gk.gemm(blocks[h].q, d, nq, rows.data() + h * d, WeightFormat::kF32, width * 4, d, 0, nk,
+              head_scores, kKeyTile);
+      for (int64_t i = 0; i < nq; ++i) {
+        float* s = head_scores + i * kKeyTile;
+        const int64_t lo = std::max(first.first[i], j0) - j0;
+        const int64_t hi = std::min(first.last[i], j0 + nk - 1) - j0;  // inclusive
+        float tile_max = kNegInf;
+        if (lo <= hi) {
+          std::fill(s, s + lo, kNegInf);
+          std::fill(s + hi + 1, s + kKeyTile, kNegInf);
+          for (int64_t j = lo; j <= hi; ++j) s[j] *= shape.scale;
+          if (shape.softcap > 0.0f) {
+            for (int64_t j = lo; j <= hi; ++j) {
+              s[j] = shape.softcap * std::tanh(s[j] / shape.softcap);
+            }
+          }
+          tile_max = RangeMax(s + lo, hi - lo + 1);
         }
-        tile_max = RangeMax(s + lo, hi - lo + 1);
+        if (tile_max == kNegInf) {  // no key of this tile: zero weights, state unchanged
+          std::fill(s, s + kKeyTile, 0.0f);
+          continue;
+        }
+        float& mi = m[h][i];
+        const float m_new = std::max(mi, tile_max);
+        const float alpha = mi == kNegInf ? 0.0f : std::exp(mi - m_new);
+        const float sum = ak.exp_tile(s, m_new);
+        l[h][i] = l[h][i] * alpha + sum;
+        if (alpha != 1.0f) {
+          for (int64_t c = 0; c < d; ++c) acc[h][i * d + c] *= alpha;
+        }
+        mi = m_new;
       }
-      if (tile_max == kNegInf) {  // no key of this tile: zero weights, state unchanged
-        std::fill(s, s + kKeyTile, 0.0f);
-        continue;
-      }
-      const float m_new = std::max(m[i], tile_max);
-      const float alpha = m[i] == kNegInf ? 0.0f : std::exp(m[i] - m_new);
-      const float sum = ak.exp_tile(s, m_new);
-      l[i] = l[i] * alpha + sum;
-      if (alpha != 1.0f) {
-        for (int64_t c = 0; c < d; ++c) acc[i * d + c] *= alpha;
-      }
-      m[i] = m_new;
     }
-    ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset, d,
-              values.data());
-    ak.accumulate(scores.data(), nq, values.data(), nk, d, acc);
+    ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset,
+              width, rows.data());
+    for (int h = 0; h < heads; ++h) {
+      ak.accumulate(scores.data() + h * kKeyTile * nq, nq, rows.data() + h * d, width, nk, d,
+                    acc[h]);
+    }
   }
+}
+
+void AttendChunk(const KernelTable& table, const AttentionShape& shape, const QueryBlock& block,
+                 KvBuffer k_cache, KvBuffer v_cache, const int32_t* kv_slots, int64_t key_begin,
+                 int64_t key_end, float* m, float* l, float* acc) {
+  AttendChunkHeads(table, shape, &block, 1, k_cache, v_cache, kv_slots, key_begin, key_end, &m, &l,
+                   &acc);
 }
 
 void MergeChunks(const float* m, const float* l, int64_t stride, const float* acc,

@@ -72,8 +72,9 @@ struct AttentionKernels {
   // x[i] = exp(x[i] - max) for i < kKeyTile (exactly 0 where x[i] is -inf); returns the sum of
   // the results, always added in the same order.
   float (*exp_tile)(float* x, float max);
-  // acc[q * d + c] += sum_{j < nk} p[q * kKeyTile + j] * v[j * d + c], j ascending.
-  void (*accumulate)(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d, float* acc);
+  // acc[q * d + c] += sum_{j < nk} p[q * kKeyTile + j] * v[j * ldv + c], j ascending.
+  void (*accumulate)(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk, int64_t d,
+                     float* acc);
   // Converts `count` f32 values to `type` at dst; fp8 stores encode(src[i] * (1 / scale)); int8
   // stores one head: count codes round(src[i] / s), then s = max |src| / 127 (0 codes, s = 0 for
   // an all-zero head).
@@ -103,6 +104,17 @@ struct QueryBlock {
 void AttendChunk(const KernelTable& table, const AttentionShape& shape, const QueryBlock& block,
                  KvBuffer k_cache, KvBuffer v_cache, const int32_t* kv_slots, int64_t key_begin,
                  int64_t key_end, float* m, float* l, float* acc);
+
+// The same for `heads` blocks of KV heads kv_head, kv_head + 1, ... over the same tokens (equal
+// nq, first and last; blocks[h].kv_head == blocks[0].kv_head + h), partials of head h at m[h],
+// l[h], acc[h]. Each tile's keys (then values) are gathered for several heads in one pass over
+// the slots' rows - as many as keep the gathered floats within L1 (32 KB: two heads of 64) - which
+// reads each row's bytes in longer runs than one head at a time; every head's results are
+// bit-identical to AttendChunk's (the same products and sums, only the staging differs).
+void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
+                      const QueryBlock* blocks, int heads, KvBuffer k_cache, KvBuffer v_cache,
+                      const int32_t* kv_slots, int64_t key_begin, int64_t key_end, float* const* m,
+                      float* const* l, float* const* acc);
 
 // out[head_dim] = softmax-weighted sum from `count` partials of one query, merged in index order;
 // partial c is (m[c * stride], l[c * stride], acc + c * acc_stride). Zero if no partial saw a key.

@@ -160,38 +160,55 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
   float* partial_base = partials.data();
 
   auto attend = [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> q_block;
+    thread_local std::vector<float> q_blocks;
     thread_local std::vector<int64_t> first, last;
+    thread_local std::vector<kernels::QueryBlock> blocks;
+    thread_local std::vector<float*> ms, ls, accs;
     for (int64_t it = begin; it < end; ++it) {
       const WorkItem& item = items[static_cast<size_t>(it)];
-      for (int64_t gi = item.group; gi < item.group + item.heads; ++gi) {
-        const QueryGroup& g = groups[static_cast<size_t>(gi)];
-        const int64_t nq = (g.t1 - g.t0) * group_size;
-        q_block.resize(static_cast<size_t>(nq * d));
-        first.resize(static_cast<size_t>(nq));
-        last.resize(static_cast<size_t>(nq));
-        int64_t max_last = 0;
-        for (int64_t t = g.t0; t < g.t1; ++t) {
-          const int64_t pos = layout.token_attend_pos[static_cast<size_t>(t)];
-          const int64_t lo =
-              sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
-          max_last = std::max(max_last, pos);
-          const int64_t i0 = (t - g.t0) * group_size;
-          std::memcpy(q_block.data() + i0 * d, q + t * q_width + g.kv_head * group_size * d,
+      // The item's groups share their tokens (and so first, last and the key range); each has
+      // its own KV head's queries and partials.
+      const QueryGroup& g0 = groups[static_cast<size_t>(item.group)];
+      const int64_t nq = (g0.t1 - g0.t0) * group_size;
+      const auto heads = static_cast<size_t>(item.heads);
+      q_blocks.resize(heads * static_cast<size_t>(nq * d));
+      first.resize(static_cast<size_t>(nq));
+      last.resize(static_cast<size_t>(nq));
+      int64_t max_last = 0;
+      for (int64_t t = g0.t0; t < g0.t1; ++t) {
+        const int64_t pos = layout.token_attend_pos[static_cast<size_t>(t)];
+        const int64_t lo = sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
+        max_last = std::max(max_last, pos);
+        const int64_t i0 = (t - g0.t0) * group_size;
+        for (size_t h = 0; h < heads; ++h) {
+          const QueryGroup& g = groups[static_cast<size_t>(item.group) + h];
+          std::memcpy(q_blocks.data() + (static_cast<int64_t>(h) * nq + i0) * d,
+                      q + t * q_width + g.kv_head * group_size * d,
                       sizeof(float) * static_cast<size_t>(group_size * d));
-          for (int64_t i = i0; i < i0 + group_size; ++i) {
-            first[static_cast<size_t>(i)] = lo;
-            last[static_cast<size_t>(i)] = pos;
-          }
         }
-        const int64_t key_begin = (g.chunk_begin + item.chunk) * kernels::kKeyChunk;
-        const int64_t key_end = std::min(key_begin + kernels::kKeyChunk, max_last + 1);
-        float* p = partial_base + g.partial_offset + item.chunk * nq * (d + 2);
-        kernels::AttendChunk(
-            table, shape,
-            kernels::QueryBlock{q_block.data(), nq, first.data(), last.data(), g.kv_head}, k_cache,
-            v_cache, g.slots, key_begin, key_end, p, p + nq, p + 2 * nq);
+        for (int64_t i = i0; i < i0 + group_size; ++i) {
+          first[static_cast<size_t>(i)] = lo;
+          last[static_cast<size_t>(i)] = pos;
+        }
       }
+      const int64_t key_begin = (g0.chunk_begin + item.chunk) * kernels::kKeyChunk;
+      const int64_t key_end = std::min(key_begin + kernels::kKeyChunk, max_last + 1);
+      blocks.clear();
+      ms.clear();
+      ls.clear();
+      accs.clear();
+      for (size_t h = 0; h < heads; ++h) {
+        const QueryGroup& g = groups[static_cast<size_t>(item.group) + h];
+        blocks.push_back(kernels::QueryBlock{q_blocks.data() + static_cast<int64_t>(h) * nq * d, nq,
+                                             first.data(), last.data(), g.kv_head});
+        float* p = partial_base + g.partial_offset + item.chunk * nq * (d + 2);
+        ms.push_back(p);
+        ls.push_back(p + nq);
+        accs.push_back(p + 2 * nq);
+      }
+      kernels::AttendChunkHeads(table, shape, blocks.data(), static_cast<int>(heads), k_cache,
+                                v_cache, g0.slots, key_begin, key_end, ms.data(), ls.data(),
+                                accs.data());
     }
   };
   auto merge = [&](int64_t begin, int64_t end) {

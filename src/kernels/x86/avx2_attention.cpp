@@ -116,8 +116,8 @@ RADIX_AVX2 float ExpTile(float* x, float max) {
   return _mm_cvtss_f32(s);
 }
 
-RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d,
-                           float* acc) {
+RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk,
+                           int64_t d, float* acc) {
   for (int64_t q = 0; q < nq; ++q) {
     const float* pq = p + q * kKeyTile;
     float* aq = acc + q * d;
@@ -127,7 +127,7 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t n
       __m256 a2 = _mm256_loadu_ps(aq + c0 + 16), a3 = _mm256_loadu_ps(aq + c0 + 24);
       for (int64_t j = 0; j < nk; ++j) {
         const __m256 w = _mm256_set1_ps(pq[j]);
-        const float* vj = v + j * d + c0;
+        const float* vj = v + j * ldv + c0;
         a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj), a0);
         a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 8), a1);
         a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 16), a2);
@@ -141,13 +141,13 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t n
     for (; c0 + 8 <= d; c0 += 8) {
       __m256 a = _mm256_loadu_ps(aq + c0);
       for (int64_t j = 0; j < nk; ++j) {
-        a = _mm256_fmadd_ps(_mm256_set1_ps(pq[j]), _mm256_loadu_ps(v + j * d + c0), a);
+        a = _mm256_fmadd_ps(_mm256_set1_ps(pq[j]), _mm256_loadu_ps(v + j * ldv + c0), a);
       }
       _mm256_storeu_ps(aq + c0, a);
     }
     for (; c0 < d; ++c0) {
       float a = aq[c0];
-      for (int64_t j = 0; j < nk; ++j) a = std::fma(pq[j], v[j * d + c0], a);
+      for (int64_t j = 0; j < nk; ++j) a = std::fma(pq[j], v[j * ldv + c0], a);
       aq[c0] = a;
     }
   }

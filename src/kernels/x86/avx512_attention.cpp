@@ -109,7 +109,7 @@ RADIX_AVX512 float ExpTile(float* x, float max) {
 
 // Two queries at a time share each V load; every element still sums j in ascending order.
 template <int Q>
-RADIX_AVX512 void AccumulateRows(const float* p, const float* v, int64_t nk, int64_t d,
+RADIX_AVX512 void AccumulateRows(const float* p, const float* v, int64_t ldv, int64_t nk, int64_t d,
                                  float* acc) {
   for (int64_t c0 = 0; c0 < d; c0 += 64) {
     __mmask16 m[4];
@@ -120,7 +120,7 @@ RADIX_AVX512 void AccumulateRows(const float* p, const float* v, int64_t nk, int
     }
     for (int64_t j = 0; j < nk; ++j) {
       __m512 vv[4];
-      for (int k = 0; k < 4; ++k) vv[k] = _mm512_maskz_loadu_ps(m[k], v + j * d + c0 + 16 * k);
+      for (int k = 0; k < 4; ++k) vv[k] = _mm512_maskz_loadu_ps(m[k], v + j * ldv + c0 + 16 * k);
       for (int q = 0; q < Q; ++q) {
         const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
         for (int k = 0; k < 4; ++k) a[q][k] = _mm512_fmadd_ps(w, vv[k], a[q][k]);
@@ -131,11 +131,11 @@ RADIX_AVX512 void AccumulateRows(const float* p, const float* v, int64_t nk, int
   }
 }
 
-RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t nk, int64_t d,
-                             float* acc) {
+RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk,
+                             int64_t d, float* acc) {
   int64_t q = 0;
-  for (; q + 2 <= nq; q += 2) AccumulateRows<2>(p + q * kKeyTile, v, nk, d, acc + q * d);
-  if (q < nq) AccumulateRows<1>(p + q * kKeyTile, v, nk, d, acc + q * d);
+  for (; q + 2 <= nq; q += 2) AccumulateRows<2>(p + q * kKeyTile, v, ldv, nk, d, acc + q * d);
+  if (q < nq) AccumulateRows<1>(p + q * kKeyTile, v, ldv, nk, d, acc + q * d);
 }
 
 RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {
