@@ -13,6 +13,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "kernels/half.h"
 #include "model/kv_cache_view.h"
@@ -266,10 +267,21 @@ TEST(PagedAttentionTest, TreeTokensEqualADecodeAtTheEndOfTheirPath) {
   ThreadPool pool(2);
   const kernels::KernelTable& table = kernels::ActiveKernels();
   // Branches at the root and deeper; paths cross the 256-key chunk boundary from a prefix of 250.
-  const std::vector<int32_t> parents = {-1, -1, 0, 0, 1, 2, 4, 6, 3, -1, 7, 10};
-  const auto tree = static_cast<int64_t>(parents.size());
+  // Then random trees (each node's parent drawn among the nodes before it) on random prefixes.
+  std::vector<std::pair<std::vector<int32_t>, int64_t>> cases;
+  for (int64_t prefix : {int64_t{0}, int64_t{5}, int64_t{250}}) {
+    cases.push_back({{-1, -1, 0, 0, 1, 2, 4, 6, 3, -1, 7, 10}, prefix});
+  }
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> random_parents(1 + rng() % 20);
+    for (size_t n = 0; n < random_parents.size(); ++n) {
+      random_parents[n] = static_cast<int32_t>(rng() % (n + 1)) - 1;
+    }
+    cases.push_back({random_parents, static_cast<int64_t>(rng() % 500)});
+  }
   for (const Shape* shape : {&kSmolLm, &kGemmaSliding, &kGptOssSinks}) {
-    for (int64_t prefix : {int64_t{0}, int64_t{5}, int64_t{250}}) {
+    for (const auto& [parents, prefix] : cases) {
+      const auto tree = static_cast<int64_t>(parents.size());
       const int64_t num_slots = 600;
       const int64_t qw = int64_t{shape->attn.num_heads} * shape->attn.head_dim;
       const int64_t kw = int64_t{shape->attn.num_kv_heads} * shape->attn.head_dim;
