@@ -117,7 +117,7 @@ void KvStorage::CopySlot(int32_t from, int32_t to) {
   for (int32_t layer = 0; layer < spec_.num_layers; ++layer) {
     for (const bool is_v : {false, true}) {
       if (is_v && spec_.values_in_keys) continue;
-      auto* base = const_cast<std::byte*>(buffer(layer, is_v));
+      auto* base = static_cast<std::byte*>(is_v ? v_base(layer) : k_base(layer));
       std::memcpy(base + static_cast<size_t>(to) * bytes, base + static_cast<size_t>(from) * bytes,
                   bytes);
     }

@@ -100,15 +100,22 @@ int32_t NgramTable::Match(std::span<const int32_t> context, size_t w) const {
   return node;
 }
 
+std::vector<std::pair<size_t, int32_t>> NgramTable::MatchedWindows(
+    std::span<const int32_t> context) const {
+  std::vector<std::pair<size_t, int32_t>> matches;
+  const size_t longest =
+      std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
+  for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
+    if (const int32_t node = Match(context, w); node >= 0) matches.emplace_back(w, node);
+  }
+  return matches;
+}
+
 std::vector<int32_t> NgramTable::Draft(std::span<const int32_t> context, size_t max_tokens) const {
   std::vector<int32_t> best;
   if (max_tokens == 0) return best;
-  const size_t longest =
-      std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
   std::vector<int32_t> chain;
-  for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
-    const int32_t node = Match(context, w);
-    if (node < 0) continue;
+  for (const auto& [w, node] : MatchedWindows(context)) {
     chain.clear();
     for (int32_t c = PickChild(node); c >= 0 && chain.size() < max_tokens; c = PickChild(c)) {
       chain.push_back(nodes_[c].token);
@@ -154,18 +161,14 @@ void NgramTable::GrowBfs(std::span<const int32_t> context, size_t max_tokens,
   const auto max_b =
       static_cast<double>(std::max(options_.max_bfs_breadth, options_.min_bfs_breadth));
   const double step = (max_b - min_b) / (max_w - min_w + 1);
-  const size_t longest =
-      std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
   struct Pending {
     int32_t parent;  // tree position (-1: the context's last token)
     double breadth;
     int32_t node;  // trie node whose children continue it
   };
   std::vector<Pending> queue;
-  for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
+  for (const auto& [w, matched] : MatchedWindows(context)) {
     if (tree.size() == max_tokens) return;
-    const int32_t matched = Match(context, w);
-    if (matched < 0) continue;
     queue.assign(1, Pending{-1, (max_w - static_cast<double>(w)) * step + min_b, matched});
     for (size_t head = 0; head < queue.size() && tree.size() < max_tokens; ++head) {
       const Pending at = queue[head];
@@ -205,11 +208,7 @@ void NgramTable::GrowProb(std::span<const int32_t> context, size_t max_tokens,
       std::push_heap(heap.begin(), heap.end(), worse);
     }
   };
-  const size_t longest =
-      std::min({options_.max_match_window, options_.branch_length - 1, context.size()});
-  for (size_t w = longest; w >= options_.min_match_window && w > 0; --w) {
-    const int32_t matched = Match(context, w);
-    if (matched < 0) continue;
+  for (const auto& [w, matched] : MatchedWindows(context)) {
     expand(-1, matched, 1.0);
     while (!heap.empty()) {
       std::pop_heap(heap.begin(), heap.end(), worse);

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace radixserve::spec {
@@ -91,6 +92,9 @@ class NgramTable {
   std::vector<int32_t> RankedChildren(int32_t node) const;
   // The trie node the context's last w tokens lead to (-1: not recorded).
   int32_t Match(std::span<const int32_t> context, size_t w) const;
+  // (w, node) for every window the table matches, longest first: w from max_match_window
+  // (at most branch_length - 1 and the context's length) down to min_match_window.
+  std::vector<std::pair<size_t, int32_t>> MatchedWindows(std::span<const int32_t> context) const;
   void GrowBfs(std::span<const int32_t> context, size_t max_tokens, DraftTree& tree) const;
   void GrowProb(std::span<const int32_t> context, size_t max_tokens, DraftTree& tree) const;
 
