@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Embedding throughput: radixserve's /v1/embeddings against sentence-transformers (PyTorch, CPU)
-on the same model and machine, in one run (issue 19's performance target).
+and ONNX Runtime on the same model and machine, in one run (issue 19's performance target).
 
     $RADIX_TORCH_VENV/bin/python bench/embeddings.py [--model FOLDER] [--threads 2]
                                                      [--rounds 3] [--out-file F.json]
@@ -11,8 +11,13 @@ tokenizer). radixserve: the whole workload in one /v1/embeddings call to a serve
 --threads (its compute pool), after one warm-up call; sentence-transformers: SentenceTransformer.encode of the same texts with
 torch.set_num_threads(--threads), batch_size 32 (its default) and 256, after one warm-up. Each
 figure is the best of --rounds rounds (sentences/s); the ratio is radixserve / the faster
-sentence-transformers setting. The two never run at the same time. The outputs are compared
-too (cosine), so that the speed is of the same computation.
+sentence-transformers setting. ONNX Runtime: the same transformer exported by torch.onnx, run
+plain and after ORT's own BERT graph optimizer (fused attention, skip LayerNorm, bias GELU;
+onnxruntime.transformers.optimizer), intra-op threads = --threads, batches of 32 and 256 padded
+to their longest text, tokenization, mean pooling and normalization included; the ratio is then
+taken against the fastest of every sentence-transformers and ONNX Runtime setting. No two of
+them run at the same time. The outputs are compared too (cosine), so that the speed is of the
+same computation.
 """
 import argparse
 import json
@@ -59,6 +64,64 @@ def best_of(rounds, fn):
     return min(times), out
 
 
+def onnx_sessions(st, threads, workdir):
+    """(name, session) for the exported transformer, plain and ORT-optimized."""
+    import onnxruntime as ort
+    import torch
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    cfg = st[0].auto_model.config
+    model = Wrapped(st[0].auto_model.eval())
+    plain = workdir / "model.onnx"
+    enc = st.tokenizer(["a b c", "d"], padding=True, return_tensors="pt")
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "seq"} for n in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "seq"}
+    with torch.no_grad():
+        torch.onnx.export(model, (enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]),
+                          str(plain), input_names=names, output_names=["last_hidden_state"],
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+    fused = workdir / "model_opt.onnx"
+    optimize_model(str(plain), model_type="bert", num_heads=cfg.num_attention_heads,
+                   hidden_size=cfg.hidden_size).save_model_to_file(str(fused))
+    out = []
+    for name, path in (("ort", plain), ("ort_opt", fused)):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        out.append((name, ort.InferenceSession(str(path), so,
+                                               providers=["CPUExecutionProvider"])))
+    return out
+
+
+def ort_encode(st, session, texts, batch):
+    rows = []
+    for i in range(0, len(texts), batch):
+        enc = st.tokenizer(texts[i:i + batch], padding=True, truncation=True, max_length=512,
+                           return_tensors="np")
+        feeds = {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask",
+                                                      "token_type_ids")}
+        hidden = session.run(None, feeds)[0]
+        mask = feeds["attention_mask"][:, :, None].astype(np.float32)
+        pooled = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
+        rows.append(pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12))
+    return np.concatenate(rows)
+
+
+def cosine_min(a, b):
+    return float(((a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))).min())
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=MINILM)
@@ -91,26 +154,41 @@ def main():
     finally:
         srv.stop()
 
-    for name, texts in sets.items():
-        row = results[name]
-        for batch in (32, 256):
-            def encode():
-                return st.encode(texts, batch_size=batch, convert_to_numpy=True)
-            encode()
-            seconds, theirs = best_of(args.rounds, encode)
-            row[f"st_batch{batch}_per_s"] = len(texts) / seconds
-        a, b = row.pop("ours"), theirs
-        row["min_cosine"] = float(((a * b).sum(1) / (np.linalg.norm(a, axis=1) *
-                                                      np.linalg.norm(b, axis=1))).min())
-        row["ratio"] = row["radixserve_per_s"] / max(row["st_batch32_per_s"],
-                                                     row["st_batch256_per_s"])
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        sessions = onnx_sessions(st, args.threads, pathlib.Path(tmp))
+        for name, texts in sets.items():
+            row = results[name]
+            ours = row.pop("ours")
+            peers = []
+            for batch in (32, 256):
+                def encode():
+                    return st.encode(texts, batch_size=batch, convert_to_numpy=True)
+                encode()
+                seconds, theirs = best_of(args.rounds, encode)
+                row[f"st_batch{batch}_per_s"] = len(texts) / seconds
+                row[f"st_batch{batch}_min_cosine"] = cosine_min(ours, theirs)
+                peers.append(f"st_batch{batch}_per_s")
+                for label, session in sessions:
+                    def run():
+                        return ort_encode(st, session, texts, batch)
+                    run()
+                    seconds, theirs = best_of(args.rounds, run)
+                    row[f"{label}_batch{batch}_per_s"] = len(texts) / seconds
+                    row[f"{label}_batch{batch}_min_cosine"] = cosine_min(ours, theirs)
+                    peers.append(f"{label}_batch{batch}_per_s")
+            best = max(peers, key=lambda k: row[k])
+            row["fastest_peer"] = best
+            row["ratio"] = row["radixserve_per_s"] / row[best]
+            row["min_cosine"] = min(v for k, v in row.items() if k.endswith("_min_cosine"))
 
     print(f"model {args.model}, {args.threads} threads, best of {args.rounds}")
-    print(f"{'workload':28} {'radixserve/s':>13} {'ST b32/s':>10} {'ST b256/s':>10} "
-          f"{'ratio':>6} {'min cos':>9}")
     for name, row in results.items():
-        print(f"{name:28} {row['radixserve_per_s']:13.1f} {row['st_batch32_per_s']:10.1f} "
-              f"{row['st_batch256_per_s']:10.1f} {row['ratio']:6.2f} {row['min_cosine']:9.6f}")
+        print(f"{name}: radixserve {row['radixserve_per_s']:.1f}/s")
+        for k, v in row.items():
+            if k.endswith("_per_s") and k != "radixserve_per_s":
+                print(f"  {k[:-6]:18} {v:8.1f}/s  min cosine {row[k[:-6] + '_min_cosine']:.6f}")
+        print(f"  ratio to the fastest ({row['fastest_peer'][:-6]}): {row['ratio']:.2f}")
     if args.out_file:
         pathlib.Path(args.out_file).write_text(json.dumps(results, indent=2))
 
