@@ -611,8 +611,17 @@ void DecoderStack::Attention(const Step& step, const Layer& layer, LayerCache k_
   const float eps = static_cast<float>(c.rms_norm_eps), off = spec_.norm_offset;
   const kernels::ActivationMode act = activation_mode_;
   if (layer.mla) {
-    const MlaAttention::Step mla_step{
-        &kt, pool, step.batch, step.layout, &s, step.rope_cos[0], step.rope_sin[0], act};
+    const LoraRows lora{s.lora_rows, s.lora_row_adapter};
+    const MlaAttention::Step mla_step{&kt,
+                                      pool,
+                                      step.batch,
+                                      step.layout,
+                                      &s,
+                                      step.rope_cos[0],
+                                      step.rope_sin[0],
+                                      act,
+                                      step.lora ? &lora : nullptr,
+                                      layer.index};
     layer.mla->Forward(mla_step, T, h, k_cache, h);
     if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
     return;
@@ -763,32 +772,8 @@ void DecoderStack::DenseMlp(const Step& step, const Layer& layer, float* h) cons
 
 void DecoderStack::ApplyLora(const Step& step, const Layer& layer, const float* x,
                              std::initializer_list<LoraOut> outs) const {
-  const kernels::KernelTable& kt = *step.kt;
-  ForwardScratch& s = *step.s;
-  const auto rows = static_cast<int64_t>(s.lora_rows.size());
-  // Row i's update: mid_k = scale * A_k x (dot products), then out += mid_k * (B^T)_k (axpys
-  // over B's transposed rows), rank after rank, float32 throughout, all on one thread: a row's
-  // result does not depend on the batch it is in. A row's matrices are small enough to stay in
-  // cache, so no gather into per-adapter blocks pays. (Splitting one row's ranks over the threads
-  // cost more in hand-offs and partial sums than the second core gained, on Zen 5.)
-  const auto update = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      for (const LoraOut& o : outs) {
-        const LoraWeights* w =
-            s.lora_row_adapter[static_cast<size_t>(i)]->Find(layer.index, o.target);
-        if (w == nullptr) continue;
-        const int64_t row = s.lora_rows[static_cast<size_t>(i)];
-        const float* xt = x + row * w->in;
-        float* out = o.y + row * o.stride;
-        for (int64_t k = 0; k < w->rank; ++k) w->Expand(kt, k, w->Shrink(kt, k, xt), out);
-      }
-    }
-  };
-  if (rows == 1 || step.pool == nullptr || step.pool->size() == 1) {
-    update(0, rows);
-  } else {
-    step.pool->ParallelFor(rows, 1, update);
-  }
+  const LoraRows rows{step.s->lora_rows, step.s->lora_row_adapter};
+  ApplyLoraRows(*step.kt, step.pool, rows, layer.index, x, outs);
 }
 
 }  // namespace radixserve::model

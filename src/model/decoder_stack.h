@@ -109,10 +109,6 @@ class DecoderStack {
       return InvalidArgument("LoRA adapters run with --tp-size 1 and --pp-size 1 only ('" + path +
                              "')");
     }
-    if (spec_.mla) {
-      return Unsupported("LoRA adapters do not apply to multi-head latent attention (" +
-                         config_.architecture + ") yet ('" + path + "')");
-    }
     options.base_rope_layout = spec_.rope_layout;
     options.moe = spec_.moe;
     return LoraAdapter::Load(path, config_, options);
@@ -181,12 +177,6 @@ class DecoderStack {
   void RecordChoices(const Step& step, const Layer& layer) const;
   // h[T, hidden] = down(act(gate h) * up h), in place.
   void DenseMlp(const Step& step, const Layer& layer, float* h) const;
-  // One LoRA output: rows t of `target`'s projection at y + t * stride.
-  struct LoraOut {
-    LoraTarget target;
-    float* y;
-    int64_t stride;
-  };
   // Adds each adapted row's scale * B (A x_t) for every target in `outs` (projections of the same
   // input x [T, in]) to its output. Rows of sequences without an adapter are not touched.
   void ApplyLora(const Step& step, const Layer& layer, const float* x,

@@ -20,9 +20,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::array<const char*, kLoraTargetCount> kHfNames = {
-    "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    "q_proj",   "k_proj",    "v_proj",   "o_proj",   "gate_proj",
+    "up_proj",  "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
+    "kv_b_proj"};
 constexpr std::array<const char*, kLoraTargetCount> kGgufNames = {
-    "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    "attn_q",   "attn_k",   "attn_v",   "attn_output",   "ffn_gate", "ffn_up",
+    "ffn_down", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"};
 
 std::optional<LoraTarget> TargetFromGgufName(const std::string& name) {
   for (int t = 0; t < kLoraTargetCount; ++t) {
@@ -184,7 +187,8 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     const auto unsupported = [&] {
       return InvalidArgument(fname + ": tensor '" + t.name +
                              "' is not a LoRA matrix of a decoder layer's q/k/v/o/gate/up/down "
-                             "projection (embedding, LM-head and other modules are not supported)");
+                             "projection or of multi-head latent attention's q_a/q_b/kv_a/kv_b "
+                             "(embedding, LM-head and other modules are not supported)");
     };
     for (const char* prefix : {"base_model.model.", "model."}) {
       if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
@@ -214,7 +218,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     const std::string block = module.substr(0, dot);
     const std::optional<LoraTarget> target = LoraTargetFromName(module.substr(dot + 1));
     if (!target || (block != "self_attn" && block != "mlp") ||
-        (block == "self_attn") != (*target <= LoraTarget::kO)) {
+        (block == "self_attn") == IsMlpTarget(*target)) {
       return unsupported();
     }
     if (layer >= config.num_layers) {
@@ -283,7 +287,8 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     const auto unsupported = [&] {
       return InvalidArgument(path + ": tensor '" + t.name +
                              "' is not a LoRA matrix of a decoder layer's q/k/v/o/gate/up/down "
-                             "projection (embedding, LM-head and other tensors are not supported)");
+                             "projection or of multi-head latent attention's q_a/q_b/kv_a/kv_b "
+                             "(embedding, LM-head and other tensors are not supported)");
     };
     const bool is_a = t.name.ends_with(".weight.lora_a");
     if (!is_a && !t.name.ends_with(".weight.lora_b")) return unsupported();
@@ -291,8 +296,13 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     auto split = SplitLayer(t.name.substr(4));
     if (!split) return unsupported();
     const auto& [layer, rest] = *split;
-    const std::optional<LoraTarget> target =
-        TargetFromGgufName(rest.substr(0, rest.size() - std::string(".weight.lora_a").size()));
+    const std::string module = rest.substr(0, rest.size() - std::string(".weight.lora_a").size());
+    if (module == "attn_k_b" || module == "attn_v_b") {
+      return InvalidArgument(path + ": tensor '" + t.name +
+                             "': LoRA on kv_b_proj split into attn_k_b / attn_v_b is not "
+                             "supported; load the PEFT adapter folder instead");
+    }
+    const std::optional<LoraTarget> target = TargetFromGgufName(module);
     if (!target) return unsupported();
     if (layer >= config.num_layers) {
       return InvalidArgument(path + ": tensor '" + t.name + "' names layer " +
@@ -337,10 +347,25 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
                           const LoraLoadOptions& options, kernels::RopeLayout adapter_layout) {
   const std::string where =
       file + ": layer " + std::to_string(layer) + " " + LoraTargetName(target);
-  if (options.moe && target >= LoraTarget::kGate) {
+  const ModelConfig::Mla& mla = c.mla;
+  if (options.moe && IsMlpTarget(target)) {
     return InvalidArgument(where +
                            ": the base model's MLPs are mixtures of experts; LoRA on "
-                           "them is not supported (adapt q/k/v/o only)");
+                           "them is not supported (adapt the attention's projections only)");
+  }
+  if (mla.enabled()) {
+    const bool q_lora = mla.q_lora_rank > 0;
+    if (target == LoraTarget::kK || target == LoraTarget::kV ||
+        (target == LoraTarget::kQ && q_lora) ||
+        ((target == LoraTarget::kQa || target == LoraTarget::kQb) && !q_lora)) {
+      return InvalidArgument(
+          where + ": the base model's multi-head latent attention has no such projection (it has " +
+          (q_lora ? "q_a_proj, q_b_proj" : "q_proj") + ", kv_a_proj_with_mqa, kv_b_proj, o_proj)");
+    }
+  } else if (IsMlaOnlyTarget(target)) {
+    return InvalidArgument(where + ": " + LoraTargetName(target) +
+                           " is a multi-head latent attention projection; the base model has "
+                           "q/k/v/o projections");
   }
   if (!options.allowed_targets.empty() &&
       std::find(options.allowed_targets.begin(), options.allowed_targets.end(), target) ==
@@ -352,18 +377,32 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
     return InvalidArgument(where + ": rank " + std::to_string(w.rank) +
                            " exceeds --max-lora-rank " + std::to_string(options.max_rank));
   }
-  const int64_t q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
+  const int64_t q_dim = mla.enabled() ? c.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+                                      : c.num_heads * c.head_dim;
+  const int64_t kv_dim = c.num_kv_heads * c.head_dim;
   int64_t in = c.hidden_size, out = c.hidden_size;
   switch (target) {
     case LoraTarget::kQ:
+    case LoraTarget::kQb:
       out = q_dim;
+      if (target == LoraTarget::kQb) in = mla.q_lora_rank;
+      break;
+    case LoraTarget::kQa:
+      out = mla.q_lora_rank;
+      break;
+    case LoraTarget::kKvA:
+      out = mla.kv_lora_rank + mla.qk_rope_head_dim;
+      break;
+    case LoraTarget::kKvB:
+      in = mla.kv_lora_rank;
+      out = c.num_heads * (mla.qk_nope_head_dim + mla.v_head_dim);
       break;
     case LoraTarget::kK:
     case LoraTarget::kV:
       out = kv_dim;
       break;
     case LoraTarget::kO:
-      in = q_dim;
+      in = mla.enabled() ? c.num_heads * mla.v_head_dim : q_dim;
       break;
     case LoraTarget::kGate:
     case LoraTarget::kUp:
@@ -379,7 +418,7 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
                            std::to_string(w.rank) + "] does not fit the base model's [" +
                            std::to_string(out) + ", " + std::to_string(in) + "] projection");
   }
-  if ((target == LoraTarget::kQ || target == LoraTarget::kK) &&
+  if ((target == LoraTarget::kQ || target == LoraTarget::kK) && !mla.enabled() &&
       adapter_layout != options.base_rope_layout) {
     const int64_t heads = target == LoraTarget::kQ ? c.num_heads : c.num_kv_heads;
     b = PermuteHeads(b, heads, c.head_dim, w.rank,
@@ -414,6 +453,33 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
   }
   layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)] = std::move(w);
   return Status::Ok();
+}
+
+void ApplyLoraRows(const kernels::KernelTable& kt, ThreadPool* pool, const LoraRows& rows,
+                   int64_t layer, const float* x, std::initializer_list<LoraOut> outs) {
+  // Row i's update: mid_k = scale * A_k x (dot products), then out += mid_k * (B^T)_k (axpys
+  // over B's transposed rows), rank after rank, float32 throughout, all on one thread: a row's
+  // result does not depend on the batch it is in. A row's matrices are small enough to stay in
+  // cache, so no gather into per-adapter blocks pays. (Splitting one row's ranks over the threads
+  // cost more in hand-offs and partial sums than the second core gained, on Zen 5.)
+  const auto update = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      for (const LoraOut& o : outs) {
+        const LoraWeights* w = rows.adapters[static_cast<size_t>(i)]->Find(layer, o.target);
+        if (w == nullptr) continue;
+        const int64_t row = rows.rows[static_cast<size_t>(i)];
+        const float* xt = x + row * w->in;
+        float* out = o.y + row * o.stride;
+        for (int64_t k = 0; k < w->rank; ++k) w->Expand(kt, k, w->Shrink(kt, k, xt), out);
+      }
+    }
+  };
+  const auto n = static_cast<int64_t>(rows.size());
+  if (n == 1 || pool == nullptr || pool->size() == 1) {
+    update(0, n);
+  } else {
+    pool->ParallelFor(n, 1, update);
+  }
 }
 
 }  // namespace radixserve::model

@@ -3,7 +3,11 @@
 // llama.cpp's convert_lora_to_gguf.py writes it (general.type "adapter", adapter.type "lora",
 // tensors "blk.N.attn_q.weight.lora_a" / ".lora_b").
 //
-// Targets are the seven projections of a DecoderStack layer (q/k/v/o, gate/up/down). A is kept
+// Targets are the seven projections of a DecoderStack layer (q/k/v/o, gate/up/down), and for
+// multi-head latent attention (DeepSeek-V2/V3) its projections q_proj or q_a_proj / q_b_proj,
+// kv_a_proj_with_mqa, kv_b_proj and o_proj (MlaAttention applies kv_b_proj's update in the
+// absorbed form: through the queries' latent for the keys, after the latent output for the
+// values). A is kept
 // [rank, in] and B transposed, [rank, out], in float32 whatever the file stored (any format GGUF or
 // safetensors weights load in). PEFT's scale is lora_alpha / r (lora_alpha / sqrt(r) with
 // use_rslora); GGUF's is adapter.lora.alpha / rank of each matrix pair (1 when the alpha is 0, as
@@ -19,12 +23,15 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "common/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/rope.h"
 #include "kernels/weight_format.h"
@@ -32,10 +39,18 @@
 
 namespace radixserve::model {
 
-enum class LoraTarget : int { kQ = 0, kK, kV, kO, kGate, kUp, kDown };
-inline constexpr int kLoraTargetCount = 7;
+enum class LoraTarget : int { kQ = 0, kK, kV, kO, kGate, kUp, kDown, kQa, kQb, kKvA, kKvB };
+inline constexpr int kLoraTargetCount = 11;
 
-// SGLang's module names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
+// gate / up / down (an MLP's; the others are the attention's).
+inline bool IsMlpTarget(LoraTarget t) {
+  return t == LoraTarget::kGate || t == LoraTarget::kUp || t == LoraTarget::kDown;
+}
+// The projections only multi-head latent attention has.
+inline bool IsMlaOnlyTarget(LoraTarget t) { return t >= LoraTarget::kQa; }
+
+// SGLang's module names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, and
+// MLA's q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj.
 const char* LoraTargetName(LoraTarget target);
 // The target a module name (HF "q_proj", or SGLang's "qkv_proj" / "gate_up_proj" groups
 // expanded by the caller) stands for; nullopt for anything else.
@@ -70,18 +85,48 @@ struct LoraWeights {
   }
   // y += mid * (B^T)_k: rank k's share of the expand.
   void Expand(const kernels::KernelTable& kt, int64_t k, float mid, float* y) const {
+    ExpandRange(kt, k, mid, 0, out, y);
+  }
+  // y[0, n) += mid * (B^T)_k[offset, offset + n): part of the expand.
+  void ExpandRange(const kernels::KernelTable& kt, int64_t k, float mid, int64_t offset, int64_t n,
+                   float* y) const {
     switch (half) {
       case kernels::WeightFormat::kF16:
-        return kt.axpy_f16(mid, b_t16.data() + k * out, y, out);
+        return kt.axpy_f16(mid, b_t16.data() + k * out + offset, y, n);
       case kernels::WeightFormat::kBF16:
-        return kt.axpy_bf16(mid, b_t16.data() + k * out, y, out);
+        return kt.axpy_bf16(mid, b_t16.data() + k * out + offset, y, n);
       default:
-        return kt.axpy(mid, b_t.data() + k * out, y, out);
+        return kt.axpy(mid, b_t.data() + k * out + offset, y, n);
+    }
+  }
+  // (B^T)_k[offset, offset + n) . x: the transposed product's rank k (no scale).
+  float DotRange(const kernels::KernelTable& kt, int64_t k, int64_t offset, int64_t n,
+                 const float* x) const {
+    switch (half) {
+      case kernels::WeightFormat::kF16:
+        return kt.dot_f16(b_t16.data() + k * out + offset, x, n);
+      case kernels::WeightFormat::kBF16:
+        return kt.dot_bf16(b_t16.data() + k * out + offset, x, n);
+      default:
+        return kt.dot(b_t.data() + k * out + offset, x, n);
+    }
+  }
+  // y[0, in) += mid * A_k: the transposed product's expand.
+  void AxpyA(const kernels::KernelTable& kt, int64_t k, float mid, float* y) const {
+    switch (half) {
+      case kernels::WeightFormat::kF16:
+        return kt.axpy_f16(mid, a16.data() + k * in, y, in);
+      case kernels::WeightFormat::kBF16:
+        return kt.axpy_bf16(mid, a16.data() + k * in, y, in);
+      default:
+        return kt.axpy(mid, a.data() + k * in, y, in);
     }
   }
 };
 
 struct LoraLoadOptions {
+  // The base model's rotary row order (ignored with multi-head latent attention, whose HF and
+  // GGUF rows are in the same order).
   kernels::RopeLayout base_rope_layout = kernels::RopeLayout::kRotateHalf;
   bool moe = false;      // the base model's MLPs are mixtures of experts (no MLP targets)
   int64_t max_rank = 0;  // > 0: refuse adapters of a larger rank (--max-lora-rank)
@@ -125,5 +170,26 @@ class LoraAdapter {
   int64_t bytes_ = 0;
   std::string format_;
 };
+
+// One step's adapted rows: rows[i] carries adapters[i] (rows of sequences without an adapter are
+// not listed).
+struct LoraRows {
+  std::span<const int32_t> rows;
+  std::span<const LoraAdapter* const> adapters;
+  size_t size() const { return rows.size(); }
+};
+
+// One LoRA output: rows t of `target`'s projection at y + t * stride.
+struct LoraOut {
+  LoraTarget target;
+  float* y;
+  int64_t stride;
+};
+
+// Adds each adapted row's scale * B (A x_t) for every target in `outs` (projections of the same
+// input x [T, in], row t at x + t * in) of `layer` to its output. A row's update runs on one
+// thread, rank after rank, in float32: it does not depend on the batch the row is in.
+void ApplyLoraRows(const kernels::KernelTable& kt, ThreadPool* pool, const LoraRows& rows,
+                   int64_t layer, const float* x, std::initializer_list<LoraOut> outs);
 
 }  // namespace radixserve::model

@@ -127,17 +127,25 @@ void MlaAttention::Forward(const Step& step, int64_t T, const float* h, kernels:
   if (q_rank_ > 0) {
     float* q_a = ForwardScratch::Reserve(s.k, T * q_rank_);
     kernels::MatMul(kt, pool, h, T, q_a_, q_a, step.mode);
+    if (step.lora)
+      ApplyLoraRows(kt, pool, *step.lora, step.layer, h, {{LoraTarget::kQa, q_a, q_rank_}});
     ForRows(pool, T, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t)
         kt.rms_norm(q_a + t * q_rank_, q_a_norm_.data(), 0.0f, eps_, q_a + t * q_rank_, q_rank_);
     });
     kernels::MatMul(kt, pool, q_a, T, q_b_, q, step.mode);
+    if (step.lora) {
+      ApplyLoraRows(kt, pool, *step.lora, step.layer, q_a, {{LoraTarget::kQb, q, q_width}});
+    }
   } else {
     kernels::MatMul(kt, pool, h, T, q_, q, step.mode);
+    if (step.lora)
+      ApplyLoraRows(kt, pool, *step.lora, step.layer, h, {{LoraTarget::kQ, q, q_width}});
   }
   // The cached rows [c | k_pe]: c normed, k_pe rotated; and each head's q_pe rotated.
   float* kv = ForwardScratch::Reserve(s.v, T * row);
   kernels::MatMul(kt, pool, h, T, kv_a_, kv, step.mode);
+  if (step.lora) ApplyLoraRows(kt, pool, *step.lora, step.layer, h, {{LoraTarget::kKvA, kv, row}});
   ForRows(pool, T, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* r = kv + t * row;
@@ -161,12 +169,55 @@ void MlaAttention::Forward(const Step& step, int64_t T, const float* h, kernels:
       }
     }
   });
+  if (step.lora) KvBLora(step, /*keys=*/true, q, q_abs, nullptr, nullptr);
   float* attn = ForwardScratch::Reserve(s.attn, T * heads_ * row);
   PagedAttention(kt, pool, *step.batch, *step.layout, shape_, 0, q_abs, kv, kv, cache, cache, attn);
   // Each head's latent output (the first kv_rank_ of its row) up to v_head_dim, then W_o.
   float* values = ForwardScratch::Reserve(s.k_split, T * heads_ * v_dim_);
   PerHead(step, T, v_b_, attn, heads_ * row, row, kv_rank_, values, heads_ * v_dim_, v_dim_);
+  if (step.lora) KvBLora(step, /*keys=*/false, nullptr, nullptr, attn, values);
   kernels::MatMul(kt, pool, values, T, o_, out, step.mode);
+  if (step.lora) {
+    ApplyLoraRows(kt, pool, *step.lora, step.layer, values, {{LoraTarget::kO, out, hidden_}});
+  }
+}
+
+void MlaAttention::KvBLora(const Step& step, bool keys, const float* q, float* q_abs,
+                           const float* attn, float* values) const {
+  const kernels::KernelTable& kt = *step.kt;
+  const LoraRows& lora = *step.lora;
+  const int64_t qk = nope_ + rope_, row = kv_rank_ + rope_, per_head = nope_ + v_dim_;
+  // Each adapted row on one thread, heads and ranks in order: batch-invariant like
+  // ApplyLoraRows.
+  const auto update = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const LoraWeights* w =
+          lora.adapters[static_cast<size_t>(i)]->Find(step.layer, LoraTarget::kKvB);
+      if (w == nullptr) continue;
+      const int64_t t = lora.rows[static_cast<size_t>(i)];
+      for (int64_t hd = 0; hd < heads_; ++hd) {
+        if (keys) {
+          const float* q_nope = q + t * heads_ * qk + hd * qk;
+          float* q_lat = q_abs + (t * heads_ + hd) * row;
+          for (int64_t k = 0; k < w->rank; ++k) {
+            w->AxpyA(kt, k, w->scale * w->DotRange(kt, k, hd * per_head, nope_, q_nope), q_lat);
+          }
+        } else {
+          const float* o_lat = attn + (t * heads_ + hd) * row;
+          float* v = values + (t * heads_ + hd) * v_dim_;
+          for (int64_t k = 0; k < w->rank; ++k) {
+            w->ExpandRange(kt, k, w->Shrink(kt, k, o_lat), hd * per_head + nope_, v_dim_, v);
+          }
+        }
+      }
+    }
+  };
+  const auto n = static_cast<int64_t>(lora.size());
+  if (n == 1 || step.pool == nullptr || step.pool->size() == 1) {
+    update(0, n);
+  } else {
+    step.pool->ParallelFor(n, 1, update);
+  }
 }
 
 }  // namespace radixserve::model

@@ -28,6 +28,7 @@
 #include "kernels/quant_matmul.h"
 #include "kernels/rope.h"
 #include "model/forward_batch.h"
+#include "model/lora_adapter.h"
 #include "model/model_config.h"
 #include "model/moe_ffn.h"
 #include "model/paged_attention.h"
@@ -51,6 +52,9 @@ class MlaAttention {
     const float* rope_cos;  // [T, qk_rope_head_dim / 2]
     const float* rope_sin;
     kernels::ActivationMode mode;
+    // The step's adapted rows (null: none) and this layer's index in the adapters.
+    const LoraRows* lora = nullptr;
+    int64_t layer = 0;
   };
 
   // Reads the layer's tensors under `prefix` ("blk.N."). `shape` is the attention over the
@@ -63,7 +67,9 @@ class MlaAttention {
 
   // out[T, hidden] = attention(h[T, hidden]) over `cache` (the layer's K buffer: values are a
   // prefix of its rows); out may alias h. Under tensor parallelism: this rank's heads' part of
-  // o_proj's output, to be summed over the ranks.
+  // o_proj's output, to be summed over the ranks. With step.lora, each adapted row adds its
+  // adapter's updates of q / q_a / q_b / kv_a / o to those projections' outputs, and kv_b's in
+  // the absorbed form (KvBLora).
   void Forward(const Step& step, int64_t tokens, const float* h, kernels::KvBuffer cache,
                float* out) const;
 
@@ -76,6 +82,14 @@ class MlaAttention {
   void PerHead(const Step& step, int64_t tokens, const std::vector<kernels::PackedWeight>& w,
                const float* in, int64_t in_stride, int64_t in_head, int64_t in_width, float* out,
                int64_t out_stride, int64_t out_head) const;
+
+  // kv_b_proj's update scale * B A for the adapted rows, without forming per-head keys or values.
+  // A head's keys k = W_kb c gain scale B_k A c, so its score q_nope . k gains
+  // (scale A^T B_k^T q_nope) . c: added to the absorbed query q_lat (keys = true). Its values gain
+  // scale B_v A c, and by linearity its output scale B_v A o_lat: added to `values` after the
+  // latent output o_lat goes up through W_vb (keys = false).
+  void KvBLora(const Step& step, bool keys, const float* q, float* q_abs, const float* attn,
+               float* values) const;
 
   int64_t heads_ = 0,  // this rank's
       nope_ = 0, rope_ = 0, v_dim_ = 0, kv_rank_ = 0, q_rank_ = 0, hidden_ = 0;
