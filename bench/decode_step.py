@@ -4,6 +4,7 @@ side by side (issue 15 part 1: before/after event formatting left the engine thr
 
     python bench/decode_step.py --binary before=/path/radixserve --binary after=/path/radixserve
                                 [--model GGUF] [--streams 1,256] [--max-new N] [--rounds R]
+                                [--server-args "MORE ARGS"]
 
 For each binary and each stream count, one server at a time: N streaming /generate requests
 (distinct short prompts, ignore_eos, max_new_tokens N) are sent at once and read by an asyncio
@@ -26,6 +27,7 @@ import asyncio
 import json
 import pathlib
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -39,11 +41,11 @@ DEFAULT_MODEL = REPO.parent / "shared/models/stories260K/gguf/stories260K.gguf"
 DECODE_LINE = re.compile(r"Decode batch, #running-req: (\d+),.*gen throughput \(token/s\): ([\d.]+)")
 
 
-def start_server(binary, model, streams, max_new):
+def start_server(binary, model, streams, max_new, extra=()):
     tokens = max(16384, streams * (max_new + 64) * 2)
     return Server(model, "--max-running-requests", max(streams, 1), "--max-total-tokens", tokens,
                   "--decode-log-interval", 1, "--skip-server-warmup", "--disable-radix-cache",
-                  binary=binary)
+                  *extra, binary=binary)
 
 
 def step_times(server, streams):
@@ -108,6 +110,9 @@ def main():
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--peer-bin", help="llama.cpp bin directory (bench/build_peer.sh)")
+    ap.add_argument("--server-args", default="",
+                    help="more radixserve arguments, one string (e.g. \"--mem-fraction-static "
+                         "0.6\" for a model whose weights leave the default too little KV room)")
     args = ap.parse_args()
     binaries = [b.split("=", 1) for b in args.binary]
     streams_list = [int(s) for s in args.streams.split(",")]
@@ -116,7 +121,8 @@ def main():
     for streams in streams_list:
         for r in range(args.rounds):
             for label, path in binaries:
-                server = start_server(path, args.model, streams, args.max_new)
+                server = start_server(path, args.model, streams, args.max_new,
+                                      shlex.split(args.server_args))
                 try:
                     client = asyncio.run(burst(server.port, streams, args.max_new))
                     time.sleep(0.2)
