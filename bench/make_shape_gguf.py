@@ -12,7 +12,9 @@ tokenizer.* key, so the tokenizer, chat template and bos/eos ids are real), whic
 embedding and output sizes; the shapes below are the named models' but with that vocabulary.
 Weights are normal with std 0.02 (HF's initializer_range: RMS-normed activations stay near 1),
 norms are 1.0, Q/K/V biases (qwen2) std 0.02; each tensor has its own generator seeded by
-(--seed, tensor index), so the file is deterministic. Matrices are BF16 or F32 (--dtype), norms
+(--seed, tensor index), so the file is deterministic. Matrices are BF16 or F32 (--dtype), or
+Q8_0 quantized here by gguf-py (--dtype q8_0: for shapes whose BF16 file would not fit on disk
+next to its quantization, e.g. the 8B shape), norms
 and biases F32, as llama.cpp's converter writes them. Tensors are generated and written one at a
 time (in row chunks), so the 8B shape needs well under 1 GB of RAM.
 
@@ -32,6 +34,7 @@ import pathlib
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, RopeScalingType
+from gguf.quants import quantize
 
 DEFAULT_VOCAB = pathlib.Path.home() / ".cache/radixserve/models/smollm2-135m-instruct-q4_1.gguf"
 
@@ -58,7 +61,8 @@ SHAPES = {
 }
 STD = 0.02
 CHUNK = 1 << 22  # elements generated at a time
-FILE_TYPE = {"f32": 0, "bf16": 32}  # llama.cpp's llama_ftype: ALL_F32, MOSTLY_BF16
+# llama.cpp's llama_ftype: ALL_F32, MOSTLY_BF16, MOSTLY_Q8_0
+FILE_TYPE = {"f32": 0, "bf16": 32, "q8_0": 7}
 
 
 def tensor_plan(s, vocab):
@@ -118,17 +122,28 @@ def to_bf16(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def q8_0_row_bytes(cols):
+    return cols // 32 * 34  # per block of 32: an f16 scale and 32 int8 codes
+
+
 def make_tensor(shape, kind, dtype, seed, index):
     if kind == "norm":
         return np.ones(shape, np.float32)
     rng = np.random.default_rng([seed, index])
-    out = np.empty(shape, np.uint16 if kind == "matrix" and dtype == "bf16" else np.float32)
-    flat = out.reshape(-1, shape[-1])
+    q8 = kind == "matrix" and dtype == "q8_0"
+    if q8:
+        out = np.empty((*shape[:-1], q8_0_row_bytes(shape[-1])), np.uint8)
+    else:
+        out = np.empty(shape, np.uint16 if kind == "matrix" and dtype == "bf16" else np.float32)
+    flat = out.reshape(-1, out.shape[-1])
     rows = max(1, CHUNK // shape[-1])
     for r in range(0, flat.shape[0], rows):
         x = rng.standard_normal((min(rows, flat.shape[0] - r), shape[-1]), dtype=np.float32)
         x *= STD
-        flat[r:r + len(x)] = to_bf16(x) if out.dtype == np.uint16 else x
+        if q8:  # gguf-py's Q8_0, the format llama-quantize writes (d = max |x| / 127)
+            flat[r:r + len(x)] = quantize(x, GGMLQuantizationType.Q8_0)
+        else:
+            flat[r:r + len(x)] = to_bf16(x) if out.dtype == np.uint16 else x
     return out
 
 
@@ -190,6 +205,11 @@ def main():
     plan = tensor_plan(s, vocab)
     for name, shape, kind in plan:
         bf16 = kind == "matrix" and args.dtype == "bf16"
+        if kind == "matrix" and args.dtype == "q8_0":
+            byte_shape = (*shape[:-1], q8_0_row_bytes(shape[-1]))
+            writer.add_tensor_info(name, byte_shape, np.dtype(np.uint8), int(np.prod(byte_shape)),
+                                   raw_dtype=GGMLQuantizationType.Q8_0)
+            continue
         nbytes = int(np.prod(shape)) * (2 if bf16 else 4)
         writer.add_tensor_info(name, shape, np.dtype(np.uint16 if bf16 else np.float32), nbytes,
                                raw_dtype=GGMLQuantizationType.BF16 if bf16 else None)
