@@ -252,7 +252,7 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
   RADIX_ASSIGN_OR_RETURN(LoadBalanceMethod method, ParseLoadBalanceMethod(method_name));
   ReplicaPlace place;
   place.size = dp_size;
-  RADIX_ASSIGN_OR_RETURN(place.memory, kv::ReadHostMemory());
+  RADIX_ASSIGN_OR_RETURN(place.memory, kv::StartupHostMemory());
   // The --threads budget is split between the replicas, at least one thread each.
   const int threads = std::max(1, pool->size() / dp_size);
   std::vector<std::unique_ptr<ThreadPool>> pools;

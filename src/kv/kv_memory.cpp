@@ -34,7 +34,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   if (options.memory) {
     memory = *options.memory;
   } else {
-    RADIX_ASSIGN_OR_RETURN(memory, ReadHostMemory());
+    RADIX_ASSIGN_OR_RETURN(memory, StartupHostMemory());
   }
   KvSizingInput input;
   input.kv_bytes_per_token = KvBytesPerToken(options.num_layers, options.kv_heads, options.head_dim,

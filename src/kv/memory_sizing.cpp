@@ -112,6 +112,11 @@ Expected<HostMemory> ReadHostMemory() {
   return ParseHostMemory(meminfo, limit, usage, CountNumaNodes());
 }
 
+Expected<HostMemory> StartupHostMemory() {
+  static const Expected<HostMemory> reading = ReadHostMemory();
+  return reading;
+}
+
 Expected<KvSizing> ComputeKvSizing(const KvSizingInput& input) {
   RADIX_CHECK(input.kv_bytes_per_token > 0 && input.page_size >= 1);
   const double fraction = input.mem_fraction_static.value_or(kCpuDefaultMemFractionStatic);

@@ -3,7 +3,8 @@
 // The CPU rule. On CPU the "device memory" is system RAM, shared with every other process on the
 // machine (the test suite runs several servers at once), so:
 //   * available memory A = min(MemAvailable, cgroup limit - cgroup usage) / NUMA nodes, measured
-//     once at startup (SGLang divides by NUMA nodes too: one replica per socket);
+//     once at startup, before the weights load (StartupHostMemory; SGLang divides by NUMA nodes
+//     too: one replica per socket);
 //   * the static memory of this server (weights + KV pool) may take mem_fraction_static of A:
 //       kv_budget = mem_fraction_static * A - weights_bytes
 //     where weights_bytes is what the loaded weights hold resident (the engine passes it, rather
@@ -42,6 +43,14 @@ struct HostMemory {
 // Reads /proc/meminfo, the cgroup memory limit and usage (v2 memory.max / memory.current, else
 // v1 memory.limit_in_bytes / memory.usage_in_bytes) and the NUMA node count.
 Expected<HostMemory> ReadHostMemory();
+
+// ReadHostMemory as it read at this process's start: the first call reads it and every later call
+// returns that reading. The server calls it before it loads the weights, so that A in the rule
+// above still holds the memory the weights then take: the sizing subtracts weights_bytes itself,
+// and a reading taken after loading would count the weights' anonymous memory (repacked panels,
+// converted matrices) twice, leaving no KV budget for a model of more than
+// mem_fraction_static / (1 + mem_fraction_static) of the memory.
+Expected<HostMemory> StartupHostMemory();
 
 // The parsing behind ReadHostMemory. meminfo is /proc/meminfo's text; cgroup_limit and
 // cgroup_usage are the raw cgroup file contents (empty when absent).

@@ -40,6 +40,7 @@
 #include "engine/engine_factory.h"
 #include "http/http_server.h"
 #include "kernels/kernel_choice.h"
+#include "kv/memory_sizing.h"
 #include "main/api_bridge.h"
 #include "main/grammar_setup.h"
 #include "main/lora_setup.h"
@@ -228,6 +229,8 @@ int main(int argc, char** argv) {
                       "' (choose from 'debug', 'info', 'warning', 'error', 'critical')");
   }
   std::vector<std::string> warnings = std::move(parsed->notices);
+  // The KV pool's memory rule reads the host memory as it was before the weights load.
+  (void)rs::kv::StartupHostMemory();
   rs::Status resolved = rs::args::ResolveServerArgs(args, rs::ProbeMachine(), warnings);
   if (!resolved.ok()) return UsageError(resolved.message());
   for (const std::string& warning : warnings) RADIX_LOG_WARN("{}", warning);

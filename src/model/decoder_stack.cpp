@@ -67,13 +67,18 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
   }
   RADIX_ASSIGN_OR_RETURN(embedding_, w.RequireMatrix("token_embd.weight", c.vocab_size, H));
   RADIX_ASSIGN_OR_RETURN(output_norm_, w.RequireVector("output_norm.weight", H));
-  // Repacking pays only on the integer path (kGgmlRounded); it keeps the source matrices. Panels
-  // can take twice the bytes of a 4-bit matrix, so they stop at half of the memory available
-  // when loading starts: the matrices past that run from their source (slower, not wrong).
+  // Repacking pays only on the integer path (kGgmlRounded). A packed matrix's panels replace its
+  // source pages (dropped below), and panels can take twice the bytes of a 4-bit matrix, so a
+  // matrix is packed only while the weights' footprint, were it the last one packed (the panels
+  // so far and its own, plus every source not packed), stays within three quarters of the memory
+  // available when loading starts: the matrices past that run from their source (slower, not
+  // wrong). A 16-bit or 8-bit checkpoint, whose panels are the size of its matrices, is packed
+  // whole when it fits in that share at all.
   const uint64_t available = ProbeMachine().available_memory_bytes;
-  const int64_t pack_budget =
-      available == 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(available / 2);
-  int64_t packed_total = 0;
+  const int64_t pack_budget = available == 0 ? std::numeric_limits<int64_t>::max()
+                                             : static_cast<int64_t>(available / 4 * 3);
+  const int64_t stored_total = w.stored_bytes();
+  int64_t packed_total = 0, packed_sources = 0;
   bool over_budget = false;
   // Panels for the active kernels on the integer path; otherwise the matrix as it is. A packed
   // matrix's source pages leave this process's resident set (the panels serve every matmul;
@@ -92,17 +97,21 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     if (activation_mode_ != kernels::ActivationMode::kGgmlRounded) return unpacked;
     const kernels::KernelTable& table = kernels::ActiveKernels();
     const int64_t bytes = kernels::PackedBytes(table, m);
-    if (bytes > 0 && packed_total + bytes > pack_budget) {
+    const int64_t source = m.rows * m.row_bytes();
+    const int64_t unpacked_rest = std::max<int64_t>(0, stored_total - packed_sources - source);
+    if (bytes > 0 && packed_total + bytes + unpacked_rest > pack_budget) {
       if (!over_budget) {
         RADIX_LOG_WARN(
-            "Weight panels reached half of the available memory ({:.1f} GB); the "
-            "remaining matrices stay unpacked (slower matrix multiplications)",
-            static_cast<double>(packed_total) / 1e9);
+            "Weight panels ({:.1f} GB so far) and the unpacked matrices would exceed three "
+            "quarters of the available memory ({:.1f} GB); the remaining matrices stay unpacked "
+            "(slower matrix multiplications)",
+            static_cast<double>(packed_total) / 1e9, static_cast<double>(available) / 1e9);
       }
       over_budget = true;
       return unpacked;
     }
     packed_total += bytes;
+    packed_sources += source;
     return pack_always(m);
   };
   // A copy FusedWeights made (stacked Q/K/V or gate/up rows, a tensor-parallel column shard),

@@ -82,6 +82,12 @@ class WeightStore {
   // Bytes of all tensors handed out by Require (the model's weight footprint), counting
   // converted matrices at their converted size.
   int64_t used_bytes() const { return used_bytes_; }
+  // Bytes of every tensor the checkpoint holds, as stored (0 for dummy stores).
+  int64_t stored_bytes() const {
+    int64_t total = 0;
+    for (const auto& [name, t] : tensors_) total += t.bytes;
+    return dummy_ ? 0 : total;
+  }
 
   // --dtype for checkpoint weights: when set, RequireMatrix converts F32/F16/BF16 matrices stored
   // in another float format to `format` (nearest even) into memory the store owns; 1-D tensors

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace radixserve::kv {
 namespace {
 
@@ -105,6 +108,19 @@ TEST(MemorySizingTest, ErrorsAreValues) {
   input = BaseInput();
   input.max_total_tokens = 0;
   EXPECT_EQ(ComputeKvSizing(input).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MemorySizingTest, StartupReadingStaysWhileMemoryIsTaken) {
+  // The first reading is the one every later call returns, however much memory the process takes
+  // meanwhile (as loading the weights does before the KV pool is sized).
+  auto first = StartupHostMemory();
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  std::vector<uint8_t> taken(size_t{256} << 20, 1);  // 256 MB, touched
+  auto later = StartupHostMemory();
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->available_bytes, first->available_bytes);
+  EXPECT_EQ(later->total_bytes, first->total_bytes);
+  EXPECT_EQ(taken.back(), 1);
 }
 
 }  // namespace
