@@ -474,12 +474,7 @@ void ApplyLoraRows(const kernels::KernelTable& kt, ThreadPool* pool, const LoraR
       }
     }
   };
-  const auto n = static_cast<int64_t>(rows.size());
-  if (n == 1 || pool == nullptr || pool->size() == 1) {
-    update(0, n);
-  } else {
-    pool->ParallelFor(n, 1, update);
-  }
+  ForEachLoraRow(pool, rows, update);
 }
 
 }  // namespace radixserve::model

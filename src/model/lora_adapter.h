@@ -179,6 +179,18 @@ struct LoraRows {
   size_t size() const { return rows.size(); }
 };
 
+// Runs fn(begin, end) over indices [0, rows.size()) of the adapted rows, each row's update on
+// one thread: on the caller for one row (or without a pool), else one row per pool job.
+template <typename Fn>
+void ForEachLoraRow(ThreadPool* pool, const LoraRows& rows, Fn&& fn) {
+  const auto n = static_cast<int64_t>(rows.size());
+  if (n == 1 || pool == nullptr || pool->size() == 1) {
+    fn(int64_t{0}, n);
+  } else {
+    pool->ParallelFor(n, 1, fn);
+  }
+}
+
 // One LoRA output: rows t of `target`'s projection at y + t * stride.
 struct LoraOut {
   LoraTarget target;

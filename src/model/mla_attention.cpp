@@ -212,12 +212,7 @@ void MlaAttention::KvBLora(const Step& step, bool keys, const float* q, float* q
       }
     }
   };
-  const auto n = static_cast<int64_t>(lora.size());
-  if (n == 1 || step.pool == nullptr || step.pool->size() == 1) {
-    update(0, n);
-  } else {
-    step.pool->ParallelFor(n, 1, update);
-  }
+  ForEachLoraRow(step.pool, lora, update);
 }
 
 }  // namespace radixserve::model

@@ -150,3 +150,30 @@ def test_mla_adapter_mismatches_are_refused(lite, v3, tmp_path):
                             rename={"kv_b_proj": "attn_k_b"})
     err = run_refused(lite["gguf"], split, tmp_path)
     assert "attn_k_b" in err and "PEFT adapter folder" in err, err
+
+
+def test_lora_target_modules_names_mla_projections(lite):
+    """--lora-target-modules takes MLA's projection names: an adapter touching kv_b_proj is refused
+    when kv_b_proj is not listed, with an error naming it, and loads and runs when it is."""
+    adapter = str(lite["ref"] / "peft")
+    listed = ["q_proj", "kv_a_proj_with_mqa", "o_proj"]
+    for allowed in (False, True):
+        modules = listed + (["kv_b_proj"] if allowed else [])
+        srv = Server(lite["gguf"], "--skip-server-warmup", "--enable-lora",
+                     "--lora-target-modules", *modules)
+        try:
+            r = requests.post(f"{srv.url}/load_lora_adapter",
+                              json={"lora_name": "mla", "lora_path": adapter}, timeout=120)
+            if not allowed:
+                assert r.status_code == 400, r.text
+                assert "kv_b_proj is not in --lora-target-modules" in r.text, r.text
+                continue
+            assert r.status_code == 200, r.text
+            body = {"input_ids": lite["tokens"], "lora_path": "mla",
+                    "sampling_params": {"temperature": 0, "max_new_tokens": GREEDY,
+                                        "ignore_eos": True}}
+            r = requests.post(f"{srv.url}/generate", json=body, timeout=300)
+            assert r.status_code == 200, r.text
+            assert r.json()["output_ids"] == json.loads((lite["ref"] / "greedy.json").read_text())
+        finally:
+            assert srv.stop() == 0, srv.logs()
