@@ -2,8 +2,6 @@
 
 #include "kv/kv_block_hash.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <future>
 #include <limits>
@@ -476,8 +474,6 @@ void EngineLoop::Shutdown() {
 void EngineLoop::Run() {
   int64_t continuous_decodes = 0;
   int64_t decodes_since_drain = 0;
-  // Steps ran since the freed heap was last given back to the OS.
-  bool busy_since_trim = false;
   while (true) {
     progress_.Begin();
     if (continuous_decodes % config_.num_continuous_decode_steps == 0 &&
@@ -506,13 +502,6 @@ void EngineLoop::Run() {
       continuous_decodes = 0;
       PublishStats();
       progress_.End();
-      // Idle after work: the responses' event strings and buffers (a streamed response with
-      // cumulative logprobs builds hundreds of MB of them) are freed by now, but glibc keeps the
-      // freed heap pages resident. Give them back once per busy period.
-      if (busy_since_trim) {
-        malloc_trim(0);
-        busy_since_trim = false;
-      }
       std::unique_lock<std::mutex> lock(mutex_);
       const auto has_work = [this] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || !commands_.empty();
@@ -524,7 +513,6 @@ void EngineLoop::Run() {
       }
       continue;
     }
-    busy_since_trim = true;
     progress_.SetBatch(DescribePlan(plan));
     PublishStats();  // what was just admitted and planned, visible while the step runs
     const char* stage = plan.kind == sched::StepKind::kDecode  ? "decode"
