@@ -2,6 +2,8 @@
 
 #include "kv/kv_block_hash.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <future>
 #include <limits>
@@ -471,9 +473,15 @@ void EngineLoop::Shutdown() {
   if (memory_ && memory_->hicache() != nullptr) memory_->hicache()->set_notifier(nullptr);
 }
 
+// How long the engine stays idle after work before it gives the freed heap back (Run).
+constexpr std::chrono::milliseconds kTrimAfterIdle{20};
+
 void EngineLoop::Run() {
   int64_t continuous_decodes = 0;
   int64_t decodes_since_drain = 0;
+  // Steps ran since the freed heap was last given back; when the engine last went idle.
+  bool trim_due = false, idle = false;
+  auto idle_since = std::chrono::steady_clock::now();
   while (true) {
     progress_.Begin();
     if (continuous_decodes % config_.num_continuous_decode_steps == 0 &&
@@ -502,6 +510,20 @@ void EngineLoop::Run() {
       continuous_decodes = 0;
       PublishStats();
       progress_.End();
+      // Idle after work: the responses' event strings (a stream with cumulative top logprobs
+      // builds tens of MB of them) are freed, but glibc keeps the freed heap pages resident. Give
+      // them back once the engine has been idle for a moment: malloc_trim holds the allocator's
+      // arena locks while it walks the heap, which must not delay the HTTP threads' delivery of
+      // the last step's events. (A paused engine sleeps without trimming.)
+      const auto now = std::chrono::steady_clock::now();
+      if (!idle) {
+        idle = true;
+        idle_since = now;
+      }
+      if (trim_due && !halted() && now - idle_since >= kTrimAfterIdle) {
+        malloc_trim(0);
+        trim_due = false;
+      }
       std::unique_lock<std::mutex> lock(mutex_);
       const auto has_work = [this] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || !commands_.empty();
@@ -513,6 +535,8 @@ void EngineLoop::Run() {
       }
       continue;
     }
+    trim_due = true;
+    idle = false;
     progress_.SetBatch(DescribePlan(plan));
     PublishStats();  // what was just admitted and planned, visible while the step runs
     const char* stage = plan.kind == sched::StepKind::kDecode  ? "decode"
