@@ -192,25 +192,65 @@ void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const M
   // Named through plain references: inside the pool's lambdas a thread_local name would resolve
   // to the worker's own (empty) instance.
   thread_local std::vector<ref::QuantizedActivations> per_caller;
+  thread_local std::vector<size_t> owner_of_caller;
   thread_local std::vector<int64_t> first_of_caller;
   std::vector<ref::QuantizedActivations>& activations = per_caller;
-  std::vector<int64_t>& first = first_of_caller;  // the jobs' first panel in the whole group
+  // owner[i]: the job whose quantized activations job i reads (a job reading the same rows as
+  // the one before it for a matrix of the same format and width, as a MoE expert's up
+  // projection after its gate, shares them).
+  std::vector<size_t>& owner = owner_of_caller;
+  // first[i]: the cost (below) of the panels before job i's in the whole group.
+  std::vector<int64_t>& first = first_of_caller;
   if (activations.size() < jobs.size()) activations.resize(jobs.size());
-  first.assign(jobs.size() + 1, 0);
+  owner.resize(jobs.size());
+  int64_t quantized = 0;  // elements to quantize
   for (size_t i = 0; i < jobs.size(); ++i) {
     const WeightMatrix& w = jobs[i].w->source;
-    QuantizeFor(*variant, nullptr, jobs[i].x, jobs[i].n, w, activations[i]);
-    first[i + 1] = first[i] + (jobs[i].n > 0 ? PanelCount(*variant, w) : 0);
+    owner[i] = i;
+    if (i > 0) {
+      const MatMulJob& before = jobs[i - 1];
+      const WeightMatrix& v = before.w->source;
+      if (before.x == jobs[i].x && before.n == jobs[i].n && v.format == w.format &&
+          v.cols == w.cols) {
+        owner[i] = owner[i - 1];
+      }
+    }
+    if (owner[i] == i) quantized += jobs[i].n * w.cols;
+  }
+  const auto quantize = [&](int64_t begin, int64_t end) {
+    for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+      if (owner[i] == i) {
+        QuantizeFor(*variant, nullptr, jobs[i].x, jobs[i].n, jobs[i].w->source, activations[i]);
+      }
+    }
+  };
+  if (quantized >= kParallelQuantizeElements) {
+    pool->ParallelFor(static_cast<int64_t>(jobs.size()), 1, quantize);
+  } else {
+    quantize(0, static_cast<int64_t>(jobs.size()));
+  }
+  // A panel costs about as much as kPanelTokens more tokens would (reading and decoding its
+  // weights), so a job's panels weigh n + kPanelTokens each, and each thread takes one contiguous
+  // range of that cost (not of panels): the threads finish together although the experts' token
+  // counts differ, and each streams its panels in order.
+  constexpr int64_t kPanelTokens = 2;
+  first.assign(jobs.size() + 1, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const int64_t panels = jobs[i].n > 0 ? PanelCount(*variant, jobs[i].w->source) : 0;
+    first[i + 1] = first[i] + panels * (jobs[i].n + kPanelTokens);
   }
   const int64_t total = first.back();
   pool->RunOnAll([&](int index, int count) {
     const int64_t begin = total * index / count, end = total * (index + 1) / count;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      const int64_t lo = std::max(begin, first[i]), hi = std::min(end, first[i + 1]);
+      if (end <= first[i] || begin >= first[i + 1]) continue;
+      // Panel p of job i is in [begin, end) when its cost offset first[i] + p * cost is.
+      const int64_t cost = jobs[i].n + kPanelTokens;
+      const int64_t lo = (std::max<int64_t>(0, begin - first[i]) + cost - 1) / cost;
+      const int64_t hi = (std::min(end, first[i + 1]) - first[i] + cost - 1) / cost;
       if (lo >= hi) continue;
       const PackedWeight& w = *jobs[i].w;
-      variant->run_packed(w.source, w.panels.data(), activations[i], lo - first[i], hi - first[i],
-                          jobs[i].y);
+      variant->run_packed(w.source, w.panels.data(), activations[owner[i]], lo, hi, jobs[i].y);
     }
   });
 }

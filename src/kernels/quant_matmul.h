@@ -69,10 +69,12 @@ struct MatMulJob {
 
 // Every job's MatMul (same results, bit for bit), as one parallel pass when the jobs are small:
 // with kGgmlRounded, weights packed for this table's variant and at most kGroupedMaxTokens tokens
-// per job, the activations are quantized once per job and the pool threads split the panels of
-// all the jobs together, one contiguous range each, so a step's many small matrices (a MoE
-// layer's active experts at decode) cost one hand-off instead of one per matrix, and no thread
-// waits at a matrix boundary. Otherwise the jobs run one after the other through MatMul.
+// per job, the activations are quantized once per job (once for consecutive jobs reading the
+// same rows for matrices of one format and width) and the pool threads split the panels of all
+// the jobs together, one contiguous range each, weighed by their jobs' token counts, so a step's
+// many small matrices (a MoE layer's active experts at decode) cost one hand-off instead of one
+// per matrix, and no thread waits at a matrix boundary or for a thread that drew the busier
+// experts. Otherwise the jobs run one after the other through MatMul.
 inline constexpr int64_t kGroupedMaxTokens = 16;
 void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const MatMulJob> jobs,
                    ActivationMode mode);

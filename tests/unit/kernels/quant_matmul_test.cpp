@@ -241,6 +241,54 @@ TEST(QuantMatMulTest, GroupedJobsEqualTheirOwnMatMuls) {
   }
 }
 
+// Experts as a MoE layer groups them: each expert's gate and up jobs read the same rows (sharing
+// one quantization when format and width match; here one up projection is Q6_K, which must not
+// share the Q4_K gate's), token counts from 1 to the limit (enough rows that the group quantizes
+// over the pool, and threads claim ranges weighed by those counts). Every job equals its own
+// MatMul, bit for bit.
+TEST(QuantMatMulTest, GroupedExpertsShareQuantizedRowsAndEqualTheirOwnMatMuls) {
+  std::mt19937 rng(31);
+  for (const int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (const KernelTable* table : FastTables()) {
+      SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " threads " + std::to_string(threads));
+      const int64_t cols = 1024, experts = 8;
+      std::vector<std::vector<uint8_t>> bytes;
+      std::vector<PackedWeight> weights;
+      std::vector<std::vector<float>> inputs;
+      std::vector<MatMulJob> jobs;
+      std::vector<std::vector<float>> want, got;
+      want.reserve(2 * experts);
+      got.reserve(2 * experts);
+      for (int64_t e = 0; e < experts; ++e) {
+        inputs.push_back(RandomActivations(1 + (e * 5) % kGroupedMaxTokens, cols, rng));
+      }
+      for (int64_t e = 0; e < experts; ++e) {
+        for (const bool up : {false, true}) {
+          const WeightFormat format = up && e == 3 ? WeightFormat::kQ6_K : WeightFormat::kQ4_K;
+          const int64_t rows = 32 + 16 * (e % 2) + (up ? 3 : 0);
+          bytes.push_back(RandomBlocks(format, rows, cols, rng));
+          weights.push_back(
+              Pack(*table, nullptr, WeightMatrix{format, rows, cols, bytes.back().data()}));
+        }
+      }
+      for (int64_t e = 0; e < experts; ++e) {
+        const int64_t n = 1 + (e * 5) % kGroupedMaxTokens;
+        for (int64_t k = 0; k < 2; ++k) {
+          const PackedWeight& w = weights[static_cast<size_t>(2 * e + k)];
+          want.emplace_back(static_cast<size_t>(n * w.source.rows));
+          got.emplace_back(static_cast<size_t>(n * w.source.rows), -1.0f);
+          MatMul(*table, nullptr, inputs[static_cast<size_t>(e)].data(), n, w, want.back().data(),
+                 ActivationMode::kGgmlRounded);
+          jobs.push_back({inputs[static_cast<size_t>(e)].data(), n, &w, got.back().data()});
+        }
+      }
+      GroupedMatMul(*table, &pool, jobs, ActivationMode::kGgmlRounded);
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
 // The largest codes times activations that all quantize to +-127: the AVX2 compact kernels sum
 // up to eight registers of 16-bit products before widening, which must stay exact there too.
 TEST(QuantMatMulTest, CompactPanelsAreExactAtTheLargestCodesAndActivations) {
