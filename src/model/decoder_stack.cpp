@@ -594,7 +594,8 @@ void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_c
   });
 
   if (layer.moe) {
-    layer.moe->Forward(kt, pool, h, T, act, s, h);
+    const LoraRows lora{s.lora_rows, s.lora_row_adapter};
+    layer.moe->Forward(kt, pool, h, T, act, s, h, step.lora ? &lora : nullptr);
     if (c.tensor_shard.sharded()) c.tensor_shard.group->AllReduceSum(h, T * H);
     if (step.batch->expert_choices != nullptr) RecordChoices(step, layer);
   } else {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +94,8 @@ Expected<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string
                                                                const LoraLoadOptions& options) {
   std::shared_ptr<LoraAdapter> adapter(new LoraAdapter());
   adapter->layers_.resize(static_cast<size_t>(config.num_layers));
+  adapter->experts_.resize(static_cast<size_t>(config.num_layers));
+  adapter->shared_.resize(static_cast<size_t>(config.num_layers));
   std::error_code ec;
   fs::path p(path);
   if (fs::is_regular_file(p, ec) && p.extension() == ".gguf") {
@@ -119,7 +122,9 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
   const std::string config_path = (fs::path(dir) / "adapter_config.json").string();
   std::ifstream in(config_path);
   if (!in) return NotFound(config_path + ": no such file (a PEFT adapter folder needs it)");
-  nlohmann::json cfg = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  // Ordered: rank_pattern / alpha_pattern entries are tried in the file's order, as PEFT does.
+  nlohmann::ordered_json cfg =
+      nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!cfg.is_object()) return InvalidArgument(config_path + ": not a JSON object");
   const auto refuse = [&](const std::string& why) {
     return InvalidArgument(config_path + ": " + why);
@@ -144,9 +149,6 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     return refuse("adapters that train biases (bias != \"none\") are not supported");
   if (truthy("lora_bias")) return refuse("lora_bias is not supported");
   if (truthy("fan_in_fan_out")) return refuse("fan_in_fan_out adapters are not supported");
-  if (truthy("rank_pattern") || truthy("alpha_pattern")) {
-    return refuse("per-module rank_pattern / alpha_pattern are not supported");
-  }
   if (!cfg.contains("r") || !cfg["r"].is_number_integer() || cfg["r"].get<int64_t>() <= 0) {
     return refuse("\"r\" must be a positive integer");
   }
@@ -157,8 +159,51 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     alpha = cfg["lora_alpha"].get<double>();
   }
   const bool rslora = cfg.value("use_rslora", false);
-  const auto scale = static_cast<float>(rslora ? alpha / std::sqrt(static_cast<double>(r))
-                                               : alpha / static_cast<double>(r));
+  // rank_pattern / alpha_pattern: the first entry whose pattern matches the end of a module's
+  // name after a dot (PEFT's get_pattern_key: re.match(rf"(.*\.)?({key})$", name)).
+  struct Pattern {
+    std::regex re;
+    double value;
+  };
+  std::vector<Pattern> rank_pattern, alpha_pattern;
+  for (const auto& [field, to] :
+       {std::pair{"rank_pattern", &rank_pattern}, std::pair{"alpha_pattern", &alpha_pattern}}) {
+    if (!truthy(field)) continue;
+    if (!cfg[field].is_object()) return refuse(std::string("\"") + field + "\" must be an object");
+    for (const auto& [key, value] : cfg[field].items()) {
+      const bool integral = std::string(field) == "rank_pattern";
+      if (!(integral ? value.is_number_integer() : value.is_number()) || value.get<double>() <= 0) {
+        return refuse(std::string(field) + " entry \"" + key + "\" must be a positive " +
+                      (integral ? "integer" : "number"));
+      }
+      try {
+        to->push_back({std::regex("(.*\\.)?(" + key + ")$"), value.get<double>()});
+      } catch (const std::regex_error&) {
+        return refuse(std::string(field) + " entry \"" + key + "\" is not a regular expression");
+      }
+    }
+  }
+  const auto pattern_value = [](const std::vector<Pattern>& patterns, const std::string& module,
+                                double otherwise) {
+    for (const Pattern& p : patterns) {
+      if (std::regex_match(module, p.re)) return p.value;
+    }
+    return otherwise;
+  };
+  // PEFT's target_parameters: the fused expert tensors this reads.
+  if (truthy("target_parameters")) {
+    if (!cfg["target_parameters"].is_array()) {
+      return refuse("\"target_parameters\" must be a list");
+    }
+    for (const auto& name : cfg["target_parameters"]) {
+      const std::string n = name.is_string() ? name.get<std::string>() : name.dump();
+      if (n != "gate_up_proj" && n != "down_proj" && !n.ends_with(".gate_up_proj") &&
+          !n.ends_with(".down_proj")) {
+        return refuse("target_parameters entry \"" + n +
+                      "\" is not supported (the fused experts' gate_up_proj and down_proj are)");
+      }
+    }
+  }
 
   const fs::path weights_path = fs::path(dir) / "adapter_model.safetensors";
   std::error_code ec;
@@ -179,16 +224,40 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
                            "' has dtype " + file.other_dtypes().begin()->second +
                            " (LoRA matrices must be F32, F16 or BF16)");
   }
-  // (layer, target) -> {A, B}
-  std::map<std::pair<int64_t, int>, std::pair<const SafetensorsTensor*, const SafetensorsTensor*>>
-      pairs;
+  // Where a matrix pair goes: a layer's projection, a routed expert's, the shared experts', or
+  // PEFT's fused expert tensors (which one, gate_up_proj or down_proj, by the pair's shapes;
+  // `expert` then counts the wrappers, ".base_layer", PEFT nested them in).
+  enum Site : int { kLayerModule, kExpertModule, kSharedModule, kFusedExperts };
+  struct Key {
+    int64_t layer;
+    int site;
+    int64_t expert;
+    int target;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Pair {
+    const SafetensorsTensor* a = nullptr;
+    const SafetensorsTensor* b = nullptr;
+    std::string module;  // PEFT's module name, for the patterns
+  };
+  std::map<Key, Pair> pairs;
+  // An expert projection's name: HF's, or Mixtral's w1 (gate), w3 (up), w2 (down).
+  const auto expert_target = [](const std::string& name) -> std::optional<LoraTarget> {
+    if (name == "w1") return LoraTarget::kGate;
+    if (name == "w3") return LoraTarget::kUp;
+    if (name == "w2") return LoraTarget::kDown;
+    const std::optional<LoraTarget> t = LoraTargetFromName(name);
+    if (t && IsMlpTarget(*t)) return t;
+    return std::nullopt;
+  };
   for (const SafetensorsTensor& t : file.tensors()) {
     std::string name = t.name;
     const auto unsupported = [&] {
       return InvalidArgument(fname + ": tensor '" + t.name +
                              "' is not a LoRA matrix of a decoder layer's q/k/v/o/gate/up/down "
-                             "projection or of multi-head latent attention's q_a/q_b/kv_a/kv_b "
-                             "(embedding, LM-head and other modules are not supported)");
+                             "projection, of an expert's, or of multi-head latent attention's "
+                             "q_a/q_b/kv_a/kv_b (embedding, LM-head and other modules are not "
+                             "supported)");
     };
     for (const char* prefix : {"base_model.model.", "model."}) {
       if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
@@ -197,7 +266,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     auto split = SplitLayer(name.substr(7));
     if (!split) return unsupported();
     auto [layer, rest] = *split;
-    // rest: "<self_attn|mlp>.<proj>.lora_<A|B>[.default].weight"
+    // rest: "<module>.lora_<A|B>[.default].weight"
     bool is_a;
     std::string module;
     for (const char* suffix : {".lora_A.weight", ".lora_A.default.weight"}) {
@@ -213,13 +282,41 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
         }
       }
     }
-    const size_t dot = module.find('.');
-    if (module.empty() || dot == std::string::npos) return unsupported();
-    const std::string block = module.substr(0, dot);
-    const std::optional<LoraTarget> target = LoraTargetFromName(module.substr(dot + 1));
-    if (!target || (block != "self_attn" && block != "mlp") ||
-        (block == "self_attn") == IsMlpTarget(*target)) {
-      return unsupported();
+    if (module.empty()) return unsupported();
+    Key key{layer, kLayerModule, 0, 0};
+    std::string wrapped = module;
+    int64_t wrappers = 0;
+    while (wrapped.ends_with(".base_layer")) {
+      wrapped.resize(wrapped.size() - std::string(".base_layer").size());
+      ++wrappers;
+    }
+    std::string tail;  // what follows an experts prefix
+    for (const char* prefix : {"mlp.experts.", "block_sparse_moe.experts."}) {
+      if (module.rfind(prefix, 0) == 0) tail = module.substr(std::string(prefix).size());
+    }
+    if (wrapped == "mlp.experts") {
+      key = {layer, kFusedExperts, wrappers, 0};
+    } else if (!tail.empty()) {
+      auto expert = SplitLayer(tail);
+      if (!expert) return unsupported();
+      const std::optional<LoraTarget> target = expert_target(expert->second);
+      if (!target) return unsupported();
+      key = {layer, kExpertModule, expert->first, static_cast<int>(*target)};
+    } else if (module.rfind("mlp.shared_expert.", 0) == 0 ||
+               module.rfind("mlp.shared_experts.", 0) == 0) {
+      const std::optional<LoraTarget> target = expert_target(module.substr(module.rfind('.') + 1));
+      if (!target) return unsupported();
+      key = {layer, kSharedModule, 0, static_cast<int>(*target)};
+    } else {
+      const size_t dot = module.find('.');
+      if (dot == std::string::npos) return unsupported();
+      const std::string block = module.substr(0, dot);
+      const std::optional<LoraTarget> target = LoraTargetFromName(module.substr(dot + 1));
+      if (!target || (block != "self_attn" && block != "mlp") ||
+          (block == "self_attn") == IsMlpTarget(*target)) {
+        return unsupported();
+      }
+      key.target = static_cast<int>(*target);
     }
     if (layer >= config.num_layers) {
       return InvalidArgument(fname + ": tensor '" + t.name + "' names layer " +
@@ -229,34 +326,90 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     if (t.shape.size() != 2) {
       return InvalidArgument(fname + ": tensor '" + t.name + "' is not a matrix");
     }
-    auto& slot = pairs[{layer, static_cast<int>(*target)}];
-    (is_a ? slot.first : slot.second) = &t;
+    Pair& pair = pairs[key];
+    (is_a ? pair.a : pair.b) = &t;
+    pair.module = "model.layers." + std::to_string(layer) + "." + wrapped;
   }
-  for (const auto& [key, ab] : pairs) {
-    const auto [layer, target] = key;
-    const std::string where =
-        "layer " + std::to_string(layer) + " " + LoraTargetName(static_cast<LoraTarget>(target));
-    if (ab.first == nullptr || ab.second == nullptr) {
-      return InvalidArgument(fname + ": " + where + " has lora_" + (ab.first ? "A" : "B") +
-                             " but no lora_" + (ab.first ? "B" : "A"));
+  // The scale of a module's pair of rank `rank`, after checking that rank against the config.
+  const auto scale_of = [&](const std::string& where, const std::string& module,
+                            int64_t rank) -> Expected<float> {
+    const auto want = static_cast<int64_t>(pattern_value(rank_pattern, module, r));
+    if (rank != want) {
+      return InvalidArgument(fname + ": " + where + " has rank " + std::to_string(rank) +
+                             " but adapter_config.json says r=" + std::to_string(want));
     }
-    const SafetensorsTensor& a = *ab.first;
-    const SafetensorsTensor& b = *ab.second;
-    if (a.shape[0] != r || b.shape[1] != r) {
-      return InvalidArgument(fname + ": " + where + " has rank " + std::to_string(a.shape[0]) +
-                             "/" + std::to_string(b.shape[1]) +
-                             " but adapter_config.json says r=" + std::to_string(r));
+    const double a = pattern_value(alpha_pattern, module, alpha);
+    return static_cast<float>(rslora ? a / std::sqrt(static_cast<double>(rank))
+                                     : a / static_cast<double>(rank));
+  };
+  for (const auto& [key, pair] : pairs) {
+    const int64_t layer = key.layer;
+    const auto target = static_cast<LoraTarget>(key.target);
+    const std::string where = key.site == kLayerModule
+                                  ? "layer " + std::to_string(layer) + " " + LoraTargetName(target)
+                                  : pair.module;
+    if (pair.a == nullptr || pair.b == nullptr) {
+      return InvalidArgument(fname + ": " + where + " has lora_" + (pair.a ? "A" : "B") +
+                             " but no lora_" + (pair.a ? "B" : "A"));
     }
-    LoraWeights w;
-    w.rank = r;
-    w.in = a.shape[1];
-    w.out = b.shape[0];
-    w.scale = scale;
-    w.a = ToFloat(a.format, w.rank, w.in, a.data);
-    RADIX_RETURN_IF_ERROR(Place(fname, layer, static_cast<LoraTarget>(target), std::move(w),
-                                ToFloat(b.format, w.out, w.rank, b.data),
-                                StoredFormat(a.format, b.format), config, options,
-                                kernels::RopeLayout::kRotateHalf));
+    const SafetensorsTensor& a = *pair.a;
+    const SafetensorsTensor& b = *pair.b;
+    if (a.shape[0] != b.shape[1]) {
+      return InvalidArgument(fname + ": " + where + ": lora_A rank " + std::to_string(a.shape[0]) +
+                             " differs from lora_B rank " + std::to_string(b.shape[1]));
+    }
+    const kernels::WeightFormat stored = StoredFormat(a.format, b.format);
+    if (key.site != kFusedExperts) {
+      LoraWeights w;
+      w.rank = a.shape[0];
+      w.in = a.shape[1];
+      w.out = b.shape[0];
+      RADIX_ASSIGN_OR_RETURN(w.scale, scale_of(where, pair.module, w.rank));
+      w.a = ToFloat(a.format, w.rank, w.in, a.data);
+      std::vector<float> bf = ToFloat(b.format, w.out, w.rank, b.data);
+      if (key.site == kLayerModule) {
+        RADIX_RETURN_IF_ERROR(Place(fname, layer, target, std::move(w), std::move(bf), stored,
+                                    config, options, kernels::RopeLayout::kRotateHalf));
+      } else {
+        RADIX_RETURN_IF_ERROR(PlaceExpert(fname, layer, key.site == kSharedModule ? -1 : key.expert,
+                                          target, false, std::move(w), bf, stored, config,
+                                          options));
+      }
+      continue;
+    }
+    // Fused: lora_A [experts x rank, in] stacks the experts' A; lora_B [out, rank x experts] has
+    // expert e's rank-k column at k x experts + e (PEFT's ParamWrapper).
+    const int64_t E = config.num_experts, H = config.hidden_size, I = config.moe_intermediate_size;
+    const int64_t in = a.shape[1], out = b.shape[0];
+    const bool gate_up = in == H && out == 2 * I;
+    if (E == 0 || a.shape[0] % E != 0 || (!gate_up && !(in == I && out == H))) {
+      return InvalidArgument(fname + ": " + where + ": shape A [" + std::to_string(a.shape[0]) +
+                             ", " + std::to_string(in) + "], B [" + std::to_string(out) + ", " +
+                             std::to_string(b.shape[1]) + "] is neither the fused experts' " +
+                             "gate_up_proj nor their down_proj for the base model (" +
+                             std::to_string(E) + " experts, hidden " + std::to_string(H) +
+                             ", width " + std::to_string(I) + ")");
+    }
+    const std::string module = pair.module + (gate_up ? ".gate_up_proj" : ".down_proj");
+    const int64_t rank = a.shape[0] / E;
+    RADIX_ASSIGN_OR_RETURN(const float scale, scale_of(module, module, rank));
+    const std::vector<float> af = ToFloat(a.format, a.shape[0], in, a.data);
+    const std::vector<float> bf = ToFloat(b.format, out, b.shape[1], b.data);
+    for (int64_t e = 0; e < E; ++e) {
+      LoraWeights w;
+      w.rank = rank;
+      w.in = in;
+      w.out = out;
+      w.scale = scale;
+      w.a.assign(af.begin() + e * rank * in, af.begin() + (e + 1) * rank * in);
+      std::vector<float> be(static_cast<size_t>(out * rank));
+      for (int64_t o = 0; o < out; ++o) {
+        for (int64_t k = 0; k < rank; ++k) be[o * rank + k] = bf[o * E * rank + k * E + e];
+      }
+      RADIX_RETURN_IF_ERROR(PlaceExpert(fname, layer, e,
+                                        gate_up ? LoraTarget::kGate : LoraTarget::kDown, gate_up,
+                                        std::move(w), be, stored, config, options));
+    }
   }
   return Status::Ok();
 }
@@ -348,10 +501,11 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
   const std::string where =
       file + ": layer " + std::to_string(layer) + " " + LoraTargetName(target);
   const ModelConfig::Mla& mla = c.mla;
-  if (options.moe && IsMlpTarget(target)) {
+  if (options.moe && IsMlpTarget(target) && layer >= c.first_dense_layers) {
     return InvalidArgument(where +
-                           ": the base model's MLPs are mixtures of experts; LoRA on "
-                           "them is not supported (adapt the attention's projections only)");
+                           ": the layer's MLP is a mixture of experts; its adapter names the "
+                           "experts' projections (mlp.experts.E.<proj>, or PEFT's "
+                           "target_parameters gate_up_proj / down_proj)");
   }
   if (mla.enabled()) {
     const bool q_lora = mla.q_lora_rank > 0;
@@ -366,16 +520,6 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
     return InvalidArgument(where + ": " + LoraTargetName(target) +
                            " is a multi-head latent attention projection; the base model has "
                            "q/k/v/o projections");
-  }
-  if (!options.allowed_targets.empty() &&
-      std::find(options.allowed_targets.begin(), options.allowed_targets.end(), target) ==
-          options.allowed_targets.end()) {
-    return InvalidArgument(where + ": " + LoraTargetName(target) +
-                           " is not in --lora-target-modules");
-  }
-  if (options.max_rank > 0 && w.rank > options.max_rank) {
-    return InvalidArgument(where + ": rank " + std::to_string(w.rank) +
-                           " exceeds --max-lora-rank " + std::to_string(options.max_rank));
   }
   const int64_t q_dim = mla.enabled() ? c.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
                                       : c.num_heads * c.head_dim;
@@ -412,17 +556,91 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
       in = c.intermediate_size;
       break;
   }
+  if ((target == LoraTarget::kQ || target == LoraTarget::kK) && !mla.enabled() &&
+      adapter_layout != options.base_rope_layout && w.out == out) {
+    const int64_t heads = target == LoraTarget::kQ ? c.num_heads : c.num_kv_heads;
+    b = PermuteHeads(b, heads, c.head_dim, w.rank,
+                     options.base_rope_layout == kernels::RopeLayout::kInterleaved);
+  }
+  RADIX_RETURN_IF_ERROR(Finish(where, {target}, w, b, stored, in, out, options));
+  layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)] = std::move(w);
+  return Status::Ok();
+}
+
+Status LoraAdapter::PlaceExpert(const std::string& file, int64_t layer, int64_t expert,
+                                LoraTarget target, bool gate_up, LoraWeights w,
+                                const std::vector<float>& b, kernels::WeightFormat stored,
+                                const ModelConfig& c, const LoraLoadOptions& options) {
+  const std::string name = gate_up ? "gate_up_proj" : LoraTargetName(target);
+  const std::string where =
+      file + ": layer " + std::to_string(layer) + " " +
+      (expert < 0 ? std::string("shared experts") : "expert " + std::to_string(expert)) + " " +
+      name;
+  if (!options.moe || c.num_experts == 0 || layer < c.first_dense_layers) {
+    return InvalidArgument(where + ": the base model's layer " + std::to_string(layer) +
+                           " has no mixture of experts");
+  }
+  if (c.moe_gating == ModelConfig::MoeGating::kTopKSoftmax) {
+    return InvalidArgument(where +
+                           ": LoRA on gpt-oss experts (biased, interleaved gate/up) is not "
+                           "supported; adapt the attention's projections");
+  }
+  if (expert >= c.num_experts) {
+    return InvalidArgument(where + ": the base model has " + std::to_string(c.num_experts) +
+                           " experts");
+  }
+  const int64_t width = expert < 0 ? c.shared_expert_intermediate_size : c.moe_intermediate_size;
+  if (expert < 0 && width == 0) {
+    return InvalidArgument(where + ": the base model's MoE layers have no shared experts");
+  }
+  const int64_t in = target == LoraTarget::kDown ? width : c.hidden_size;
+  const int64_t out = target == LoraTarget::kDown ? c.hidden_size : (gate_up ? 2 : 1) * width;
+  if (gate_up) {
+    RADIX_RETURN_IF_ERROR(
+        Finish(where, {LoraTarget::kGate, LoraTarget::kUp}, w, b, stored, in, out, options));
+  } else {
+    RADIX_RETURN_IF_ERROR(Finish(where, {target}, w, b, stored, in, out, options));
+  }
+  ExpertLora* to = &shared_[static_cast<size_t>(layer)];
+  if (expert >= 0) {
+    auto& experts = experts_[static_cast<size_t>(layer)];
+    if (experts.empty()) experts.resize(static_cast<size_t>(c.num_experts));
+    to = &experts[static_cast<size_t>(expert)];
+  }
+  std::optional<LoraWeights>& slot = gate_up                       ? to->gate_up
+                                     : target == LoraTarget::kGate ? to->gate
+                                     : target == LoraTarget::kUp   ? to->up
+                                                                   : to->down;
+  slot = std::move(w);
+  if ((to->gate_up && (to->gate || to->up))) {
+    return InvalidArgument(where +
+                           ": the adapter gives this expert both a fused gate_up_proj "
+                           "and a separate gate_proj / up_proj");
+  }
+  return Status::Ok();
+}
+
+Status LoraAdapter::Finish(const std::string& where, std::initializer_list<LoraTarget> targets,
+                           LoraWeights& w, const std::vector<float>& b,
+                           kernels::WeightFormat stored, int64_t in, int64_t out,
+                           const LoraLoadOptions& options) {
+  for (const LoraTarget target : targets) {
+    if (!options.allowed_targets.empty() &&
+        std::find(options.allowed_targets.begin(), options.allowed_targets.end(), target) ==
+            options.allowed_targets.end()) {
+      return InvalidArgument(where + ": " + LoraTargetName(target) +
+                             " is not in --lora-target-modules");
+    }
+  }
+  if (options.max_rank > 0 && w.rank > options.max_rank) {
+    return InvalidArgument(where + ": rank " + std::to_string(w.rank) +
+                           " exceeds --max-lora-rank " + std::to_string(options.max_rank));
+  }
   if (w.in != in || w.out != out) {
     return InvalidArgument(where + ": shape A [" + std::to_string(w.rank) + ", " +
                            std::to_string(w.in) + "], B [" + std::to_string(w.out) + ", " +
                            std::to_string(w.rank) + "] does not fit the base model's [" +
                            std::to_string(out) + ", " + std::to_string(in) + "] projection");
-  }
-  if ((target == LoraTarget::kQ || target == LoraTarget::kK) && !mla.enabled() &&
-      adapter_layout != options.base_rope_layout) {
-    const int64_t heads = target == LoraTarget::kQ ? c.num_heads : c.num_kv_heads;
-    b = PermuteHeads(b, heads, c.head_dim, w.rank,
-                     options.base_rope_layout == kernels::RopeLayout::kInterleaved);
   }
   w.b_t.resize(b.size());
   for (int64_t o = 0; o < w.out; ++o) {
@@ -448,10 +666,11 @@ Status LoraAdapter::Place(const std::string& file, int64_t layer, LoraTarget tar
   rank_ = std::max(rank_, w.rank);
   bytes_ += static_cast<int64_t>((w.a.size() + w.b_t.size()) * sizeof(float) +
                                  (w.a16.size() + w.b_t16.size()) * sizeof(uint16_t));
-  if (std::find(targets_.begin(), targets_.end(), target) == targets_.end()) {
-    targets_.push_back(target);
+  for (const LoraTarget target : targets) {
+    if (std::find(targets_.begin(), targets_.end(), target) == targets_.end()) {
+      targets_.push_back(target);
+    }
   }
-  layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)] = std::move(w);
   return Status::Ok();
 }
 

@@ -15,10 +15,20 @@
 // for the other rotary layout than the base checkpoint (PEFT adapters follow HF's rotate-half rows;
 // a GGUF adapter of a "llama" architecture model follows llama.cpp's interleaved rows).
 //
+// Mixture-of-experts layers take adapters on their routed experts' gate/up/down projections, in
+// both PEFT forms: one module per expert ("mlp.experts.E.gate_proj", Mixtral's
+// "block_sparse_moe.experts.E.w1/w3/w2"), and PEFT's target_parameters on transformers' fused
+// expert tensors ("mlp.experts.gate_up_proj" [experts, 2 x width, hidden], gate rows first, and
+// "mlp.experts.down_proj"), whose lora_A stacks the experts' A matrices ([experts x r, in]) and
+// whose lora_B interleaves their B columns (column k x experts + e is expert e's rank k); and on
+// shared experts ("mlp.shared_expert" / "mlp.shared_experts") and DeepSeek's leading dense MLPs.
+// rank_pattern / alpha_pattern entries apply to the modules (or fused parameters) they match, as
+// PEFT matches them (the pattern matches the module name's end after a dot).
+//
 // What is not a plain LoRA on those targets is refused with an error naming the file and the
-// field: modules_to_save, DoRA, bias training, fan_in_fan_out, per-module rank/alpha patterns,
-// embedding or LM-head adapters, a rank above max_rank, shapes that do not fit the base model, and
-// MLP targets of a mixture-of-experts model. Immutable after Load; shared by requests in flight.
+// field: modules_to_save, DoRA, bias training, fan_in_fan_out, embedding or LM-head adapters, a
+// rank above max_rank, shapes that do not fit the base model, and experts of gpt-oss (biased,
+// interleaved gate/up). Immutable after Load; shared by requests in flight.
 #pragma once
 
 #include <array>
@@ -124,6 +134,14 @@ struct LoraWeights {
   }
 };
 
+// A mixture-of-experts layer's adapted expert: gate and up each, or both from one fused gate_up
+// pair (out = 2 x the expert's width, gate rows first), and down. Empty when the adapter does not
+// touch the expert.
+struct ExpertLora {
+  std::optional<LoraWeights> gate, up, gate_up, down;
+  bool empty() const { return !gate && !up && !gate_up && !down; }
+};
+
 struct LoraLoadOptions {
   // The base model's rotary row order (ignored with multi-head latent attention, whose HF and
   // GGUF rows are in the same order).
@@ -146,6 +164,17 @@ class LoraAdapter {
     const auto& slot = layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)];
     return slot ? &*slot : nullptr;
   }
+  // Routed expert `expert` of MoE layer `layer`, or the layer's shared experts; null when the
+  // adapter does not touch it.
+  const ExpertLora* FindExpert(int64_t layer, int64_t expert) const {
+    const auto& experts = experts_[static_cast<size_t>(layer)];
+    if (experts.empty() || experts[static_cast<size_t>(expert)].empty()) return nullptr;
+    return &experts[static_cast<size_t>(expert)];
+  }
+  const ExpertLora* FindShared(int64_t layer) const {
+    const ExpertLora& shared = shared_[static_cast<size_t>(layer)];
+    return shared.empty() ? nullptr : &shared;
+  }
   // The largest rank of its matrices.
   int64_t rank() const { return rank_; }
   const std::vector<LoraTarget>& targets() const { return targets_; }
@@ -164,7 +193,22 @@ class LoraAdapter {
                std::vector<float> b, kernels::WeightFormat stored, const ModelConfig& config,
                const LoraLoadOptions& options, kernels::RopeLayout adapter_layout);
 
+  // Checks the limits (--lora-target-modules, --max-lora-rank) and that `w` is [out, in]; then
+  // stores B ([out, rank] as files hold it) transposed, narrowed back to 16 bits when `stored`
+  // says the file held both matrices so, and counts the matrices.
+  Status Finish(const std::string& where, std::initializer_list<LoraTarget> targets, LoraWeights& w,
+                const std::vector<float>& b, kernels::WeightFormat stored, int64_t in, int64_t out,
+                const LoraLoadOptions& options);
+  // A MoE layer's expert (expert < 0: its shared experts) gets `w` for `target` (kGate with
+  // gate_up: the fused gate and up).
+  Status PlaceExpert(const std::string& file, int64_t layer, int64_t expert, LoraTarget target,
+                     bool gate_up, LoraWeights w, const std::vector<float>& b,
+                     kernels::WeightFormat stored, const ModelConfig& config,
+                     const LoraLoadOptions& options);
+
   std::vector<std::array<std::optional<LoraWeights>, kLoraTargetCount>> layers_;
+  std::vector<std::vector<ExpertLora>> experts_;  // [layer][expert]; empty: none adapted
+  std::vector<ExpertLora> shared_;                // [layer]
   std::vector<LoraTarget> targets_;
   int64_t rank_ = 0;
   int64_t bytes_ = 0;

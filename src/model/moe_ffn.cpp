@@ -20,6 +20,30 @@ void MoeFfn::AddBias(const kernels::KernelTable& kt, const std::vector<float>& b
   for (int64_t r = 0; r < n; ++r) kt.axpy(1.0f, bias.data() + e * rows, y + r * rows, rows);
 }
 
+void MoeFfn::AddGateUpLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
+                           float* gate, float* up) {
+  if (lora.gate_up) {  // one shrink for both halves (gate rows first)
+    const LoraWeights& w = *lora.gate_up;
+    const int64_t half = w.out / 2;
+    for (int64_t k = 0; k < w.rank; ++k) {
+      const float mid = w.Shrink(kt, k, x);
+      w.ExpandRange(kt, k, mid, 0, half, gate);
+      w.ExpandRange(kt, k, mid, half, half, up);
+    }
+  }
+  for (const auto& [w, y] : {std::pair{&lora.gate, gate}, std::pair{&lora.up, up}}) {
+    if (!*w) continue;
+    for (int64_t k = 0; k < (*w)->rank; ++k) (*w)->Expand(kt, k, (*w)->Shrink(kt, k, x), y);
+  }
+}
+
+void MoeFfn::AddDownLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
+                         float* y) {
+  if (!lora.down) return;
+  const LoraWeights& w = *lora.down;
+  for (int64_t k = 0; k < w.rank; ++k) w.Expand(kt, k, w.Shrink(kt, k, x), y);
+}
+
 void MoeFfn::SwigluOai(float* gate, const float* up, int64_t n) const {
   const float limit = swiglu_limit_;
   for (int64_t i = 0; i < n; ++i) {
@@ -316,7 +340,8 @@ void MoeFfn::Rebalance() const {
 }
 
 void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t T,
-                     kernels::ActivationMode mode, ForwardScratch& s, float* out) const {
+                     kernels::ActivationMode mode, ForwardScratch& s, float* out,
+                     const LoraRows* lora) const {
   const int64_t E = experts_, K = top_k_, H = hidden_, I = inter_;
   const int64_t S = shared_inter_;
   // The pass counter moves only when something reads it (static dispatch without rebalancing
@@ -401,6 +426,28 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     jobs.push_back({xin + r0 * H, n, &at.up, up + r0 * I});
   });
   kernels::GroupedMatMul(kt, pool, jobs, mode);
+  // LoRA: each adapted token's updates of its own (local) experts' rows, all on one thread, so
+  // they do not depend on the batch; `each_adapted_pair` runs fn(adapter's expert, token, row).
+  const bool adapted = lora != nullptr && lora->size() > 0;
+  const auto each_adapted_pair = [&](const auto& fn) {
+    ForEachLoraRow(pool, *lora, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t t = lora->rows[static_cast<size_t>(i)];
+        for (int64_t k = 0; k < K; ++k) {
+          const int32_t row = s.moe_row_of[t * K + k];
+          if (row < 0) continue;
+          const ExpertLora* e =
+              lora->adapters[static_cast<size_t>(i)]->FindExpert(layer_, choice[t * K + k]);
+          if (e != nullptr) fn(*e, t, static_cast<int64_t>(row));
+        }
+      }
+    });
+  };
+  if (adapted) {
+    each_adapted_pair([&](const ExpertLora& e, int64_t t, int64_t row) {
+      AddGateUpLora(kt, e, h + t * H, gate + row * I, up + row * I);
+    });
+  }
   each_slot([&](const Slot& at, int64_t r0, int64_t n) {
     AddBias(kt, gate_bias_, at.expert, I, gate + r0 * I, n);
     AddBias(kt, up_bias_, at.expert, I, up + r0 * I, n);
@@ -419,6 +466,11 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     jobs.push_back({gate + r0 * I, n, &at.down, y + r0 * H});
   });
   kernels::GroupedMatMul(kt, pool, jobs, mode);
+  if (adapted) {
+    each_adapted_pair([&](const ExpertLora& e, int64_t, int64_t row) {
+      AddDownLora(kt, e, gate + row * I, y + row * H);
+    });
+  }
   each_slot([&](const Slot& at, int64_t r0, int64_t n) {
     AddBias(kt, down_bias_, at.expert, H, y + r0 * H, n);
   });
@@ -433,6 +485,20 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     shared_scale = probs + 2 * T * E;
     kernels::MatMul(kt, pool, h, T, shared_gate_proj_, sg, mode);
     kernels::MatMul(kt, pool, h, T, shared_up_, su, mode);
+    // LoRA on the shared experts: each adapted token's rows on one thread.
+    const auto each_shared_row = [&](const auto& fn) {
+      ForEachLoraRow(pool, *lora, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const ExpertLora* e = lora->adapters[static_cast<size_t>(i)]->FindShared(layer_);
+          if (e != nullptr) fn(*e, lora->rows[static_cast<size_t>(i)]);
+        }
+      });
+    };
+    if (adapted) {
+      each_shared_row([&](const ExpertLora& e, int64_t t) {
+        AddGateUpLora(kt, e, h + t * H, sg + t * S, su + t * S);
+      });
+    }
     ForRows(pool, T, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         kt.silu_mul(sg + t * S, su + t * S, sg + t * S, S);
@@ -443,6 +509,10 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
       }
     });
     kernels::MatMul(kt, pool, sg, T, shared_down_, shared, mode);
+    if (adapted) {
+      each_shared_row(
+          [&](const ExpertLora& e, int64_t t) { AddDownLora(kt, e, sg + t * S, shared + t * H); });
+    }
   }
   // Each token's weighted sum over its (local) experts, in its own top-k order (then the shared
   // expert).

@@ -39,6 +39,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quant_matmul.h"
 #include "model/expert_placement.h"
+#include "model/lora_adapter.h"
 #include "model/model_config.h"
 #include "model/weight_store.h"
 
@@ -76,8 +77,11 @@ class MoeFfn {
   // summed over the ranks. Thread affinity: with --enable-eplb or a dispatch other than static,
   // one forward thread per model (a rebalance mutates the slots, the pass counter moves; replicas
   // sharing a model, --dp-size > 1, are refused then); otherwise any number of threads.
+  // `lora` (may be null): the step's adapted token rows; their adapters' expert updates (routed
+  // and shared, LoraAdapter::FindExpert / FindShared) are added to those tokens' projections.
   void Forward(const kernels::KernelTable& kt, ThreadPool* pool, const float* h, int64_t tokens,
-               kernels::ActivationMode mode, ForwardScratch& s, float* out) const;
+               kernels::ActivationMode mode, ForwardScratch& s, float* out,
+               const LoraRows* lora = nullptr) const;
 
  private:
   // Turns one token's router logits p[experts] into its top-k choice[k] and weight[k] (p then
@@ -97,6 +101,12 @@ class MoeFfn {
   void Rebalance() const;
   // Keeps this pass's choices (dispatched to `slot`) for the next rebalance.
   void CountPass(const int32_t* choice, const int32_t* slot, int64_t pairs) const;
+  // One token's LoRA updates of an expert's gate and up rows (input x), or of its down row
+  // (input: the gated row).
+  static void AddGateUpLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
+                            float* gate, float* up);
+  static void AddDownLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
+                          float* y);
   // Adds bias row `e` ([rows] of a [experts, rows] table; none when empty) to `n` rows of y.
   static void AddBias(const kernels::KernelTable& kt, const std::vector<float>& bias, int64_t e,
                       int64_t rows, float* y, int64_t n);

@@ -3,9 +3,15 @@ not conftest.py, so it cannot clash with other oracle folders)."""
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
+
+# The e2e server helper and the torch venv locator, for the tests importing this module.
+for _folder in ("../../fixtures", "../../e2e"):
+    if os.path.join(os.path.dirname(__file__), _folder) not in sys.path:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), _folder))
 
 SHARED = os.environ.get("RADIX_SHARED_DIR", os.path.join(os.path.dirname(__file__), "../../../../shared"))
 MODELS = os.environ.get("RADIX_MODELS_DIR", "/root/.cache/radixserve/models")
@@ -84,6 +90,51 @@ def compare_adapter_logits(ours, ref, base, label, max_abs):
     assert moved > 50 * max_abs, "the adapter must change the output noticeably"
     assert top1 == 1.0
     assert diff < max_abs
+
+
+def peft_reference(hf, out, tokens, targets, greedy, *extra, rank=8, alpha=16):
+    """tests/fixtures/peft_reference.py in the torch venv: PEFT's adapter on the HF folder `hf`
+    (out/peft), its float32 logits over `tokens` and its greedy continuation of `greedy` tokens."""
+    from torch_env import torch_python
+    script = os.path.join(os.path.dirname(__file__), "../../fixtures/peft_reference.py")
+    proc = subprocess.run(
+        [torch_python(), script, "--base", str(hf), "--out", str(out), "--tokens",
+         ",".join(map(str, tokens)), "--rank", str(rank), "--alpha", str(alpha), "--targets",
+         targets, "--generate", str(greedy), *extra],
+        capture_output=True, text=True, check=False, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def run_lora_refused(model, lora, tmp_path):
+    """radix_logits with `lora` on `model` must fail; returns its error output."""
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("1,2,3")
+    proc = subprocess.run([radix_logits_binary(), "--model", model, "--tokens-file", str(tokens),
+                           "--logits-out", str(tmp_path / "x.f32"), "--lora", lora],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode != 0
+    return proc.stderr
+
+
+def assert_served_adapter_continues(model, adapter, tokens, expected):
+    """Through the server, one batch mixing the adapter and the base model: the adapted prompt
+    continues as `expected` (the reference's greedy ids), token for token, and the base one does
+    not; nothing leaks."""
+    import requests
+    from server_util import Server
+    srv = Server(model, "--skip-server-warmup", "--lora-paths", f"adapter={adapter}")
+    try:
+        body = {"input_ids": [tokens, tokens], "lora_path": ["adapter", None],
+                "sampling_params": {"temperature": 0, "max_new_tokens": len(expected),
+                                    "ignore_eos": True}}
+        r = requests.post(f"{srv.url}/generate", json=body, timeout=300)
+        assert r.status_code == 200, r.text
+        adapted, base = (o["output_ids"] for o in r.json())
+        assert adapted == expected
+        assert base != expected
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
 
 
 def assert_rounding_bounded_agreement(ours, ref, tokens, label, router_flips=0):

@@ -11,20 +11,17 @@ llama.cpp's convert_lora_to_gguf.py cannot convert a DeepSeek adapter (its kv_b 
 NotImplementedError on a LoRA tensor), so the GGUF LoRA form here is written with gguf-py in the
 converter's naming (blk.N.attn_kv_b.weight.lora_a, ...) from the PEFT file's own matrices."""
 import json
-import os
-import subprocess
 
 import numpy as np
 import pytest
 import requests
 from deepseek_checkpoint import write_gguf, write_hf
-from model_oracle_helpers import compare_adapter_logits, radix_logits_binary, run_radix
+from model_oracle_helpers import (assert_served_adapter_continues, compare_adapter_logits,
+                                  peft_reference, run_lora_refused, run_radix)
 from safetensors.numpy import load_file
-from test_lora_peft_oracle import FIXTURES
 from test_llama_oracle import STORY, tokenize
 
 from server_util import Server
-from torch_env import torch_python
 
 SEEDS = {"lite": 4, "v3": 7}  # test_deepseek_oracle's: no routing decision near a tie
 TARGETS = {"lite": "q_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj",
@@ -44,12 +41,7 @@ def build(root, variant, *extra):
     write_hf(str(hf), w, variant)
     tokens = tokenize(gguf_path, STORY)[:200]
     out = root / "peft"
-    proc = subprocess.run(
-        [torch_python(), os.path.join(FIXTURES, "peft_reference.py"), "--base", str(hf),
-         "--out", str(out), "--tokens", ",".join(map(str, tokens)), "--rank", "8",
-         "--alpha", "16", "--targets", TARGETS[variant], "--generate", str(GREEDY), *extra],
-        capture_output=True, text=True, check=False, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    peft_reference(hf, out, tokens, TARGETS[variant], GREEDY, *extra)
     return {"gguf": gguf_path, "hf": str(hf), "tokens": tokens, "ref": out}
 
 
@@ -114,41 +106,18 @@ def test_mla_gguf_lora_matches_peft_in_torch(request, tmp_path, variant):
 def test_served_mla_adapter_continues_like_peft_generate(lite):
     """Through the server, one batch mixing the adapter and the base model: the adapted prompt
     continues as PEFT's greedy `generate` does, token for token, and the base one does not."""
-    expected = json.loads((lite["ref"] / "greedy.json").read_text())
-    srv = Server(lite["gguf"], "--skip-server-warmup", "--lora-paths",
-                 f"mla={lite['ref'] / 'peft'}")
-    try:
-        body = {"input_ids": [lite["tokens"], lite["tokens"]], "lora_path": ["mla", None],
-                "sampling_params": {"temperature": 0, "max_new_tokens": GREEDY,
-                                    "ignore_eos": True}}
-        r = requests.post(f"{srv.url}/generate", json=body, timeout=300)
-        assert r.status_code == 200, r.text
-        adapted, base = (o["output_ids"] for o in r.json())
-        assert adapted == expected
-        assert base != expected
-        srv.assert_no_leak()
-    finally:
-        assert srv.stop() == 0, srv.logs()
-
-
-def run_refused(model, lora, tmp_path):
-    tokens = tmp_path / "tokens.txt"
-    tokens.write_text("1,2,3")
-    proc = subprocess.run([radix_logits_binary(), "--model", model, "--tokens-file", str(tokens),
-                           "--logits-out", str(tmp_path / "x.f32"), "--lora", lora],
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode != 0
-    return proc.stderr
+    assert_served_adapter_continues(lite["gguf"], str(lite["ref"] / "peft"), lite["tokens"],
+                                    json.loads((lite["ref"] / "greedy.json").read_text()))
 
 
 def test_mla_adapter_mismatches_are_refused(lite, v3, tmp_path):
     """An adapter for the other attention form, and a GGUF LoRA on the split attn_k_b form,
     are refused with an error naming the projection."""
-    err = run_refused(lite["gguf"], str(v3["ref"] / "peft"), tmp_path)
+    err = run_lora_refused(lite["gguf"], str(v3["ref"] / "peft"), tmp_path)
     assert "q_a_proj" in err and "has no such projection" in err, err
     split = write_gguf_lora(lite["ref"] / "peft", tmp_path / "split.gguf",
                             rename={"kv_b_proj": "attn_k_b"})
-    err = run_refused(lite["gguf"], split, tmp_path)
+    err = run_lora_refused(lite["gguf"], split, tmp_path)
     assert "attn_k_b" in err and "PEFT adapter folder" in err, err
 
 
