@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -35,13 +36,15 @@ std::optional<LoraTarget> TargetFromGgufName(const std::string& name) {
   return std::nullopt;
 }
 
-// A [rows, cols] matrix in any stored format, as float32.
+// A matrix in any stored format, as float32 [rows, cols].
+std::vector<float> ToFloat(const kernels::WeightMatrix& m) {
+  std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) kernels::DequantizeRow(m, r, out.data() + r * m.cols);
+  return out;
+}
 std::vector<float> ToFloat(kernels::WeightFormat format, int64_t rows, int64_t cols,
                            const void* data) {
-  const kernels::WeightMatrix m{format, rows, cols, data};
-  std::vector<float> out(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r) kernels::DequantizeRow(m, r, out.data() + r * cols);
-  return out;
+  return ToFloat(kernels::WeightMatrix{format, rows, cols, data});
 }
 
 // How a matrix pair is kept: 16-bit when the file holds both in the same 16-bit format.
@@ -435,13 +438,17 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
   const kernels::RopeLayout layout = arch.value_or("") == "llama"
                                          ? kernels::RopeLayout::kInterleaved
                                          : kernels::RopeLayout::kRotateHalf;
-  std::map<std::pair<int64_t, int>, std::pair<const GgufTensorInfo*, const GgufTensorInfo*>> pairs;
+  // (layer, target, site) -> {lora_a, lora_b}; site 0 a layer's projection, 1 the routed experts'
+  // stacked [experts, ...] tensors (ffn_*_exps), 2 the shared experts' (ffn_*_shexp).
+  std::map<std::tuple<int64_t, int, int>, std::pair<const GgufTensorInfo*, const GgufTensorInfo*>>
+      pairs;
   for (const GgufTensorInfo& t : gguf.tensors()) {
     const auto unsupported = [&] {
       return InvalidArgument(path + ": tensor '" + t.name +
                              "' is not a LoRA matrix of a decoder layer's q/k/v/o/gate/up/down "
-                             "projection or of multi-head latent attention's q_a/q_b/kv_a/kv_b "
-                             "(embedding, LM-head and other tensors are not supported)");
+                             "projection, of its experts' (ffn_*_exps, ffn_*_shexp), or of "
+                             "multi-head latent attention's q_a/q_b/kv_a/kv_b (embedding, "
+                             "LM-head and other tensors are not supported)");
     };
     const bool is_a = t.name.ends_with(".weight.lora_a");
     if (!is_a && !t.name.ends_with(".weight.lora_b")) return unsupported();
@@ -449,48 +456,80 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     auto split = SplitLayer(t.name.substr(4));
     if (!split) return unsupported();
     const auto& [layer, rest] = *split;
-    const std::string module = rest.substr(0, rest.size() - std::string(".weight.lora_a").size());
+    std::string module = rest.substr(0, rest.size() - std::string(".weight.lora_a").size());
     if (module == "attn_k_b" || module == "attn_v_b") {
       return InvalidArgument(path + ": tensor '" + t.name +
                              "': LoRA on kv_b_proj split into attn_k_b / attn_v_b is not "
                              "supported; load the PEFT adapter folder instead");
     }
+    int site = 0;
+    for (const auto& [suffix, kind] : {std::pair{"_exps", 1}, std::pair{"_shexp", 2}}) {
+      if (module.ends_with(suffix)) {
+        module.resize(module.size() - std::string(suffix).size());
+        site = kind;
+      }
+    }
     const std::optional<LoraTarget> target = TargetFromGgufName(module);
-    if (!target) return unsupported();
+    if (!target || (site != 0 && !IsMlpTarget(*target))) return unsupported();
     if (layer >= config.num_layers) {
       return InvalidArgument(path + ": tensor '" + t.name + "' names layer " +
                              std::to_string(layer) + " but the model has " +
                              std::to_string(config.num_layers));
     }
-    if (t.shape.size() != 2)
-      return InvalidArgument(path + ": tensor '" + t.name + "' is not a matrix");
-    auto& slot = pairs[{layer, static_cast<int>(*target)}];
+    if (t.shape.size() != (site == 1 ? 3u : 2u)) {
+      return InvalidArgument(path + ": tensor '" + t.name + "' is not a " +
+                             (site == 1 ? "stack of matrices [experts, rows, columns]" : "matrix"));
+    }
+    auto& slot = pairs[{layer, static_cast<int>(*target), site}];
     (is_a ? slot.first : slot.second) = &t;
   }
   for (const auto& [key, ab] : pairs) {
-    const auto [layer, target] = key;
-    const std::string where =
-        "layer " + std::to_string(layer) + " " + kGgufNames[static_cast<size_t>(target)];
+    const auto [layer, target, site] = key;
+    const std::string where = "layer " + std::to_string(layer) + " " +
+                              kGgufNames[static_cast<size_t>(target)] +
+                              (site == 1   ? "_exps"
+                               : site == 2 ? "_shexp"
+                                           : "");
     if (ab.first == nullptr || ab.second == nullptr) {
       return InvalidArgument(path + ": " + where + " has lora_" + (ab.first ? "a" : "b") +
                              " but no lora_" + (ab.first ? "b" : "a"));
     }
     const GgufTensorInfo& a = *ab.first;
     const GgufTensorInfo& b = *ab.second;
-    if (a.shape[0] != b.shape[1] || a.shape[0] <= 0) {
-      return InvalidArgument(path + ": " + where + ": lora_a rank " + std::to_string(a.shape[0]) +
-                             " differs from lora_b rank " + std::to_string(b.shape[1]));
+    // Routed experts: lora_a [experts, rank, in], lora_b [experts, out, rank].
+    const size_t m = site == 1 ? 1 : 0;  // the matrices' first axis
+    const int64_t stack = site == 1 ? a.shape[0] : 1;
+    if (a.shape[m] != b.shape[m + 1] || a.shape[m] <= 0 || (site == 1 && b.shape[0] != stack)) {
+      return InvalidArgument(path + ": " + where + ": lora_a rank " + std::to_string(a.shape[m]) +
+                             " differs from lora_b rank " + std::to_string(b.shape[m + 1]));
     }
-    LoraWeights w;
-    w.rank = a.shape[0];
-    w.in = a.shape[1];
-    w.out = b.shape[0];
-    const double al = alpha.value_or(0.0);
-    w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
-    w.a = ToFloat(a.format, w.rank, w.in, a.data);
-    RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
-                                ToFloat(b.format, w.out, w.rank, b.data),
-                                StoredFormat(a.format, b.format), config, options, layout));
+    const int64_t rank = a.shape[m], in = a.shape[m + 1], out = b.shape[m];
+    if (site == 1 && stack != config.num_experts) {
+      return InvalidArgument(path + ": " + where + " stacks " + std::to_string(stack) +
+                             " experts but the base model has " +
+                             std::to_string(config.num_experts));
+    }
+    const kernels::WeightMatrix as{a.format, stack * rank, in, a.data};
+    const kernels::WeightMatrix bs{b.format, stack * out, rank, b.data};
+    for (int64_t e = 0; e < stack; ++e) {
+      LoraWeights w;
+      w.rank = rank;
+      w.in = in;
+      w.out = out;
+      const double al = alpha.value_or(0.0);
+      w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
+      w.a = ToFloat(as.Rows(e * rank, rank));
+      std::vector<float> bf = ToFloat(bs.Rows(e * out, out));
+      const kernels::WeightFormat stored = StoredFormat(a.format, b.format);
+      if (site == 0) {
+        RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
+                                    std::move(bf), stored, config, options, layout));
+      } else {
+        RADIX_RETURN_IF_ERROR(PlaceExpert(path, layer, site == 1 ? e : -1,
+                                          static_cast<LoraTarget>(target), false, std::move(w), bf,
+                                          stored, config, options));
+      }
+    }
   }
   return Status::Ok();
 }

@@ -21,7 +21,10 @@
 // expert tensors ("mlp.experts.gate_up_proj" [experts, 2 x width, hidden], gate rows first, and
 // "mlp.experts.down_proj"), whose lora_A stacks the experts' A matrices ([experts x r, in]) and
 // whose lora_B interleaves their B columns (column k x experts + e is expert e's rank k); and on
-// shared experts ("mlp.shared_expert" / "mlp.shared_experts") and DeepSeek's leading dense MLPs.
+// shared experts ("mlp.shared_expert" / "mlp.shared_experts") and DeepSeek's leading dense MLPs;
+// GGUF LoRA files give the routed experts stacked, as llama.cpp's converter writes them
+// ("blk.N.ffn_gate_exps.weight.lora_a" [experts, rank, in], lora_b [experts, out, rank]), and the
+// shared experts as ffn_*_shexp.
 // rank_pattern / alpha_pattern entries apply to the modules (or fused parameters) they match, as
 // PEFT matches them (the pattern matches the module name's end after a dot).
 //

@@ -11,6 +11,7 @@ The per-expert module form of the same adapter (`mlp.experts.E.gate_proj.lora_A.
 wrote it for transformers 4, and Mixtral's `block_sparse_moe.experts.E.w1`) is made from the PEFT
 file's own matrices (each expert's A, its gate and up halves of B) and must give the same logits."""
 import json
+import subprocess
 
 import numpy as np
 import pytest
@@ -22,9 +23,10 @@ from deepseek_checkpoint import write_gguf as write_deepseek_gguf
 from deepseek_checkpoint import write_hf as write_deepseek_hf
 from moe_checkpoint import SHAPES, write_gguf, write_hf
 from safetensors.numpy import load_file, save_file
-from test_llama_oracle import STORY, tokenize
+from test_llama_oracle import STORY, llama_cpp_logits, tokenize
 
 from server_util import Server
+from torch_env import llama_cpp_source, torch_python
 
 MAX_ABS = 1e-3  # float32 against float32, as test_lora_mla_oracle
 GREEDY = 16
@@ -207,6 +209,29 @@ def test_per_expert_module_form_matches_peft_in_torch(models, tmp_path, mixtral_
                      adapter)
     compare_adapter_logits(ours, *reference(model),
                            "qwen3moe gguf + per-expert adapter vs PEFT in torch", MAX_ABS)
+
+
+@pytest.mark.parametrize("arch", ["qwen3moe", "qwen2moe"])
+def test_llama_cpp_converted_gguf_lora_matches_llama_cpp_and_peft(models, tmp_path, arch):
+    """llama.cpp's own convert_lora_to_gguf.py turns the per-expert form into a GGUF LoRA with
+    stacked expert tensors (blk.N.ffn_gate_exps.weight.lora_a [experts, rank, hidden], ...; the
+    shared expert as ffn_*_shexp); radixserve on it gives llama.cpp's logits with the same file,
+    and PEFT's."""
+    model = models(arch)
+    adapter = per_expert_adapter(peft_dir(model), tmp_path / "per-expert", SHAPES[arch])
+    lora = tmp_path / "lora.gguf"
+    proc = subprocess.run(
+        [torch_python(), str(llama_cpp_source() / "convert_lora_to_gguf.py"), "--base",
+         model["hf"], "--outtype", "f32", "--outfile", str(lora), adapter],
+        capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ours = run_radix(model["gguf"], model["tokens"], tmp_path, "--threads", "2", "--lora",
+                     str(lora))
+    theirs = llama_cpp_logits(model["gguf"], model["tokens"], 512, lora_path=str(lora))
+    ref, base = reference(model)
+    compare_adapter_logits(theirs, ref, base, f"llama.cpp + its GGUF {arch} LoRA vs PEFT", MAX_ABS)
+    compare_adapter_logits(ours, theirs, base, f"{arch} gguf + GGUF expert LoRA vs llama.cpp",
+                           MAX_ABS)
 
 
 def test_served_moe_adapter_continues_like_peft_generate(models):
