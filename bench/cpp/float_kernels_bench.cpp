@@ -2,7 +2,7 @@
 // decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration;
 // the machine is shared, so compare runs taken back to back, never across sessions.
 //
-//   float_kernels_bench [gemm|attention]   (default: both)
+//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b]   (default: all)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/bf16_panels.h"
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
 #include "model/kv_cache_view.h"
@@ -91,6 +92,51 @@ void BenchGemm(ThreadPool& pool) {
   }
 }
 
+// The packed BF16 panels (what serving runs) at Llama-3.2-1B's projections, fused as the model
+// fuses them (Q/K/V 3072 x 2048, O 2048 x 2048, gate/up 16384 x 2048, down 2048 x 8192), for a
+// 512-token prefill chunk and 32 decode rows, with both products where the CPU has vdpbf16ps.
+void BenchBf16Panels1b(ThreadPool& pool) {
+  if (!kernels::Bf16PanelsSupported()) {
+    std::printf("gemm-1b: no AVX-512 BF16 panels on this CPU\n");
+    return;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  double total[2][2] = {};  // [product][n index] seconds over the layer's four matrices
+  const int64_t ns[] = {32, 512};
+  for (const auto& [rows, cols] :
+       {std::pair<int64_t, int64_t>{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}}) {
+    std::vector<uint16_t> w16(static_cast<size_t>(rows * cols));
+    for (auto& v : w16) v = kernels::F32ToBf16(dist(rng));
+    const kernels::WeightMatrix m{kernels::WeightFormat::kBF16, rows, cols, w16.data()};
+    std::vector<uint8_t> panels(static_cast<size_t>(kernels::Bf16PanelBytes(m)));
+    kernels::PackBf16Panels(m, &pool, panels.data());
+    for (size_t ni = 0; ni < 2; ++ni) {
+      const int64_t n = ns[ni];
+      std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
+      for (auto& v : x) v = dist(rng);
+      const double flops = 2.0 * static_cast<double>(rows * cols * n);
+      for (const kernels::Bf16Product product :
+           {kernels::Bf16Product::kWidenFma, kernels::Bf16Product::kDotBf16}) {
+        const double s = BestSeconds(5, [&] {
+          kernels::Bf16PanelMatMulWith(product, &pool, x.data(), n, m, panels.data(), y.data());
+        });
+        total[static_cast<int>(product)][ni] += s;
+        std::printf("gemm-1b bf16 panels %-9s %5ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s\n",
+                    product == kernels::Bf16Product::kDotBf16 ? "vdpbf16ps" : "widen+fma",
+                    static_cast<long>(rows), static_cast<long>(cols), static_cast<long>(n),
+                    pool.size(), s * 1e6, flops / s / 1e9);
+      }
+    }
+  }
+  const double layer = 2.0 * (3072.0 * 2048 + 2048.0 * 2048 + 16384.0 * 2048 + 2048.0 * 8192);
+  for (size_t ni = 0; ni < 2; ++ni) {
+    std::printf("gemm-1b layer n=%3ld: widen+fma %6.1f GFLOP/s, vdpbf16ps %6.1f GFLOP/s\n",
+                static_cast<long>(ns[ni]), layer * static_cast<double>(ns[ni]) / total[0][ni] / 1e9,
+                layer * static_cast<double>(ns[ni]) / total[1][ni] / 1e9);
+  }
+}
+
 // One decode token per layer for one sequence, 30 layers, KV slots in shuffled order.
 // One decode token's attention over `layers` layers at each depth. Slots shuffled (a pool after
 // much churn) or in order (a fresh pool: what a single long sequence usually holds).
@@ -161,6 +207,7 @@ int main(int argc, char** argv) {
   radixserve::ThreadPool pool(2);
   const bool all = argc < 2;
   if (all || std::strcmp(argv[1], "gemm") == 0) radixserve::BenchGemm(pool);
+  if (all || std::strcmp(argv[1], "gemm-1b") == 0) radixserve::BenchBf16Panels1b(pool);
   using radixserve::kernels::KvType;
   if (all || std::strcmp(argv[1], "attention") == 0) {
     // SmolLM2-135M's attention (9 / 3 heads, 30 layers).
