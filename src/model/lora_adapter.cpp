@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <tuple>
 #include <utility>
 
@@ -15,6 +14,7 @@
 #include "kernels/matmul.h"
 #include "model/gguf_file.h"
 #include "model/safetensors_file.h"
+#include "tokenizer/regex.h"
 
 namespace radixserve::model {
 namespace {
@@ -165,7 +165,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
   // rank_pattern / alpha_pattern: the first entry whose pattern matches the end of a module's
   // name after a dot (PEFT's get_pattern_key: re.match(rf"(.*\.)?({key})$", name)).
   struct Pattern {
-    std::regex re;
+    tokenizer::Regex re;  // PCRE2, as Python's re reads the pattern; its match limit bounds time
     double value;
   };
   std::vector<Pattern> rank_pattern, alpha_pattern;
@@ -179,17 +179,18 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
         return refuse(std::string(field) + " entry \"" + key + "\" must be a positive " +
                       (integral ? "integer" : "number"));
       }
-      try {
-        to->push_back({std::regex("(.*\\.)?(" + key + ")$"), value.get<double>()});
-      } catch (const std::regex_error&) {
-        return refuse(std::string(field) + " entry \"" + key + "\" is not a regular expression");
-      }
+      auto re = tokenizer::Regex::Compile("\\A(?:.*\\.)?(?:" + key + ")\\z",
+                                          config_path + ": " + field + " entry \"" + key + "\"");
+      if (!re.ok()) return re.status();
+      to->push_back({std::move(re).value(), value.get<double>()});
     }
   }
   const auto pattern_value = [](const std::vector<Pattern>& patterns, const std::string& module,
                                 double otherwise) {
     for (const Pattern& p : patterns) {
-      if (std::regex_match(module, p.re)) return p.value;
+      if (p.re.Search(module).kind == tokenizer::Regex::SearchResult::Kind::kComplete) {
+        return p.value;
+      }
     }
     return otherwise;
   };

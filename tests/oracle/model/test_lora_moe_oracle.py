@@ -286,3 +286,37 @@ def test_moe_adapter_mismatches_are_refused(models, tmp_path):
         assert "gate_proj is not in --lora-target-modules" in r.text, r.text
     finally:
         assert srv.stop() == 0, srv.logs()
+
+
+def test_rank_and_alpha_patterns_apply_as_peft_matches_them(models, tmp_path):
+    """rank_pattern / alpha_pattern entries reach the modules whose names they match at the end
+    after a dot: an alpha_pattern doubling q_proj's alpha gives the logits of the same adapter
+    with q_proj's B doubled; a rank_pattern that does not fit a module's matrices, and a pattern
+    that is not a regular expression, are refused."""
+    model = models("qwen3moe")
+    src = peft_dir(model)
+    config = json.loads((src / "adapter_config.json").read_text())
+    tensors = load_file(str(src / "adapter_model.safetensors"))
+
+    def variant(name, patch, scale_q_b=1.0):
+        dst = tmp_path / name
+        dst.mkdir()
+        save_file({k: (v * scale_q_b if "q_proj.lora_B" in k else v) for k, v in tensors.items()},
+                  str(dst / "adapter_model.safetensors"))
+        (dst / "adapter_config.json").write_text(json.dumps({**config, **patch}))
+        return str(dst)
+
+    doubled_alpha = variant("alpha", {"alpha_pattern": {**config["alpha_pattern"],
+                                                        r"self_attn\.q_proj": 2 * config["lora_alpha"]}})
+    doubled_b = variant("b", {}, scale_q_b=2.0)
+    ours = run_radix(model["gguf"], model["tokens"], tmp_path, "--threads", "2", "--lora",
+                     doubled_alpha)
+    theirs = run_radix(model["gguf"], model["tokens"], tmp_path, "--threads", "2", "--lora",
+                       doubled_b)
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert np.abs(ours - reference(model)[0]).max() > 50 * MAX_ABS
+    err = run_lora_refused(model["gguf"], variant("rank", {"rank_pattern": {
+        **config["rank_pattern"], "q_proj": 8}}), tmp_path)
+    assert "layer 0 q_proj has rank 4 but adapter_config.json says r=8" in err, err
+    err = run_lora_refused(model["gguf"], variant("bad", {"rank_pattern": {"(": 8}}), tmp_path)
+    assert 'rank_pattern entry "("' in err, err
