@@ -395,6 +395,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
                              ", width " + std::to_string(I) + ")");
     }
     const std::string module = pair.module + (gate_up ? ".gate_up_proj" : ".down_proj");
+    const bool interleaved = config.moe_gating == ModelConfig::MoeGating::kTopKSoftmax;
     const int64_t rank = a.shape[0] / E;
     RADIX_ASSIGN_OR_RETURN(const float scale, scale_of(module, module, rank));
     const std::vector<float> af = ToFloat(a.format, a.shape[0], in, a.data);
@@ -408,7 +409,9 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
       w.a.assign(af.begin() + e * rank * in, af.begin() + (e + 1) * rank * in);
       std::vector<float> be(static_cast<size_t>(out * rank));
       for (int64_t o = 0; o < out; ++o) {
-        for (int64_t k = 0; k < rank; ++k) be[o * rank + k] = bf[o * E * rank + k * E + e];
+        // gpt-oss interleaves gate (even) and up (odd) outputs; the others put gate rows first.
+        const int64_t to = gate_up && interleaved ? (o % 2) * I + o / 2 : o;
+        for (int64_t k = 0; k < rank; ++k) be[to * rank + k] = bf[o * E * rank + k * E + e];
       }
       RADIX_RETURN_IF_ERROR(PlaceExpert(fname, layer, e,
                                         gate_up ? LoraTarget::kGate : LoraTarget::kDown, gate_up,
@@ -620,10 +623,13 @@ Status LoraAdapter::PlaceExpert(const std::string& file, int64_t layer, int64_t 
     return InvalidArgument(where + ": the base model's layer " + std::to_string(layer) +
                            " has no mixture of experts");
   }
-  if (c.moe_gating == ModelConfig::MoeGating::kTopKSoftmax) {
+  if (c.moe_gating == ModelConfig::MoeGating::kTopKSoftmax && !gate_up &&
+      target != LoraTarget::kDown) {
+    // transformers keeps gpt-oss's experts fused (gate_up_proj, gate and up interleaved); PEFT
+    // adapts them only as such.
     return InvalidArgument(where +
-                           ": LoRA on gpt-oss experts (biased, interleaved gate/up) is not "
-                           "supported; adapt the attention's projections");
+                           ": gpt-oss experts take LoRA on the fused gate_up_proj and down_proj "
+                           "(PEFT's target_parameters), not on separate gate / up projections");
   }
   if (expert >= c.num_experts) {
     return InvalidArgument(where + ": the base model has " + std::to_string(c.num_experts) +

@@ -30,8 +30,10 @@
 //
 // What is not a plain LoRA on those targets is refused with an error naming the file and the
 // field: modules_to_save, DoRA, bias training, fan_in_fan_out, embedding or LM-head adapters, a
-// rank above max_rank, shapes that do not fit the base model, and experts of gpt-oss (biased,
-// interleaved gate/up). Immutable after Load; shared by requests in flight.
+// rank above max_rank, shapes that do not fit the base model, and gpt-oss experts other than
+// through the fused tensors (transformers' gpt-oss gate_up_proj is input-first with gate and up
+// interleaved; PEFT's factors read the same, and the B rows are regrouped gate first at load).
+// Immutable after Load; shared by requests in flight.
 #pragma once
 
 #include <array>

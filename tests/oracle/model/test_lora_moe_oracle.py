@@ -21,6 +21,8 @@ from model_oracle_helpers import (assert_served_adapter_continues, compare_adapt
                                   transformers_logits)
 from deepseek_checkpoint import write_gguf as write_deepseek_gguf
 from deepseek_checkpoint import write_hf as write_deepseek_hf
+from gptoss_checkpoint import write_gguf as write_gptoss_gguf
+from gptoss_checkpoint import write_hf as write_gptoss_hf
 from moe_checkpoint import SHAPES, write_gguf, write_hf
 from safetensors.numpy import load_file, save_file
 from test_llama_oracle import STORY, llama_cpp_logits, tokenize
@@ -147,6 +149,33 @@ def test_deepseek_dense_and_shared_expert_adapter_matches_merged_weights(deepsee
         compare_adapter_logits(ours, ref, base,
                                f"DeepSeek lite {form} + dense / shared-expert adapter vs merged",
                                MAX_ABS)
+
+
+@pytest.mark.parametrize("base", ["hf", "gguf"])
+def test_gptoss_expert_adapter_matches_peft_in_torch(tmp_path, base):
+    """gpt-oss, as the Hugging Face gpt-oss fine-tuning recipe adapts it: target_parameters on
+    the fused experts of chosen layers (transformers keeps them input-first, [experts, hidden, 2 x
+    width], gate and up interleaved, with biases and the clamped SwiGLU after them) next to the
+    attention's projections."""
+    gguf_path = str(tmp_path / "gptoss.gguf")
+    w = write_gptoss_gguf(gguf_path, "F32", seed=1)
+    write_gptoss_hf(str(tmp_path / "hf"), w, truncate=True)  # YaRN as the GGUF form runs it
+    tokens = tokenize(gguf_path, STORY)[:160]
+    peft_reference(tmp_path / "hf", tmp_path / "peft", tokens, "q_proj,o_proj", GREEDY,
+                   "--target-parameters",
+                   "1.mlp.experts.gate_up_proj,1.mlp.experts.down_proj,3.mlp.experts.gate_up_proj",
+                   rank=4, alpha=8)
+    model = {"ref": tmp_path / "peft"}
+    names = load_file(str(peft_dir(model) / "adapter_model.safetensors")).keys()
+    assert any("layers.1.mlp.experts" in n for n in names), sorted(names)
+    ours = run_radix(str(tmp_path / "hf") if base == "hf" else gguf_path, tokens, tmp_path,
+                     "--threads", "2", "--lora", str(peft_dir(model)))
+    compare_adapter_logits(ours, *reference(model),
+                           f"gpt-oss {base} + PEFT expert adapter vs PEFT in torch", MAX_ABS)
+    attention_only = subset(peft_dir(model), tmp_path / "attention", lambda n: "experts" not in n)
+    without = run_radix(str(tmp_path / "hf") if base == "hf" else gguf_path, tokens, tmp_path,
+                        "--threads", "2", "--lora", attention_only)
+    assert np.abs(without - reference(model)[0]).max() > 50 * MAX_ABS
 
 
 def per_expert_adapter(src, dst, shape, mixtral_names=False):
