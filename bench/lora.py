@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Cost of multi-LoRA serving on radixserve (issue 21's targets), SmolLM2-135M Q4_1 base, or any
-Llama-family GGUF given with --model (the adapters take its shape from its metadata, e.g. the
-shape-llama-1b-q4_k_m.gguf of bench/make_shape_gguf.py).
+Llama-family or mixture-of-experts GGUF given with --model (the adapters take its shape from its
+metadata, e.g. the shape-llama-1b-q4_k_m.gguf or shape-olmoe-1b-7b-q4_k_m.gguf of
+bench/make_shape_gguf.py; on an MoE model gate/up/down are adapted per expert).
 
     python bench/lora.py [--model GGUF] [--rank 16] [--adapters 8] [--clients 32]
                          [--max-new 64] [--rounds 3] [--dtype float32|float16]
@@ -140,11 +141,16 @@ def llama_server_single(args, ggufs):
         proc.wait(timeout=30)
 
 
+def architecture(gguf_path):
+    from gguf import GGUFReader
+    return bytes(GGUFReader(gguf_path).fields["general.architecture"].parts[-1]).decode()
+
+
 def shape_of(gguf_path):
-    """The adapter shape of a Llama-family GGUF, from its metadata."""
+    """The adapter shape of a Llama-family or MoE GGUF, from its metadata."""
     from gguf import GGUFReader
     fields = GGUFReader(gguf_path).fields
-    arch = bytes(fields["general.architecture"].parts[-1]).decode()
+    arch = architecture(gguf_path)
 
     def num(key):
         return int(fields[f"{arch}.{key}"].parts[-1][0])
@@ -152,8 +158,11 @@ def shape_of(gguf_path):
     hidden = num("embedding_length")
     head_dim = num("attention.key_length") if f"{arch}.attention.key_length" in fields \
         else hidden // heads
-    return Shape(hidden, num("feed_forward_length"), num("block_count"), heads,
-                 num("attention.head_count_kv"), head_dim)
+    experts = num("expert_count") if f"{arch}.expert_count" in fields else 0
+    width = num("expert_feed_forward_length") if f"{arch}.expert_feed_forward_length" in fields \
+        else num("feed_forward_length")
+    return Shape(hidden, width, num("block_count"), heads, num("attention.head_count_kv"),
+                 head_dim, experts=experts)
 
 
 def main():
@@ -171,6 +180,7 @@ def main():
     args = p.parse_args()
 
     shape = SMOLLM2_SHAPE if args.model == str(SMOLLM2) else shape_of(args.model)
+    arch = architecture(args.model)  # "llama": the GGUF LoRA's Q/K rows in llama.cpp's order
     work = pathlib.Path(tempfile.mkdtemp(prefix="radix-lora-bench-"))
     names, paths, ggufs = [], [], []
     for i in range(args.adapters):
@@ -178,7 +188,7 @@ def main():
         name = f"lora{i}"
         names.append(name)
         paths.append(f"{name}={adapter.write_peft(str(work / name), dtype=np.dtype(args.dtype))}")
-        ggufs.append(adapter.write_gguf(str(work / f"{name}.gguf"), "llama"))
+        ggufs.append(adapter.write_gguf(str(work / f"{name}.gguf"), arch))
     result = {"model": args.model, "rank": args.rank, "adapters": args.adapters, "dtype": args.dtype,
               "clients": args.clients, "max_new": args.max_new}
     srv = Server(args.model, "--lora-paths", *paths, "--max-loras-per-batch",
