@@ -398,7 +398,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     const bool interleaved = config.moe_gating == ModelConfig::MoeGating::kTopKSoftmax;
     const int64_t rank = a.shape[0] / E;
     RADIX_ASSIGN_OR_RETURN(const float scale, scale_of(module, module, rank));
-    const std::vector<float> af = ToFloat(a.format, a.shape[0], in, a.data);
+    const kernels::WeightMatrix as{a.format, a.shape[0], in, a.data};
     const std::vector<float> bf = ToFloat(b.format, out, b.shape[1], b.data);
     for (int64_t e = 0; e < E; ++e) {
       LoraWeights w;
@@ -406,7 +406,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
       w.in = in;
       w.out = out;
       w.scale = scale;
-      w.a.assign(af.begin() + e * rank * in, af.begin() + (e + 1) * rank * in);
+      w.a = ToFloat(as.Rows(e * rank, rank));
       std::vector<float> be(static_cast<size_t>(out * rank));
       for (int64_t o = 0; o < out; ++o) {
         // gpt-oss interleaves gate (even) and up (odd) outputs; the others put gate rows first.
@@ -515,16 +515,17 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     }
     const kernels::WeightMatrix as{a.format, stack * rank, in, a.data};
     const kernels::WeightMatrix bs{b.format, stack * out, rank, b.data};
+    const double al = alpha.value_or(0.0);
+    const float scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(rank)) : 1.0f;
+    const kernels::WeightFormat stored = StoredFormat(a.format, b.format);
     for (int64_t e = 0; e < stack; ++e) {
       LoraWeights w;
       w.rank = rank;
       w.in = in;
       w.out = out;
-      const double al = alpha.value_or(0.0);
-      w.scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(w.rank)) : 1.0f;
+      w.scale = scale;
       w.a = ToFloat(as.Rows(e * rank, rank));
       std::vector<float> bf = ToFloat(bs.Rows(e * out, out));
-      const kernels::WeightFormat stored = StoredFormat(a.format, b.format);
       if (site == 0) {
         RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
                                     std::move(bf), stored, config, options, layout));
@@ -735,7 +736,7 @@ void ApplyLoraRows(const kernels::KernelTable& kt, ThreadPool* pool, const LoraR
         const int64_t row = rows.rows[static_cast<size_t>(i)];
         const float* xt = x + row * w->in;
         float* out = o.y + row * o.stride;
-        for (int64_t k = 0; k < w->rank; ++k) w->Expand(kt, k, w->Shrink(kt, k, xt), out);
+        w->Add(kt, xt, out);
       }
     }
   };

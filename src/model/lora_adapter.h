@@ -98,6 +98,10 @@ struct LoraWeights {
     }
     return scale * dot;
   }
+  // y += scale * B (A x): the whole update, rank after rank, in float32 on the calling thread.
+  void Add(const kernels::KernelTable& kt, const float* x, float* y) const {
+    for (int64_t k = 0; k < rank; ++k) Expand(kt, k, Shrink(kt, k, x), y);
+  }
   // y += mid * (B^T)_k: rank k's share of the expand.
   void Expand(const kernels::KernelTable& kt, int64_t k, float mid, float* y) const {
     ExpandRange(kt, k, mid, 0, out, y);

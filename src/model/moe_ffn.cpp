@@ -31,17 +31,8 @@ void MoeFfn::AddGateUpLora(const kernels::KernelTable& kt, const ExpertLora& lor
       w.ExpandRange(kt, k, mid, half, half, up);
     }
   }
-  for (const auto& [w, y] : {std::pair{&lora.gate, gate}, std::pair{&lora.up, up}}) {
-    if (!*w) continue;
-    for (int64_t k = 0; k < (*w)->rank; ++k) (*w)->Expand(kt, k, (*w)->Shrink(kt, k, x), y);
-  }
-}
-
-void MoeFfn::AddDownLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
-                         float* y) {
-  if (!lora.down) return;
-  const LoraWeights& w = *lora.down;
-  for (int64_t k = 0; k < w.rank; ++k) w.Expand(kt, k, w.Shrink(kt, k, x), y);
+  if (lora.gate) lora.gate->Add(kt, x, gate);
+  if (lora.up) lora.up->Add(kt, x, up);
 }
 
 void MoeFfn::SwigluOai(float* gate, const float* up, int64_t n) const {
@@ -468,7 +459,7 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
   kernels::GroupedMatMul(kt, pool, jobs, mode);
   if (adapted) {
     each_adapted_pair([&](const ExpertLora& e, int64_t, int64_t row) {
-      AddDownLora(kt, e, gate + row * I, y + row * H);
+      if (e.down) e.down->Add(kt, gate + row * I, y + row * H);
     });
   }
   each_slot([&](const Slot& at, int64_t r0, int64_t n) {
@@ -510,8 +501,9 @@ void MoeFfn::Forward(const kernels::KernelTable& kt, ThreadPool* pool, const flo
     });
     kernels::MatMul(kt, pool, sg, T, shared_down_, shared, mode);
     if (adapted) {
-      each_shared_row(
-          [&](const ExpertLora& e, int64_t t) { AddDownLora(kt, e, sg + t * S, shared + t * H); });
+      each_shared_row([&](const ExpertLora& e, int64_t t) {
+        if (e.down) e.down->Add(kt, sg + t * S, shared + t * H);
+      });
     }
   }
   // Each token's weighted sum over its (local) experts, in its own top-k order (then the shared

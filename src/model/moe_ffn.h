@@ -101,12 +101,9 @@ class MoeFfn {
   void Rebalance() const;
   // Keeps this pass's choices (dispatched to `slot`) for the next rebalance.
   void CountPass(const int32_t* choice, const int32_t* slot, int64_t pairs) const;
-  // One token's LoRA updates of an expert's gate and up rows (input x), or of its down row
-  // (input: the gated row).
+  // One token's LoRA updates of an expert's gate and up rows (input x).
   static void AddGateUpLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
                             float* gate, float* up);
-  static void AddDownLora(const kernels::KernelTable& kt, const ExpertLora& lora, const float* x,
-                          float* y);
   // Adds bias row `e` ([rows] of a [experts, rows] table; none when empty) to `n` rows of y.
   static void AddBias(const kernels::KernelTable& kt, const std::vector<float>& bias, int64_t e,
                       int64_t rows, float* y, int64_t n);
