@@ -5,7 +5,7 @@
 //                (--tokens 1,2,3 | --tokens-file FILE) [--chunk N] [--logits-out FILE]
 //                [--exact-activations] [--disable-mmap]
 //                [--kv-cache-dtype f32|bf16|fp16|fp8_e4m3|fp8_e5m2|int8] [--kv-scales K,V]
-//                [--lora PATH]
+//                [--lora PATH] [--hidden-out FILE] [--mtp-logits-out FILE]
 //   radix_logits --model PATH --dump-tensor NAME --out FILE
 //   radix_logits --model PATH --rope-info [--json-model-override-args JSON]
 //
@@ -18,6 +18,10 @@
 // frequencies and attention factor ({"inv_freq": [...], "attention_factor": f}) from its config
 // alone. --json-model-override-args merges JSON over the config (LoadOptions::json_override).
 // --lora applies a LoRA adapter (PEFT folder or GGUF LoRA file) to every token.
+// --hidden-out writes the final hidden states (after the last norm) [n_tokens, hidden].
+// --mtp-logits-out loads the multi-token-prediction block (DeepSeek-V3's NextN layer) and writes
+// its logits [n_tokens, n_vocab]: token q paired with the hidden state of position q - 1 (zeros
+// for q = 0), fed in the same chunks as the model (CausalLM::ForwardMtp).
 // --kv-cache-dtype stores the KV cache in that element type (default f32); --kv-scales gives the
 // fp8 dequantization factors of every layer's K and V (default 1,1).
 // Exit status 1 on any error.
@@ -100,7 +104,8 @@ int RopeInfo(const model::LoadOptions& options) {
 int main(int argc, char** argv) {
   radixserve::InitLogging("warning");
   model::LoadOptions options;
-  std::string tokens_text, tokens_file, logits_out, dump_tensor, dump_out, lora_path;
+  std::string tokens_text, tokens_file, logits_out, dump_tensor, dump_out, lora_path, hidden_out,
+      mtp_out;
   int threads = 0;
   int64_t chunk = 0;
   bool rope_info = false;
@@ -135,6 +140,10 @@ int main(int argc, char** argv) {
       rope_info = true;
     else if (arg == "--json-model-override-args")
       options.json_override = next();
+    else if (arg == "--hidden-out")
+      hidden_out = next();
+    else if (arg == "--mtp-logits-out")
+      mtp_out = next();
     else if (arg == "--lora")
       lora_path = next();
     else if (arg == "--exact-activations")
@@ -160,6 +169,7 @@ int main(int argc, char** argv) {
       return Fail("unknown argument " + arg);
   }
   if (options.model_path.empty()) return Fail("--model is required");
+  options.load_mtp = !mtp_out.empty();
   if (!dump_tensor.empty()) return DumpTensor(options, dump_tensor, dump_out);
   if (rope_info) return RopeInfo(options);
 
@@ -192,6 +202,13 @@ int main(int argc, char** argv) {
     slots[static_cast<size_t>(i)] = static_cast<int32_t>(n - 1 - i);  // any permutation
   radixserve::ThreadPool pool(threads);
   std::vector<float> logits(static_cast<size_t>(n * c.vocab_size));
+  const bool want_hidden = !hidden_out.empty() || !mtp_out.empty();
+  const int64_t H = c.hidden_size;
+  std::vector<float> hidden(want_hidden ? static_cast<size_t>(n * H) : 0);
+  model::KvCacheBuffers mtp_kv_buffers(mtp_out.empty() ? 0 : 1, n, c.num_kv_heads, c.head_dim,
+                                       kv_type);
+  std::vector<float> mtp_logits(mtp_out.empty() ? 0 : static_cast<size_t>(n * c.vocab_size));
+  std::vector<float> mtp_in;
   if (chunk <= 0) chunk = n;
   for (int64_t start = 0; start < n; start += chunk) {
     const int64_t len = std::min(chunk, n - start);
@@ -204,7 +221,19 @@ int main(int argc, char** argv) {
     batch.sequences.push_back(
         {start, len, std::span<const int32_t>(slots.data(), static_cast<size_t>(start + len)),
          lora.get()});
-    Status status = lm.Forward(batch, kv, &pool, logits.data() + start * c.vocab_size);
+    if (want_hidden) batch.hidden_indices = batch.logit_indices;
+    Status status =
+        want_hidden ? lm.ForwardWithHidden(batch, kv, &pool, logits.data() + start * c.vocab_size,
+                                           hidden.data() + start * H)
+                    : lm.Forward(batch, kv, &pool, logits.data() + start * c.vocab_size);
+    if (!status.ok()) return Fail(status.message());
+    if (mtp_out.empty()) continue;
+    mtp_in.assign(static_cast<size_t>(len * H), 0.0f);
+    const int64_t from = start == 0 ? 1 : 0;  // position 0 pairs with zeros
+    std::copy(hidden.begin() + (start + from - 1) * H, hidden.begin() + (start + len - 1) * H,
+              mtp_in.begin() + from * H);
+    status = lm.ForwardMtp(batch, mtp_in.data(), mtp_kv_buffers.view(), &pool,
+                           mtp_logits.data() + start * c.vocab_size, nullptr);
     if (!status.ok()) return Fail(status.message());
   }
   nlohmann::json report;
@@ -218,12 +247,16 @@ int main(int argc, char** argv) {
     top1.push_back(std::max_element(row, row + c.vocab_size) - row);
   }
   report["top1"] = top1;
-  if (!logits_out.empty()) {
-    std::ofstream out(logits_out, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(logits.data()),
-              static_cast<std::streamsize>(logits.size() * sizeof(float)));
-    if (!out) return Fail(logits_out + ": write failed");
-  }
+  const auto write = [](const std::string& path, const std::vector<float>& values) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(values.data()),
+              static_cast<std::streamsize>(values.size() * sizeof(float)));
+    return static_cast<bool>(out);
+  };
+  if (!logits_out.empty() && !write(logits_out, logits)) return Fail(logits_out + ": write failed");
+  if (!hidden_out.empty() && !write(hidden_out, hidden)) return Fail(hidden_out + ": write failed");
+  if (!mtp_out.empty() && !write(mtp_out, mtp_logits)) return Fail(mtp_out + ": write failed");
+  report["n_hidden"] = H;
   std::cout << report.dump() << std::endl;
   return 0;
 }

@@ -58,12 +58,21 @@ void MapDeprecated(ServerArgs& args, std::vector<std::string>& warnings) {
 }
 
 // STANDALONE: a draft model proposing one chain (top-k 1) of --speculative-num-steps tokens.
-// SGLang's defaults (3 steps, top-k 1, 4 draft tokens) fill what is unset; with top-k 1 the
-// draft token count is steps + 1, adjusted with a warning as SGLang does.
-Status ResolveStandaloneArgs(ServerArgs& args, std::vector<std::string>& warnings) {
-  if (args.IsNull(key::kSpeculativeDraftModelPath)) {
+// NEXTN: the same chain from the target checkpoint's own multi-token-prediction block
+// (DeepSeek-V3's NextN layer), so there is no separate draft model. SGLang's defaults (3 steps,
+// top-k 1, 4 draft tokens) fill what is unset; with top-k 1 the draft token count is steps + 1,
+// adjusted with a warning as SGLang does.
+Status ResolveDraftChainArgs(ServerArgs& args, std::vector<std::string>& warnings) {
+  const std::string algorithm = args.GetString(key::kSpeculativeAlgorithm);
+  if (algorithm == "STANDALONE" && args.IsNull(key::kSpeculativeDraftModelPath)) {
     return Invalid(key::kSpeculativeDraftModelPath,
                    "--speculative-algorithm STANDALONE needs a draft model");
+  }
+  if (algorithm == "NEXTN" && !args.IsNull(key::kSpeculativeDraftModelPath) &&
+      args.GetString(key::kSpeculativeDraftModelPath) != args.GetString(key::kModelPath)) {
+    return Invalid(key::kSpeculativeDraftModelPath,
+                   "NEXTN drafts with the multi-token-prediction block of --model-path itself; a "
+                   "separate NextN checkpoint is not read (leave this unset)");
   }
   if (!args.IsNull(key::kSpeculativeEagleTopk) && args.GetInt(key::kSpeculativeEagleTopk) != 1) {
     return Invalid(key::kSpeculativeEagleTopk,
@@ -96,22 +105,25 @@ Status ResolveStandaloneArgs(ServerArgs& args, std::vector<std::string>& warning
 // RTP-LLM's and LightLLM's speculative arguments, onto SGLang's. RTP-LLM's --sp-type
 // deterministic is prompt lookup: NGRAM matching --sp-min/max-token-match tokens and drafting
 // --gen-num-per-cycle tokens; vanilla is a small draft model: STANDALONE when a draft model is
-// named (--speculative-draft-model-path), else off. mtp / eagle / eagle3 and LightLLM's
-// --mtp-mode need trained draft heads.
+// named (--speculative-draft-model-path), else off; mtp is the checkpoint's multi-token-prediction
+// block, NEXTN drafting --gen-num-per-cycle tokens. LightLLM's --mtp-mode deepseekv3 is NEXTN too
+// (--mtp_step is --speculative-num-steps). eagle / eagle3 need trained draft heads.
 Status MapOtherSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnings) {
   if (!args.IsNull(key::kMtpMode)) {
-    return Invalid(key::kMtpMode,
-                   fmt::format("{} needs the checkpoint's multi-token-prediction modules, which "
-                               "radixserve does not run; use --speculative-algorithm STANDALONE "
-                               "with --mtp_draft_model_dir, or NGRAM",
-                               args.GetString(key::kMtpMode)));
+    if (!args.IsNull(key::kSpeculativeAlgorithm)) {
+      return Invalid(key::kMtpMode, "give either --mtp-mode or --speculative-algorithm, not both");
+    }
+    args.Set(key::kSpeculativeAlgorithm, std::string("NEXTN"));
+    warnings.push_back(fmt::format("--mtp-mode {} runs as --speculative-algorithm NEXTN",
+                                   args.GetString(key::kMtpMode)));
   }
   const std::string sp_type = args.GetString(key::kSpType);
   if (sp_type.empty()) return Status::Ok();
-  if (sp_type != "deterministic" && sp_type != "vanilla") {
+  if (sp_type != "deterministic" && sp_type != "vanilla" && sp_type != "mtp") {
     return Invalid(key::kSpType,
-                   fmt::format("'{}' needs trained draft heads, which radixserve does not run; "
-                               "use vanilla (a draft model) or deterministic (prompt lookup)",
+                   fmt::format("'{}' needs trained EAGLE draft heads, which radixserve does not "
+                               "run; use vanilla (a draft model), mtp (the checkpoint's "
+                               "multi-token-prediction block) or deterministic (prompt lookup)",
                                sp_type));
   }
   if (!args.IsNull(key::kSpeculativeAlgorithm)) {
@@ -129,6 +141,12 @@ Status MapOtherSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warni
         "--speculative-ngram-min-match-window-size {} --speculative-ngram-max-match-window-size "
         "{} --speculative-num-draft-tokens {}",
         args.GetInt(key::kSpMinTokenMatch), args.GetInt(key::kSpMaxTokenMatch), per_cycle + 1));
+  } else if (sp_type == "mtp") {
+    args.Set(key::kSpeculativeAlgorithm, std::string("NEXTN"));
+    args.Set(key::kSpeculativeNumSteps, per_cycle);
+    warnings.push_back(fmt::format(
+        "--sp-type mtp runs as --speculative-algorithm NEXTN --speculative-num-steps {}",
+        per_cycle));
   } else if (!args.IsNull(key::kSpeculativeDraftModelPath)) {
     args.Set(key::kSpeculativeAlgorithm, std::string("STANDALONE"));
     args.Set(key::kSpeculativeNumSteps, per_cycle);
@@ -139,19 +157,22 @@ Status MapOtherSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warni
   return Status::Ok();
 }
 
-// Speculative decoding: NGRAM (tree drafts from the n-gram table) and STANDALONE (a draft
-// model); EAGLE / EAGLE3 (NEXTN resolves to EAGLE) need trained draft heads.
+// Speculative decoding: NGRAM (tree drafts from the n-gram table), STANDALONE (a draft model) and
+// NEXTN (the checkpoint's multi-token-prediction block); EAGLE / EAGLE3 need trained draft heads.
 Status ResolveSpeculativeArgs(ServerArgs& args, std::vector<std::string>& warnings) {
   const std::string algorithm = args.GetString(key::kSpeculativeAlgorithm);
   if (args.GetInt(key::kSpeculativeDisableByBatchSize) < 0) {
     return Invalid(key::kSpeculativeDisableByBatchSize, "must be >= 0 (0: never disabled)");
   }
-  if (algorithm == "STANDALONE") return ResolveStandaloneArgs(args, warnings);
+  if (algorithm == "STANDALONE" || algorithm == "NEXTN") {
+    return ResolveDraftChainArgs(args, warnings);
+  }
   if (algorithm != "NGRAM") {
     return Invalid(key::kSpeculativeAlgorithm,
-                   fmt::format("{} needs trained draft heads (EAGLE / MTP modules), which "
-                               "radixserve does not run; use STANDALONE with a small draft model "
-                               "of the same tokenizer, or NGRAM",
+                   fmt::format("{} needs trained EAGLE draft heads, which radixserve does not "
+                               "run; use NEXTN on a checkpoint with multi-token-prediction layers "
+                               "(DeepSeek-V3), STANDALONE with a small draft model of the same "
+                               "tokenizer, or NGRAM",
                                algorithm));
   }
   for (ArgKey draft_only :
@@ -634,9 +655,6 @@ Status CheckCombinations(ServerArgs& args, std::vector<std::string>& warnings) {
   }
   if (Status other = MapOtherSpeculativeArgs(args, warnings); !other.ok()) return other;
   if (!args.IsNull(key::kSpeculativeAlgorithm)) {
-    if (args.GetString(key::kSpeculativeAlgorithm) == "NEXTN") {
-      args.Set(key::kSpeculativeAlgorithm, "EAGLE");
-    }
     if (Status spec = ResolveSpeculativeArgs(args, warnings); !spec.ok()) return spec;
     if (args.GetBool(key::kEnableMixedChunk)) {
       args.Set(key::kEnableMixedChunk, false);

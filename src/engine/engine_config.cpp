@@ -117,8 +117,10 @@ Expected<EngineConfig> MakeEngineConfig(const args::ServerArgs& args, int64_t co
   if (!args.IsNull(key::kSpeculativeAlgorithm)) {
     // Validation admits NGRAM and STANDALONE (and resolved STANDALONE's step count). SGLang's
     // draft token count includes the verified last token.
-    if (args.GetString(key::kSpeculativeAlgorithm) == "STANDALONE") {
+    const std::string algorithm = args.GetString(key::kSpeculativeAlgorithm);
+    if (algorithm == "STANDALONE" || algorithm == "NEXTN") {
       config.spec_draft_model = true;
+      config.spec_mtp = algorithm == "NEXTN";
       config.spec_num_drafts = static_cast<size_t>(args.GetInt(key::kSpeculativeNumSteps));
     } else {
       const int64_t tokens =

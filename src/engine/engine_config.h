@@ -72,6 +72,8 @@ struct EngineConfig {
   size_t spec_num_drafts = 0;
   // STANDALONE: a draft model proposes (engine_factory passes it); else the n-gram table.
   bool spec_draft_model = false;
+  // NEXTN: that draft model is the target, drafting with its multi-token-prediction block.
+  bool spec_mtp = false;
   // --speculative-disable-by-batch-size: no drafts while this many sequences decode (0: none).
   size_t spec_disable_batch = 0;
   spec::NgramTableOptions ngram;  // the --speculative-ngram-* arguments

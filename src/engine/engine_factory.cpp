@@ -171,7 +171,15 @@ Expected<std::unique_ptr<EngineLoop>> CreateReplica(
   options.disable_radix_cache = args.GetBool(key::kDisableRadixCache);
   options.eviction_policy = eviction_policy;
   options.weights_bytes = static_cast<uint64_t>(model->weight_bytes());
-  if (draft_model != nullptr) {
+  if (draft_model == model) {
+    // NEXTN: the target's multi-token-prediction block (its weights are the target's), one layer
+    // of the target's K/V geometry, and the target's hidden state per slot.
+    options.draft = kv::KvMemoryOptions::DraftGeometry{
+        1, static_cast<int32_t>(mc.num_kv_heads), static_cast<int32_t>(mc.head_dim),
+        mc.kv_values_in_keys(), mc.hidden_size * static_cast<int64_t>(sizeof(float))};
+    options.draft_scratch_rows =
+        kMaxDraftingSequences * static_cast<size_t>(args.GetInt(key::kSpeculativeNumSteps));
+  } else if (draft_model != nullptr) {
     // The replicas share the draft's weights as they share the target's.
     const model::ModelConfig& dc = draft_model->config();
     options.weights_bytes += static_cast<uint64_t>(draft_model->weight_bytes());
@@ -227,7 +235,13 @@ Expected<std::unique_ptr<Engine>> CreateEngine(
   RADIX_CHECK(model != nullptr && pool != nullptr);
   const bool standalone = !args.IsNull(key::kSpeculativeAlgorithm) &&
                           args.GetString(key::kSpeculativeAlgorithm) == "STANDALONE";
-  if (standalone != (draft_model != nullptr)) {
+  if (args.GetOptionalString(key::kSpeculativeAlgorithm) == "NEXTN") {
+    // The target drafts with its own multi-token-prediction block (loaded with it).
+    if (draft_model != nullptr) {
+      return InvalidArgument("argument --speculative-algorithm: NEXTN takes no draft model");
+    }
+    draft_model = model;
+  } else if (standalone != (draft_model != nullptr)) {
     return InvalidArgument(
         "argument --speculative-draft-model-path: a draft model goes with (and only with) "
         "--speculative-algorithm STANDALONE");

@@ -71,6 +71,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
     spec::DraftRunnerOptions options;
     options.max_steps = config_.spec_num_drafts;
     options.max_jobs = kMaxDraftingSequences;
+    options.mtp = config_.spec_mtp;
     draft_ = std::make_unique<spec::DraftRunner>(std::move(draft_model), memory_->draft_storage(),
                                                  &memory_->pool(), memory_->draft_scratch_row(),
                                                  options);

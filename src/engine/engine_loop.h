@@ -218,7 +218,12 @@ class EngineLoop final : public Engine {
   std::vector<LogitRow> logit_rows_;
   // return_hidden_states: the hidden rows of the current step and (entry, fill position) of each.
   std::vector<float> hidden_;
-  std::vector<std::pair<size_t, size_t>> hidden_positions_;
+  // return_hidden_states rows of a step: entry, position, and the row among every token's (when
+  // NEXTN asks for all of them; else the rows follow this list's order).
+  struct HiddenRow {
+    size_t entry, position, token;
+  };
+  std::vector<HiddenRow> hidden_positions_;
   // Speculative decoding: the replica's n-gram table or draft model (both null when off) and the
   // decode log interval's verify figures.
   std::unique_ptr<spec::NgramTable> ngram_;

@@ -19,6 +19,12 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
   model::ForwardBatch batch =
       BuildForwardBatch(plan, memory_->req_pool(), input_start, &logit_rows_);
   hidden_positions_.clear();
+  // NEXTN drafts from the target's hidden state of every token (DraftRunner::StoreHidden): then
+  // every token's row comes out, and a return_hidden_states request reads its own among them.
+  const bool all_hidden = draft_ != nullptr && draft_->options().mtp;
+  if (all_hidden) {
+    for (int64_t t = 0; t < batch.num_tokens(); ++t) batch.hidden_indices.push_back(t);
+  }
   size_t base = 0;
   for (size_t e = 0; e < plan.entries.size(); ++e) {
     const sched::StepEntry& entry = plan.entries[e];
@@ -29,15 +35,15 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
     if (request.return_hidden_states) {
       // Such requests never speculate: every extend token is a fill position.
       for (size_t i = 0; i < entry.extend_len; ++i) {
-        batch.hidden_indices.push_back(static_cast<int64_t>(base + i));
-        hidden_positions_.emplace_back(e, entry.prefix_len + i);
+        if (!all_hidden) batch.hidden_indices.push_back(static_cast<int64_t>(base + i));
+        hidden_positions_.push_back({e, entry.prefix_len + i, all_hidden ? base + i : 0});
       }
     }
     base += entry.extend_len;
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
   const auto hidden_size = static_cast<size_t>(model_->config().hidden_size);
-  hidden_.resize(hidden_positions_.size() * hidden_size);
+  hidden_.resize(batch.hidden_indices.size() * hidden_size);
   progress_.SetPhase("forward");
   if (config_.test_step_delay_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.test_step_delay_ms));
@@ -62,8 +68,10 @@ void EngineLoop::RunStep(sched::StepPlan& plan) {
     }
     return;
   }
-  for (size_t r = 0; r < hidden_positions_.size(); ++r) {
-    const auto [entry, position] = hidden_positions_[r];
+  if (all_hidden) draft_->StoreHidden(batch, hidden_.data());
+  for (size_t i = 0; i < hidden_positions_.size(); ++i) {
+    const auto [entry, position, token] = hidden_positions_[i];
+    const size_t r = all_hidden ? token : i;
     StateOf(plan.entries[entry].seq)
         .AddHiddenRow(position,
                       std::span<const float>(hidden_.data() + r * hidden_size, hidden_size));

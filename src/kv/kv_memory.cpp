@@ -40,8 +40,10 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
   input.kv_bytes_per_token = KvBytesPerToken(options.num_layers, options.kv_heads, options.head_dim,
                                              options.dtype, options.values_in_keys);
   if (options.draft) {
-    input.kv_bytes_per_token += KvBytesPerToken(options.draft->num_layers, options.draft->kv_heads,
-                                                options.draft->head_dim, options.dtype);
+    input.kv_bytes_per_token +=
+        KvBytesPerToken(options.draft->num_layers, options.draft->kv_heads, options.draft->head_dim,
+                        options.dtype, options.draft->values_in_keys) +
+        options.draft->state_bytes;
   }
   input.memory = memory;
   input.weights_bytes = options.weights_bytes;
@@ -108,6 +110,7 @@ Expected<std::unique_ptr<KvMemory>> KvMemory::Create(const KvMemoryOptions& opti
     spec.num_layers = options.draft->num_layers;
     spec.kv_heads = options.draft->kv_heads;
     spec.head_dim = options.draft->head_dim;
+    spec.values_in_keys = options.draft->values_in_keys;
     spec.dtype = options.dtype;
     spec.num_rows = memory_pools->draft_scratch_row() + options.draft_scratch_rows;
     RADIX_ASSIGN_OR_RETURN(KvStorage draft, KvStorage::Create(spec));

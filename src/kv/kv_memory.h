@@ -53,14 +53,18 @@ struct KvMemoryOptions {
   std::optional<HiCacheOptions> hicache;
   // Host memory to size against; nullopt reads this machine (ReadHostMemory).
   std::optional<HostMemory> memory;
-  // A draft model's KV (--speculative-algorithm STANDALONE): a second storage with a row for
-  // every slot of the pool (the draft's K/V of a token lives at the target's slot) plus
-  // `draft_scratch_rows` rows after them for the draft's own steps. Its bytes per token count
-  // in the sizing. Same dtype as the target's, without fp8 scales.
+  // A draft model's KV (--speculative-algorithm STANDALONE, or NEXTN's one block): a second
+  // storage with a row for every slot of the pool (the draft's K/V of a token lives at the
+  // target's slot) plus `draft_scratch_rows` rows after them for the draft's own steps. Its bytes
+  // per token, and the state_bytes per token the draft keeps beside (NEXTN: the target's hidden
+  // state, spec/draft_runner.h), count in the sizing. Same dtype as the target's, without fp8
+  // scales.
   struct DraftGeometry {
     int32_t num_layers = 0;
     int32_t kv_heads = 0;
     int32_t head_dim = 0;
+    bool values_in_keys = false;
+    int64_t state_bytes = 0;
   };
   std::optional<DraftGeometry> draft;
   size_t draft_scratch_rows = 0;

@@ -162,6 +162,7 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args, const model:
   options.tensor_shard = shard;
   options.pipeline_stage = stage;
   RADIX_ASSIGN_OR_RETURN(options.expert_placement, ExpertPlacementFromArgs(args));
+  options.load_mtp = args.GetOptionalString(args::key::kSpeculativeAlgorithm) == "NEXTN";
 
   model::ModelConfig config;
   RADIX_ASSIGN_OR_RETURN(config, model::LoadModelConfig(options));
@@ -185,8 +186,13 @@ Expected<ModelAssets> LoadModelAssets(const args::ServerArgs& args, const model:
     assets.encoder = std::shared_ptr<const model::EncoderModel>(std::move(model));
     config = assets.encoder->config();
   } else {
-    RADIX_ASSIGN_OR_RETURN(auto model, model::LoadModel(options));
-    assets.model = std::shared_ptr<const model::CausalLM>(std::move(model));
+    auto model = model::LoadModel(options);
+    if (!model.ok() && options.load_mtp) {
+      return InvalidArgument("argument --speculative-algorithm: NEXTN: " +
+                             model.status().message());
+    }
+    RADIX_RETURN_IF_ERROR(model.status());
+    assets.model = std::shared_ptr<const model::CausalLM>(std::move(model).value());
     config = assets.model->config();
   }
 

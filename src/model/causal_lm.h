@@ -43,6 +43,19 @@ class CausalLM {
     return Unsupported("hidden-state outputs are not supported for " + config().architecture);
   }
 
+  // DeepSeek-V3's multi-token-prediction block (loaded with ModelConfig::load_mtp), the NEXTN
+  // draft. Each token of `batch` enters with h_in's row [T, hidden]: the target's final hidden
+  // state (after the last norm) of the position before it, zeros at position 0 (llama.cpp's
+  // pairing). Embedding and h_in go through their RMSNorms (enorm, hnorm), concatenated through
+  // eh_proj, then one more decoder layer whose K/V lives in `kv` (one layer, the target's
+  // geometry), the block's own norm and the LM head: logits [batch.logit_indices.size(), vocab]
+  // and, when h_out is not null, those rows' normed states (the next draft step's h_in).
+  virtual Status ForwardMtp(const ForwardBatch& batch, const float* h_in, const KvCacheView& kv,
+                            ThreadPool* pool, float* logits, float* h_out) const {
+    (void)batch, (void)h_in, (void)kv, (void)pool, (void)logits, (void)h_out;
+    return Unsupported("multi-token prediction is not supported for " + config().architecture);
+  }
+
   // Runs one step as Forward does, but writes the final hidden states (after the last norm)
   // [batch.logit_indices.size(), hidden_size] to `hidden` instead of logits: what embedders and
   // classification heads pool. Architectures without it give Unsupported.

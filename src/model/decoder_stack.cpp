@@ -135,17 +135,18 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
     RADIX_ASSIGN_OR_RETURN(output, w.RequireMatrix("output.weight", c.vocab_size, H));
     lm_head_ = pack(output);
   }
-  layers_.assign(static_cast<size_t>(end_layer - first_layer), Layer{});
-  for (int64_t l = first_layer; l < end_layer; ++l) {
-    Layer& layer = layers_[static_cast<size_t>(l - first_layer)];
+  // Layer l's tensors (blk.l.*), its experts shaped by `lc`.
+  const auto load_layer = [&](int64_t l, const ModelConfig& lc, Layer& layer) -> Status {
     layer.index = l;
     const std::string p = "blk." + std::to_string(l) + ".";
-    if (spec_.sliding_window_layers) {
+    if (spec_.sliding_window_layers && l < c.num_layers) {
       RADIX_CHECK(static_cast<int64_t>(c.layer_is_sliding.size()) == c.num_layers);
       layer.sliding = c.layer_is_sliding[static_cast<size_t>(l)];
       layer.sliding_window = layer.sliding ? c.sliding_window : 0;
     }
-    if (!c.layer_uses_rope.empty()) layer.rope = c.layer_uses_rope[static_cast<size_t>(l)];
+    if (!c.layer_uses_rope.empty() && l < c.num_layers) {
+      layer.rope = c.layer_uses_rope[static_cast<size_t>(l)];
+    }
     if (spec_.pre_norms) {
       RADIX_ASSIGN_OR_RETURN(layer.attn_norm, w.RequireVector(p + "attn_norm.weight", H));
       RADIX_ASSIGN_OR_RETURN(layer.ffn_norm,
@@ -184,7 +185,7 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       RADIX_ASSIGN_OR_RETURN(o, w.RequireMatrix(p + "attn_output.weight", H, q_dim));
     }
     if (sparse) {
-      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(c, l, w, pack, pack_always, columns));
+      RADIX_RETURN_IF_ERROR(layer.moe.emplace().Load(lc, l, w, pack, pack_always, columns));
     } else if (spec_.gate_up_in_up) {
       kernels::WeightMatrix gate_up;
       RADIX_ASSIGN_OR_RETURN(gate_up, w.RequireMatrix(p + "ffn_up.weight", 2 * I, H));
@@ -252,7 +253,7 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.v = pack(v);
     }
     if (!spec_.mla) layer.o = pack_copy(o, {});
-    if (sparse) continue;
+    if (sparse) return Status::Ok();
     if (auto gate_up = fused_.Stack({gate, up})) {
       layer.gate = pack_copy(*gate_up, {gate, up});
       layer.gate_up_fused = true;
@@ -261,6 +262,47 @@ Status DecoderStack::Load(const ModelConfig& c, DecoderSpec spec, WeightStore& w
       layer.up = pack(up);
     }
     layer.down = pack_copy(down, {});
+    return Status::Ok();
+  };
+  layers_.assign(static_cast<size_t>(end_layer - first_layer), Layer{});
+  for (int64_t l = first_layer; l < end_layer; ++l) {
+    RADIX_RETURN_IF_ERROR(load_layer(l, c, layers_[static_cast<size_t>(l - first_layer)]));
+  }
+  if (!c.load_mtp) return Status::Ok();
+  // The first multi-token-prediction block: blk.L.* after the L main layers, plus its nextn.*
+  // tensors; its own embedding, head norm and head when the checkpoint has them, else the
+  // model's (as llama.cpp reads them).
+  if (shard.sharded() || stage.split() || c.hidden_states_only) {
+    return InvalidArgument(
+        "argument --speculative-algorithm: the NEXTN draft (multi-token prediction) runs with "
+        "--tp-size 1 and --pp-size 1 only");
+  }
+  ModelConfig mtp_config = c;
+  mtp_config.expert_placement = ExpertPlacementOptions{};  // placement tables cover main layers
+  mtp_ = Mtp{};
+  Mtp& mtp = *mtp_;
+  RADIX_RETURN_IF_ERROR(load_layer(c.num_layers, mtp_config, mtp.layer));
+  const std::string p = "blk." + std::to_string(c.num_layers) + ".nextn.";
+  RADIX_ASSIGN_OR_RETURN(mtp.enorm, w.RequireVector(p + "enorm.weight", H));
+  RADIX_ASSIGN_OR_RETURN(mtp.hnorm, w.RequireVector(p + "hnorm.weight", H));
+  if (w.Find(p + "shared_head_norm.weight") != nullptr) {
+    RADIX_ASSIGN_OR_RETURN(mtp.head_norm, w.RequireVector(p + "shared_head_norm.weight", H));
+  } else {
+    mtp.head_norm = output_norm_;
+  }
+  kernels::WeightMatrix eh_proj;
+  RADIX_ASSIGN_OR_RETURN(eh_proj, w.RequireMatrix(p + "eh_proj.weight", H, 2 * H));
+  mtp.eh_proj = pack(eh_proj);
+  mtp.embedding = embedding_;
+  if (w.Find(p + "embed_tokens.weight") != nullptr) {
+    RADIX_ASSIGN_OR_RETURN(mtp.embedding,
+                           w.RequireMatrix(p + "embed_tokens.weight", c.vocab_size, H));
+  }
+  if (w.Find(p + "shared_head_head.weight") != nullptr) {
+    kernels::WeightMatrix head;
+    RADIX_ASSIGN_OR_RETURN(head, w.RequireMatrix(p + "shared_head_head.weight", c.vocab_size, H));
+    mtp.head = pack(head);
+    mtp.own_head = true;
   }
   return Status::Ok();
 }
@@ -504,8 +546,17 @@ void DecoderStack::Embed(const ForwardBatch& batch, float* x) const {
 
 void DecoderStack::RunLayers(const ForwardBatch& batch, const KvCacheView& kv,
                              ThreadPool* pool) const {
-  const ModelConfig& c = config_;
   const BatchLayout layout = BatchLayout::Build(batch, kv.num_slots);
+  const Step step = PrepareStep(batch, layout, pool);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    RunLayer(step, layers_[static_cast<size_t>(l)], kv.k[static_cast<size_t>(l)],
+             kv.v[static_cast<size_t>(l)]);
+  }
+}
+
+DecoderStack::Step DecoderStack::PrepareStep(const ForwardBatch& batch, const BatchLayout& layout,
+                                             ThreadPool* pool) const {
+  const ModelConfig& c = config_;
   const int64_t T = batch.num_tokens();
   const kernels::KernelTable& kt = kernels::ActiveKernels();
   ForwardScratch& s = ForwardScratch::ForThisThread();
@@ -550,10 +601,51 @@ void DecoderStack::RunLayers(const ForwardBatch& batch, const KvCacheView& kv,
     step.rope_cos[1] = step.rope_cos[0];
     step.rope_sin[1] = step.rope_sin[0];
   }
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    RunLayer(step, layers_[static_cast<size_t>(l)], kv.k[static_cast<size_t>(l)],
-             kv.v[static_cast<size_t>(l)]);
+  return step;
+}
+
+Status DecoderStack::ForwardMtp(const ForwardBatch& batch, const float* h_in, const KvCacheView& kv,
+                                ThreadPool* pool, float* logits, float* h_out) const {
+  const ModelConfig& c = config_;
+  if (!mtp_) {
+    return Unsupported(c.architecture + " was loaded without its multi-token-prediction block");
   }
+  RADIX_CHECK(kv.k.size() == 1 && kv.v.size() == 1);
+  RADIX_CHECK(kv.num_kv_heads == c.num_kv_heads && kv.head_dim == c.head_dim);
+  for (int32_t id : batch.token_ids) {
+    if (id < 0 || id >= c.vocab_size) {
+      return InvalidArgument("token id " + std::to_string(id) + " is out of range [0, " +
+                             std::to_string(c.vocab_size) + ")");
+    }
+  }
+  const Mtp& m = *mtp_;
+  const int64_t T = batch.num_tokens(), H = c.hidden_size;
+  const kernels::KernelTable& kt = kernels::ActiveKernels();
+  ForwardScratch& s = ForwardScratch::ForThisThread();
+  const float eps = static_cast<float>(c.rms_norm_eps), off = spec_.norm_offset;
+  // [enorm(embedding) | hnorm(h_in)] per token, then eh_proj into the residual stream.
+  float* in = ForwardScratch::Reserve(s.mtp_in, T * 2 * H);
+  ForRows(pool, T, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = in + t * 2 * H;
+      kernels::DequantizeRow(m.embedding, batch.token_ids[static_cast<size_t>(t)], row);
+      kt.rms_norm(row, m.enorm.data(), off, eps, row, H);
+      kt.rms_norm(h_in + t * H, m.hnorm.data(), off, eps, row + H, H);
+    }
+  });
+  float* x = ForwardScratch::Reserve(s.x, T * H);
+  kernels::MatMul(kt, pool, in, T, m.eh_proj, x, activation_mode_);
+  const BatchLayout layout = BatchLayout::Build(batch, kv.num_slots);
+  RunLayer(PrepareStep(batch, layout, pool), m.layer, kv.k[0], kv.v[0]);
+  const auto n_out = static_cast<int64_t>(batch.logit_indices.size());
+  float* rows = ForwardScratch::Reserve(s.final_rows, n_out * H);
+  for (int64_t r = 0; r < n_out; ++r) {
+    const int64_t t = batch.logit_indices[static_cast<size_t>(r)];
+    kt.rms_norm(x + t * H, m.head_norm.data(), off, eps, rows + r * H, H);
+  }
+  if (h_out != nullptr) std::memcpy(h_out, rows, static_cast<size_t>(n_out * H) * sizeof(float));
+  kernels::MatMul(kt, pool, rows, n_out, m.own_head ? m.head : lm_head_, logits, activation_mode_);
+  return Status::Ok();
 }
 
 void DecoderStack::RunLayer(const Step& step, const Layer& layer, LayerCache k_cache,

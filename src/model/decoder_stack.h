@@ -90,6 +90,8 @@ struct DecoderSpec {
   bool mla = false;
 };
 
+struct BatchLayout;
+
 class DecoderStack {
  public:
   // Reads every layer's tensors (GGUF names) that `spec` asks for, with shapes from `config`.
@@ -98,6 +100,9 @@ class DecoderStack {
   // `hidden` (non-null when batch.hidden_indices is not empty): see CausalLM::ForwardWithHidden.
   Status Forward(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool, float* logits,
                  float* hidden = nullptr) const;
+  // See CausalLM::ForwardMtp (config().load_mtp).
+  Status ForwardMtp(const ForwardBatch& batch, const float* h_in, const KvCacheView& kv,
+                    ThreadPool* pool, float* logits, float* h_out) const;
   // See CausalLM::ForwardHidden.
   Status ForwardHidden(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool,
                        float* hidden) const;
@@ -142,6 +147,15 @@ class DecoderStack {
     bool rope = true;                 // false: a NoPE layer (SmolLM3)
     int64_t sliding_window = 0;       // 0: unlimited
   };
+  // DeepSeek-V3's multi-token-prediction block (ForwardMtp).
+  struct Mtp {
+    Layer layer;
+    std::vector<float> enorm, hnorm, head_norm;
+    kernels::PackedWeight eh_proj;    // [hidden, 2 x hidden]
+    kernels::WeightMatrix embedding;  // its own (nextn.embed_tokens) or the model's
+    kernels::PackedWeight head;       // its own LM head when own_head, else the model's
+    bool own_head = false;
+  };
   struct Step;
   // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
   using LayerCache = decltype(KvCacheView::k)::value_type;
@@ -159,6 +173,9 @@ class DecoderStack {
   void Embed(const ForwardBatch& batch, float* x) const;
   // Every layer of this stack over the residual stream x [T, hidden] (the scratch's x).
   void RunLayers(const ForwardBatch& batch, const KvCacheView& kv, ThreadPool* pool) const;
+  // What every layer of one step shares: the adapters' row groups and the rotary tables (in the
+  // calling thread's ForwardScratch).
+  Step PrepareStep(const ForwardBatch& batch, const BatchLayout& layout, ThreadPool* pool) const;
   // InvalidArgument naming --pp-size when the layers cannot be split over the stages.
   static Status CheckStageable(const ModelConfig& c);
   // InvalidArgument naming --tp-size when the config cannot be split over its shard's size.
@@ -189,6 +206,7 @@ class DecoderStack {
   kernels::PackedWeight lm_head_;
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
+  std::optional<Mtp> mtp_;
   FusedWeights fused_;
 };
 

@@ -29,6 +29,7 @@ struct ForwardScratch {
   std::vector<float> gated;                     // [T, intermediate]
   std::vector<float> rope_cos[2], rope_sin[2];  // [T, rotary_dim / 2] per rope frequency set
   std::vector<float> final_rows;                // [logit rows + hidden rows, hidden]
+  std::vector<float> mtp_in;      // [T, 2 * hidden] normed embedding and hidden state (ForwardMtp)
   std::vector<float> stage_rows;  // [rows, hidden] travelling from the last pipeline stage
   // Mixture-of-experts FFN (moe_ffn.h); (token, k) pairs grouped by expert.
   std::vector<float> moe_router;             // [T, experts] router logits, then probabilities

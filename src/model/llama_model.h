@@ -50,6 +50,10 @@ class LlamaModel final : public CausalLM {
                            float* logits, float* hidden) const override {
     return stack_.Forward(batch, kv, pool, logits, hidden);
   }
+  Status ForwardMtp(const ForwardBatch& batch, const float* h_in, const KvCacheView& kv,
+                    ThreadPool* pool, float* logits, float* h_out) const override {
+    return stack_.ForwardMtp(batch, h_in, kv, pool, logits, h_out);
+  }
   Expected<WeightRows> ReadWeight(const std::string& hf_name, int64_t max_rows) const override;
   Expected<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& path,
                                                         LoraLoadOptions options) const override {

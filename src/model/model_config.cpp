@@ -143,6 +143,10 @@ Status ParseDeepseekRouting(const json& cfg, ModelConfig* c, const std::string& 
   RADIX_RETURN_IF_ERROR(
       ReadNumber(cfg, "routed_scaling_factor", &c->routed_scaling_factor, source));
   RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "first_k_dense_replace", &c->first_dense_layers, source));
+  RADIX_RETURN_IF_ERROR(ReadNumber(cfg, "num_nextn_predict_layers", &c->nextn_layers, source));
+  if (c->nextn_layers < 0) {
+    return InvalidArgument(source + ": num_nextn_predict_layers must not be negative");
+  }
   if (shared < 0) return InvalidArgument(source + ": n_shared_experts must not be negative");
   if (layer_freq != 1) {
     return Unsupported(source + ": moe_layer_freq " + std::to_string(layer_freq) +
@@ -533,6 +537,17 @@ Status AddDeepseekKeys(const GgufFile& gguf, json& c) {
   // llama.cpp limits the groups whenever the file has more than one, scoring each by the sum of
   // its two best experts.
   c["topk_method"] = c.value("n_group", int64_t{1}) > 1 ? "noaux_tc" : "greedy";
+  // The multi-token-prediction blocks follow the main layers and count in block_count.
+  RADIX_ASSIGN_OR_RETURN(auto nextn, get_int("nextn_predict_layers"));
+  if (nextn && *nextn > 0) {
+    const int64_t blocks = c.value("num_hidden_layers", int64_t{0});
+    if (*nextn >= blocks) {
+      return DataLoss(gguf.path() + ": deepseek2 nextn_predict_layers " + std::to_string(*nextn) +
+                      " leaves no main layers of block_count " + std::to_string(blocks));
+    }
+    c["num_hidden_layers"] = blocks - *nextn;
+    c["num_nextn_predict_layers"] = *nextn;
+  }
   return Status::Ok();
 }
 

@@ -114,6 +114,11 @@ struct ModelConfig {
   // first_dense_layers layers run a dense MLP of intermediate_size (first_k_dense_replace).
   double routed_scaling_factor = 1.0;
   int64_t first_dense_layers = 0;
+  // DeepSeek-V3's multi-token-prediction (NextN) blocks after the main layers
+  // (num_nextn_predict_layers; GGUF nextn_predict_layers, counted in its block_count). load_mtp:
+  // the model loads the first one (CausalLM::ForwardMtp); set by the loader, not read from a file.
+  int64_t nextn_layers = 0;
+  bool load_mtp = false;
   // DeepSeek's group-limited routing: the experts form expert_groups equal groups; a token
   // picks its top_k experts among the expert_groups_used groups of highest score, a group's
   // score being its highest expert score (kMax, V2's group_limited_greedy) or the sum of its two

@@ -420,6 +420,12 @@ Expected<LoadedDecoder> LoadDecoder(const LoadOptions& options, bool hidden_stat
   config.tensor_shard = options.tensor_shard;
   config.pipeline_stage = options.pipeline_stage;
   config.expert_placement = options.expert_placement;
+  if (options.load_mtp && config.nextn_layers == 0) {
+    return InvalidArgument(options.model_path + ": " + config.architecture +
+                           " has no multi-token-prediction block (num_nextn_predict_layers; "
+                           "GGUF nextn_predict_layers) for a NEXTN draft");
+  }
+  config.load_mtp = options.load_mtp;
   LoadedDecoder out;
   out.folder = cp.kind == Checkpoint::Kind::kHf ? cp.folder : "";
   if (cp.kind == Checkpoint::Kind::kHf) out.config_json = src.config;

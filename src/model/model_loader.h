@@ -45,6 +45,9 @@ struct LoadOptions {
   PipelineStage pipeline_stage;
   // Where the MoE layers' experts sit on the expert-parallel blocks (expert_placement.h).
   ExpertPlacementOptions expert_placement;
+  // Also load the checkpoint's first multi-token-prediction block (DeepSeek-V3's NextN layer) for
+  // CausalLM::ForwardMtp; InvalidArgument when it has none.
+  bool load_mtp = false;
 };
 
 Expected<std::unique_ptr<CausalLM>> LoadModel(const LoadOptions& options);

@@ -116,6 +116,13 @@ std::string CanonicalWeightName(const std::string& hf, const std::string& model_
       {"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
       {"self_attn.kv_a_layernorm", "attn_kv_a_norm"},
       {"self_attn.kv_b_proj", "attn_kv_b"},
+      // DeepSeek-V3's multi-token-prediction block (the layer after the main ones).
+      {"enorm", "nextn.enorm"},
+      {"hnorm", "nextn.hnorm"},
+      {"eh_proj", "nextn.eh_proj"},
+      {"embed_tokens", "nextn.embed_tokens"},
+      {"shared_head.norm", "nextn.shared_head_norm"},
+      {"shared_head.head", "nextn.shared_head_head"},
   };
   for (const std::string suffix : {".weight", ".bias"}) {
     if (rest.size() <= suffix.size() ||

@@ -36,12 +36,53 @@ DraftRunner::DraftRunner(std::shared_ptr<const model::CausalLM> model, kv::KvSto
       written_(scratch_row, 0) {
   RADIX_CHECK(storage->spec().num_rows >= scratch_row + options_.max_jobs * options_.max_steps);
   view_ = KvViewOf(*storage);
+  if (options_.mtp) {
+    hidden_size_ = static_cast<size_t>(model_->config().hidden_size);
+    hidden_.assign(scratch_row * hidden_size_, 0.0f);
+    hidden_written_.assign(scratch_row, 0);
+  }
 }
 
-bool DraftRunner::IsCurrent(int32_t slot) const {
+bool DraftRunner::IsCurrentIn(const std::vector<uint32_t>& written, int32_t slot) const {
   const auto s = static_cast<size_t>(slot);
   const uint32_t generation = pool_->page_generation(s / static_cast<size_t>(pool_->page_size()));
-  return generation != 0 && written_[s] == generation;
+  return generation != 0 && written[s] == generation;
+}
+
+bool DraftRunner::IsCurrent(int32_t slot) const { return IsCurrentIn(written_, slot); }
+
+void DraftRunner::StoreHidden(const model::ForwardBatch& batch, const float* hidden) {
+  RADIX_CHECK(options_.mtp);
+  const size_t H = hidden_size_;
+  const auto page = static_cast<size_t>(pool_->page_size());
+  size_t row = 0;
+  for (const model::SequenceExtend& seq : batch.sequences) {
+    for (int64_t i = 0; i < seq.extend_len; ++i, ++row) {
+      const auto slot = static_cast<size_t>(seq.kv_slots[static_cast<size_t>(seq.prefix_len + i)]);
+      std::copy(hidden + row * H, hidden + (row + 1) * H, hidden_.begin() + slot * H);
+      hidden_written_[slot] = pool_->page_generation(slot / page);
+    }
+  }
+}
+
+bool DraftRunner::AppendState(const DraftJob& job, size_t p) {
+  const size_t H = hidden_size_;
+  if (p == 0) {
+    h_in_.insert(h_in_.end(), H, 0.0f);
+    return true;
+  }
+  const int32_t slot = job.slots[p - 1];
+  if (!IsCurrentIn(hidden_written_, slot)) return false;
+  const auto from = hidden_.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(slot) * H);
+  h_in_.insert(h_in_.end(), from, from + static_cast<ptrdiff_t>(H));
+  return true;
+}
+
+Status DraftRunner::RunDraft(const model::ForwardBatch& batch, ThreadPool* pool) {
+  if (!options_.mtp) return model_->Forward(batch, view_, pool, logits_.data());
+  RADIX_CHECK(h_in_.size() == static_cast<size_t>(batch.num_tokens()) * hidden_size_);
+  h_out_.resize(batch.logit_indices.size() * hidden_size_);
+  return model_->ForwardMtp(batch, h_in_.data(), view_, pool, logits_.data(), h_out_.data());
 }
 
 void DraftRunner::MarkCurrent(int32_t slot) {
@@ -76,6 +117,7 @@ Status DraftRunner::Propose(std::span<DraftJob> jobs, ThreadPool* pool) {
   };
   std::vector<Written> written;
   size_t budget = options_.max_catch_up_tokens;
+  h_in_.clear();
   for (size_t j = 0; j < jobs.size(); ++j) {
     DraftJob& job = jobs[j];
     job.drafts.clear();
@@ -83,26 +125,37 @@ Status DraftRunner::Propose(std::span<DraftJob> jobs, ThreadPool* pool) {
     RADIX_CHECK(job.wanted >= 1 && job.wanted <= options_.max_steps);
     const size_t last = job.slots.size();
     const size_t start = CurrentPrefix(job.slots);
+    const size_t catch_up = last - start;
+    if (catch_up > budget && budget == 0) continue;
+    // Fed this call: positions [start, end); the last token too when the catch-up fits.
+    const bool fits = catch_up <= budget;
+    const size_t end = fits ? last + 1 : start + budget;
+    if (options_.mtp) {
+      const size_t mark = h_in_.size();
+      bool current = true;
+      for (size_t p = start; p < end && current; ++p) current = AppendState(job, p);
+      if (!current) {
+        h_in_.resize(mark);
+        continue;
+      }
+    }
     std::vector<int32_t>& table = tables_[j];
     table.assign(job.slots.begin(), job.slots.end());
     for (size_t i = 0; i < job.wanted; ++i) table.push_back(ScratchSlot(j, i));
-    const size_t catch_up = last - start;
-    if (catch_up > budget) {
-      if (budget == 0) continue;
-      AddExtend(batch, job.tokens, table, start, budget);
-      written.push_back({j, start, start + budget});
+    AddExtend(batch, job.tokens, table, start, end - start);
+    if (!fits) {
+      written.push_back({j, start, end});
       budget = 0;
       continue;
     }
     budget -= catch_up;
-    AddExtend(batch, job.tokens, table, start, catch_up + 1);
     batch.logit_indices.push_back(batch.num_tokens() - 1);
     written.push_back({j, start, last});
     drafting.push_back(j);
   }
   if (batch.token_ids.empty()) return Status::Ok();
   logits_.resize(drafting.size() * vocab_);
-  RADIX_RETURN_IF_ERROR(model_->Forward(batch, view_, pool, logits_.data()));
+  RADIX_RETURN_IF_ERROR(RunDraft(batch, pool));
   for (const Written& w : written) {
     for (size_t p = w.start; p < w.end; ++p) MarkCurrent(jobs[w.job].slots[p]);
   }
@@ -115,8 +168,13 @@ Status DraftRunner::Propose(std::span<DraftJob> jobs, ThreadPool* pool) {
     std::vector<size_t> more;
     std::vector<int32_t> fed;
     fed.reserve(drafting.size());
-    for (const size_t j : drafting) {
-      if (jobs[j].wanted > step) more.push_back(j);
+    h_in_.clear();
+    for (size_t r = 0; r < drafting.size(); ++r) {
+      if (jobs[drafting[r]].wanted <= step) continue;
+      more.push_back(drafting[r]);
+      // NEXTN: the block's own state out of the previous draft.
+      const auto from = h_out_.begin() + static_cast<ptrdiff_t>(r * hidden_size_);
+      h_in_.insert(h_in_.end(), from, from + static_cast<ptrdiff_t>(hidden_size_));
     }
     if (more.empty()) break;
     for (const size_t j : more) {
@@ -132,7 +190,7 @@ Status DraftRunner::Propose(std::span<DraftJob> jobs, ThreadPool* pool) {
       batch.logit_indices.push_back(batch.num_tokens() - 1);
     }
     logits_.resize(more.size() * vocab_);
-    if (Status status = model_->Forward(batch, view_, pool, logits_.data()); !status.ok()) {
+    if (Status status = RunDraft(batch, pool); !status.ok()) {
       for (DraftJob& job : jobs) job.drafts.clear();
       return status;
     }

@@ -21,6 +21,15 @@
 // token (the verification decides the output; the draft only decides how many tokens a step
 // gains).
 //
+// NEXTN (options.mtp): the draft is the target's own multi-token-prediction block
+// (CausalLM::ForwardMtp), one layer whose K/V lives in the draft storage as above. Its entry for
+// position p pairs token p with the target's final hidden state of position p - 1, so the runner
+// keeps those states per slot (StoreHidden, after every target forward; current under the same
+// page-generation rule). A catch-up needs the states of the positions before it: a sequence whose
+// states the target did not write during the slots' present allocation (blocks loaded back from
+// the hierarchical cache) gets no drafts. The last token pairs with the state of the position
+// before it; draft i > 0 with the block's own output state of draft i - 1.
+//
 // Thread affinity: the engine thread; Propose runs the draft model on `pool`.
 #pragma once
 
@@ -44,6 +53,8 @@ struct DraftRunnerOptions {
   size_t max_steps = 0;  // drafts per sequence (--speculative-num-steps)
   // Catch-up positions fed to the draft model per call, over all jobs.
   size_t max_catch_up_tokens = 4096;
+  // NEXTN: `model` is the target itself, drafting with its multi-token-prediction block.
+  bool mtp = false;
 };
 
 struct DraftJob {
@@ -74,9 +85,19 @@ class DraftRunner {
   // position (slots.size() when all are current).
   size_t CurrentPrefix(std::span<const int32_t> slots) const;
 
+  // NEXTN: keeps the target's final hidden states of a forward, `hidden` [batch.num_tokens(),
+  // hidden_size] (every token's, in token order), at the tokens' slots.
+  void StoreHidden(const model::ForwardBatch& batch, const float* hidden);
+
  private:
   bool IsCurrent(int32_t slot) const;
   void MarkCurrent(int32_t slot);
+  bool IsCurrentIn(const std::vector<uint32_t>& written, int32_t slot) const;
+  // NEXTN: appends the state paired with position p of `job` (the stored one of position p - 1,
+  // zeros at 0) to h_in_; false when it is not current.
+  bool AppendState(const DraftJob& job, size_t p);
+  // The draft forward: Forward, or ForwardMtp over h_in_ (output states into h_out_).
+  Status RunDraft(const model::ForwardBatch& batch, ThreadPool* pool);
   int32_t ScratchSlot(size_t job, size_t step) const;
   int32_t ArgMax(const float* row) const;
 
@@ -88,6 +109,12 @@ class DraftRunner {
   size_t vocab_ = 0;
   // Per pool slot: the page generation its draft row was written in (0: never).
   std::vector<uint32_t> written_;
+  // NEXTN: the target's hidden state per pool slot [scratch_row, hidden] and the page generation
+  // it was written in.
+  size_t hidden_size_ = 0;
+  std::vector<float> hidden_;
+  std::vector<uint32_t> hidden_written_;
+  std::vector<float> h_in_, h_out_;  // per call: the batch's states in and the drafts' out
   // Per-call buffers.
   std::vector<std::vector<int32_t>> tables_;  // each job's slot table (real + scratch)
   std::vector<float> logits_;

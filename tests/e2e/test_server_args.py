@@ -159,7 +159,7 @@ def test_every_seed_spelling_is_accepted(radixserve_bin, shared_dir, arg_table):
         checked.add((spelling, entry["name"]))
         if entry["name"] in ("revision", "speculative-draft-model-revision", "config",
                              "print-config", "mtp-mode"):
-            continue  # covered by their own tests (mtp-mode: test_speculative_standalone.py)
+            continue  # covered by their own tests (mtp-mode: test_speculative_nextn.py)
         words, expected = valid_value(entry)
         if entry["name"] in SECRETS:
             expected = "<redacted>"  # keys never appear in --print-config (docs/security.md)

@@ -313,7 +313,7 @@ def test_smollm2_equal_without_speculation(smol_oracle):
 
 @pytest.mark.parametrize("args, named", [
     (["--speculative-algorithm", "EAGLE"], "--speculative-algorithm"),
-    (["--speculative-algorithm", "NEXTN"], "--speculative-algorithm"),
+    (["--speculative-algorithm", "EAGLE3"], "--speculative-algorithm"),
     (["--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth", "4",
       "--speculative-ngram-max-bfs-breadth", "3"], "--speculative-ngram-max-bfs-breadth"),
     (["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "1"],

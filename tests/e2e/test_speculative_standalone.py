@@ -310,10 +310,9 @@ def test_rtp_llm_sp_type_maps_onto_sglangs_algorithms(radixserve_bin):
 
 
 @pytest.mark.parametrize("args, named", [
-    (["--sp-type", "mtp"], "--sp-type"),
     (["--sp-type", "eagle3"], "--sp-type"),
     (["--sp-type", "deterministic", "--speculative-algorithm", "NGRAM"], "--sp-type"),
-    (["--mtp_mode", "deepseekv3"], "--mtp"),
+    (["--mtp_mode", "deepseekv3", "--speculative-algorithm", "NGRAM"], "--mtp"),
 ])
 def test_draft_head_arguments_of_other_servers_exit_2(radixserve_bin, args, named):
     proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config", *args)

@@ -40,7 +40,20 @@ Deviations from a real file, forced by the shrinking or by llama.cpp/transformer
   llama.cpp with the model's epsilon.
 - quant "Q8_0" quantizes the matrices whose rows are a multiple of 32 long but the router (as
   llama-quantize does); attn_k_b (rows of qk_nope = 16) and V3's attn_q_b (rows of q_lora = 48)
-  stay F32 where llama-quantize would fall back to F16."""
+  stay F32 where llama-quantize would fall back to F16.
+
+Multi-token prediction (mtp=True, off by default): DeepSeek-V3's one NextN block, appended as
+layer L = num main layers (a regular sparse layer: MLA, router, routed and shared experts) plus
+enorm / hnorm (RMSNorm of the next token's embedding and of the main model's output-normed hidden
+state), eh_proj [H, 2H] applied to [enorm(embedding); hnorm(h)], and shared_head.norm before the
+head. GGUF: llama.cpp's blk.L.nextn.* names, block_count = L + 1, nextn_predict_layers = 1; the
+block's own embed_tokens / shared_head_head only with mtp_own_head (else llama.cpp uses
+token_embd / output). HF: model.layers.L.* as the real V3 checkpoint (embed_tokens and
+shared_head.head always written: copies of the main ones unless mtp_own_head), config
+num_nextn_predict_layers = 1; transformers loads the folder and ignores layer L. llama.cpp's MTP
+graph (deepseek2.cpp graph_mtp) requires q_lora_rank > 0 and the split MLA form, so only "v3"
+split files have a llama.cpp MTP reference (mtp_reference.py). The block's weights are drawn after
+all others, so the main model of a seed is the same with or without it."""
 import json
 import os
 
@@ -67,9 +80,10 @@ V3_SHAPE = dict(LITE_SHAPE, q_lora_rank=48, shared_experts=1, scoring="sigmoid",
 SHAPES = {"lite": LITE_SHAPE, "v3": V3_SHAPE}
 
 
-def random_weights(seed, vocab, variant="lite"):
+def random_weights(seed, vocab, variant="lite", mtp=False, mtp_own_head=False):
     """Canonical (GGUF-named, split attn_k_b / attn_v_b) float32 weights; numpy shapes are
-    outermost-first."""
+    outermost-first. mtp adds the NextN block (see the module docstring), mtp_own_head its own
+    embed_tokens / shared_head_head."""
     s = SHAPES[variant]
     rng, mat, norm = weight_makers(seed)
     H, E, I = s["hidden"], s["experts"], s["expert_ffn"]
@@ -79,7 +93,7 @@ def random_weights(seed, vocab, variant="lite"):
 
     w = {"token_embd.weight": mat(vocab, H, scale=1.0), "output_norm.weight": norm(H),
          "output.weight": mat(vocab, H)}
-    for l in range(s["layers"]):
+    for l in range(s["layers"] + mtp):
         p = f"blk.{l}."
         w.update({p + "attn_norm.weight": norm(H), p + "ffn_norm.weight": norm(H)})
         if L:
@@ -111,7 +125,20 @@ def random_weights(seed, vocab, variant="lite"):
         if s["scoring"] == "sigmoid":
             # A selection bias comparable to the score gaps, so it changes some choices.
             w[p + "exp_probs_b.bias"] = mat(E, scale=0.15)
+    if mtp:
+        p = f"blk.{s['layers']}.nextn."
+        w.update({p + "eh_proj.weight": mat(H, 2 * H), p + "enorm.weight": norm(H),
+                  p + "hnorm.weight": norm(H), p + "shared_head_norm.weight": norm(H)})
+        if mtp_own_head:
+            w.update({p + "embed_tokens.weight": mat(vocab, H, scale=1.0),
+                      p + "shared_head_head.weight": mat(vocab, H)})
     return w
+
+
+def n_layers(w, variant):
+    """The number of decoder layers in w: the main ones, plus the NextN block if present."""
+    L = SHAPES[variant]["layers"]
+    return L + (f"blk.{L}.nextn.eh_proj.weight" in w)
 
 
 def kv_b(w, l):
@@ -128,22 +155,24 @@ def is_quantized(name, t, quant):
             and not name.endswith("ffn_gate_inp.weight"))
 
 
-def write_gguf(path, quant="F32", seed=0, variant="lite", legacy_kv_b=False, weights=None):
+def write_gguf(path, quant="F32", seed=0, variant="lite", legacy_kv_b=False, weights=None,
+               mtp=False, mtp_own_head=False):
     """A deepseek2 GGUF with everything F32, or with quant "Q8_0" the matrices is_quantized picks
     in Q8_0; legacy_kv_b writes the pre-MLA-split form (unsplit attn_kv_b). The weights are
-    random (seeded) unless given. Returns the float32 weights the file was made from (split
-    form)."""
+    random (seeded, random_weights' mtp / mtp_own_head) unless given; a NextN block in them is
+    written as such. Returns the float32 weights the file was made from (split form)."""
     import gguf
     s = SHAPES[variant]
     tok = _stories_tokenizer()
     vocab = len(tok["tokenizer.ggml.tokens"])
-    w = weights if weights is not None else random_weights(seed, vocab, variant)
-    R, rope = s["kv_lora_rank"], s["qk_rope"]
+    w = weights if weights is not None else random_weights(seed, vocab, variant, mtp,
+                                                           mtp_own_head)
+    R, rope, layers = s["kv_lora_rank"], s["qk_rope"], n_layers(w, variant)
     writer = gguf.GGUFWriter(str(path), arch="deepseek2")
     writer.add_name(f"deepseek-{variant}-random")
     writer.add_file_type({"F32": 0, "Q8_0": 7}[quant])  # llama.cpp's llama_ftype
     # What TextModel.set_gguf_parameters writes (num_key_value_heads forced to 1 for MLA).
-    writer.add_block_count(s["layers"])
+    writer.add_block_count(layers)
     writer.add_context_length(s["context"])
     writer.add_embedding_length(s["hidden"])
     writer.add_feed_forward_length(s["dense_ffn"])
@@ -182,10 +211,12 @@ def write_gguf(path, quant="F32", seed=0, variant="lite", legacy_kv_b=False, wei
         writer.add_expert_weights_norm(True)
     writer.add_rope_dimension_count(rope)
     writer.add_rope_scaling_yarn_log_mul(0.1 * s["mscale_all_dim"])
+    if layers > s["layers"]:
+        writer.add_nextn_predict_layers(layers - s["layers"])
     add_stories_tokenizer(writer, tok)
     tensors = dict(w)
     if legacy_kv_b:
-        for l in range(s["layers"]):
+        for l in range(layers):
             del tensors[f"blk.{l}.attn_k_b.weight"], tensors[f"blk.{l}.attn_v_b.weight"]
             tensors[f"blk.{l}.attn_kv_b.weight"] = kv_b(w, l)
     finish_gguf(writer, tensors, lambda name, t: getattr(gguf.GGMLQuantizationType, quant)
@@ -204,8 +235,9 @@ def dequantized(w, quant):
                    if is_quantized(name, t, quant) else t) for name, t in w.items()}
 
 
-def hf_config(variant, vocab):
-    """config.json of the HF folder: the real DeepSeek-V2-Lite / V3 configs' keys, shrunk."""
+def hf_config(variant, vocab, mtp=False):
+    """config.json of the HF folder: the real DeepSeek-V2-Lite / V3 configs' keys, shrunk; mtp:
+    with the NextN block."""
     s = SHAPES[variant]
     config = {
         "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
@@ -229,25 +261,26 @@ def hf_config(variant, vocab):
         "hidden_act": "silu", "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2,
     }
     if variant == "v3":
-        # The real V3 has one multi-token-prediction layer past num_hidden_layers; none here.
-        config.update({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
-                       "num_nextn_predict_layers": 0})
+        config.update({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"})
+    if variant == "v3" or mtp:
+        config["num_nextn_predict_layers"] = int(mtp)
     return config
 
 
 def write_hf(folder, w=None, variant="lite", seed=0):
     """The same weights (random from seed unless given) as an HF DeepseekV2ForCausalLM ("lite")
     or DeepseekV3ForCausalLM ("v3") folder, per-expert float32 tensors as the published
-    checkpoints name them; kv_b_proj reassembled per head as [k_nope; v] rows."""
+    checkpoints name them; kv_b_proj reassembled per head as [k_nope; v] rows. A NextN block in
+    the weights becomes layer num_hidden_layers, as in the real V3 checkpoint."""
     from safetensors.numpy import save_file
     s = SHAPES[variant]
     if w is None:
         vocab = len(_stories_tokenizer()["tokenizer.ggml.tokens"])
         w = random_weights(seed, vocab, variant)
     os.makedirs(folder, exist_ok=True)
-    vocab = w["token_embd.weight"].shape[0]
+    vocab, layers = w["token_embd.weight"].shape[0], n_layers(w, variant)
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(hf_config(variant, vocab), f, indent=1)
+        json.dump(hf_config(variant, vocab, layers > s["layers"]), f, indent=1)
     hf = {"model.embed_tokens.weight": w["token_embd.weight"],
           "model.norm.weight": w["output_norm.weight"], "lm_head.weight": w["output.weight"]}
     names = {"attn_norm.weight": "input_layernorm.weight",
@@ -267,7 +300,7 @@ def write_hf(folder, w=None, variant="lite", seed=0):
              "ffn_up_shexp.weight": "mlp.shared_experts.up_proj.weight",
              "ffn_down_shexp.weight": "mlp.shared_experts.down_proj.weight"}
     experts = {"ffn_gate_exps": "gate_proj", "ffn_up_exps": "up_proj", "ffn_down_exps": "down_proj"}
-    for l in range(s["layers"]):
+    for l in range(layers):
         p, hp = f"blk.{l}.", f"model.layers.{l}."
         for g, h in names.items():
             if p + g in w:
@@ -277,4 +310,14 @@ def write_hf(folder, w=None, variant="lite", seed=0):
             if p + g + ".weight" in w:
                 for e, t in enumerate(w[p + g + ".weight"]):
                     hf[hp + f"mlp.experts.{e}.{h}.weight"] = np.ascontiguousarray(t)
+    if layers > s["layers"]:
+        p, hp = f"blk.{s['layers']}.nextn.", f"model.layers.{s['layers']}."
+        hf.update({hp + "enorm.weight": w[p + "enorm.weight"],
+                   hp + "hnorm.weight": w[p + "hnorm.weight"],
+                   hp + "eh_proj.weight": w[p + "eh_proj.weight"],
+                   hp + "shared_head.norm.weight": w[p + "shared_head_norm.weight"],
+                   hp + "shared_head.head.weight":
+                       w.get(p + "shared_head_head.weight", w["output.weight"]),
+                   hp + "embed_tokens.weight":
+                       w.get(p + "embed_tokens.weight", w["token_embd.weight"])})
     save_file(hf, os.path.join(folder, "model.safetensors"))

@@ -109,12 +109,34 @@ TEST(Validate, MoeRunnerBackendLogsWhatItMapsTo) {
   }
 }
 
-TEST(Validate, OnlyNgramSpeculationIsAccepted) {
-  for (const char* algorithm : {"NEXTN", "EAGLE", "EAGLE3", "STANDALONE"}) {
+TEST(Validate, EagleHeadsAreRefusedAndNextnDraftsAChain) {
+  for (const char* algorithm : {"EAGLE", "EAGLE3"}) {
     Resolved r = Resolve({"--speculative-algorithm", algorithm});
     EXPECT_FALSE(r.status.ok()) << algorithm;
     EXPECT_NE(r.status.message().find("--speculative-algorithm"), std::string::npos);
   }
+  Resolved standalone = Resolve({"--speculative-algorithm", "STANDALONE"});
+  EXPECT_NE(standalone.status.message().find("--speculative-draft-model-path"), std::string::npos);
+  // NEXTN: the checkpoint's own block drafts a chain of SGLang's default 3 steps.
+  Resolved nextn = Resolve({"--speculative-algorithm", "NEXTN"});
+  ASSERT_TRUE(nextn.status.ok()) << nextn.status.message();
+  EXPECT_EQ(nextn.args.GetString(key::kSpeculativeAlgorithm), "NEXTN");
+  EXPECT_EQ(nextn.args.GetInt(key::kSpeculativeNumSteps), 3);
+  EXPECT_EQ(nextn.args.GetInt(key::kSpeculativeNumDraftTokens), 4);
+  Resolved separate = Resolve(
+      {"--speculative-algorithm", "NEXTN", "--speculative-draft-model-path", "/elsewhere/nextn"});
+  EXPECT_NE(separate.status.message().find("--speculative-draft-model-path"), std::string::npos);
+  Resolved tree = Resolve({"--speculative-algorithm", "NEXTN", "--speculative-eagle-topk", "4"});
+  EXPECT_NE(tree.status.message().find("--speculative-eagle-topk"), std::string::npos);
+  // LightLLM's --mtp_mode and RTP-LLM's --sp-type mtp are NEXTN.
+  Resolved lightllm = Resolve({"--mtp_mode", "deepseekv3", "--mtp_step", "2"});
+  ASSERT_TRUE(lightllm.status.ok()) << lightllm.status.message();
+  EXPECT_EQ(lightllm.args.GetString(key::kSpeculativeAlgorithm), "NEXTN");
+  EXPECT_EQ(lightllm.args.GetInt(key::kSpeculativeNumSteps), 2);
+  Resolved rtp = Resolve({"--sp-type", "mtp", "--gen-num-per-cycle", "5"});
+  ASSERT_TRUE(rtp.status.ok()) << rtp.status.message();
+  EXPECT_EQ(rtp.args.GetString(key::kSpeculativeAlgorithm), "NEXTN");
+  EXPECT_EQ(rtp.args.GetInt(key::kSpeculativeNumSteps), 5);
   // Tree drafts: the breadths must be ordered and positive.
   EXPECT_TRUE(Resolve({"--speculative-algorithm", "NGRAM", "--speculative-ngram-min-bfs-breadth",
                        "2", "--speculative-ngram-max-bfs-breadth", "4"})

@@ -1,0 +1,201 @@
+"""--speculative-algorithm NEXTN: the checkpoint's own multi-token-prediction block (DeepSeek-V3's
+NextN layer) drafts --speculative-num-steps tokens per step, fed by the target's hidden states.
+
+The reference for the output is the same server without speculation (both with
+--enable-deterministic-inference): greedy and seeded sampled requests give the same tokens, alone
+and concurrently, across page sizes, chunked-prefill sizes and the radix cache on and off, and
+nothing leaks. The reference for the drafts is llama.cpp's MTP graph (mtp_reference.py): with one
+step, a step's draft is the block's argmax at the sequence's newest token paired with the target's
+state of the token before, which llama.cpp computes teacher-forced over the final sequence, so the
+number of verify steps each request needs follows exactly. For that check the checkpoint is made
+draftable: the main layers' attention and MLP outputs are zeroed (the target continues from its
+newest token alone), and the block sees mostly its token (eh_proj is the identity on the
+embedding plus a small random map of the state) and a scaled-down attention, so most drafts are
+accepted while the state and the block's own K/V still decide a fair share of them."""
+import concurrent.futures
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import requests
+
+from e2e_util import run_radixserve
+from server_util import STORIES, Server
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
+from deepseek_checkpoint import SHAPES, random_weights, write_gguf  # noqa: E402
+from deepseek_checkpoint import _stories_tokenizer  # noqa: E402
+from mtp_reference import llama_cpp_mtp  # noqa: E402
+from test_llama_oracle import tokenize  # noqa: E402
+
+OPENINGS = ["Once upon a time, there was a little girl named Lily.",
+            "Tom had a big red ball. He liked to play with it every day.",
+            "The sun was shining and the birds were singing.",
+            "Once upon a time, there was a little dog named Spot. Spot liked to run."]
+TAILS = ["", " She", " One day,", " They played and played."]
+PROMPTS = [o + t for t in TAILS for o in OPENINGS]
+MAX_NEW = 48
+
+
+def serve(model, *args):
+    return Server(model, "--skip-server-warmup", "--enable-deterministic-inference", *args)
+
+
+def nextn(steps, *args):
+    # Drafting stays on whatever the batch size (the default stops it from 4 running sequences).
+    return ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", str(steps),
+            "--speculative-disable-by-batch-size", "0", *args]
+
+
+def generate(srv, prompt, max_new=MAX_NEW, **sampling):
+    """A request for `prompt`: text, or token ids."""
+    body = {"text" if isinstance(prompt, str) else "input_ids": prompt, "sampling_params": {"max_new_tokens": max_new, "temperature": 0,
+                                                "ignore_eos": True, **sampling}}
+    r = requests.post(srv.url + "/generate", json=body, timeout=600)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def run_batch(srv, prompts, **sampling):
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        return list(pool.map(lambda p: generate(srv, p, **sampling), prompts))
+
+
+def check_same(want, got):
+    mismatched = [i for i, (a, b) in enumerate(zip(want, got)) if a["output_ids"] != b["output_ids"]]
+    assert not mismatched, f"requests {mismatched} differ from the run without speculation"
+
+
+@pytest.fixture(scope="module")
+def deepseek(tmp_path_factory):
+    path = tmp_path_factory.mktemp("nextn") / "deepseek-v3-mtp.gguf"
+    write_gguf(str(path), "F32", seed=7, variant="v3", mtp=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def deepseek_oracle(deepseek):
+    srv = serve(deepseek)
+    yield srv
+    assert srv.stop() == 0, srv.logs()
+
+
+@pytest.mark.parametrize("page,chunk,radix,steps", [
+    (1, 4096, True, 3), (16, 32, True, 2), (4, 4096, False, 1)])
+def test_greedy_equal_without_speculation(deepseek, deepseek_oracle, page, chunk, radix, steps):
+    oracle = run_batch(deepseek_oracle, PROMPTS)
+    srv = serve(deepseek, *nextn(steps, "--page-size", str(page), "--chunked-prefill-size",
+                                 str(chunk)), *([] if radix else ["--disable-radix-cache"]))
+    try:
+        check_same(oracle[:4], [generate(srv, p) for p in PROMPTS[:4]])
+        check_same(oracle, run_batch(srv, PROMPTS))
+        # Again: with the radix cache on every prompt is now a prefix hit, whose states and block
+        # K/V the first pass left in the cached slots.
+        again = run_batch(srv, PROMPTS)
+        check_same(oracle, again)
+        verify = sum(b["meta_info"]["spec_verify_ct"] for b in again)
+        assert 0 < verify <= sum(b["meta_info"]["completion_tokens"] - 1 for b in again)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_seeded_sampled_requests_equal_without_speculation(deepseek, deepseek_oracle):
+    def run(srv):
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            return list(pool.map(lambda i: generate(srv, PROMPTS[i], 32, temperature=0.8,
+                                                    top_p=0.9, sampling_seed=100 + i), range(8)))
+    want = run(deepseek_oracle)
+    srv = serve(deepseek, *nextn(3))
+    try:
+        check_same(want, run(srv))
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def draftable_weights():
+    """deepseek_checkpoint's v3 weights with its NextN block, made draftable (module docstring)."""
+    vocab = len(_stories_tokenizer()["tokenizer.ggml.tokens"])
+    w = random_weights(7, vocab, "v3", mtp=True)
+    L, H = SHAPES["v3"]["layers"], SHAPES["v3"]["hidden"]
+    for name in list(w):
+        if name.startswith("blk.") and ("ffn_down" in name or name.endswith("attn_output.weight")):
+            layer = int(name.split(".")[1])
+            w[name] = w[name] * (0.3 if layer == L and "attn_output" in name else 0.0)
+    rng = np.random.default_rng(1)
+    p = f"blk.{L}.nextn."
+    w[p + "eh_proj.weight"] = np.concatenate(
+        [np.eye(H), 0.15 * rng.standard_normal((H, H)) / np.sqrt(H)], axis=1)
+    w[p + "enorm.weight"] = np.ones(H)
+    w[p + "shared_head_norm.weight"] = w["output_norm.weight"]
+    return {name: np.asarray(t, np.float32) for name, t in w.items()}
+
+
+def predicted_verify_steps(mtp, tokens, prompt_len, max_new):
+    """Verify steps of one request drafting one token per step: at newest position n the draft is
+    the block's argmax there; accepted when the target's next token is it (then the step commits
+    two tokens). A step with no room for a draft (one token left) verifies nothing but counts."""
+    steps, n, committed = 0, prompt_len, 1  # the prefill commits the first token
+    while committed < max_new:
+        steps += 1
+        accepted = max_new - committed > 1 and mtp[n].argmax() == tokens[n + 1]
+        n += 2 if accepted else 1
+        committed += 2 if accepted else 1
+    return steps
+
+
+def test_one_step_drafts_are_llama_cpps_mtp_predictions(tmp_path):
+    model = tmp_path / "deepseek-v3-mtp-draftable.gguf"
+    write_gguf(str(model), "F32", variant="v3", weights=draftable_weights())
+    srv = serve(model, *nextn(1, "--page-size", "4", "--chunked-prefill-size", "16"))
+    try:
+        prompts = [tokenize(str(model), p) for p in PROMPTS[:4]]
+        alone = [generate(srv, p) for p in prompts]
+        batch = run_batch(srv, prompts)
+        check_same(alone, batch)
+        accepted = 0
+        for ids, body_alone, body_batch in zip(prompts, alone, batch):
+            tokens = ids + body_alone["output_ids"]
+            _, mtp = llama_cpp_mtp(model, tokens)
+            want = predicted_verify_steps(mtp, tokens, len(ids), MAX_NEW)
+            for body in (body_alone, body_batch):
+                assert body["meta_info"]["spec_verify_ct"] == want, (ids, want)
+            accepted += MAX_NEW - 1 - want
+        # The block drafts well here: most steps commit two tokens.
+        assert accepted > 4 * (MAX_NEW - 1) * 0.25, accepted
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_model_without_a_block_exits_2(tmp_path, radixserve_bin):
+    model = tmp_path / "deepseek-v3.gguf"
+    write_gguf(str(model), "F32", seed=7, variant="v3")
+    proc = run_radixserve(radixserve_bin, "--model-path", model, *nextn(3))
+    assert proc.returncode == 2, proc.stdout
+    assert "--speculative-algorithm" in proc.stderr
+    assert "no multi-token-prediction block" in proc.stderr
+
+
+def test_other_servers_mtp_arguments_map_onto_nextn(radixserve_bin):
+    def config(*args):
+        proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config", *args)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout[proc.stdout.index("{"):]), proc.stderr
+    # LightLLM: --mtp_mode deepseekv3 with --mtp_step; RTP-LLM: --sp-type mtp.
+    c, stderr = config("--mtp_mode", "deepseekv3", "--mtp_step", "2")
+    assert (c["speculative_algorithm"], c["speculative_num_steps"]) == ("NEXTN", 2)
+    assert "runs as --speculative-algorithm NEXTN" in stderr
+    c, _ = config("--sp-type", "mtp", "--gen-num-per-cycle", "4")
+    assert (c["speculative_algorithm"], c["speculative_num_steps"]) == ("NEXTN", 4)
+    proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config",
+                          "--speculative-algorithm", "NEXTN", "--speculative-draft-model-path",
+                          str(STORIES))
+    assert proc.returncode == 0, proc.stderr  # the draft path may name the model itself
+    proc = run_radixserve(radixserve_bin, "--model-path", STORIES, "--print-config",
+                          "--mtp_mode", "deepseekv3", "--mtp_draft_model_dir", "/elsewhere")
+    assert proc.returncode == 2
+    assert "--speculative-draft-model-path" in proc.stderr
