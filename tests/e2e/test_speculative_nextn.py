@@ -4,10 +4,10 @@ NextN layer) drafts --speculative-num-steps tokens per step, fed by the target's
 The reference for the output is the same server without speculation (both with
 --enable-deterministic-inference): greedy and seeded sampled requests give the same tokens, alone
 and concurrently, across page sizes, chunked-prefill sizes and the radix cache on and off, and
-nothing leaks. The reference for the drafts is llama.cpp's MTP graph (mtp_reference.py): with one
-step, a step's draft is the block's argmax at the sequence's newest token paired with the target's
-state of the token before, which llama.cpp computes teacher-forced over the final sequence, so the
-number of verify steps each request needs follows exactly. For that check the checkpoint is made
+nothing leaks. The reference for the drafts is llama.cpp's MTP graph (mtp_reference.py): replaying
+the engine's verification over the final sequence with llama.cpp's block drafting (chained on its
+own output states, as llama.cpp's MTP driver does) gives the number of verify steps each request
+needs, which the served requests must report exactly. For that check the checkpoint is made
 draftable: the main layers' attention and MLP outputs are zeroed (the target continues from its
 newest token alone), and the block sees mostly its token (eh_proj is the identity on the
 embedding plus a small random map of the state) and a scaled-down attention, so most drafts are
@@ -27,7 +27,7 @@ from server_util import STORIES, Server
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
 from deepseek_checkpoint import SHAPES, random_weights, write_gguf  # noqa: E402
 from deepseek_checkpoint import _stories_tokenizer  # noqa: E402
-from mtp_reference import llama_cpp_mtp  # noqa: E402
+from mtp_reference import LlamaCppMtp  # noqa: E402
 from test_llama_oracle import tokenize  # noqa: E402
 
 OPENINGS = ["Once upon a time, there was a little girl named Lily.",
@@ -134,38 +134,63 @@ def draftable_weights():
     return {name: np.asarray(t, np.float32) for name, t in w.items()}
 
 
-def predicted_verify_steps(mtp, tokens, prompt_len, max_new):
-    """Verify steps of one request drafting one token per step: at newest position n the draft is
-    the block's argmax there; accepted when the target's next token is it (then the step commits
-    two tokens). A step with no room for a draft (one token left) verifies nothing but counts."""
-    steps, n, committed = 0, prompt_len, 1  # the prefill commits the first token
+def predicted_verify_steps(ref, tokens, prompt_len, max_new, steps):
+    """Verify steps of one request as the engine drafts and verifies it (engine_spec.cpp), with
+    llama.cpp's block (mtp_reference.LlamaCppMtp) drafting: at newest position n, draft 1 is the
+    argmax of the block's entry (token n, the main model's state of n - 1), each further draft of
+    the entry (the previous draft, the block's output state for it), as llama.cpp's MTP driver
+    chains them. Verification keeps the leading drafts equal to the target's tokens and commits
+    one token more; the draft budget falls to the accepted count + 1 after a rejection and doubles
+    after a full accept (up to `steps`); a step with one token left drafts nothing but counts."""
+    h = ref.states(tokens)
+    ref.truncate(0)
+    state_before = lambda q: h[q - 1] if q > 0 else np.zeros_like(h[0])  # noqa: E731
+    verify, n, committed, budget, fed = 0, prompt_len, 1, steps, 0
     while committed < max_new:
-        steps += 1
-        accepted = max_new - committed > 1 and mtp[n].argmax() == tokens[n + 1]
-        n += 2 if accepted else 1
-        committed += 2 if accepted else 1
-    return steps
+        verify += 1
+        wanted = min(budget, max_new - committed - 1)
+        if wanted <= 0:
+            n, committed = n + 1, committed + 1
+            continue
+        # The block catches up over the committed entries, then drafts.
+        logits, out = ref.block(tokens[fed:n + 1], [state_before(q) for q in range(fed, n + 1)],
+                                fed)
+        drafts, state = [int(logits[-1].argmax())], out[-1]
+        while len(drafts) < wanted:
+            logits, out = ref.block([drafts[-1]], [state], n + len(drafts))
+            drafts.append(int(logits[-1].argmax()))
+            state = out[-1]
+        ref.truncate(n + 1)
+        fed = n + 1
+        accepted = 0
+        while accepted < len(drafts) and drafts[accepted] == tokens[n + 1 + accepted]:
+            accepted += 1
+        n, committed = n + accepted + 1, committed + accepted + 1
+        full = accepted == len(drafts) and committed < max_new
+        budget = min(steps, 2 * len(drafts)) if full else accepted + 1
+    return verify
 
 
-def test_one_step_drafts_are_llama_cpps_mtp_predictions(tmp_path):
+@pytest.mark.parametrize("steps", [1, 3])
+def test_drafts_are_llama_cpps_mtp_predictions(tmp_path, steps):
     model = tmp_path / "deepseek-v3-mtp-draftable.gguf"
     write_gguf(str(model), "F32", variant="v3", weights=draftable_weights())
-    srv = serve(model, *nextn(1, "--page-size", "4", "--chunked-prefill-size", "16"))
+    srv = serve(model, *nextn(steps, "--page-size", "4", "--chunked-prefill-size", "16"))
     try:
         prompts = [tokenize(str(model), p) for p in PROMPTS[:4]]
         alone = [generate(srv, p) for p in prompts]
         batch = run_batch(srv, prompts)
         check_same(alone, batch)
-        accepted = 0
-        for ids, body_alone, body_batch in zip(prompts, alone, batch):
-            tokens = ids + body_alone["output_ids"]
-            _, mtp = llama_cpp_mtp(model, tokens)
-            want = predicted_verify_steps(mtp, tokens, len(ids), MAX_NEW)
-            for body in (body_alone, body_batch):
-                assert body["meta_info"]["spec_verify_ct"] == want, (ids, want)
-            accepted += MAX_NEW - 1 - want
-        # The block drafts well here: most steps commit two tokens.
-        assert accepted > 4 * (MAX_NEW - 1) * 0.25, accepted
+        saved = 0
+        with LlamaCppMtp(model) as ref:
+            for ids, body_alone, body_batch in zip(prompts, alone, batch):
+                want = predicted_verify_steps(ref, ids + body_alone["output_ids"], len(ids),
+                                              MAX_NEW, steps)
+                for body in (body_alone, body_batch):
+                    assert body["meta_info"]["spec_verify_ct"] == want, (ids, want)
+                saved += MAX_NEW - 1 - want
+        # The block drafts well here: many steps commit several tokens.
+        assert saved > 4 * (MAX_NEW - 1) * 0.25, saved
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
