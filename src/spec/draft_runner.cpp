@@ -65,17 +65,15 @@ void DraftRunner::StoreHidden(const model::ForwardBatch& batch, const float* hid
   }
 }
 
-bool DraftRunner::AppendState(const DraftJob& job, size_t p) {
+void DraftRunner::AppendState(const DraftJob& job, size_t p) {
   const size_t H = hidden_size_;
-  if (p == 0) {
+  if (p == 0 || !IsCurrentIn(hidden_written_, job.slots[p - 1])) {
     h_in_.insert(h_in_.end(), H, 0.0f);
-    return true;
+    return;
   }
-  const int32_t slot = job.slots[p - 1];
-  if (!IsCurrentIn(hidden_written_, slot)) return false;
-  const auto from = hidden_.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(slot) * H);
+  const auto from =
+      hidden_.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(job.slots[p - 1]) * H);
   h_in_.insert(h_in_.end(), from, from + static_cast<ptrdiff_t>(H));
-  return true;
 }
 
 Status DraftRunner::RunDraft(const model::ForwardBatch& batch, ThreadPool* pool) {
@@ -131,13 +129,7 @@ Status DraftRunner::Propose(std::span<DraftJob> jobs, ThreadPool* pool) {
     const bool fits = catch_up <= budget;
     const size_t end = fits ? last + 1 : start + budget;
     if (options_.mtp) {
-      const size_t mark = h_in_.size();
-      bool current = true;
-      for (size_t p = start; p < end && current; ++p) current = AppendState(job, p);
-      if (!current) {
-        h_in_.resize(mark);
-        continue;
-      }
+      for (size_t p = start; p < end; ++p) AppendState(job, p);
     }
     std::vector<int32_t>& table = tables_[j];
     table.assign(job.slots.begin(), job.slots.end());

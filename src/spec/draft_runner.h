@@ -25,10 +25,12 @@
 // (CausalLM::ForwardMtp), one layer whose K/V lives in the draft storage as above. Its entry for
 // position p pairs token p with the target's final hidden state of position p - 1, so the runner
 // keeps those states per slot (StoreHidden, after every target forward; current under the same
-// page-generation rule). A catch-up needs the states of the positions before it: a sequence whose
-// states the target did not write during the slots' present allocation (blocks loaded back from
-// the hierarchical cache) gets no drafts. The last token pairs with the state of the position
-// before it; draft i > 0 with the block's own output state of draft i - 1.
+// page-generation rule). A catch-up pairs each position with the stored state of the one before;
+// where the target did not write that state during the slot's present allocation (blocks loaded
+// back from the hierarchical cache's tiers, which keep K/V only) it pairs zeros, as position 0
+// does, so such a sequence still drafts, from a block cache that lacks those states. The last
+// token pairs with the state of the position before it; draft i > 0 with the block's own output
+// state of draft i - 1.
 //
 // Thread affinity: the engine thread; Propose runs the draft model on `pool`.
 #pragma once
@@ -93,9 +95,9 @@ class DraftRunner {
   bool IsCurrent(int32_t slot) const;
   void MarkCurrent(int32_t slot);
   bool IsCurrentIn(const std::vector<uint32_t>& written, int32_t slot) const;
-  // NEXTN: appends the state paired with position p of `job` (the stored one of position p - 1,
-  // zeros at 0) to h_in_; false when it is not current.
-  bool AppendState(const DraftJob& job, size_t p);
+  // NEXTN: appends the state paired with position p of `job` to h_in_: the stored one of position
+  // p - 1, or zeros at 0 and where it is not current.
+  void AppendState(const DraftJob& job, size_t p);
   // The draft forward: Forward, or ForwardMtp over h_in_ (output states into h_out_).
   Status RunDraft(const model::ForwardBatch& batch, ThreadPool* pool);
   int32_t ScratchSlot(size_t job, size_t step) const;

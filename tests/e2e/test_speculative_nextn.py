@@ -16,6 +16,7 @@ import concurrent.futures
 import json
 import pathlib
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -194,6 +195,38 @@ def test_drafts_are_llama_cpps_mtp_predictions(tmp_path, steps):
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
+
+
+def test_prefix_loaded_from_the_disk_tier_still_drafts(tmp_path):
+    """The storage tier keeps the target's K/V only: in a new server, a prefix loaded from it has
+    neither the block's K/V nor the target's states; the block's entries are recomputed pairing
+    zeros for the missing states, so the request still drafts, and its output is exact."""
+    model = tmp_path / "deepseek-v3-mtp-draftable.gguf"
+    write_gguf(str(model), "F32", variant="v3", weights=draftable_weights())
+    # Longer than the tier's prefetch threshold (256 tokens, as SGLang's).
+    prompt = tokenize(str(model), " ".join(OPENINGS) * 4)
+    (tmp_path / "tier").mkdir()
+    env = {"SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR": str(tmp_path / "tier")}
+    bodies = []
+    for _ in range(2):
+        srv = Server(model, "--skip-server-warmup", "--enable-deterministic-inference",
+                     "--enable-hierarchical-cache", "--hicache-storage-backend", "file",
+                     "--hicache-storage-prefetch-policy", "wait_complete", *nextn(3), env=env)
+        try:
+            bodies.append(generate(srv, prompt))
+            srv.assert_no_leak()
+            # The blocks are written by the tier's I/O thread: wait for them before stopping.
+            deadline = time.time() + 30
+            while len(list((tmp_path / "tier").glob("*.rkv"))) < 4 and time.time() < deadline:
+                time.sleep(0.1)
+        finally:
+            assert srv.stop() == 0, srv.logs()
+    first, second = bodies
+    assert second["output_ids"] == first["output_ids"]
+    stored = [b["meta_info"]["cached_tokens_details"]["storage"] for b in bodies]
+    assert stored[0] == 0 and stored[1] >= 256, stored
+    verify = second["meta_info"]["spec_verify_ct"]
+    assert verify < MAX_NEW - 1, verify  # drafts were accepted
 
 
 def test_model_without_a_block_exits_2(tmp_path, radixserve_bin):
