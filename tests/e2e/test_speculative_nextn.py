@@ -117,6 +117,37 @@ def test_seeded_sampled_requests_equal_without_speculation(deepseek, deepseek_or
         assert srv.stop() == 0, srv.logs()
 
 
+def test_return_hidden_states_beside_drafting_requests(deepseek):
+    """Every forward computes every token's state for the block; a return_hidden_states request
+    (which does not speculate) still gets exactly its own rows, while others draft beside it."""
+    def hidden(srv):
+        body = {"text": PROMPTS[0], "return_hidden_states": True,
+                "sampling_params": {"max_new_tokens": 8, "temperature": 0, "ignore_eos": True}}
+        with concurrent.futures.ThreadPoolExecutor(5) as pool:
+            others = [pool.submit(generate, srv, p) for p in PROMPTS[1:5]]
+            r = requests.post(srv.url + "/generate", json=body, timeout=600)
+            drafted = sum(o.result()["meta_info"].get("spec_verify_ct", 0) for o in others)
+        assert r.status_code == 200, r.text
+        return r.json(), drafted
+    plain = serve(deepseek, "--enable-return-hidden-states")
+    try:
+        want, _ = hidden(plain)
+    finally:
+        assert plain.stop() == 0, plain.logs()
+    srv = serve(deepseek, "--enable-return-hidden-states", *nextn(3))
+    try:
+        got, drafted = hidden(srv)
+        assert drafted > 0
+        assert got["output_ids"] == want["output_ids"]
+        assert got["meta_info"]["spec_verify_ct"] == 0  # it did not speculate
+        flat = lambda m: np.concatenate([np.ravel(np.array(x, np.float32))  # noqa: E731
+                                         for x in m["meta_info"]["hidden_states"]])
+        np.testing.assert_allclose(flat(got), flat(want), atol=1e-5)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
 def draftable_weights():
     """deepseek_checkpoint's v3 weights with its NextN block, made draftable (module docstring)."""
     vocab = len(_stories_tokenizer()["tokenizer.ggml.tokens"])
