@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import requests
 
-from e2e_util import run_radixserve
+from e2e_util import generate_retracting, run_radixserve
 from server_util import STORIES, Server
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle/model"))
@@ -52,8 +52,9 @@ def nextn(steps, *args):
 
 def generate(srv, prompt, max_new=MAX_NEW, **sampling):
     """A request for `prompt`: text, or token ids."""
-    body = {"text" if isinstance(prompt, str) else "input_ids": prompt, "sampling_params": {"max_new_tokens": max_new, "temperature": 0,
-                                                "ignore_eos": True, **sampling}}
+    body = {"text" if isinstance(prompt, str) else "input_ids": prompt,
+            "sampling_params": {"max_new_tokens": max_new, "temperature": 0, "ignore_eos": True,
+                                **sampling}}
     r = requests.post(srv.url + "/generate", json=body, timeout=600)
     assert r.status_code == 200, r.text
     return r.json()
@@ -98,6 +99,19 @@ def test_greedy_equal_without_speculation(deepseek, deepseek_oracle, page, chunk
         check_same(oracle, again)
         verify = sum(b["meta_info"]["spec_verify_ct"] for b in again)
         assert 0 < verify <= sum(b["meta_info"]["completion_tokens"] - 1 for b in again)
+        srv.assert_no_leak()
+    finally:
+        assert srv.stop() == 0, srv.logs()
+
+
+def test_retraction_keeps_the_states_and_block_cache_consistent(deepseek, deepseek_oracle):
+    # A pool too small for 16 requests at once: sequences are retracted and readmitted, their K/V,
+    # states and block rows coming back from the radix cache or recomputed.
+    want = run_batch(deepseek_oracle, PROMPTS, max_new_tokens=96)
+    srv = serve(deepseek, *nextn(3, "--max-total-tokens", "768", "--chunked-prefill-size", "64",
+                                 "--schedule-conservativeness", "0.05"))
+    try:
+        check_same(want, generate_retracting(srv, PROMPTS, 96))
         srv.assert_no_leak()
     finally:
         assert srv.stop() == 0, srv.logs()
