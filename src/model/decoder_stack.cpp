@@ -399,11 +399,11 @@ Status DecoderStack::ForwardHidden(const ForwardBatch& batch, const KvCacheView&
   return Status::Ok();
 }
 
-Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
-                                                    const KvCacheView& kv, ThreadPool* pool) const {
+Status DecoderStack::CheckInputs(const ForwardBatch& batch, const KvCacheView& kv,
+                                 int64_t layers) const {
   const ModelConfig& c = config_;
-  RADIX_CHECK(static_cast<int64_t>(kv.k.size()) == c.num_layers &&
-              static_cast<int64_t>(kv.v.size()) == c.num_layers);
+  RADIX_CHECK(static_cast<int64_t>(kv.k.size()) == layers &&
+              static_cast<int64_t>(kv.v.size()) == layers);
   RADIX_CHECK(kv.num_kv_heads == c.num_kv_heads && kv.head_dim == c.head_dim);
   for (int32_t id : batch.token_ids) {
     if (id < 0 || id >= c.vocab_size) {
@@ -411,6 +411,13 @@ Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
                              std::to_string(c.vocab_size) + ")");
     }
   }
+  return Status::Ok();
+}
+
+Expected<const float*> DecoderStack::RunToFinalRows(const ForwardBatch& batch,
+                                                    const KvCacheView& kv, ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  RADIX_RETURN_IF_ERROR(CheckInputs(batch, kv, c.num_layers));
   if (c.pipeline_stage.split()) return RunPipelined(batch, kv, pool);
   const int64_t T = batch.num_tokens(), H = c.hidden_size;
   ForwardScratch& s = ForwardScratch::ForThisThread();
@@ -610,14 +617,7 @@ Status DecoderStack::ForwardMtp(const ForwardBatch& batch, const float* h_in, co
   if (!mtp_) {
     return Unsupported(c.architecture + " was loaded without its multi-token-prediction block");
   }
-  RADIX_CHECK(kv.k.size() == 1 && kv.v.size() == 1);
-  RADIX_CHECK(kv.num_kv_heads == c.num_kv_heads && kv.head_dim == c.head_dim);
-  for (int32_t id : batch.token_ids) {
-    if (id < 0 || id >= c.vocab_size) {
-      return InvalidArgument("token id " + std::to_string(id) + " is out of range [0, " +
-                             std::to_string(c.vocab_size) + ")");
-    }
-  }
+  RADIX_RETURN_IF_ERROR(CheckInputs(batch, kv, 1));
   const Mtp& m = *mtp_;
   const int64_t T = batch.num_tokens(), H = c.hidden_size;
   const kernels::KernelTable& kt = kernels::ActiveKernels();

@@ -160,6 +160,9 @@ class DecoderStack {
   // One layer's K or V cache as KvCacheView holds it (passed through to PagedAttention).
   using LayerCache = decltype(KvCacheView::k)::value_type;
 
+  // InvalidArgument for a token id outside the vocabulary; `kv` must hold `layers` layers of the
+  // model's K/V geometry (a caller bug otherwise).
+  Status CheckInputs(const ForwardBatch& batch, const KvCacheView& kv, int64_t layers) const;
   // Embeds, runs every layer and applies the final RMSNorm to the rows of logit_indices, then of
   // hidden_indices: the returned [both sizes, hidden] rows live in the calling thread's
   // ForwardScratch. Under pipeline parallelism only stage 0's tensor-parallel rank 0 gets them

@@ -47,6 +47,19 @@ std::vector<float> ToFloat(kernels::WeightFormat format, int64_t rows, int64_t c
   return ToFloat(kernels::WeightMatrix{format, rows, cols, data});
 }
 
+// Expert e's pair out of A stacked per expert ([experts x rank, in]): its A rows as float32 and
+// the pair's shape and scale; B is the caller's to place.
+LoraWeights StackedExpertA(const kernels::WeightMatrix& stacked_a, int64_t e, int64_t rank,
+                           int64_t out, float scale) {
+  LoraWeights w;
+  w.rank = rank;
+  w.in = stacked_a.cols;
+  w.out = out;
+  w.scale = scale;
+  w.a = ToFloat(stacked_a.Rows(e * rank, rank));
+  return w;
+}
+
 // How a matrix pair is kept: 16-bit when the file holds both in the same 16-bit format.
 kernels::WeightFormat StoredFormat(kernels::WeightFormat a, kernels::WeightFormat b) {
   const bool half = a == kernels::WeightFormat::kF16 || a == kernels::WeightFormat::kBF16;
@@ -401,12 +414,7 @@ Status LoraAdapter::LoadPeft(const std::string& dir, const ModelConfig& config,
     const kernels::WeightMatrix as{a.format, a.shape[0], in, a.data};
     const std::vector<float> bf = ToFloat(b.format, out, b.shape[1], b.data);
     for (int64_t e = 0; e < E; ++e) {
-      LoraWeights w;
-      w.rank = rank;
-      w.in = in;
-      w.out = out;
-      w.scale = scale;
-      w.a = ToFloat(as.Rows(e * rank, rank));
+      LoraWeights w = StackedExpertA(as, e, rank, out, scale);
       std::vector<float> be(static_cast<size_t>(out * rank));
       for (int64_t o = 0; o < out; ++o) {
         // gpt-oss interleaves gate (even) and up (odd) outputs; the others put gate rows first.
@@ -519,12 +527,7 @@ Status LoraAdapter::LoadGguf(const std::string& path, const ModelConfig& config,
     const float scale = al != 0.0 ? static_cast<float>(al / static_cast<double>(rank)) : 1.0f;
     const kernels::WeightFormat stored = StoredFormat(a.format, b.format);
     for (int64_t e = 0; e < stack; ++e) {
-      LoraWeights w;
-      w.rank = rank;
-      w.in = in;
-      w.out = out;
-      w.scale = scale;
-      w.a = ToFloat(as.Rows(e * rank, rank));
+      LoraWeights w = StackedExpertA(as, e, rank, out, scale);
       std::vector<float> bf = ToFloat(bs.Rows(e * out, out));
       if (site == 0) {
         RADIX_RETURN_IF_ERROR(Place(path, layer, static_cast<LoraTarget>(target), std::move(w),
