@@ -5,7 +5,8 @@
 // taken back to back, never across sessions.
 //
 //   quant_kernels_bench [threads] [format] [n]   (default: 2 threads, every format and n)
-// A format name (Q4_K, Q6_K, ...) and a token count narrow the run, e.g. for a profiler.
+// A format name (Q4_K, Q6_K, ...) and a token count (any, not only the four above) narrow the
+// run, e.g. for a profiler or to compare tilings (RADIX_QUANT_TILES=expand|compact).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,8 +71,9 @@ void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n) {
     const auto bytes = RandomBlocks(format, rows, cols, rng);
     const kernels::WeightMatrix w{format, rows, cols, bytes.data()};
     const kernels::PackedWeight packed = kernels::Pack(table, &pool, w);
-    for (const int64_t n : {1, 4, 32, 512}) {
-      if (only_n > 0 && n != only_n) continue;
+    const std::vector<int64_t> counts =
+        only_n > 0 ? std::vector<int64_t>{only_n} : std::vector<int64_t>{1, 4, 32, 512};
+    for (const int64_t n : counts) {
       std::normal_distribution<float> dist(0.0f, 1.0f);
       std::vector<float> x(static_cast<size_t>(n * cols));
       for (float& v : x) v = dist(rng);

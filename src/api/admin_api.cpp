@@ -155,6 +155,15 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
     kernel_info["bf16_calibration_seconds"] = {{"widen_fma", kernel_choice.bf16_timing->widen_fma},
                                                {"dot_bf16", kernel_choice.bf16_timing->dot_bf16}};
   }
+  if (!kernel_choice.quant_tiles_source.empty()) {
+    kernel_info["quant_tiles"] = kernels::QuantTilesName(kernel_choice.quant_tiles);
+    kernel_info["quant_tiles_source"] = kernel_choice.quant_tiles_source;
+  }
+  if (kernel_choice.quant_tiles_timing) {
+    kernel_info["quant_tiles_calibration_seconds"] = {
+        {"expand", kernel_choice.quant_tiles_timing->expand},
+        {"compact", kernel_choice.quant_tiles_timing->compact}};
+  }
   info["kernels"] = kernel_info;
   info["frontend"] = "radixserve";  // SGLang answers "python" (or "rust")
   SendJson(*writer, 200, info);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +15,9 @@
 
 #include <fmt/format.h>
 
+#include "common/check.h"
 #include "common/log.h"
+#include "kernels/calibrate.h"
 #include "kernels/half.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant_matmul.h"
@@ -25,8 +26,9 @@ namespace radixserve::kernels {
 namespace {
 
 constexpr const char* kForceVariable = "RADIX_BF16_PRODUCT";
+constexpr const char* kForceTilesVariable = "RADIX_QUANT_TILES";
 // Bumped when the measured kernels change in a way that may reorder them.
-constexpr int kChoiceFormat = 1;
+constexpr int kChoiceFormat = 2;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -69,15 +71,21 @@ uint64_t Fnv1a(std::string_view text) {
 
 std::string CacheFile(const KernelChoiceInputs& inputs) {
   if (inputs.cache_dir.empty()) return "";
-  return fmt::format("{}/bf16-product-{:016x}.txt", inputs.cache_dir, Fnv1a(inputs.machine_key));
+  return fmt::format("{}/kernel-choice-{:016x}.txt", inputs.cache_dir, Fnv1a(inputs.machine_key));
 }
 
-// The cached measurement for this key, if the file holds one.
-std::optional<Bf16Timing> ReadCache(const std::string& path, const std::string& key) {
+// What a cache file holds for one key: either measurement may be missing.
+struct Measurements {
+  std::optional<Bf16Timing> bf16;
+  std::optional<QuantTilesTiming> tiles;
+};
+
+// The cached measurements for this key (none when the file is missing or holds another key).
+Measurements ReadCache(const std::string& path, const std::string& key) {
   std::ifstream in(path);
-  if (!in) return std::nullopt;
+  if (!in) return {};
   std::string line;
-  std::optional<double> widen, dot;
+  std::optional<double> widen, dot, expand, compact;
   bool key_matches = false;
   while (std::getline(in, line)) {
     const size_t eq = line.find('=');
@@ -86,17 +94,22 @@ std::optional<Bf16Timing> ReadCache(const std::string& path, const std::string& 
     if (name == "key") key_matches = value == key;
     char* end = nullptr;
     const double seconds = std::strtod(value.c_str(), &end);
-    const bool number = end != value.c_str() && *end == '\0' && seconds > 0.0;
-    if (name == "widen_fma_seconds" && number) widen = seconds;
-    if (name == "dot_bf16_seconds" && number) dot = seconds;
+    if (end == value.c_str() || *end != '\0' || !(seconds > 0.0)) continue;
+    if (name == "widen_fma_seconds") widen = seconds;
+    if (name == "dot_bf16_seconds") dot = seconds;
+    if (name == "quant_tiles_expand_seconds") expand = seconds;
+    if (name == "quant_tiles_compact_seconds") compact = seconds;
   }
-  if (!key_matches || !widen || !dot) return std::nullopt;
-  return Bf16Timing{*widen, *dot};
+  Measurements out;
+  if (!key_matches) return out;
+  if (widen && dot) out.bf16 = Bf16Timing{*widen, *dot};
+  if (expand && compact) out.tiles = QuantTilesTiming{*expand, *compact};
+  return out;
 }
 
-// Writes the measurement next to its final name and renames it into place, so concurrent
+// Writes the measurements next to their final name and renames them into place, so concurrent
 // starts never read half a file. Returns false (and the caller keeps going) when it cannot.
-bool WriteCache(const std::string& path, const std::string& key, const Bf16Timing& timing) {
+bool WriteCache(const std::string& path, const std::string& key, const Measurements& kept) {
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
   if (error) return false;
@@ -104,9 +117,16 @@ bool WriteCache(const std::string& path, const std::string& key, const Bf16Timin
   {
     std::ofstream out(temp, std::ios::trunc);
     if (!out) return false;
-    out << "key=" << key << "\n"
-        << fmt::format("widen_fma_seconds={:.17g}\ndot_bf16_seconds={:.17g}\n", timing.widen_fma,
-                       timing.dot_bf16);
+    out << "key=" << key << "\n";
+    if (kept.bf16) {
+      out << fmt::format("widen_fma_seconds={:.17g}\ndot_bf16_seconds={:.17g}\n",
+                         kept.bf16->widen_fma, kept.bf16->dot_bf16);
+    }
+    if (kept.tiles) {
+      out << fmt::format(
+          "quant_tiles_expand_seconds={:.17g}\nquant_tiles_compact_seconds={:.17g}\n",
+          kept.tiles->expand, kept.tiles->compact);
+    }
     if (!out.flush()) return false;
   }
   std::filesystem::rename(temp, path, error);
@@ -120,8 +140,18 @@ std::string UnknownProductError(std::string_view name) {
                      name);
 }
 
+// The error for a RADIX_QUANT_TILES value that names no tiling.
+std::string UnknownTilesError(std::string_view name) {
+  return fmt::format("{}={} is not a quantized tiling; use expand or compact", kForceTilesVariable,
+                     name);
+}
+
 Bf16Product Faster(const Bf16Timing& timing) {
   return timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma;
+}
+
+QuantTiles Faster(const QuantTilesTiming& timing) {
+  return timing.compact < timing.expand ? QuantTiles::kCompact : QuantTiles::kExpand;
 }
 
 }  // namespace
@@ -151,33 +181,22 @@ Bf16Timing MeasureBf16Products() {
   PackBf16Panels(w, nullptr, panels.data());
   std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));
 
-  using Clock = std::chrono::steady_clock;
-  // Seconds per call over a ~2 ms round.
-  const auto round = [&](Bf16Product product) {
-    const auto start = Clock::now();
-    int64_t calls = 0;
-    std::chrono::duration<double> elapsed{};
-    do {
-      Bf16PanelMatMulWith(product, nullptr, x.data(), kTokens, w, panels.data(), y.data());
-      ++calls;
-      elapsed = Clock::now() - start;
-    } while (elapsed.count() < 2e-3);
-    return elapsed.count() / static_cast<double>(calls);
-  };
-  round(Bf16Product::kWidenFma);  // warm the caches and the clocks
-  round(Bf16Product::kDotBf16);
-  Bf16Timing best{1e30, 1e30};
-  // Alternating rounds, so a burst of noise on the machine hits both; the best of each.
-  for (int i = 0; i < 6; ++i) {
-    best.widen_fma = std::min(best.widen_fma, round(Bf16Product::kWidenFma));
-    best.dot_bf16 = std::min(best.dot_bf16, round(Bf16Product::kDotBf16));
-  }
-  return best;
+  const auto [widen_fma, dot_bf16] = BestOfAlternatingRounds(
+      [&] {
+        Bf16PanelMatMulWith(Bf16Product::kWidenFma, nullptr, x.data(), kTokens, w, panels.data(),
+                            y.data());
+      },
+      [&] {
+        Bf16PanelMatMulWith(Bf16Product::kDotBf16, nullptr, x.data(), kTokens, w, panels.data(),
+                            y.data());
+      });
+  return Bf16Timing{widen_fma, dot_bf16};
 }
 
 KernelChoiceInputs ProcessKernelChoiceInputs() {
   KernelChoiceInputs inputs;
   inputs.forced_bf16_product = Env(kForceVariable);
+  inputs.forced_quant_tiles = Env(kForceTilesVariable);
   if (const std::string radix = Env("RADIX_CACHE"); !radix.empty()) {
     inputs.cache_dir = radix + "/kernels";
   } else if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) {
@@ -197,6 +216,7 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
   choice.table = table.name;
   choice.quantized = QuantMatMulVariant(table);
   choice.bf16_panels = table.name == "avx512" && Bf16PanelsSupported();
+  const bool tiles_apply = choice.quantized == "avx512_vnni";
   if (!inputs.forced_bf16_product.empty()) {
     const std::optional<Bf16Product> forced = ParseBf16Product(inputs.forced_bf16_product);
     if (!forced) {
@@ -205,23 +225,44 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
     }
     choice.bf16_product = *forced;
     choice.bf16_source = "forced";
-    return result;
   }
-  if (!choice.bf16_panels) return result;
-  choice.cache_file = CacheFile(inputs);
-  if (!choice.cache_file.empty()) {
-    if (std::optional<Bf16Timing> cached = ReadCache(choice.cache_file, inputs.machine_key)) {
-      choice.bf16_timing = cached;
-      choice.bf16_product = Faster(*cached);
-      choice.bf16_source = "cached";
+  if (!inputs.forced_quant_tiles.empty()) {
+    const std::optional<QuantTiles> forced = ParseQuantTiles(inputs.forced_quant_tiles);
+    if (!forced) {
+      result.error = UnknownTilesError(inputs.forced_quant_tiles);
       return result;
     }
+    choice.quant_tiles = *forced;
+    choice.quant_tiles_source = "forced";
   }
-  choice.bf16_timing = MeasureBf16Products();
-  choice.bf16_product = Faster(*choice.bf16_timing);
-  choice.bf16_source = "measured";
-  if (!choice.cache_file.empty() &&
-      !WriteCache(choice.cache_file, inputs.machine_key, *choice.bf16_timing)) {
+  const bool need_bf16 = choice.bf16_panels && choice.bf16_source.empty();
+  const bool need_tiles = tiles_apply && choice.quant_tiles_source.empty();
+  if (!need_bf16 && !need_tiles) return result;
+  choice.cache_file = CacheFile(inputs);
+  Measurements kept;
+  if (!choice.cache_file.empty()) kept = ReadCache(choice.cache_file, inputs.machine_key);
+  bool measured = false;
+  if (need_bf16) {
+    choice.bf16_source = kept.bf16 ? "cached" : "measured";
+    if (!kept.bf16) {
+      kept.bf16 = MeasureBf16Products();
+      measured = true;
+    }
+    choice.bf16_timing = kept.bf16;
+    choice.bf16_product = Faster(*kept.bf16);
+  }
+  if (need_tiles) {
+    choice.quant_tiles_source = kept.tiles ? "cached" : "measured";
+    if (!kept.tiles) {
+      kept.tiles = MeasureQuantTiles(table);
+      measured = true;
+    }
+    RADIX_CHECK(kept.tiles.has_value());
+    choice.quant_tiles_timing = kept.tiles;
+    choice.quant_tiles = Faster(*kept.tiles);
+  }
+  if (measured && !choice.cache_file.empty() &&
+      !WriteCache(choice.cache_file, inputs.machine_key, kept)) {
     RADIX_LOG_WARN("could not keep the kernel measurement in {}; it will be repeated next start",
                    choice.cache_file);
     choice.cache_file.clear();
@@ -231,8 +272,10 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
 
 std::string ValidateKernelChoiceEnvironment() {
   const std::string forced = Env(kForceVariable);
-  if (forced.empty() || ParseBf16Product(forced)) return "";
-  return UnknownProductError(forced);
+  if (!forced.empty() && !ParseBf16Product(forced)) return UnknownProductError(forced);
+  const std::string tiles = Env(kForceTilesVariable);
+  if (!tiles.empty() && !ParseQuantTiles(tiles)) return UnknownTilesError(tiles);
+  return "";
 }
 
 const KernelChoice& ActiveKernelChoice() {
@@ -241,7 +284,8 @@ const KernelChoice& ActiveKernelChoice() {
     KernelChoiceResult result = ChooseKernels(inputs);
     if (!result.error.empty()) {
       RADIX_LOG_WARN("{}; measuring instead", result.error);
-      inputs.forced_bf16_product.clear();
+      if (!ParseBf16Product(inputs.forced_bf16_product)) inputs.forced_bf16_product.clear();
+      if (!ParseQuantTiles(inputs.forced_quant_tiles)) inputs.forced_quant_tiles.clear();
       result = ChooseKernels(inputs);
     }
     return result.choice;
@@ -251,19 +295,36 @@ const KernelChoice& ActiveKernelChoice() {
 
 Bf16Product ActiveBf16Product() { return ActiveKernelChoice().bf16_product; }
 
+QuantTiles ActiveQuantTiles() { return ActiveKernelChoice().quant_tiles; }
+
 std::string DescribeKernelChoice(const KernelChoice& choice) {
   std::string text = fmt::format("Kernels: {} instruction set, quantized matmul {}", choice.table,
                                  choice.quantized.empty() ? "reference" : choice.quantized);
-  if (!choice.bf16_panels) return text + ", BF16 through the float matmul";
-  text += fmt::format(
-      ", BF16 panels with {} ({}", Bf16ProductName(choice.bf16_product),
-      choice.bf16_source == "forced" ? "forced by RADIX_BF16_PRODUCT" : choice.bf16_source);
-  if (choice.bf16_timing) {
-    text += fmt::format(": widen_fma {:.1f} us, dot_bf16 {:.1f} us per calibration call",
-                        choice.bf16_timing->widen_fma * 1e6, choice.bf16_timing->dot_bf16 * 1e6);
+  if (!choice.quant_tiles_source.empty()) {
+    text += fmt::format(" with {} tiles ({}", QuantTilesName(choice.quant_tiles),
+                        choice.quant_tiles_source == "forced" ? "forced by RADIX_QUANT_TILES"
+                                                              : choice.quant_tiles_source);
+    if (choice.quant_tiles_timing) {
+      text += fmt::format(": expand {:.1f} us, compact {:.1f} us per calibration call",
+                          choice.quant_tiles_timing->expand * 1e6,
+                          choice.quant_tiles_timing->compact * 1e6);
+    }
+    text += ")";
+  }
+  if (!choice.bf16_panels) {
+    text += ", BF16 through the float matmul";
+  } else {
+    text += fmt::format(
+        ", BF16 panels with {} ({}", Bf16ProductName(choice.bf16_product),
+        choice.bf16_source == "forced" ? "forced by RADIX_BF16_PRODUCT" : choice.bf16_source);
+    if (choice.bf16_timing) {
+      text += fmt::format(": widen_fma {:.1f} us, dot_bf16 {:.1f} us per calibration call",
+                          choice.bf16_timing->widen_fma * 1e6, choice.bf16_timing->dot_bf16 * 1e6);
+    }
+    text += ")";
   }
   if (!choice.cache_file.empty()) text += fmt::format("; kept in {}", choice.cache_file);
-  return text + ")";
+  return text;
 }
 
 }  // namespace radixserve::kernels

@@ -1,16 +1,22 @@
 // Which implementation each kernel family runs on this machine, and why.
 //
 // Some families have more than one implementation whose speed order depends on the CPU, not only
-// on its instruction sets: BF16 panels multiply by widening to f32 and two FMAs, or by one
-// vdpbf16ps (bf16_panels.h), and vdpbf16ps issues at a third of the FMA rate on Sapphire Rapids
-// but at full rate on Zen 4/5. Those are chosen by measurement: a short calibration (a few
-// milliseconds of each candidate on an in-cache problem, alternated, best of several rounds)
-// whose result is cached on disk, keyed by the CPU (brand string, family, model, stepping) and by
-// the binary (its path, size and modification time), so a restart on the same machine reuses it.
+// on its instruction sets:
+//   - BF16 panels multiply by widening to f32 and two FMAs, or by one vdpbf16ps (bf16_panels.h),
+//     and vdpbf16ps issues at a third of the FMA rate on Sapphire Rapids but at full rate on
+//     Zen 4/5;
+//   - the avx512_vnni quantized matmul runs several token tiles over a compact panel either by
+//     expanding it once into byte codes or by decoding it in every tile (quant_matmul.h's
+//     QuantTiles), a trade of decode instructions against bytes read per tile.
+// Those are chosen by measurement: a short calibration (a few milliseconds of each candidate on
+// an in-cache problem, alternated, best of several rounds) whose result is cached on disk, keyed
+// by the CPU (brand string, family, model, stepping) and by the binary (its path, size and
+// modification time), so a restart on the same machine reuses it.
 //
 // Forcing: RADIX_KERNELS=ref|avx2|avx512 chooses the instruction-set table (kernel_table.h);
-// RADIX_BF16_PRODUCT=widen_fma|dot_bf16 chooses the BF16 product without measuring. The choice
-// is logged at startup and reported by /server_info.
+// RADIX_BF16_PRODUCT=widen_fma|dot_bf16 chooses the BF16 product and
+// RADIX_QUANT_TILES=expand|compact the quantized tiles without measuring. The choice is logged at
+// startup and reported by /server_info.
 #pragma once
 
 #include <optional>
@@ -18,6 +24,7 @@
 #include <string_view>
 
 #include "kernels/bf16_panels.h"
+#include "kernels/quant_matmul.h"
 
 namespace radixserve::kernels {
 
@@ -41,7 +48,12 @@ struct KernelChoice {
   // How bf16_product was chosen: "forced", "measured", "cached", or "" without panels.
   std::string bf16_source;
   std::optional<Bf16Timing> bf16_timing;  // measured or read from the cache
-  std::string cache_file;                 // where the measurement is kept ("" when not kept)
+  // The avx512_vnni variant's token tiles; quant_tiles_source as bf16_source ("" when the
+  // variant is not avx512_vnni, which has nothing to choose).
+  QuantTiles quant_tiles = QuantTiles::kCompact;
+  std::string quant_tiles_source;
+  std::optional<QuantTilesTiming> quant_tiles_timing;
+  std::string cache_file;  // where the measurements are kept ("" when not kept)
 };
 
 // Where the choice comes from. Empty members mean "not set".
@@ -49,16 +61,18 @@ struct KernelChoiceInputs {
   std::string forced_bf16_product;  // RADIX_BF16_PRODUCT
   std::string cache_dir;            // directory for the cached measurements
   std::string machine_key;          // CPU and binary identity (the cache file's name)
+  std::string forced_quant_tiles;   // RADIX_QUANT_TILES
 };
 
-// The inputs of this process: RADIX_BF16_PRODUCT; the cache directory $RADIX_CACHE/kernels,
+// The inputs of this process: RADIX_BF16_PRODUCT, RADIX_QUANT_TILES; the cache directory
+// $RADIX_CACHE/kernels,
 // else $XDG_CACHE_HOME/radixserve/kernels, else $HOME/.cache/radixserve/kernels; the key of this
 // CPU and this binary.
 KernelChoiceInputs ProcessKernelChoiceInputs();
 
-// Chooses from `inputs`: a forced product, else the cached measurement for the key, else a new
-// measurement (written to the cache when the directory is writable). An unknown forced name is
-// an error naming the variable.
+// Chooses each family from `inputs`: a forced name, else the cached measurement for the key,
+// else a new measurement (written to the cache when the directory is writable). An unknown
+// forced name is an error naming the variable.
 struct KernelChoiceResult {
   KernelChoice choice;
   std::string error;
@@ -66,10 +80,12 @@ struct KernelChoiceResult {
 KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs);
 
 // The choice of this process, made once on first use (from ProcessKernelChoiceInputs()). An
-// invalid RADIX_BF16_PRODUCT is reported by ValidateKernelChoiceEnvironment before this runs.
+// invalid RADIX_BF16_PRODUCT or RADIX_QUANT_TILES is reported by ValidateKernelChoiceEnvironment
+// before this runs.
 const KernelChoice& ActiveKernelChoice();
 
-// "" when RADIX_BF16_PRODUCT is unset or names a product; otherwise the error message.
+// "" when RADIX_BF16_PRODUCT and RADIX_QUANT_TILES are unset or valid; otherwise the error
+// message.
 std::string ValidateKernelChoiceEnvironment();
 
 // One line for the startup log.

@@ -1,10 +1,14 @@
 #include "kernels/quant_matmul.h"
 
 #include <algorithm>
+#include <cstring>
+#include <random>
 
 #include "common/check.h"
 #include "kernels/bf16_panels.h"
+#include "kernels/calibrate.h"
 #include "kernels/float_matmul.h"
+#include "kernels/half.h"
 #include "kernels/ref/activation_quant.h"
 #include "kernels/x86/quant_kernels.h"
 
@@ -148,6 +152,11 @@ int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w) {
 
 void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
             const PackedWeight& w, float* y, ActivationMode mode) {
+  MatMulWithTiles(ActiveQuantTiles(), table, pool, x, n, w, y, mode);
+}
+
+void MatMulWithTiles(QuantTiles tiles, const KernelTable& table, ThreadPool* pool, const float* x,
+                     int64_t n, const PackedWeight& w, float* y, ActivationMode mode) {
   if (w.variant == kBf16PanelsVariant && w.packed() && mode == ActivationMode::kGgmlRounded &&
       table.name == "avx512") {
     Bf16PanelMatMul(pool, x, n, w.source, w.panels.data(), y);
@@ -171,7 +180,7 @@ void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t 
   if (n <= 0) return;
   RunQuantized(*variant, pool, x, n, w.source,
                [&](const ref::QuantizedActivations& a, int64_t begin, int64_t end) {
-                 variant->run_packed(w.source, w.panels.data(), a, begin, end, y);
+                 variant->run_packed(w.source, w.panels.data(), a, begin, end, y, tiles);
                });
 }
 
@@ -240,6 +249,7 @@ void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const M
     first[i + 1] = first[i] + panels * (jobs[i].n + kPanelTokens);
   }
   const int64_t total = first.back();
+  const QuantTiles tiles = ActiveQuantTiles();
   pool->RunOnAll([&](int index, int count) {
     const int64_t begin = total * index / count, end = total * (index + 1) / count;
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -250,9 +260,62 @@ void GroupedMatMul(const KernelTable& table, ThreadPool* pool, std::span<const M
       const int64_t hi = (std::min(end, first[i + 1]) - first[i] + cost - 1) / cost;
       if (lo >= hi) continue;
       const PackedWeight& w = *jobs[i].w;
-      variant->run_packed(w.source, w.panels.data(), activations[owner[i]], lo, hi, jobs[i].y);
+      variant->run_packed(w.source, w.panels.data(), activations[owner[i]], lo, hi, jobs[i].y,
+                          tiles);
     }
   });
+}
+
+std::string_view QuantTilesName(QuantTiles tiles) {
+  return tiles == QuantTiles::kCompact ? "compact" : "expand";
+}
+
+std::optional<QuantTiles> ParseQuantTiles(std::string_view name) {
+  if (name == "compact") return QuantTiles::kCompact;
+  if (name == "expand") return QuantTiles::kExpand;
+  return std::nullopt;
+}
+
+std::optional<QuantTilesTiming> MeasureQuantTiles(const KernelTable& table) {
+  const x86::QuantVariant* variant = VariantFor(table);
+  if (variant == nullptr || variant->name != "avx512_vnni") return std::nullopt;
+  // 128 panels of Q4_K over 2048 columns (2.4 MB: more than a core's L2 on the CPUs measured so
+  // far, so the panels stream from L3 as a model's weights stream from memory) and 32 tokens:
+  // the shape of a batched decode step's matrices, where the two tilings differ most. An
+  // in-L2 problem hides what decoding per tile saves (fewer bytes in flight per tile) and its
+  // result flipped between runs on Zen 5; this one chose the same in every run.
+  constexpr int64_t kRowsN = 2048, kColsN = 2048, kTokens = 32;
+  WeightMatrix w{WeightFormat::kQ4_K, kRowsN, kColsN, nullptr};
+  const int64_t block_bytes = *StorageBytes(w.format, 256);
+  std::vector<uint8_t> bytes(static_cast<size_t>(kRowsN * *StorageBytes(w.format, kColsN)));
+  // The speed does not depend on the codes: a cheap hash fills them.
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  }
+  for (size_t at = 0; at < bytes.size(); at += static_cast<size_t>(block_bytes)) {
+    // Normal half-precision d and dmin (arbitrary bytes could make infinities or subnormals).
+    const uint16_t scale = F32ToF16(0.01f);
+    std::memcpy(bytes.data() + at, &scale, sizeof(scale));
+    std::memcpy(bytes.data() + at + 2, &scale, sizeof(scale));
+  }
+  w.data = bytes.data();
+  std::vector<uint8_t> panels(static_cast<size_t>(variant->packed_bytes(w)));
+  const int64_t panel_count = PanelCount(*variant, w);
+  variant->pack(w, 0, panel_count, panels.data());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(kTokens * kColsN));
+  for (float& v : x) v = dist(rng);
+  ref::QuantizedActivations activations;
+  QuantizeFor(*variant, nullptr, x.data(), kTokens, w, activations);
+  std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));
+
+  const auto run = [&](QuantTiles tiles) {
+    variant->run_packed(w, panels.data(), activations, 0, panel_count, y.data(), tiles);
+  };
+  const auto [expand, compact] = BestOfAlternatingRounds([&] { run(QuantTiles::kExpand); },
+                                                         [&] { run(QuantTiles::kCompact); });
+  return QuantTilesTiming{expand, compact};
 }
 
 }  // namespace radixserve::kernels

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -32,12 +33,12 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
                  const WeightMatrix& w, float* y);
 
 // A weight matrix repacked once at load time into the integer variant's panel layout, which
-// saves the per-call transposition of rows into panels (most of the cost at decode). On
-// avx512_vnni, Q4_0, Q4_1, Q5_0 and Q8_0 keep their size (plus up to 15 padding rows); Q5_1 and
-// the K-quants, and every format on avx2, are stored as unpacked byte codes with float scales,
-// about 1.25 bytes per weight (2.2x a Q4_K matrix), trading memory for no per-call decoding. When
-// nothing is packed, `panels` stays empty and the overload below runs the source matrix. The memory
-// behind `source` must outlive the PackedWeight.
+// saves the per-call transposition of rows into panels (most of the cost at decode). Q4_0, Q4_1,
+// Q5_0, Q8_0 (avx512_vnni), Q4_K, Q5_K, Q6_K and MXFP4 are stored as compact panels near their
+// block size (plus up to 15 padding rows); the other formats as unpacked byte codes with float
+// scales, about 1.25 bytes per weight. When nothing is packed, `panels` stays empty and the
+// overload below runs the source matrix. The memory behind `source` must outlive the
+// PackedWeight.
 struct PackedWeight {
   WeightMatrix source;
   std::string_view variant;  // QuantMatMulVariant of the table it was packed for, "" if none
@@ -58,6 +59,37 @@ int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w);
 // were packed for this table's variant, else exactly MatMul(table, pool, x, n, w.source, y, mode).
 void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t n,
             const PackedWeight& w, float* y, ActivationMode mode = ActivationMode::kExact);
+
+// How the avx512_vnni variant runs the token tiles of a compact panel when there are more tokens
+// than one tile holds (kernel_choice.h measures which is faster on this CPU):
+//   kExpand:  the panel is expanded once into byte codes with float scales (about 1.25 bytes per
+//             weight) that every tile then reads: the decoding is paid once per panel;
+//   kCompact: every tile decodes the compact panel itself (nibbles and 6-bit scales, about half
+//             the bytes to read per tile), except Q6_K above kQ6CompactMaxTokens tokens, whose
+//             16-element sub-blocks give each decode only half the products to amortize over.
+// Both give the same results bit for bit. The avx2 variant always decodes per tile.
+enum class QuantTiles { kExpand, kCompact };
+inline constexpr int64_t kQ6CompactMaxTokens = 128;
+std::string_view QuantTilesName(QuantTiles tiles);
+std::optional<QuantTiles> ParseQuantTiles(std::string_view name);
+
+// The tiles of this process (kernel_choice.h's ActiveKernelChoice()).
+QuantTiles ActiveQuantTiles();
+
+// MatMul on a PackedWeight with the given tiles instead of ActiveQuantTiles() (for the
+// calibration and the tests).
+void MatMulWithTiles(QuantTiles tiles, const KernelTable& table, ThreadPool* pool, const float* x,
+                     int64_t n, const PackedWeight& w, float* y, ActivationMode mode);
+
+// Seconds per call of each tiling on the calibration problem (lower is faster).
+struct QuantTilesTiming {
+  double expand = 0.0;
+  double compact = 0.0;
+};
+// Runs the calibration on one thread: a Q4_K matrix in cache times 32 tokens (a batched decode
+// step), alternating rounds of both tilings, the best round of each. nullopt when `table` runs no
+// avx512_vnni variant (nothing to choose). Takes a few tens of milliseconds.
+std::optional<QuantTilesTiming> MeasureQuantTiles(const KernelTable& table);
 
 // One product of a group: y[n, w.rows] = x[n, w.cols] * W^T.
 struct MatMulJob {

@@ -256,9 +256,9 @@ int main(int argc, char** argv) {
   auto metrics_push = MetricsPushFromArgs(args);
   if (!metrics_push.ok()) return UsageError(metrics_push.status().message());
 
-  // The kernels this machine runs (the first start on a machine measures the BF16 products for a
-  // few milliseconds), chosen before any weight is packed; a bad RADIX_BF16_PRODUCT is a usage
-  // error.
+  // The kernels this machine runs (the first start on a machine measures the BF16 products and
+  // the quantized tiles for a few milliseconds), chosen before any weight is packed; a bad
+  // RADIX_BF16_PRODUCT or RADIX_QUANT_TILES is a usage error.
   if (std::string bad = rs::kernels::ValidateKernelChoiceEnvironment(); !bad.empty()) {
     return UsageError(bad);
   }

@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 
+import pytest
 import requests
 
 from server_util import BUILD, STORIES, free_port
@@ -85,17 +86,20 @@ def _cpu_flags():
 
 def test_server_info_reports_the_kernel_choice(tmp_path):
     """The startup log line and /server_info name the kernels this CPU runs; a forced BF16
-    product (RADIX_BF16_PRODUCT) is what both report, and a measurement is kept under
-    $RADIX_CACHE/kernels for the next start, which reuses it."""
+    product (RADIX_BF16_PRODUCT) or quantized tiling (RADIX_QUANT_TILES) is what both report,
+    and the measurements are kept under $RADIX_CACHE/kernels for the next start, which reuses
+    them."""
     from server_util import Server
     flags = _cpu_flags()
     avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
     want_set = "avx512" if avx512 else "avx2" if "avx2" in flags else "ref"
     bf16_panels = avx512 and "avx512_bf16" in flags
-    for forced in ("widen_fma", "dot_bf16", None):
+    vnni = avx512 and "avx512_vnni" in flags
+    for forced, forced_tiles in (("widen_fma", "expand"), ("dot_bf16", "compact"), (None, None)):
         env = {"RADIX_CACHE": str(tmp_path / "cache")}
         if forced:
             env["RADIX_BF16_PRODUCT"] = forced
+            env["RADIX_QUANT_TILES"] = forced_tiles
         srv = Server(STORIES, "--skip-server-warmup", env=env)
         try:
             kernels = requests.get(srv.url + "/server_info", timeout=30).json()["kernels"]
@@ -104,8 +108,20 @@ def test_server_info_reports_the_kernel_choice(tmp_path):
             assert srv.stop() == 0, srv.logs()
         assert kernels["instruction_set"] == want_set, kernels
         assert kernels["bf16_panels"] == bf16_panels, kernels
+        assert kernels["quantized_matmul"] == ("avx512_vnni" if vnni else "avx2" if want_set != "ref"
+                                               else ""), kernels
         line = next(l for l in log.splitlines() if "Kernels: " in l)
         assert f"{want_set} instruction set" in line, line
+        if not vnni:
+            assert "quant_tiles" not in kernels, kernels
+        elif forced_tiles:
+            assert kernels["quant_tiles"] == forced_tiles, kernels
+            assert kernels["quant_tiles_source"] == "forced", kernels
+            assert f"with {forced_tiles} tiles (forced by RADIX_QUANT_TILES)" in line, line
+        else:
+            assert kernels["quant_tiles_source"] == "measured", kernels
+            tile_times = kernels["quant_tiles_calibration_seconds"]
+            assert kernels["quant_tiles"] == min(tile_times, key=tile_times.get), kernels
         if forced:
             assert kernels["bf16_product"] == forced and kernels["bf16_product_source"] == "forced"
             assert f"BF16 panels with {forced} (forced by RADIX_BF16_PRODUCT)" in line or \
@@ -126,15 +142,23 @@ def test_server_info_reports_the_kernel_choice(tmp_path):
             assert again["bf16_product_source"] == "cached", again
             assert again["bf16_product"] == kernels["bf16_product"]
             assert again["bf16_calibration_seconds"] == times
+            if vnni:
+                assert again["quant_tiles_source"] == "cached", again
+                assert again["quant_tiles"] == kernels["quant_tiles"]
+                assert again["quant_tiles_calibration_seconds"] == \
+                    kernels["quant_tiles_calibration_seconds"]
 
 
-def test_unknown_bf16_product_is_a_usage_error():
+@pytest.mark.parametrize("variable, value, message", [
+    ("RADIX_BF16_PRODUCT", "fastest", "is not a BF16 product"),
+    ("RADIX_QUANT_TILES", "widest", "is not a quantized tiling"),
+])
+def test_unknown_forced_kernel_is_a_usage_error(variable, value, message):
     proc = subprocess.run(
         [str(BUILD / "radixserve"), "--model-path", str(STORIES), "--port", str(free_port())],
-        env=dict(os.environ, RADIX_BF16_PRODUCT="fastest"), capture_output=True, text=True,
-        timeout=60)
+        env=dict(os.environ, **{variable: value}), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert "RADIX_BF16_PRODUCT=fastest is not a BF16 product" in proc.stderr
+    assert f"{variable}={value} {message}" in proc.stderr
 
 
 def test_packed_weights_leave_their_source_pages():

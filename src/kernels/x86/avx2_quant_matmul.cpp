@@ -338,8 +338,10 @@ void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t
   }
 }
 
+// Compact panels are decoded by every token tile here whatever `tiles` says (QuantTiles chooses
+// for the avx512_vnni variant only).
 void RunPacked(const WeightMatrix& w, const uint8_t* packed, const ref::QuantizedActivations& a,
-               int64_t panel_begin, int64_t panel_end, float* y) {
+               int64_t panel_begin, int64_t panel_end, float* y, QuantTiles /*tiles*/) {
   const QuantFormatInfo info = FormatInfo(w.format, true);
   const int64_t panel_bytes = PackedPanelBytes(w);
   for (int64_t p = panel_begin; p < panel_end; ++p) {

@@ -19,6 +19,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/mxfp4.h"
+#include "kernels/quant_matmul.h"
 #include "kernels/ref/activation_quant.h"
 
 namespace radixserve::kernels::x86 {
@@ -121,7 +122,7 @@ struct QuantVariant {
                uint8_t* out) = nullptr;
   void (*run_packed)(const WeightMatrix& w, const uint8_t* packed,
                      const ref::QuantizedActivations& a, int64_t panel_begin, int64_t panel_end,
-                     float* y) = nullptr;
+                     float* y, QuantTiles tiles) = nullptr;
 };
 
 // ref::QuantizeActivationRows with AVX-512 (F/BW/VL/DQ); bit-identical results.

@@ -1,6 +1,6 @@
-// The per-machine kernel choice (kernels/kernel_choice.h): a forced BF16 product is used without
-// measuring, a bad name is an error naming the variable, and a measurement is kept on disk under
-// the machine's key and reused by the next choice with that key only.
+// The per-machine kernel choice (kernels/kernel_choice.h): a forced BF16 product or quantized
+// tiling is used without measuring, a bad name is an error naming the variable, and a measurement
+// is kept on disk under the machine's key and reused by the next choice with that key only.
 #include "kernels/kernel_choice.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "kernels/bf16_panels.h"
 #include "kernels/kernel_table.h"
+#include "kernels/quant_matmul.h"
 
 namespace radixserve::kernels {
 namespace {
@@ -39,7 +40,7 @@ TEST(KernelChoiceTest, ProductNamesRoundTrip) {
 
 TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
   TempDir dir;
-  KernelChoiceInputs inputs{"dot_bf16", dir.str(), "test machine"};
+  KernelChoiceInputs inputs{"dot_bf16", dir.str(), "test machine", "expand"};
   const KernelChoiceResult result = ChooseKernels(inputs);
   ASSERT_EQ(result.error, "");
   EXPECT_EQ(result.choice.bf16_product, Bf16Product::kDotBf16);
@@ -53,8 +54,70 @@ TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
   EXPECT_EQ(ChooseKernels(inputs).choice.bf16_product, Bf16Product::kWidenFma);
 }
 
+TEST(KernelChoiceTest, QuantTilesNamesRoundTrip) {
+  for (const QuantTiles tiles : {QuantTiles::kExpand, QuantTiles::kCompact}) {
+    EXPECT_EQ(ParseQuantTiles(QuantTilesName(tiles)), tiles);
+  }
+  EXPECT_FALSE(ParseQuantTiles("codes").has_value());
+}
+
+// Both families forced: nothing is measured and nothing is written.
+TEST(KernelChoiceTest, ForcedTilesAreUsedWithoutMeasuring) {
+  TempDir dir;
+  for (const QuantTiles tiles : {QuantTiles::kExpand, QuantTiles::kCompact}) {
+    const KernelChoiceResult result =
+        ChooseKernels({"widen_fma", dir.str(), "test machine", std::string(QuantTilesName(tiles))});
+    ASSERT_EQ(result.error, "");
+    EXPECT_EQ(result.choice.quant_tiles, tiles);
+    EXPECT_EQ(result.choice.quant_tiles_source, "forced");
+    EXPECT_FALSE(result.choice.quant_tiles_timing.has_value());
+    EXPECT_NE(DescribeKernelChoice(result.choice).find("forced by RADIX_QUANT_TILES"),
+              std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.str()));
+}
+
+TEST(KernelChoiceTest, UnknownForcedTilesNameTheVariable) {
+  const KernelChoiceResult result = ChooseKernels({"", "", "test machine", "wide"});
+  EXPECT_NE(result.error.find("RADIX_QUANT_TILES=wide"), std::string::npos) << result.error;
+  EXPECT_NE(result.error.find("compact"), std::string::npos) << result.error;
+}
+
+// The tiles are measured where the avx512_vnni variant runs (and only there): the faster is
+// chosen, kept beside the BF16 measurement, and a start that forced one family and measured the
+// other leaves a file the next start completes.
+TEST(KernelChoiceTest, TilesMeasurementIsKeptBesideTheBf16One) {
+  TempDir dir;
+  const bool vnni = QuantMatMulVariant(ActiveKernels()) == "avx512_vnni";
+  const KernelChoiceResult first = ChooseKernels({"dot_bf16", dir.str(), "machine D", ""});
+  ASSERT_EQ(first.error, "");
+  if (!vnni) {
+    EXPECT_EQ(first.choice.quant_tiles_source, "");
+    EXPECT_FALSE(MeasureQuantTiles(ActiveKernels()).has_value());
+    GTEST_SKIP() << "no avx512_vnni variant on this CPU: nothing to measure";
+  }
+  EXPECT_EQ(first.choice.quant_tiles_source, "measured");
+  ASSERT_TRUE(first.choice.quant_tiles_timing.has_value());
+  const QuantTilesTiming timing = *first.choice.quant_tiles_timing;
+  EXPECT_GT(timing.expand, 0.0);
+  EXPECT_GT(timing.compact, 0.0);
+  EXPECT_EQ(first.choice.quant_tiles,
+            timing.compact < timing.expand ? QuantTiles::kCompact : QuantTiles::kExpand);
+  ASSERT_TRUE(std::filesystem::exists(first.choice.cache_file)) << first.choice.cache_file;
+
+  const KernelChoiceResult second = ChooseKernels({"", dir.str(), "machine D", ""});
+  EXPECT_EQ(second.choice.quant_tiles_source, "cached");
+  EXPECT_EQ(second.choice.quant_tiles, first.choice.quant_tiles);
+  EXPECT_EQ(second.choice.bf16_source, Bf16PanelsSupported() ? "measured" : "");
+  const KernelChoiceResult third = ChooseKernels({"", dir.str(), "machine D", ""});
+  EXPECT_EQ(third.choice.quant_tiles_source, "cached");
+  EXPECT_EQ(third.choice.bf16_source, Bf16PanelsSupported() ? "cached" : "");
+  ASSERT_TRUE(third.choice.quant_tiles_timing.has_value());
+  EXPECT_NEAR(third.choice.quant_tiles_timing->compact, timing.compact, 1e-9 * timing.compact);
+}
+
 TEST(KernelChoiceTest, UnknownForcedProductNamesTheVariable) {
-  const KernelChoiceResult result = ChooseKernels({"fast", "", "test machine"});
+  const KernelChoiceResult result = ChooseKernels({"fast", "", "test machine", ""});
   EXPECT_NE(result.error.find("RADIX_BF16_PRODUCT=fast"), std::string::npos) << result.error;
   EXPECT_NE(result.error.find("widen_fma"), std::string::npos) << result.error;
 }
@@ -64,7 +127,7 @@ TEST(KernelChoiceTest, MeasurementIsKeptPerMachineKey) {
     GTEST_SKIP() << "no AVX512-BF16 panels on this CPU: nothing to measure";
   }
   TempDir dir;
-  const KernelChoiceInputs inputs{"", dir.str() + "/kernels", "machine A"};
+  const KernelChoiceInputs inputs{"", dir.str() + "/kernels", "machine A", ""};
   const KernelChoiceResult first = ChooseKernels(inputs);
   ASSERT_EQ(first.error, "");
   EXPECT_EQ(first.choice.bf16_source, "measured");
@@ -85,14 +148,14 @@ TEST(KernelChoiceTest, MeasurementIsKeptPerMachineKey) {
   EXPECT_NEAR(second.choice.bf16_timing->dot_bf16, timing.dot_bf16, 1e-9 * timing.dot_bf16);
 
   // Another CPU or binary: its own file, measured again.
-  const KernelChoiceResult other = ChooseKernels({"", dir.str() + "/kernels", "machine B"});
+  const KernelChoiceResult other = ChooseKernels({"", dir.str() + "/kernels", "machine B", ""});
   EXPECT_EQ(other.choice.bf16_source, "measured");
   EXPECT_NE(other.choice.cache_file, first.choice.cache_file);
 
   // A file whose key does not match (a hash collision, a hand edit) is not trusted.
   std::filesystem::copy_file(first.choice.cache_file, other.choice.cache_file,
                              std::filesystem::copy_options::overwrite_existing);
-  EXPECT_EQ(ChooseKernels({"", dir.str() + "/kernels", "machine B"}).choice.bf16_source,
+  EXPECT_EQ(ChooseKernels({"", dir.str() + "/kernels", "machine B", ""}).choice.bf16_source,
             "measured");
 }
 
@@ -100,7 +163,7 @@ TEST(KernelChoiceTest, UnwritableCacheStillChooses) {
   if (ActiveKernels().name != "avx512" || !Bf16PanelsSupported()) {
     GTEST_SKIP() << "no AVX512-BF16 panels on this CPU: nothing to measure";
   }
-  const KernelChoiceResult result = ChooseKernels({"", "/proc/radix-no-such-dir", "machine C"});
+  const KernelChoiceResult result = ChooseKernels({"", "/proc/radix-no-such-dir", "machine C", ""});
   EXPECT_EQ(result.choice.bf16_source, "measured");
   EXPECT_EQ(result.choice.cache_file, "");
 }

@@ -178,14 +178,19 @@ TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
       // At most ~1.1 bytes per weight (Q8_0: 1.06): near the block sizes, not 1.25-1.5.
       EXPECT_LE(static_cast<double>(packed.panels.size()),
                 1.1 * static_cast<double>((rows + 15) / 16 * 16 * cols));
-      // Every tile width of both variants, two tiles, and the count above which the AVX-512
-      // variant expands a compact panel into codes once.
-      for (int64_t n : {1, 2, 3, 4, 7, 9, 20}) {
+      // Every tile width of both variants, two tiles, the count above which the AVX-512
+      // variant's kExpand tiles expand a compact panel into codes once, the one above which its
+      // kCompact tiles expand Q6_K, and more than one block of 256 tokens; with both tilings.
+      for (int64_t n : {1, 2, 3, 4, 7, 9, 20, 131, 300}) {
         const auto x = RandomActivations(n, cols, rng);
         std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
         ASSERT_TRUE(QuantMatMul(*table, nullptr, x.data(), n, w, want.data()));
-        MatMul(*table, nullptr, x.data(), n, packed, got.data(), ActivationMode::kGgmlRounded);
-        EXPECT_EQ(got, want) << "n=" << n;
+        for (const QuantTiles tiles : {QuantTiles::kExpand, QuantTiles::kCompact}) {
+          std::fill(got.begin(), got.end(), 0.0f);
+          MatMulWithTiles(tiles, *table, nullptr, x.data(), n, packed, got.data(),
+                          ActivationMode::kGgmlRounded);
+          EXPECT_EQ(got, want) << "n=" << n << " tiles " << QuantTilesName(tiles);
+        }
       }
     }
   }

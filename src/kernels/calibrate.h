@@ -1,0 +1,41 @@
+// Timing two implementations of one kernel against each other for kernel_choice.h: how long a
+// call takes, measured so that noise on a shared machine is unlikely to decide the order.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <utility>
+
+namespace radixserve::kernels {
+
+// Seconds per call of `call`, over a round of calls lasting at least ~2 ms.
+template <class Call>
+double SecondsPerCall(Call&& call) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int64_t calls = 0;
+  std::chrono::duration<double> elapsed{};
+  do {
+    call();
+    ++calls;
+    elapsed = Clock::now() - start;
+  } while (elapsed.count() < 2e-3);
+  return elapsed.count() / static_cast<double>(calls);
+}
+
+// Seconds per call of a and of b: one round of each to warm the caches and the clocks, then six
+// alternating rounds (so a burst of noise hits both), the best round of each.
+template <class A, class B>
+std::pair<double, double> BestOfAlternatingRounds(A&& a, B&& b) {
+  SecondsPerCall(a);
+  SecondsPerCall(b);
+  std::pair<double, double> best{1e30, 1e30};
+  for (int i = 0; i < 6; ++i) {
+    best.first = std::min(best.first, SecondsPerCall(a));
+    best.second = std::min(best.second, SecondsPerCall(b));
+  }
+  return best;
+}
+
+}  // namespace radixserve::kernels
