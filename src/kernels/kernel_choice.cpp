@@ -232,8 +232,14 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
       result.error = UnknownTilesError(inputs.forced_quant_tiles);
       return result;
     }
-    choice.quant_tiles = *forced;
-    choice.quant_tiles_source = "forced";
+    if (tiles_apply) {
+      choice.quant_tiles = *forced;
+      choice.quant_tiles_source = "forced";
+    } else {
+      RADIX_LOG_WARN("{} has no effect here: the {} matmul has one way to run its tiles",
+                     kForceTilesVariable,
+                     choice.quantized.empty() ? "reference" : choice.quantized);
+    }
   }
   const bool need_bf16 = choice.bf16_panels && choice.bf16_source.empty();
   const bool need_tiles = tiles_apply && choice.quant_tiles_source.empty();
