@@ -159,9 +159,15 @@ struct Lookahead {
   }
 }
 
-// The share of a Lookahead each of `subs` sub-blocks fetches: whole cache lines.
-int64_t NextChunk(const Lookahead& ahead, int64_t subs) {
-  return ((ahead.bytes + subs - 1) / subs + 63) / 64 * 64;
+// `panel` reading the next panel of `ahead` into L2 as it goes, a whole-cache-line share per
+// each of its `subs` sub-blocks (unchanged when there is nothing to fetch).
+template <class Panel>
+Panel FetchingAhead(Panel panel, const Lookahead& ahead, int64_t subs) {
+  if (ahead.next != nullptr && subs > 0) {
+    panel.next = ahead.next;
+    panel.next_chunk = ((ahead.bytes + subs - 1) / subs + 63) / 64 * 64;
+  }
+  return panel;
 }
 
 struct CodePanel {  // unpacked bytes (see quant_kernels.h)
@@ -400,11 +406,7 @@ RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t*
                                      float* y, int64_t ldy, __mmask16 mask, Lookahead ahead = {}) {
   const CodePanel codes{panel, PanelSubBytes(info.sub, kRows),
                         tokens.end - tokens.begin <= kMaxTokens};
-  CodePanel first = codes;
-  if (ahead.next != nullptr && a.subs > 0) {
-    first.next = ahead.next;
-    first.next_chunk = NextChunk(ahead, a.subs);
-  }
+  const CodePanel first = FetchingAhead(codes, ahead, a.subs);
   if (info.sub == 16) return AllTokens<CodePanel, 4, false>(first, codes, a, tokens, y, ldy, mask);
   if (info.has_min) return AllTokens<CodePanel, 8, true>(first, codes, a, tokens, y, ldy, mask);
   AllTokens<CodePanel, 8, false>(first, codes, a, tokens, y, ldy, mask);
@@ -426,10 +428,13 @@ RADIX_AVX512_VNNI void ExpandCompact(const Panel& source, int64_t subs, uint8_t*
   }
 }
 
+// Token count above which kExpand tiles expand a compact panel to codes once.
+constexpr int64_t kExpandTokens = 16;
+
 // Token count above which a compact panel is expanded to codes once rather than decoded per
 // tile (quant_matmul.h's QuantTiles).
 int64_t ExpandAbove(WeightFormat format, QuantTiles tiles) {
-  if (tiles == QuantTiles::kExpand) return 16;
+  if (tiles == QuantTiles::kExpand) return kExpandTokens;
   return format == WeightFormat::kQ6_K ? kQ6CompactMaxTokens : std::numeric_limits<int64_t>::max();
 }
 
@@ -441,11 +446,9 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
                                          float* y, int64_t ldy, __mmask16 mask, Lookahead ahead,
                                          QuantTiles tiles) {
   if (tokens.end - tokens.begin <= ExpandAbove(format, tiles)) {
-    Panel first = panel;
-    if (tokens.end - tokens.begin > kMaxTokens && ahead.next != nullptr && a.subs > 0) {
-      first.next = ahead.next;
-      first.next_chunk = NextChunk(ahead, a.subs);
-    }
+    // A single tile streams the panel once: only several tiles leave time to fetch the next.
+    const Panel first =
+        tokens.end - tokens.begin > kMaxTokens ? FetchingAhead(panel, ahead, a.subs) : panel;
     return AllTokens<Panel, KW, kMin>(first, panel, a, tokens, y, ldy, mask);
   }
   thread_local std::vector<uint8_t> codes;
@@ -524,6 +527,7 @@ RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivation
     const __mmask16 mask = RowMask(w.rows, row0);
     if (PerCallCompact(w.format)) {
       PackCompactPanel(w, row0, panel.data());
+      // The per-call path (weights left unpacked) keeps the expanding tiles it always had.
       CompactAllTokens(w.format, panel.data(), a, {0, a.n}, y + row0, w.rows, mask,
                        QuantTiles::kExpand);
     } else {
