@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
   }
   if (all || std::strcmp(argv[1], "attention-1b") == 0) {
     // Llama-3.2-1B's (32 / 8 heads, 16 layers) at the depths of issue 18's targets.
-    radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, {KvType::kBF16}, {2048, 8192},
+    radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, {KvType::kBF16},
+                               {256, 2048, 8192},
                                /*shuffled=*/false);
   }
   return 0;

@@ -115,7 +115,8 @@ float RangeMax(const float* x, int64_t n) {
   return *std::max_element(m, m + 8);
 }
 
-constexpr AttentionKernels kRef{"ref", RefGather, RefExpTile, RefAccumulate, RefStore};
+constexpr AttentionKernels kRef{"ref",    RefGather, RefExpTile, RefAccumulate,
+                                RefStore, nullptr,   nullptr,    nullptr};
 
 }  // namespace
 
@@ -175,6 +176,18 @@ const AttentionKernels& AttentionKernelsFor(const KernelTable& table) {
   return k != nullptr ? *k : kRef;
 }
 
+// Reads rows in place (AttentionKernels::scores, accumulate_rows) when a chunk's slots lie in
+// runs of at least kMinRun consecutive slots on average: such rows stream, from the hardware
+// prefetchers and the next-tile fetches. Scattered rows (a pool after much churn) come faster
+// through gather's many independent loads. Both give the same bits.
+constexpr int64_t kMinRun = 8;
+
+bool RowsInRuns(const int32_t* slots, int64_t begin, int64_t end) {
+  int64_t breaks = 0;
+  for (int64_t j = begin + 1; j < end; ++j) breaks += slots[j] != slots[j - 1] + 1 ? 1 : 0;
+  return breaks * kMinRun <= end - begin;
+}
+
 // Bytes of gathered floats one pass of AttendChunkHeads keeps (within a 32 KB L1 data cache
 // beside the queries and scores).
 constexpr int64_t kGatherBytes = 32 * 1024;
@@ -190,8 +203,13 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
   // A tile's gathered keys for all heads should stay in L1 (the score and accumulate passes
   // read them back): at most kGatherBytes of floats per pass. int8 rows keep a scale after each
   // head's codes, so they are gathered one head at a time.
+  const AttentionKernels& ak = AttentionKernelsFor(table);
+  // Rows read in place are never staged, so all heads go in one pass.
+  const bool direct = ak.reads_direct != nullptr && ak.reads_direct(k_cache.type, d) &&
+                      RowsInRuns(kv_slots, key_begin, key_end);
   const int per_pass =
-      head_elements != d
+      direct ? heads
+      : head_elements != d
           ? 1
           : static_cast<int>(std::max<int64_t>(1, kGatherBytes / (kKeyTile * d * 4)));
   if (heads > per_pass) {
@@ -202,7 +220,6 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
     }
     return;
   }
-  const AttentionKernels& ak = AttentionKernelsFor(table);
   const FloatGemmKernels& gk = FloatKernelsFor(table);
   const QueryBlock& first = blocks[0];
   const int64_t nq = first.nq;
@@ -211,7 +228,7 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
   const int64_t width = heads * d;  // gathered floats per key: the heads side by side
   // One buffer for a tile's keys, then (once the scores are computed) its values.
   thread_local std::vector<float> rows, scores;
-  rows.resize(static_cast<size_t>(kKeyTile * width));
+  if (!direct) rows.resize(static_cast<size_t>(kKeyTile * width));
   scores.resize(static_cast<size_t>(heads * kKeyTile * nq));
   for (int h = 0; h < heads; ++h) {
     RADIX_CHECK(blocks[h].nq == nq && blocks[h].kv_head == first.kv_head + h);
@@ -219,17 +236,58 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
     std::fill(l[h], l[h] + nq, 0.0f);
     std::fill(acc[h], acc[h] + nq * d, 0.0f);
   }
+  // Direct reads take the heads' queries side by side.
+  const float* queries = first.q;
+  if (direct) {
+    thread_local std::vector<float> side_by_side;
+    bool adjacent = true;
+    for (int h = 1; h < heads; ++h) adjacent = adjacent && blocks[h].q == first.q + h * nq * d;
+    if (!adjacent) {
+      side_by_side.resize(static_cast<size_t>(heads * nq * d));
+      for (int h = 0; h < heads; ++h) {
+        std::copy(blocks[h].q, blocks[h].q + nq * d, side_by_side.begin() + h * nq * d);
+      }
+      queries = side_by_side.data();
+    }
+  }
+  // Direct reads fetch the next tile's rows while this one computes, past the chunk's end too
+  // (up to the last key any query sees: the sequence's next chunk, usually this thread's next).
+  int64_t seen_end = key_end;
+  for (int64_t i = 0; i < nq; ++i) seen_end = std::max(seen_end, first.last[i] + 1);
+  if (direct) {
+    // The first tile's rows, which no earlier tile of this call fetched: all requested at once.
+    const int64_t count = std::min(kKeyTile, key_end - key_begin);
+    const int64_t bytes = width * static_cast<int64_t>(KvTypeSize(k_cache.type));
+    for (const KvBuffer* cache : {&k_cache, &v_cache}) {
+      for (int64_t j = key_begin; j < key_begin + count; ++j) {
+        const char* row = static_cast<const char*>(cache->data) +
+                          (static_cast<int64_t>(kv_slots[j]) * slot_stride + offset) *
+                              static_cast<int64_t>(KvTypeSize(k_cache.type));
+        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+      }
+    }
+  }
   for (int64_t j0 = key_begin; j0 < key_end; j0 += kKeyTile) {
     const int64_t nk = std::min(kKeyTile, key_end - j0);
+    const int64_t next_end = std::min(seen_end, j0 + 2 * kKeyTile);
     bool any = false;
     for (int64_t i = 0; i < nq && !any; ++i) any = first.first[i] < j0 + nk && first.last[i] >= j0;
     if (!any) continue;
-    ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset,
-              width, rows.data());
+    const int32_t* next = kv_slots + j0 + kKeyTile;
+    const int64_t next_count = std::max<int64_t>(0, next_end - j0 - kKeyTile);
+    if (direct) {
+      ak.scores(queries, heads, nq, k_cache.data, k_cache.type, kv_slots + j0, nk, slot_stride,
+                offset, d, next, next_count, scores.data());
+    } else {
+      ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset,
+                width, rows.data());
+    }
     for (int h = 0; h < heads; ++h) {
       float* head_scores = scores.data() + h * kKeyTile * nq;
-      gk.gemm(blocks[h].q, d, nq, rows.data() + h * d, WeightFormat::kF32, width * 4, d, 0, nk,
-              head_scores, kKeyTile);
+      if (!direct) {
+        gk.gemm(blocks[h].q, d, nq, rows.data() + h * d, WeightFormat::kF32, width * 4, d, 0, nk,
+                head_scores, kKeyTile);
+      }
       for (int64_t i = 0; i < nq; ++i) {
         float* s = head_scores + i * kKeyTile;
         const int64_t lo = std::max(first.first[i], j0) - j0;
@@ -260,6 +318,11 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
         }
         mi = m_new;
       }
+    }
+    if (direct) {
+      ak.accumulate_rows(scores.data(), heads, nq, v_cache.data, v_cache.type, kv_slots + j0, nk,
+                         slot_stride, offset, d, next, next_count, acc);
+      continue;
     }
     ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset,
               width, rows.data());

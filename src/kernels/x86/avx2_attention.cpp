@@ -230,7 +230,8 @@ RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, float scale,
 }  // namespace
 
 const AttentionKernels& Avx2AttentionTable() {
-  static const AttentionKernels table{"avx2", Gather, ExpTile, Accumulate, Store};
+  static const AttentionKernels table{"avx2", Gather,  ExpTile, Accumulate,
+                                      Store,  nullptr, nullptr, nullptr};
   return table;
 }
 

@@ -4,9 +4,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "common/check.h"
 #include "kernels/attention.h"
 #include "kernels/x86/simd.h"
 
@@ -138,6 +140,246 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
   if (q < nq) AccumulateRows<1>(p + q * kKeyTile, v, ldv, nk, d, acc + q * d);
 }
 
+// Direct reads (AttentionKernels::scores and accumulate_rows). A row's d columns are read 32 at a
+// time, as two vectors in column order whatever the type (bf16 halves are moved into the high
+// half of each lane by one word permute per 16 columns), so the same values give the same bits
+// from an f32, a bf16 or an f16 cache.
+template <KvType T>
+constexpr size_t KvSize() {
+  return T == KvType::kF32 ? 4 : 2;
+}
+
+template <KvType T>
+RADIX_AVX512 inline const void* RowAt(const void* base, const int32_t* slots, int64_t j,
+                                      int64_t slot_stride, int64_t offset) {
+  return static_cast<const char*>(base) + (static_cast<int64_t>(slots[j]) * slot_stride + offset) *
+                                              static_cast<int64_t>(KvSize<T>());
+}
+
+template <KvType T>
+RADIX_AVX512 inline void LoadPair(const void* row, int64_t c, __m512& lo, __m512& hi) {
+  if constexpr (T == KvType::kF32) {
+    const float* p = static_cast<const float*>(row) + c;
+    lo = _mm512_loadu_ps(p);
+    hi = _mm512_loadu_ps(p + 16);
+  } else if constexpr (T == KvType::kF16) {
+    const uint16_t* p = static_cast<const uint16_t*>(row) + c;
+    lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+  } else {
+    // Word 2i + 1 of the result takes half i (lo) or 16 + i (hi); the even words are zeroed.
+    const __m512i first = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7,
+                                           0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+    const __m512i second = _mm512_add_epi16(first, _mm512_set1_epi16(16));
+    const __m512i w = _mm512_loadu_si512(static_cast<const uint16_t*>(row) + c);
+    constexpr __mmask32 kOdd = 0xAAAAAAAAu;
+    lo = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kOdd, first, w));
+    hi = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kOdd, second, w));
+  }
+}
+
+// Fetches the `bytes` of row i at `offset` ahead of their use. Inline, with the element size
+// known, so that the loops around it keep their accumulators in registers.
+template <KvType T>
+RADIX_AVX512 inline void PrefetchRowOf(const void* base, const int32_t* slots, int64_t i,
+                                       int64_t nk, int64_t slot_stride, int64_t offset,
+                                       int64_t bytes) {
+  if (i >= nk) return;
+  const char* row = static_cast<const char*>(RowAt<T>(base, slots, i, slot_stride, offset));
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 2);  // into L2
+}
+
+// Scores of C pairs (d = 32 C) for `heads` heads side by side in each row: keys outermost, so a
+// row's heads are read in one sequential run. R keys of a head are widened into registers once
+// (R * 2C <= 16 vectors) and each of the head's queries is multiplied against them; lane sums go
+// four at a time through Reduce4, so a score's additions are the same whatever the tile around it.
+template <KvType T, int C>
+RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* base,
+                           const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
+                           const int32_t* ahead, int64_t ahead_count, float* s) {
+  constexpr int V = 2 * C;
+  constexpr int R = V <= 4 ? 4 : 16 / V;
+  constexpr int QB = 4 / R;  // queries per Reduce4
+  constexpr int64_t d = 32 * C;
+  const int64_t run = heads * d * static_cast<int64_t>(KvSize<T>());
+  for (int64_t j = 0; j < nk; j += R) {
+    for (int r = 0; r < R; ++r)
+      PrefetchRowOf<T>(base, ahead, j + r, ahead_count, slot_stride, offset, run);
+    for (int h = 0; h < heads; ++h) {
+      const float* qh = q + h * nq * d;
+      float* sh = s + h * nq * kKeyTile;
+      __m512 k[R][V];
+      for (int r = 0; r < R; ++r) {
+        if (j + r < nk) {
+          const void* row = RowAt<T>(base, slots, j + r, slot_stride, offset + h * d);
+          for (int p = 0; p < C; ++p) LoadPair<T>(row, 32 * p, k[r][2 * p], k[r][2 * p + 1]);
+        } else {
+          for (int v = 0; v < V; ++v) k[r][v] = _mm512_setzero_ps();
+        }
+      }
+      for (int64_t i = 0; i < nq; i += QB) {
+        __m512 acc[4];
+        for (int b = 0; b < QB; ++b) {
+          const float* qi = qh + std::min<int64_t>(i + b, nq - 1) * d;
+          for (int r = 0; r < R; ++r) {
+            // From zero, as the float GEMM's tiles: the same bits as a GEMM over gathered rows.
+            __m512 a = _mm512_fmadd_ps(k[r][0], _mm512_loadu_ps(qi), _mm512_setzero_ps());
+            for (int v = 1; v < V; ++v)
+              a = _mm512_fmadd_ps(k[r][v], _mm512_loadu_ps(qi + 16 * v), a);
+            acc[b * R + r] = a;
+          }
+        }
+        const __m128 sums = Reduce4(acc[0], acc[1], acc[2], acc[3]);
+        if constexpr (R == 4) {
+          _mm_storeu_ps(sh + i * kKeyTile + j, sums);
+        } else {
+          alignas(16) float out[4];
+          _mm_store_ps(out, sums);
+          for (int b = 0; b < QB && i + b < nq; ++b)
+            for (int r = 0; r < R; ++r) sh[(i + b) * kKeyTile + j + r] = out[b * R + r];
+        }
+      }
+    }
+  }
+}
+
+// Value sums of Q queries over CB pairs of columns starting at column c0 (2 CB vectors per row),
+// keys [j0, j1).
+template <KvType T, int CB, int Q>
+RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, const int32_t* slots,
+                                  int64_t j0, int64_t j1, int64_t slot_stride, int64_t offset,
+                                  int64_t d, int64_t c0, float* acc) {
+  constexpr int V = 2 * CB;
+  __m512 a[Q][V];
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * d + c0 + 16 * x);
+  for (int64_t j = j0; j < j1; ++j) {
+    __m512 v[V];
+    const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
+    for (int b = 0; b < CB; ++b) LoadPair<T>(row, c0 + 32 * b, v[2 * b], v[2 * b + 1]);
+    for (int q = 0; q < Q; ++q) {
+      const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
+      for (int x = 0; x < V; ++x) a[q][x] = _mm512_fmadd_ps(w, v[x], a[q][x]);
+    }
+  }
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < V; ++x) _mm512_storeu_ps(acc + q * d + c0 + 16 * x, a[q][x]);
+}
+
+// Value sums of `heads` heads, one head at a time over all the tile's keys (each head's
+// accumulators are loaded and stored once). The next tile's rows are requested a share per head,
+// so that the requests spread over the tile's work.
+template <KvType T, int C>
+RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base,
+                               const int32_t* slots, int64_t nk, int64_t slot_stride,
+                               int64_t offset, const int32_t* ahead, int64_t ahead_count,
+                               float* const* acc) {
+  constexpr int CB = C < 4 ? C : 4;   // at most 8 vectors of a row at once
+  constexpr int Q = CB <= 2 ? 4 : 2;  // Q * 2 CB accumulators + 2 CB values
+  constexpr int64_t d = 32 * C;
+  const int64_t run = heads * d * static_cast<int64_t>(KvSize<T>());
+  for (int h = 0; h < heads; ++h) {
+    for (int64_t j = ahead_count * h / heads; j < ahead_count * (h + 1) / heads; ++j)
+      PrefetchRowOf<T>(base, ahead, j, ahead_count, slot_stride, offset, run);
+    const float* ph = p + h * nq * kKeyTile;
+    const int64_t oh = offset + h * d;
+    for (int64_t c0 = 0; c0 < d; c0 += 32 * CB) {
+      for (int64_t i = 0; i < nq; i += Q) {
+        const float* pi = ph + i * kKeyTile;
+        float* ai = acc[h] + i * d;
+        switch (std::min<int64_t>(Q, nq - i)) {
+          case 4:
+            if constexpr (Q >= 4) {
+              AccumulateBlock<T, CB, 4>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+              break;
+            }
+            [[fallthrough]];
+          case 3:
+            if constexpr (Q >= 3) {
+              AccumulateBlock<T, CB, 3>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+              break;
+            }
+            [[fallthrough]];
+          case 2:
+            AccumulateBlock<T, CB, 2>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+            break;
+          default:
+            AccumulateBlock<T, CB, 1>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+            break;
+        }
+      }
+    }
+  }
+}
+
+RADIX_AVX512 bool ReadsDirect(KvType type, int64_t d) {
+  const bool type_ok = type == KvType::kF32 || type == KvType::kBF16 || type == KvType::kF16;
+  return type_ok && (d == 32 || d == 64 || d == 128 || d == 256);
+}
+
+// Dispatch on (type, d) for a kernel template K<T, C>.
+template <template <KvType, int> class K, typename... Args>
+RADIX_AVX512 void ForTypeAndDim(KvType type, int64_t d, Args... args) {
+  auto by_dim = [&]<KvType T>() {
+    switch (d) {
+      case 32:
+        return K<T, 1>::Run(args...);
+      case 64:
+        return K<T, 2>::Run(args...);
+      case 128:
+        return K<T, 4>::Run(args...);
+      default:
+        return K<T, 8>::Run(args...);
+    }
+  };
+  switch (type) {
+    case KvType::kF32:
+      return by_dim.template operator()<KvType::kF32>();
+    case KvType::kF16:
+      return by_dim.template operator()<KvType::kF16>();
+    default:
+      return by_dim.template operator()<KvType::kBF16>();
+  }
+}
+
+template <KvType T, int C>
+struct ScoresKernel {
+  RADIX_AVX512 static void Run(const float* q, int heads, int64_t nq, const void* base,
+                               const int32_t* slots, int64_t nk, int64_t slot_stride,
+                               int64_t offset, const int32_t* ahead, int64_t ahead_count,
+                               float* s) {
+    ScoresAs<T, C>(q, heads, nq, base, slots, nk, slot_stride, offset, ahead, ahead_count, s);
+  }
+};
+
+template <KvType T, int C>
+struct AccumulateKernel {
+  RADIX_AVX512 static void Run(const float* p, int heads, int64_t nq, const void* base,
+                               const int32_t* slots, int64_t nk, int64_t slot_stride,
+                               int64_t offset, const int32_t* ahead, int64_t ahead_count,
+                               float* const* acc) {
+    AccumulateAs<T, C>(p, heads, nq, base, slots, nk, slot_stride, offset, ahead, ahead_count, acc);
+  }
+};
+
+RADIX_AVX512 void Scores(const float* q, int heads, int64_t nq, const void* base, KvType type,
+                         const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
+                         int64_t d, const int32_t* ahead, int64_t ahead_count, float* s) {
+  RADIX_CHECK(ReadsDirect(type, d));
+  ForTypeAndDim<ScoresKernel>(type, d, q, heads, nq, base, slots, nk, slot_stride, offset, ahead,
+                              ahead_count, s);
+}
+
+RADIX_AVX512 void AccumulateRowsDirect(const float* p, int heads, int64_t nq, const void* base,
+                                       KvType type, const int32_t* slots, int64_t nk,
+                                       int64_t slot_stride, int64_t offset, int64_t d,
+                                       const int32_t* ahead, int64_t ahead_count,
+                                       float* const* acc) {
+  RADIX_CHECK(ReadsDirect(type, d));
+  ForTypeAndDim<AccumulateKernel>(type, d, p, heads, nq, base, slots, nk, slot_stride, offset,
+                                  ahead, ahead_count, acc);
+}
+
 RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {
   if (IsFp8(type) || type == KvType::kInt8) {
     return Avx2AttentionTable().store(src, count, type, scale, dst);
@@ -174,7 +416,8 @@ RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scal
 }  // namespace
 
 const AttentionKernels& Avx512AttentionTable() {
-  static const AttentionKernels table{"avx512", Gather, ExpTile, Accumulate, Store};
+  static const AttentionKernels table{"avx512", Gather,      ExpTile, Accumulate,
+                                      Store,    ReadsDirect, Scores,  AccumulateRowsDirect};
   return table;
 }
 

@@ -78,4 +78,16 @@ RADIX_AVX512 inline __m512 Exp(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// Lane sums of four vectors, {sum a, sum b, sum c, sum d}. Every vector goes through the same
+// addition tree whatever its companions, so a result never depends on the tile shape.
+RADIX_AVX512 inline __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
+  const __m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
+                                    _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
 }  // namespace radixserve::kernels::x86

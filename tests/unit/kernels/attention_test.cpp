@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/float_matmul.h"
 #include "kernels/fp8.h"
 #include "kernels/half.h"
 
@@ -147,10 +148,8 @@ struct Case {
 
 TEST(AttentionTest, EveryVariantAndKvTypeMatchesADoublePrecisionSoftmax) {
   std::mt19937 rng(5);
-  const Case cases[] = {{64, 3, 1, 0, 0.0f},
-                        {64, 3, 700, 0, 0.0f},
-                        {20, 2, 130, 0, 0.0f},
-                        {256, 1, 300, 100, 0.0f},
+  const Case cases[] = {{64, 3, 1, 0, 0.0f},   {64, 3, 700, 0, 0.0f}, {128, 2, 200, 0, 0.0f},
+                        {32, 2, 70, 0, 0.0f},  {20, 2, 130, 0, 0.0f}, {256, 1, 300, 100, 0.0f},
                         {48, 2, 257, 0, 30.0f}};
   for (const Case& tc : cases) {
     for (KvType type : kAllTypes) {
@@ -232,6 +231,196 @@ TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
       const std::vector<float> alone = Attend(*table, shape, one, cache, slots.data());
       ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * d, sizeof(float) * d))
           << table->name << " query " << i;
+    }
+  }
+}
+
+// Direct reads (AttentionKernels::scores and accumulate_rows): the scores against dot products
+// in double precision of what the cache holds, and both bit for bit against the variant's float
+// GEMM and accumulate over gathered rows, for every head size they take and blocks of any size.
+TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  int variants = 0;
+  for (const KernelTable* table : AvailableKernels()) {
+    const AttentionKernels* k = &AttentionKernelsFor(*table);
+    if (k->reads_direct == nullptr) continue;
+    ++variants;
+    EXPECT_FALSE(k->reads_direct(KvType::kFp8E4M3, 64));
+    EXPECT_FALSE(k->reads_direct(KvType::kInt8, 64));
+    EXPECT_FALSE(k->reads_direct(KvType::kBF16, 48));
+    const FloatGemmKernels& gk = FloatKernelsFor(*table);
+    for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+      for (int64_t d : {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}}) {
+        ASSERT_TRUE(k->reads_direct(type, d)) << k->name << " d=" << d;
+        const int heads = 3;
+        const int64_t slots_total = 80;
+        Cache cache = RandomCache(type, slots_total, heads, d, rng);
+        std::vector<int32_t> slots(static_cast<size_t>(slots_total));
+        std::iota(slots.begin(), slots.end(), 0);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        const int64_t stride = heads * d;
+        for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{9}}) {
+          for (int64_t nk : {int64_t{1}, int64_t{7}, kKeyTile}) {
+            // Heads 1 and 2 of each row; the next rows fetched ahead are the slots after nk.
+            const int used = 2;
+            const int64_t offset = d;
+            std::vector<float> q(static_cast<size_t>(used * nq * d));
+            for (float& x : q) x = dist(rng);
+            std::vector<float> s(static_cast<size_t>(used * nq * kKeyTile), -1.0f);
+            k->scores(q.data(), used, nq, cache.k.data(), type, slots.data(), nk, stride, offset, d,
+                      slots.data() + nk, slots_total - nk, s.data());
+            std::vector<float> rows(static_cast<size_t>(nk * d));
+            for (int h = 0; h < used; ++h) {
+              k->gather(cache.k.data(), type, 1.0f, slots.data(), nk, stride, offset + h * d, d,
+                        rows.data());
+              std::vector<float> gemm(static_cast<size_t>(nq * kKeyTile));
+              gk.gemm(q.data() + h * nq * d, d, nq, rows.data(), WeightFormat::kF32, d * 4, d, 0,
+                      nk, gemm.data(), kKeyTile);
+              for (int64_t i = 0; i < nq; ++i) {
+                for (int64_t j = 0; j < nk; ++j) {
+                  const float got = s[static_cast<size_t>((h * nq + i) * kKeyTile + j)];
+                  ASSERT_EQ(0, std::memcmp(&got, &gemm[static_cast<size_t>(i * kKeyTile + j)], 4))
+                      << k->name << " type=" << static_cast<int>(type) << " d=" << d << " nq=" << nq
+                      << " nk=" << nk << " head " << h << " q " << i;
+                  const int64_t at = slots[static_cast<size_t>(j)] * stride + offset + h * d;
+                  double dot = 0.0, size = 0.0;
+                  for (int64_t c = 0; c < d; ++c) {
+                    const double a = q[static_cast<size_t>((h * nq + i) * d + c)];
+                    const double b = cache.k_values[static_cast<size_t>(at + c)];
+                    dot += a * b;
+                    size += std::fabs(a * b);
+                  }
+                  ASSERT_NEAR(got, dot, 1e-6 * size + 1e-30);
+                }
+              }
+            }
+            // Value sums onto non-zero accumulators.
+            std::vector<float> p(static_cast<size_t>(used * nq * kKeyTile));
+            for (float& x : p) x = std::fabs(dist(rng));
+            std::vector<float> acc(static_cast<size_t>(used * nq * d));
+            for (float& x : acc) x = dist(rng);
+            std::vector<float> want = acc;
+            for (int h = 0; h < used; ++h) {
+              k->gather(cache.v.data(), type, 1.0f, slots.data(), nk, stride, offset + h * d, d,
+                        rows.data());
+              k->accumulate(p.data() + h * nq * kKeyTile, nq, rows.data(), d, nk, d,
+                            want.data() + h * nq * d);
+            }
+            float* const accs[] = {acc.data(), acc.data() + nq * d};
+            k->accumulate_rows(p.data(), used, nq, cache.v.data(), type, slots.data(), nk, stride,
+                               offset, d, slots.data() + nk, slots_total - nk, accs);
+            ASSERT_EQ(0, std::memcmp(acc.data(), want.data(), sizeof(float) * acc.size()))
+                << k->name << " type=" << static_cast<int>(type) << " d=" << d << " nq=" << nq
+                << " nk=" << nk;
+          }
+        }
+      }
+    }
+  }
+  // Where the CPU has AVX-512, its variant reads in place (and was checked above).
+  if (Avx512AttentionKernels() != nullptr) {
+    EXPECT_GT(variants, 0);
+  }
+}
+
+// The same keys and values give the same bits whether their slots lie in order (rows read in
+// place) or scattered through the pool (rows gathered).
+TEST(AttentionTest, ResultsDoNotDependOnWhereTheRowsLie) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+    for (int64_t d : {int64_t{64}, int64_t{128}}) {
+      const int heads = 2;
+      const int64_t context = 600, nq = 4;
+      Cache in_order = RandomCache(type, context, heads, d, rng);
+      Cache scattered = in_order;
+      std::vector<int32_t> order(static_cast<size_t>(context)), perm(order.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      const size_t row = KvRowBytes(type, heads, d);
+      for (int64_t j = 0; j < context; ++j) {
+        const size_t to = static_cast<size_t>(perm[static_cast<size_t>(j)]) * row;
+        for (auto [src, dst] :
+             {std::pair{&in_order.k, &scattered.k}, {&in_order.v, &scattered.v}}) {
+          std::copy(src->begin() + j * row, src->begin() + (j + 1) * row, dst->begin() + to);
+        }
+      }
+      AttentionShape shape{heads * 4, heads, static_cast<int>(d), 0.125f, 0.0f};
+      std::vector<float> q(static_cast<size_t>(nq * d));
+      for (float& x : q) x = dist(rng);
+      std::vector<int64_t> first(static_cast<size_t>(nq), 0), last(static_cast<size_t>(nq));
+      for (int64_t i = 0; i < nq; ++i) last[static_cast<size_t>(i)] = context - 1 - 50 * i;
+      QueryBlock block{q.data(), nq, first.data(), last.data(), 1};
+      for (const KernelTable* table : AvailableKernels()) {
+        const std::vector<float> a = Attend(*table, shape, block, in_order, order.data());
+        const std::vector<float> b = Attend(*table, shape, block, scattered, perm.data());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size()))
+            << table->name << " type=" << static_cast<int>(type) << " d=" << d;
+      }
+    }
+  }
+}
+
+// AttendChunkHeads over several KV heads gives each head AttendChunk's bits, whether the rows
+// are read in place (bf16 at d = 64, slots in runs) or gathered (scattered slots; fp8; bf16 at
+// d = 48), with the heads' queries apart in memory.
+TEST(AttentionTest, AttendChunkHeadsGivesEachHeadAttendChunksBits) {
+  std::mt19937 rng(15);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const struct {
+    KvType type;
+    int64_t d;
+  } cases[] = {{KvType::kBF16, 64}, {KvType::kFp8E4M3, 64}, {KvType::kBF16, 48}};
+  for (const auto& tc : cases) {
+    const int heads = 3;
+    const int64_t d = tc.d, context = 400, nq = 5;
+    Cache cache = RandomCache(tc.type, context, heads, d, rng);
+    // Slots in runs of 16 for the first chunk (read in place where the type allows), scattered
+    // after it (gathered).
+    std::vector<int32_t> slots(static_cast<size_t>(context));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin() + kKeyChunk, slots.end(), rng);
+    for (int64_t r = 0; r + 16 <= kKeyChunk; r += 32) {
+      std::swap_ranges(slots.begin() + r, slots.begin() + r + 16, slots.begin() + r + 16);
+    }
+    AttentionShape shape{heads * 2, heads, static_cast<int>(d), 0.125f, 0.0f};
+    std::vector<int64_t> first(static_cast<size_t>(nq), 0), last(static_cast<size_t>(nq));
+    for (int64_t i = 0; i < nq; ++i) last[static_cast<size_t>(i)] = context - 1 - 40 * i;
+    // Queries of head h at q + (2 h + 1) * nq * d: not side by side.
+    std::vector<float> q(static_cast<size_t>(2 * heads * nq * d));
+    for (float& x : q) x = dist(rng);
+    std::vector<QueryBlock> blocks;
+    for (int h = 0; h < heads; ++h) {
+      blocks.push_back(
+          QueryBlock{q.data() + (2 * h + 1) * nq * d, nq, first.data(), last.data(), h});
+    }
+    const KvBuffer kb(cache.k.data(), tc.type, cache.scale),
+        vb(cache.v.data(), tc.type, cache.scale);
+    for (const KernelTable* table : AvailableKernels()) {
+      for (int64_t begin = 0; begin < context; begin += kKeyChunk) {
+        const int64_t end = std::min(context, begin + kKeyChunk);
+        std::vector<float> together(static_cast<size_t>(heads * nq * (d + 2)));
+        std::vector<float*> m, l, acc;
+        for (int h = 0; h < heads; ++h) {
+          float* part = together.data() + h * nq * (d + 2);
+          m.push_back(part);
+          l.push_back(part + nq);
+          acc.push_back(part + 2 * nq);
+        }
+        AttendChunkHeads(*table, shape, blocks.data(), heads, kb, vb, slots.data(), begin, end,
+                         m.data(), l.data(), acc.data());
+        for (int h = 0; h < heads; ++h) {
+          std::vector<float> alone(static_cast<size_t>(nq * (d + 2)));
+          AttendChunk(*table, shape, blocks[static_cast<size_t>(h)], kb, vb, slots.data(), begin,
+                      end, alone.data(), alone.data() + nq, alone.data() + 2 * nq);
+          ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + h * nq * (d + 2),
+                                   sizeof(float) * alone.size()))
+              << table->name << " type=" << static_cast<int>(tc.type) << " d=" << d << " head " << h
+              << " chunk at " << begin;
+        }
+      }
     }
   }
 }
