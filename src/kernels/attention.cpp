@@ -254,19 +254,6 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
   // (up to the last key any query sees: the sequence's next chunk, usually this thread's next).
   int64_t seen_end = key_end;
   for (int64_t i = 0; i < nq; ++i) seen_end = std::max(seen_end, first.last[i] + 1);
-  if (direct) {
-    // The first tile's rows, which no earlier tile of this call fetched: all requested at once.
-    const int64_t count = std::min(kKeyTile, key_end - key_begin);
-    const int64_t bytes = width * static_cast<int64_t>(KvTypeSize(k_cache.type));
-    for (const KvBuffer* cache : {&k_cache, &v_cache}) {
-      for (int64_t j = key_begin; j < key_begin + count; ++j) {
-        const char* row = static_cast<const char*>(cache->data) +
-                          (static_cast<int64_t>(kv_slots[j]) * slot_stride + offset) *
-                              static_cast<int64_t>(KvTypeSize(k_cache.type));
-        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
-      }
-    }
-  }
   for (int64_t j0 = key_begin; j0 < key_end; j0 += kKeyTile) {
     const int64_t nk = std::min(kKeyTile, key_end - j0);
     const int64_t next_end = std::min(seen_end, j0 + 2 * kKeyTile);
