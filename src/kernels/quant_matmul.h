@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/huge_pages.h"
 #include "common/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
@@ -42,7 +43,7 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
 struct PackedWeight {
   WeightMatrix source;
   std::string_view variant;  // QuantMatMulVariant of the table it was packed for, "" if none
-  std::vector<uint8_t> panels;
+  LargeBuffer panels;        // on 2 MB pages where the kernel allows (common/huge_pages.h)
 
   bool packed() const { return !panels.empty(); }
 };
