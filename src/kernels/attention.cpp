@@ -120,21 +120,6 @@ constexpr AttentionKernels kRef{"ref",    RefGather, RefExpTile, RefAccumulate,
 
 }  // namespace
 
-size_t KvTypeSize(KvType type) {
-  switch (type) {
-    case KvType::kF32:
-      return 4;
-    case KvType::kBF16:
-    case KvType::kF16:
-      return 2;
-    case KvType::kFp8E4M3:
-    case KvType::kFp8E5M2:
-    case KvType::kInt8:
-      return 1;
-  }
-  RADIX_CHECK_MSG(false, "unknown KvType");
-}
-
 void StoreInt8Head(const float* src, int64_t count, void* dst) {
   float amax = 0.0f;
   for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(src[i]));

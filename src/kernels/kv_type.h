@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/check.h"
+
 namespace radixserve::kernels {
 
 // kInt8: symmetric int8 with one scale per token per KV head (LightLLM's int8kv layout): each
@@ -15,8 +17,22 @@ namespace radixserve::kernels {
 // as bytes (prefix cache tiers, KV transfer) carries the scales along.
 enum class KvType : uint8_t { kF32, kBF16, kF16, kFp8E4M3, kFp8E5M2, kInt8 };
 
-// Bytes per element: 4 for f32, 2 for bf16 and fp16, 1 for the fp8 formats and int8.
-size_t KvTypeSize(KvType type);
+// Bytes per element: 4 for f32, 2 for bf16 and fp16, 1 for the fp8 formats and int8. Inline
+// (and constexpr), so kernel loops that fetch rows keep their registers.
+constexpr size_t KvTypeSize(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return 4;
+    case KvType::kBF16:
+    case KvType::kF16:
+      return 2;
+    case KvType::kFp8E4M3:
+    case KvType::kFp8E5M2:
+    case KvType::kInt8:
+      return 1;
+  }
+  RADIX_CHECK_MSG(false, "unknown KvType");
+}
 bool IsFp8(KvType type);
 
 // Elements (of KvTypeSize bytes) one KV head of one slot occupies: head_dim, plus the 4 bytes

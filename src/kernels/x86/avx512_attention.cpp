@@ -145,15 +145,10 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
 // half of each lane by one word permute per 16 columns), so the same values give the same bits
 // from an f32, a bf16 or an f16 cache.
 template <KvType T>
-constexpr size_t KvSize() {
-  return T == KvType::kF32 ? 4 : 2;
-}
-
-template <KvType T>
 RADIX_AVX512 inline const void* RowAt(const void* base, const int32_t* slots, int64_t j,
                                       int64_t slot_stride, int64_t offset) {
   return static_cast<const char*>(base) + (static_cast<int64_t>(slots[j]) * slot_stride + offset) *
-                                              static_cast<int64_t>(KvSize<T>());
+                                              static_cast<int64_t>(KvTypeSize(T));
 }
 
 template <KvType T>
@@ -201,7 +196,7 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
   constexpr int R = V <= 4 ? 4 : 16 / V;
   constexpr int QB = 4 / R;  // queries per Reduce4
   constexpr int64_t d = 32 * C;
-  const int64_t run = heads * d * static_cast<int64_t>(KvSize<T>());
+  const int64_t run = heads * d * static_cast<int64_t>(KvTypeSize(T));
   for (int64_t j = 0; j < nk; j += R) {
     for (int r = 0; r < R; ++r)
       PrefetchRowOf<T>(base, ahead, j + r, ahead_count, slot_stride, offset, run);
@@ -244,16 +239,16 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
 }
 
 // Value sums of Q queries over CB pairs of columns starting at column c0 (2 CB vectors per row),
-// keys [j0, j1).
+// keys [0, nk).
 template <KvType T, int CB, int Q>
 RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, const int32_t* slots,
-                                  int64_t j0, int64_t j1, int64_t slot_stride, int64_t offset,
-                                  int64_t d, int64_t c0, float* acc) {
+                                  int64_t nk, int64_t slot_stride, int64_t offset, int64_t d,
+                                  int64_t c0, float* acc) {
   constexpr int V = 2 * CB;
   __m512 a[Q][V];
   for (int q = 0; q < Q; ++q)
     for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * d + c0 + 16 * x);
-  for (int64_t j = j0; j < j1; ++j) {
+  for (int64_t j = 0; j < nk; ++j) {
     __m512 v[V];
     const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
     for (int b = 0; b < CB; ++b) LoadPair<T>(row, c0 + 32 * b, v[2 * b], v[2 * b + 1]);
@@ -277,7 +272,7 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
   constexpr int CB = C < 4 ? C : 4;   // at most 8 vectors of a row at once
   constexpr int Q = CB <= 2 ? 4 : 2;  // Q * 2 CB accumulators + 2 CB values
   constexpr int64_t d = 32 * C;
-  const int64_t run = heads * d * static_cast<int64_t>(KvSize<T>());
+  const int64_t run = heads * d * static_cast<int64_t>(KvTypeSize(T));
   for (int h = 0; h < heads; ++h) {
     for (int64_t j = ahead_count * h / heads; j < ahead_count * (h + 1) / heads; ++j)
       PrefetchRowOf<T>(base, ahead, j, ahead_count, slot_stride, offset, run);
@@ -290,21 +285,21 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
         switch (std::min<int64_t>(Q, nq - i)) {
           case 4:
             if constexpr (Q >= 4) {
-              AccumulateBlock<T, CB, 4>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+              AccumulateBlock<T, CB, 4>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
               break;
             }
             [[fallthrough]];
           case 3:
             if constexpr (Q >= 3) {
-              AccumulateBlock<T, CB, 3>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+              AccumulateBlock<T, CB, 3>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
               break;
             }
             [[fallthrough]];
           case 2:
-            AccumulateBlock<T, CB, 2>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+            AccumulateBlock<T, CB, 2>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
             break;
           default:
-            AccumulateBlock<T, CB, 1>(pi, base, slots, 0, nk, slot_stride, oh, d, c0, ai);
+            AccumulateBlock<T, CB, 1>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
             break;
         }
       }
