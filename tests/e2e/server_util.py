@@ -26,20 +26,38 @@ def _ephemeral_low():
         return 32768
 
 
+_handed_out = set()
+
+
+def _worker_range(low, high):
+    """This pytest-xdist worker's share of [low, high): workers start servers at the same time,
+    and two picking the same free port would have one server fail to listen."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    span = (high - low) // max(1, count)
+    return low + index % max(1, count) * span, low + (index % max(1, count) + 1) * span
+
+
 def free_port():
     """A loopback port that is free now, taken below the kernel's ephemeral range: a port the
     kernel hands out for bind(0) can be given to another socket between this check and the
     server's bind (a tensor-parallel rank's gloo listener took a server's HTTP port that way), one
-    below the range is never handed out."""
+    below the range is never handed out. Each xdist worker draws from its own part of the range,
+    and a process never gets the same port twice."""
     high = min(_ephemeral_low(), 32768)
+    low, high = _worker_range(max(1024, high - 12000), high)
     for _ in range(200):
-        port = random.randrange(max(1024, high - 12000), high)
+        port = random.randrange(low, high)
+        if port in _handed_out:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _handed_out.add(port)
+        return port
     with socket.socket() as s:  # everything below the range taken: let the kernel choose
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -50,6 +68,15 @@ class Server:
     build than the one under test (benchmarks comparing builds)."""
 
     def __init__(self, model, *args, startup_timeout=180, env=None, preexec_fn=None, binary=None):
+        for _ in range(3):
+            if self._start(model, args, startup_timeout, env, preexec_fn, binary):
+                return
+            # Another program took the port between free_port's check and the server's bind.
+            self.log.close()
+        raise RuntimeError(f"radixserve found no free port in 3 tries:\n{self.logs()}")
+
+    def _start(self, model, args, startup_timeout, env, preexec_fn, binary):
+        """True once healthy; False when the port was taken before the server could listen."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [str(binary or BUILD / "radixserve"), "--model-path", str(model), "--host", "127.0.0.1",
@@ -62,10 +89,12 @@ class Server:
         deadline = time.time() + startup_timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                if f"cannot listen on 127.0.0.1:{self.port}: Address already in use" in self.logs():
+                    return False
                 raise RuntimeError(f"radixserve exited with {self.proc.returncode}:\n{self.logs()}")
             try:
                 if requests.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
+                    return True
             except requests.RequestException:
                 pass
             time.sleep(0.2)
