@@ -17,6 +17,7 @@
 #include "kernels/bf16_panels.h"
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
+#include "kernels/kernel_choice.h"
 #include "model/kv_cache_view.h"
 #include "model/paged_attention.h"
 
@@ -93,17 +94,20 @@ void BenchGemm(ThreadPool& pool) {
 }
 
 // The packed BF16 panels (what serving runs) at Llama-3.2-1B's projections, fused as the model
-// fuses them (Q/K/V 3072 x 2048, O 2048 x 2048, gate/up 16384 x 2048, down 2048 x 8192), for a
-// 512-token prefill chunk and 32 decode rows, with both products where the CPU has vdpbf16ps.
+// fuses them (Q/K/V 3072 x 2048, O 2048 x 2048, gate/up 16384 x 2048, down 2048 x 8192), for one
+// decode row, 32 decode rows and a 512-token prefill chunk, with every product the CPU runs.
 void BenchBf16Panels1b(ThreadPool& pool) {
   if (!kernels::Bf16PanelsSupported()) {
     std::printf("gemm-1b: no AVX-512 BF16 panels on this CPU\n");
     return;
   }
+  std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma,
+                                                kernels::Bf16Product::kDotBf16};
+  if (kernels::Bf16AmxSupported()) products.push_back(kernels::Bf16Product::kAmxTile);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  double total[2][2] = {};  // [product][n index] seconds over the layer's four matrices
-  const int64_t ns[] = {32, 512};
+  const int64_t ns[] = {1, 32, 512};
+  double total[3][3] = {};  // [product][n index] seconds over the layer's four matrices
   for (const auto& [rows, cols] :
        {std::pair<int64_t, int64_t>{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}}) {
     std::vector<uint16_t> w16(static_cast<size_t>(rows * cols));
@@ -111,29 +115,31 @@ void BenchBf16Panels1b(ThreadPool& pool) {
     const kernels::WeightMatrix m{kernels::WeightFormat::kBF16, rows, cols, w16.data()};
     std::vector<uint8_t> panels(static_cast<size_t>(kernels::Bf16PanelBytes(m)));
     kernels::PackBf16Panels(m, &pool, panels.data());
-    for (size_t ni = 0; ni < 2; ++ni) {
+    for (size_t ni = 0; ni < 3; ++ni) {
       const int64_t n = ns[ni];
       std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
       for (auto& v : x) v = dist(rng);
       const double flops = 2.0 * static_cast<double>(rows * cols * n);
-      for (const kernels::Bf16Product product :
-           {kernels::Bf16Product::kWidenFma, kernels::Bf16Product::kDotBf16}) {
+      for (const kernels::Bf16Product product : products) {
         const double s = BestSeconds(5, [&] {
           kernels::Bf16PanelMatMulWith(product, &pool, x.data(), n, m, panels.data(), y.data());
         });
         total[static_cast<int>(product)][ni] += s;
         std::printf("gemm-1b bf16 panels %-9s %5ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s\n",
-                    product == kernels::Bf16Product::kDotBf16 ? "vdpbf16ps" : "widen+fma",
-                    static_cast<long>(rows), static_cast<long>(cols), static_cast<long>(n),
-                    pool.size(), s * 1e6, flops / s / 1e9);
+                    std::string(kernels::Bf16ProductName(product)).c_str(), static_cast<long>(rows),
+                    static_cast<long>(cols), static_cast<long>(n), pool.size(), s * 1e6,
+                    flops / s / 1e9);
       }
     }
   }
   const double layer = 2.0 * (3072.0 * 2048 + 2048.0 * 2048 + 16384.0 * 2048 + 2048.0 * 8192);
-  for (size_t ni = 0; ni < 2; ++ni) {
-    std::printf("gemm-1b layer n=%3ld: widen+fma %6.1f GFLOP/s, vdpbf16ps %6.1f GFLOP/s\n",
-                static_cast<long>(ns[ni]), layer * static_cast<double>(ns[ni]) / total[0][ni] / 1e9,
-                layer * static_cast<double>(ns[ni]) / total[1][ni] / 1e9);
+  for (size_t ni = 0; ni < 3; ++ni) {
+    std::printf("gemm-1b layer n=%3ld:", static_cast<long>(ns[ni]));
+    for (const kernels::Bf16Product product : products) {
+      std::printf(" %s %6.1f GFLOP/s", std::string(kernels::Bf16ProductName(product)).c_str(),
+                  layer * static_cast<double>(ns[ni]) / total[static_cast<int>(product)][ni] / 1e9);
+    }
+    std::printf("\n");
   }
 }
 

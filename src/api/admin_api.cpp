@@ -154,6 +154,9 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   if (kernel_choice.bf16_timing) {
     kernel_info["bf16_calibration_seconds"] = {{"widen_fma", kernel_choice.bf16_timing->widen_fma},
                                                {"dot_bf16", kernel_choice.bf16_timing->dot_bf16}};
+    if (kernel_choice.bf16_timing->amx_bf16 > 0.0) {
+      kernel_info["bf16_calibration_seconds"]["amx_bf16"] = kernel_choice.bf16_timing->amx_bf16;
+    }
   }
   if (!kernel_choice.quant_tiles_source.empty()) {
     kernel_info["quant_tiles"] = kernels::QuantTilesName(kernel_choice.quant_tiles);

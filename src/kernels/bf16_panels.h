@@ -25,14 +25,21 @@ namespace radixserve::kernels {
 // True when the CPU runs the packed kernel (AVX-512 F/BW/VL and AVX512-BF16).
 bool Bf16PanelsSupported();
 
+// True when the kAmxTile product runs here too (Bf16PanelsSupported(), AMX-BF16, and the OS grants
+// the tile state).
+bool Bf16AmxSupported();
+
 // How a pair-vector of a panel meets a token's activation pair. Both compute the same products
 // (exact in f32) and add them in f32; they differ in speed by CPU and in the order the two
 // products of a pair are added:
 //   kWidenFma: widen the bf16 pair to two f32 vectors, two fused multiply-adds (even column
 //              first). vdpbf16ps issues at about a third of the FMA rate on Sapphire Rapids.
 //   kDotBf16:  one vdpbf16ps (both products; full rate on Zen 4/5).
+//   kAmxTile:  AMX tiles (x86/amx.h): TDPBF16PS multiplies 16 tokens by 32 columns of 16 rows at a
+//              time, adding the products of each 16-pair block in an order of the hardware's own
+//              (still the same for every token, batch and thread count). Needs AMX-BF16.
 // kernel_choice.h picks one per machine by measurement.
-enum class Bf16Product { kWidenFma, kDotBf16 };
+enum class Bf16Product { kWidenFma, kDotBf16, kAmxTile };
 
 // The product Bf16PanelMatMul uses in this process (kernel_choice.h's ActiveKernelChoice()).
 Bf16Product ActiveBf16Product();

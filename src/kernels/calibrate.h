@@ -1,11 +1,11 @@
-// Timing two implementations of one kernel against each other for kernel_choice.h: how long a
+// Timing implementations of one kernel against each other for kernel_choice.h: how long a
 // call takes, measured so that noise on a shared machine is unlikely to decide the order.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
-#include <utility>
 
 namespace radixserve::kernels {
 
@@ -24,16 +24,16 @@ double SecondsPerCall(Call&& call) {
   return elapsed.count() / static_cast<double>(calls);
 }
 
-// Seconds per call of a and of b: one round of each to warm the caches and the clocks, then six
-// alternating rounds (so a burst of noise hits both), the best round of each.
-template <class A, class B>
-std::pair<double, double> BestOfAlternatingRounds(A&& a, B&& b) {
-  SecondsPerCall(a);
-  SecondsPerCall(b);
-  std::pair<double, double> best{1e30, 1e30};
+// Seconds per call of each of `calls`: one round of each to warm the caches and the clocks, then
+// six alternating rounds (so a burst of noise hits all of them), the best round of each.
+template <class... Calls>
+std::array<double, sizeof...(Calls)> BestOfAlternatingRounds(Calls&&... calls) {
+  (SecondsPerCall(calls), ...);
+  std::array<double, sizeof...(Calls)> best;
+  best.fill(1e30);
   for (int i = 0; i < 6; ++i) {
-    best.first = std::min(best.first, SecondsPerCall(a));
-    best.second = std::min(best.second, SecondsPerCall(b));
+    size_t k = 0;
+    ((best[k] = std::min(best[k], SecondsPerCall(calls)), ++k), ...);
   }
   return best;
 }

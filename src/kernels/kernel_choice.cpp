@@ -28,7 +28,7 @@ namespace {
 constexpr const char* kForceVariable = "RADIX_BF16_PRODUCT";
 constexpr const char* kForceTilesVariable = "RADIX_QUANT_TILES";
 // Bumped when the measured kernels change in a way that may reorder them.
-constexpr int kChoiceFormat = 2;
+constexpr int kChoiceFormat = 3;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -85,7 +85,7 @@ Measurements ReadCache(const std::string& path, const std::string& key) {
   std::ifstream in(path);
   if (!in) return {};
   std::string line;
-  std::optional<double> widen, dot, expand, compact;
+  std::optional<double> widen, dot, amx, expand, compact;
   bool key_matches = false;
   while (std::getline(in, line)) {
     const size_t eq = line.find('=');
@@ -97,12 +97,16 @@ Measurements ReadCache(const std::string& path, const std::string& key) {
     if (end == value.c_str() || *end != '\0' || !(seconds > 0.0)) continue;
     if (name == "widen_fma_seconds") widen = seconds;
     if (name == "dot_bf16_seconds") dot = seconds;
+    if (name == "amx_bf16_seconds") amx = seconds;
     if (name == "quant_tiles_expand_seconds") expand = seconds;
     if (name == "quant_tiles_compact_seconds") compact = seconds;
   }
   Measurements out;
   if (!key_matches) return out;
-  if (widen && dot) out.bf16 = Bf16Timing{*widen, *dot};
+  // A machine with AMX needs its time too (a file from a run without it is measured again).
+  if (widen && dot && (amx || !Bf16AmxSupported())) {
+    out.bf16 = Bf16Timing{*widen, *dot, amx.value_or(0.0)};
+  }
   if (expand && compact) out.tiles = QuantTilesTiming{*expand, *compact};
   return out;
 }
@@ -121,6 +125,9 @@ bool WriteCache(const std::string& path, const std::string& key, const Measureme
     if (kept.bf16) {
       out << fmt::format("widen_fma_seconds={:.17g}\ndot_bf16_seconds={:.17g}\n",
                          kept.bf16->widen_fma, kept.bf16->dot_bf16);
+      if (kept.bf16->amx_bf16 > 0.0) {
+        out << fmt::format("amx_bf16_seconds={:.17g}\n", kept.bf16->amx_bf16);
+      }
     }
     if (kept.tiles) {
       out << fmt::format(
@@ -136,8 +143,21 @@ bool WriteCache(const std::string& path, const std::string& key, const Measureme
 
 // The error for a RADIX_BF16_PRODUCT value that names no product.
 std::string UnknownProductError(std::string_view name) {
-  return fmt::format("{}={} is not a BF16 product; use widen_fma or dot_bf16", kForceVariable,
-                     name);
+  return fmt::format("{}={} is not a BF16 product; use widen_fma, dot_bf16 or amx_bf16",
+                     kForceVariable, name);
+}
+
+// The error for a RADIX_BF16_PRODUCT value this machine cannot run ("" when it can).
+std::string ProductError(std::string_view name) {
+  const std::optional<Bf16Product> product = ParseBf16Product(name);
+  if (!product) return UnknownProductError(name);
+  if (*product == Bf16Product::kAmxTile && Bf16PanelsSupported() && !Bf16AmxSupported()) {
+    return fmt::format(
+        "{}={}: this machine has no usable AMX-BF16 (the CPU lacks it or the OS does not grant "
+        "the tile state); use widen_fma or dot_bf16",
+        kForceVariable, name);
+  }
+  return "";
 }
 
 // The error for a RADIX_QUANT_TILES value that names no tiling.
@@ -147,7 +167,10 @@ std::string UnknownTilesError(std::string_view name) {
 }
 
 Bf16Product Faster(const Bf16Timing& timing) {
-  return timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma;
+  const Bf16Product pair =
+      timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma;
+  const double pair_seconds = std::min(timing.dot_bf16, timing.widen_fma);
+  return timing.amx_bf16 > 0.0 && timing.amx_bf16 < pair_seconds ? Bf16Product::kAmxTile : pair;
 }
 
 QuantTiles Faster(const QuantTilesTiming& timing) {
@@ -157,11 +180,20 @@ QuantTiles Faster(const QuantTilesTiming& timing) {
 }  // namespace
 
 std::string_view Bf16ProductName(Bf16Product product) {
-  return product == Bf16Product::kDotBf16 ? "dot_bf16" : "widen_fma";
+  switch (product) {
+    case Bf16Product::kDotBf16:
+      return "dot_bf16";
+    case Bf16Product::kAmxTile:
+      return "amx_bf16";
+    case Bf16Product::kWidenFma:
+      break;
+  }
+  return "widen_fma";
 }
 
 std::optional<Bf16Product> ParseBf16Product(std::string_view name) {
   if (name == "dot_bf16") return Bf16Product::kDotBf16;
+  if (name == "amx_bf16") return Bf16Product::kAmxTile;
   if (name == "widen_fma") return Bf16Product::kWidenFma;
   return std::nullopt;
 }
@@ -181,16 +213,18 @@ Bf16Timing MeasureBf16Products() {
   PackBf16Panels(w, nullptr, panels.data());
   std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));
 
-  const auto [widen_fma, dot_bf16] = BestOfAlternatingRounds(
-      [&] {
-        Bf16PanelMatMulWith(Bf16Product::kWidenFma, nullptr, x.data(), kTokens, w, panels.data(),
-                            y.data());
-      },
-      [&] {
-        Bf16PanelMatMulWith(Bf16Product::kDotBf16, nullptr, x.data(), kTokens, w, panels.data(),
-                            y.data());
-      });
-  return Bf16Timing{widen_fma, dot_bf16};
+  const auto run = [&](Bf16Product product) {
+    Bf16PanelMatMulWith(product, nullptr, x.data(), kTokens, w, panels.data(), y.data());
+  };
+  if (!Bf16AmxSupported()) {
+    const auto [widen_fma, dot_bf16] = BestOfAlternatingRounds([&] { run(Bf16Product::kWidenFma); },
+                                                               [&] { run(Bf16Product::kDotBf16); });
+    return Bf16Timing{widen_fma, dot_bf16};
+  }
+  const auto [widen_fma, dot_bf16, amx_bf16] = BestOfAlternatingRounds(
+      [&] { run(Bf16Product::kWidenFma); }, [&] { run(Bf16Product::kDotBf16); },
+      [&] { run(Bf16Product::kAmxTile); });
+  return Bf16Timing{widen_fma, dot_bf16, amx_bf16};
 }
 
 KernelChoiceInputs ProcessKernelChoiceInputs() {
@@ -219,10 +253,8 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
   const bool tiles_apply = choice.quantized == "avx512_vnni";
   if (!inputs.forced_bf16_product.empty()) {
     const std::optional<Bf16Product> forced = ParseBf16Product(inputs.forced_bf16_product);
-    if (!forced) {
-      result.error = UnknownProductError(inputs.forced_bf16_product);
-      return result;
-    }
+    result.error = ProductError(inputs.forced_bf16_product);
+    if (!result.error.empty()) return result;
     choice.bf16_product = *forced;
     choice.bf16_source = "forced";
   }
@@ -278,7 +310,9 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
 
 std::string ValidateKernelChoiceEnvironment() {
   const std::string forced = Env(kForceVariable);
-  if (!forced.empty() && !ParseBf16Product(forced)) return UnknownProductError(forced);
+  if (!forced.empty()) {
+    if (std::string error = ProductError(forced); !error.empty()) return error;
+  }
   const std::string tiles = Env(kForceTilesVariable);
   if (!tiles.empty() && !ParseQuantTiles(tiles)) return UnknownTilesError(tiles);
   return "";
@@ -290,7 +324,7 @@ const KernelChoice& ActiveKernelChoice() {
     KernelChoiceResult result = ChooseKernels(inputs);
     if (!result.error.empty()) {
       RADIX_LOG_WARN("{}; measuring instead", result.error);
-      if (!ParseBf16Product(inputs.forced_bf16_product)) inputs.forced_bf16_product.clear();
+      if (!ProductError(inputs.forced_bf16_product).empty()) inputs.forced_bf16_product.clear();
       if (!ParseQuantTiles(inputs.forced_quant_tiles)) inputs.forced_quant_tiles.clear();
       result = ChooseKernels(inputs);
     }
@@ -324,8 +358,12 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
         ", BF16 panels with {} ({}", Bf16ProductName(choice.bf16_product),
         choice.bf16_source == "forced" ? "forced by RADIX_BF16_PRODUCT" : choice.bf16_source);
     if (choice.bf16_timing) {
-      text += fmt::format(": widen_fma {:.1f} us, dot_bf16 {:.1f} us per calibration call",
+      text += fmt::format(": widen_fma {:.1f} us, dot_bf16 {:.1f} us",
                           choice.bf16_timing->widen_fma * 1e6, choice.bf16_timing->dot_bf16 * 1e6);
+      if (choice.bf16_timing->amx_bf16 > 0.0) {
+        text += fmt::format(", amx_bf16 {:.1f} us", choice.bf16_timing->amx_bf16 * 1e6);
+      }
+      text += " per calibration call";
     }
     text += ")";
   }

@@ -2,9 +2,9 @@
 //
 // Some families have more than one implementation whose speed order depends on the CPU, not only
 // on its instruction sets:
-//   - BF16 panels multiply by widening to f32 and two FMAs, or by one vdpbf16ps (bf16_panels.h),
-//     and vdpbf16ps issues at a third of the FMA rate on Sapphire Rapids but at full rate on
-//     Zen 4/5;
+//   - BF16 panels multiply by widening to f32 and two FMAs, by one vdpbf16ps, or by AMX tiles
+//     where the CPU has them (bf16_panels.h), and vdpbf16ps issues at a third of the FMA rate on
+//     Sapphire Rapids but at full rate on Zen 4/5;
 //   - the avx512_vnni quantized matmul runs several token tiles over a compact panel either by
 //     expanding it once into byte codes or by decoding it in every tile (quant_matmul.h's
 //     QuantTiles), a trade of decode instructions against bytes read per tile.
@@ -14,7 +14,7 @@
 // modification time), so a restart on the same machine reuses it.
 //
 // Forcing: RADIX_KERNELS=ref|avx2|avx512 chooses the instruction-set table (kernel_table.h);
-// RADIX_BF16_PRODUCT=widen_fma|dot_bf16 chooses the BF16 product and
+// RADIX_BF16_PRODUCT=widen_fma|dot_bf16|amx_bf16 chooses the BF16 product and
 // RADIX_QUANT_TILES=expand|compact the quantized tiles without measuring. The choice is logged at
 // startup and reported by /server_info.
 #pragma once
@@ -35,8 +35,10 @@ std::optional<Bf16Product> ParseBf16Product(std::string_view name);
 struct Bf16Timing {
   double widen_fma = 0.0;
   double dot_bf16 = 0.0;
+  double amx_bf16 = 0.0;  // 0 when the machine cannot run it (Bf16AmxSupported())
 };
-// Runs the calibration: alternating rounds of both products, the best round of each. Requires
+// Runs the calibration: alternating rounds of each product this machine runs, the best round of
+// each. Requires
 // Bf16PanelsSupported(). Takes a few tens of milliseconds.
 Bf16Timing MeasureBf16Products();
 

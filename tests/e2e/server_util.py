@@ -26,6 +26,15 @@ def _ephemeral_low():
         return 32768
 
 
+def cpu_flags():
+    """The CPU's feature flags as /proc/cpuinfo lists them."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
 _handed_out = set()
 
 

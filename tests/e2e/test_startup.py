@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from server_util import BUILD, STORIES, free_port
+from server_util import BUILD, STORIES, cpu_flags, free_port
 
 
 def test_health_is_503_until_the_warmup_is_over(tmp_path):
@@ -76,21 +76,13 @@ def test_server_info_has_sglangs_launch_and_startup_keys():
         assert srv.stop() == 0, srv.logs()
 
 
-def _cpu_flags():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    return set()
-
-
 def test_server_info_reports_the_kernel_choice(tmp_path):
     """The startup log line and /server_info name the kernels this CPU runs; a forced BF16
     product (RADIX_BF16_PRODUCT) or quantized tiling (RADIX_QUANT_TILES) is what both report,
     and the measurements are kept under $RADIX_CACHE/kernels for the next start, which reuses
     them."""
     from server_util import Server
-    flags = _cpu_flags()
+    flags = cpu_flags()
     avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
     want_set = "avx512" if avx512 else "avx2" if "avx2" in flags else "ref"
     bf16_panels = avx512 and "avx512_bf16" in flags

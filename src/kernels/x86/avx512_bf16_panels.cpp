@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "kernels/bf16_panels.h"
 #include "kernels/float_matmul.h"
+#include "kernels/x86/amx.h"
 #include "kernels/x86/simd.h"
 
 namespace radixserve::kernels {
@@ -171,27 +172,29 @@ RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
 }
 
 // Token rows [t0, t1) of x rounded to bf16 (nearest even, by the float GEMM's rounding) in the
-// product's form: f32 values padded to an even width (out[t * 2 * pairs + c]), or bf16 pairs
-// (out[t * pairs + p] holds columns 2p and 2p + 1 in its low and high half).
+// product's form, `width` values per row: f32 values padded to an even width (out[t * width + c]),
+// or bf16 pairs (out[t * width + p] holds columns 2p and 2p + 1 in its low and high half). Values
+// past the columns up to `width` are zero.
 template <Bf16Product kProduct>
-void PrepareTokens(const float* x, int64_t cols, int64_t t0, int64_t t1,
+void PrepareTokens(const float* x, int64_t cols, int64_t width, int64_t t0, int64_t t1,
                    Activation<kProduct>* out) {
   const FloatGemmKernels& kernels = *Avx512FloatKernels();
-  const int64_t pairs = Pairs(cols), width = ActivationWidth(kProduct, pairs);
+  const int64_t pairs = Pairs(cols);
   for (int64_t t = t0; t < t1; ++t) {
+    Activation<kProduct>* row = out + t * width;
     if constexpr (kProduct == Bf16Product::kDotBf16) {
       // The rounded values' bf16 bits in column order are the pairs, little-endian: column 2p
       // in the low half of pair p, column 2p + 1 in the high half.
-      auto* bits = reinterpret_cast<uint16_t*>(out + t * width);
+      auto* bits = reinterpret_cast<uint16_t*>(row);
       kernels.to_bf16(x + t * cols, bits, cols);
       if (2 * pairs > cols) {
         constexpr uint16_t kZero = 0;
         std::memcpy(bits + cols, &kZero, sizeof(kZero));
       }
+      std::fill(row + pairs, row + width, 0u);
     } else {
-      float* rounded = out + t * width;
-      kernels.round_bf16(x + t * cols, rounded, cols);
-      if (2 * pairs > cols) rounded[cols] = 0.0f;
+      kernels.round_bf16(x + t * cols, row, cols);
+      std::fill(row + cols, row + width, 0.0f);
     }
   }
 }
@@ -223,10 +226,11 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
   constexpr int64_t kParallelRoundElements = 32 * 1024;
   if (parallel && n * w.cols >= kParallelRoundElements) {
     pool->RunOnAll([&](int index, int count) {
-      PrepareTokens<kProduct>(x, w.cols, n * index / count, n * (index + 1) / count, xr.data());
+      PrepareTokens<kProduct>(x, w.cols, width, n * index / count, n * (index + 1) / count,
+                              xr.data());
     });
   } else {
-    PrepareTokens<kProduct>(x, w.cols, 0, n, xr.data());
+    PrepareTokens<kProduct>(x, w.cols, width, 0, n, xr.data());
   }
   if (!parallel) {
     run(0, tiles);
@@ -238,12 +242,50 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
   });
 }
 
+// The AMX product: the activations as bf16 pairs in whole tiles (rows padded with zeros to
+// x86::kAmxTokens, each row to x86::kAmxPairs pairs), and each thread a contiguous range of
+// panels.
+void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+               const uint8_t* panels, float* y) {
+  const int64_t pairs = Pairs(w.cols);
+  const int64_t num_panels = (w.rows + kRows - 1) / kRows;
+  const int64_t ldx = (pairs + x86::kAmxPairs - 1) / x86::kAmxPairs * x86::kAmxPairs;
+  const int64_t padded_n = (n + x86::kAmxTokens - 1) / x86::kAmxTokens * x86::kAmxTokens;
+  thread_local std::vector<uint32_t> per_caller;  // see MatMulWith
+  std::vector<uint32_t>& xr = per_caller;
+  xr.resize(static_cast<size_t>(padded_n * ldx));
+  std::fill(xr.begin() + n * ldx, xr.end(), 0u);
+  const bool parallel = pool != nullptr && pool->size() > 1 && num_panels >= 2;
+  constexpr int64_t kParallelRoundElements = 32 * 1024;  // as in MatMulWith
+  if (parallel && n * w.cols >= kParallelRoundElements) {
+    pool->RunOnAll([&](int index, int count) {
+      PrepareTokens<Bf16Product::kDotBf16>(x, w.cols, ldx, n * index / count,
+                                           n * (index + 1) / count, xr.data());
+    });
+  } else {
+    PrepareTokens<Bf16Product::kDotBf16>(x, w.cols, ldx, 0, n, xr.data());
+  }
+  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
+  if (!parallel) {
+    x86::AmxBf16PanelRange(packed, pairs, w.rows, xr.data(), ldx, n, 0, num_panels, y);
+    return;
+  }
+  pool->RunOnAll([&](int index, int count) {
+    const int64_t parts = std::min<int64_t>(count, num_panels);
+    if (index >= parts) return;
+    x86::AmxBf16PanelRange(packed, pairs, w.rows, xr.data(), ldx, n, num_panels * index / parts,
+                           num_panels * (index + 1) / parts, y);
+  });
+}
+
 }  // namespace
 
 bool Bf16PanelsSupported() {
   static const bool ok = x86::CpuHasAvx512Bf16() && Avx512FloatKernels() != nullptr;
   return ok;
 }
+
+bool Bf16AmxSupported() { return Bf16PanelsSupported() && x86::AmxBf16Usable(); }
 
 int64_t Bf16PanelBytes(const WeightMatrix& w) {
   const int64_t panels = (w.rows + kRows - 1) / kRows;
@@ -281,7 +323,10 @@ void Bf16PanelMatMulWith(Bf16Product product, ThreadPool* pool, const float* x, 
                          const WeightMatrix& w, const uint8_t* panels, float* y) {
   RADIX_CHECK(Bf16PanelsSupported() && w.format == WeightFormat::kBF16);
   if (n <= 0 || w.rows <= 0) return;
-  if (product == Bf16Product::kDotBf16) {
+  if (product == Bf16Product::kAmxTile) {
+    RADIX_CHECK_MSG(x86::AmxBf16Usable(), "the amx_bf16 product needs AMX-BF16");
+    MatMulAmx(pool, x, n, w, panels, y);
+  } else if (product == Bf16Product::kDotBf16) {
     MatMulWith<Bf16Product::kDotBf16>(pool, x, n, w, panels, y);
   } else {
     MatMulWith<Bf16Product::kWidenFma>(pool, x, n, w, panels, y);

@@ -39,16 +39,21 @@ Case MakeCase(int64_t rows, int64_t cols, int64_t n, uint32_t seed) {
   return c;
 }
 
-constexpr Bf16Product kProducts[] = {Bf16Product::kWidenFma, Bf16Product::kDotBf16};
+// Every product this machine runs.
+std::vector<Bf16Product> Products() {
+  std::vector<Bf16Product> products = {Bf16Product::kWidenFma, Bf16Product::kDotBf16};
+  if (Bf16AmxSupported()) products.push_back(Bf16Product::kAmxTile);
+  return products;
+}
 
 TEST(Bf16PanelsTest, MatchesDoubleProductOfRoundedInputs) {
   if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX512-BF16";
   ThreadPool pool(2);
-  for (const Bf16Product product : kProducts) {
+  for (const Bf16Product product : Products()) {
     SCOPED_TRACE(std::string(Bf16ProductName(product)));
     for (int64_t rows : {1, 15, 16, 17, 70, 129}) {
-      for (int64_t cols : {1, 2, 7, 33, 64, 101}) {
-        for (int64_t n : {1, 5, 6, 7, 13}) {
+      for (int64_t cols : {1, 2, 7, 33, 64, 101, 160}) {
+        for (int64_t n : {1, 5, 6, 7, 13, 33}) {
           Case c = MakeCase(rows, cols, n, static_cast<uint32_t>(rows * 1000 + cols * 10 + n));
           std::vector<float> y(static_cast<size_t>(n * rows));
           Bf16PanelMatMulWith(product, &pool, c.x.data(), n, c.matrix, c.panels.data(), y.data());
@@ -77,7 +82,7 @@ TEST(Bf16PanelsTest, RowsDoNotDependOnBatchOrThreads) {
   const int64_t rows = 200, cols = 577, n = 137;  // more tokens than one activation block
   Case c = MakeCase(rows, cols, n, 7);
   ThreadPool pool(2);
-  for (const Bf16Product product : kProducts) {
+  for (const Bf16Product product : Products()) {
     SCOPED_TRACE(std::string(Bf16ProductName(product)));
     std::vector<float> all(static_cast<size_t>(n * rows)), threaded(all.size());
     Bf16PanelMatMulWith(product, nullptr, c.x.data(), n, c.matrix, c.panels.data(), all.data());

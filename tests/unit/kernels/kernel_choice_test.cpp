@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -32,7 +33,8 @@ class TempDir {
 };
 
 TEST(KernelChoiceTest, ProductNamesRoundTrip) {
-  for (const Bf16Product product : {Bf16Product::kWidenFma, Bf16Product::kDotBf16}) {
+  for (const Bf16Product product :
+       {Bf16Product::kWidenFma, Bf16Product::kDotBf16, Bf16Product::kAmxTile}) {
     EXPECT_EQ(ParseBf16Product(Bf16ProductName(product)), product);
   }
   EXPECT_FALSE(ParseBf16Product("fma").has_value());
@@ -52,6 +54,21 @@ TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
 
   inputs.forced_bf16_product = "widen_fma";
   EXPECT_EQ(ChooseKernels(inputs).choice.bf16_product, Bf16Product::kWidenFma);
+}
+
+TEST(KernelChoiceTest, ForcedAmxNeedsTheHardware) {
+  if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX512-BF16 panels on this CPU";
+  TempDir dir;
+  const KernelChoiceResult result = ChooseKernels({"amx_bf16", dir.str(), "test machine", ""});
+  if (Bf16AmxSupported()) {
+    ASSERT_EQ(result.error, "");
+    EXPECT_EQ(result.choice.bf16_product, Bf16Product::kAmxTile);
+    EXPECT_EQ(result.choice.bf16_source, "forced");
+  } else {
+    EXPECT_NE(result.error.find("RADIX_BF16_PRODUCT=amx_bf16: this machine has no usable AMX"),
+              std::string::npos)
+        << result.error;
+  }
 }
 
 TEST(KernelChoiceTest, QuantTilesNamesRoundTrip) {
@@ -143,9 +160,14 @@ TEST(KernelChoiceTest, MeasurementIsKeptPerMachineKey) {
   const Bf16Timing timing = *first.choice.bf16_timing;
   EXPECT_GT(timing.widen_fma, 0.0);
   EXPECT_GT(timing.dot_bf16, 0.0);
-  // The faster one is chosen.
-  EXPECT_EQ(first.choice.bf16_product,
-            timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma);
+  // AMX is measured exactly where it runs, and the fastest product is chosen.
+  EXPECT_EQ(timing.amx_bf16 > 0.0, Bf16AmxSupported());
+  Bf16Product fastest =
+      timing.dot_bf16 < timing.widen_fma ? Bf16Product::kDotBf16 : Bf16Product::kWidenFma;
+  if (timing.amx_bf16 > 0.0 && timing.amx_bf16 < std::min(timing.dot_bf16, timing.widen_fma)) {
+    fastest = Bf16Product::kAmxTile;
+  }
+  EXPECT_EQ(first.choice.bf16_product, fastest);
   ASSERT_TRUE(std::filesystem::exists(first.choice.cache_file)) << first.choice.cache_file;
 
   const KernelChoiceResult second = ChooseKernels(inputs);
@@ -154,6 +176,7 @@ TEST(KernelChoiceTest, MeasurementIsKeptPerMachineKey) {
   ASSERT_TRUE(second.choice.bf16_timing.has_value());
   EXPECT_NEAR(second.choice.bf16_timing->widen_fma, timing.widen_fma, 1e-9 * timing.widen_fma);
   EXPECT_NEAR(second.choice.bf16_timing->dot_bf16, timing.dot_bf16, 1e-9 * timing.dot_bf16);
+  EXPECT_NEAR(second.choice.bf16_timing->amx_bf16, timing.amx_bf16, 1e-9 * timing.amx_bf16);
 
   // Another CPU or binary: its own file, measured again.
   const KernelChoiceResult other = ChooseKernels({"", dir.str() + "/kernels", "machine B", ""});
