@@ -158,6 +158,9 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
       kernel_info["bf16_calibration_seconds"]["amx_bf16"] = kernel_choice.bf16_timing->amx_bf16;
     }
   }
+  if (!kernel_choice.quant_amx_source.empty()) {
+    kernel_info["quant_amx_int8"] = kernel_choice.quant_amx;
+  }
   if (!kernel_choice.quant_tiles_source.empty()) {
     kernel_info["quant_tiles"] = kernels::QuantTilesName(kernel_choice.quant_tiles);
     kernel_info["quant_tiles_source"] = kernel_choice.quant_tiles_source;

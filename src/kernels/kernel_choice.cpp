@@ -21,6 +21,7 @@
 #include "kernels/half.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant_matmul.h"
+#include "kernels/x86/amx.h"
 
 namespace radixserve::kernels {
 namespace {
@@ -251,6 +252,10 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
   choice.quantized = QuantMatMulVariant(table);
   choice.bf16_panels = table.name == "avx512" && Bf16PanelsSupported();
   const bool tiles_apply = choice.quantized == "avx512_vnni";
+  if (tiles_apply && x86::AmxInt8Usable()) {
+    choice.quant_amx = QuantAmxEnabled();
+    choice.quant_amx_source = choice.quant_amx ? "available" : "off (RADIX_QUANT_AMX=0)";
+  }
   if (!inputs.forced_bf16_product.empty()) {
     const std::optional<Bf16Product> forced = ParseBf16Product(inputs.forced_bf16_product);
     result.error = ProductError(inputs.forced_bf16_product);
@@ -313,6 +318,7 @@ std::string ValidateKernelChoiceEnvironment() {
   if (!forced.empty()) {
     if (std::string error = ProductError(forced); !error.empty()) return error;
   }
+  if (std::string error = QuantAmxEnvironmentError(); !error.empty()) return error;
   const std::string tiles = Env(kForceTilesVariable);
   if (!tiles.empty() && !ParseQuantTiles(tiles)) return UnknownTilesError(tiles);
   return "";
@@ -350,6 +356,10 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
                           choice.quant_tiles_timing->compact * 1e6);
     }
     text += ")";
+  }
+  if (!choice.quant_amx_source.empty()) {
+    text +=
+        choice.quant_amx ? ", AMX-INT8 tiles for 16+ tokens" : ", AMX-INT8 off (RADIX_QUANT_AMX=0)";
   }
   if (!choice.bf16_panels) {
     text += ", BF16 through the float matmul";

@@ -15,8 +15,9 @@
 //
 // Forcing: RADIX_KERNELS=ref|avx2|avx512 chooses the instruction-set table (kernel_table.h);
 // RADIX_BF16_PRODUCT=widen_fma|dot_bf16|amx_bf16 chooses the BF16 product and
-// RADIX_QUANT_TILES=expand|compact the quantized tiles without measuring. The choice is logged at
-// startup and reported by /server_info.
+// RADIX_QUANT_TILES=expand|compact the quantized tiles without measuring; RADIX_QUANT_AMX=0 keeps
+// the quantized matmul off AMX-INT8 tiles (quant_matmul.h's QuantAmxEnabled()). The choice is
+// logged at startup and reported by /server_info.
 #pragma once
 
 #include <optional>
@@ -55,6 +56,10 @@ struct KernelChoice {
   QuantTiles quant_tiles = QuantTiles::kCompact;
   std::string quant_tiles_source;
   std::optional<QuantTilesTiming> quant_tiles_timing;
+  // The avx512_vnni variant runs groups of 16+ tokens on AMX-INT8 tiles (QuantAmxEnabled());
+  // quant_amx_source: "available", "off (RADIX_QUANT_AMX=0)", or "" without AMX-INT8.
+  bool quant_amx = false;
+  std::string quant_amx_source;
   std::string cache_file;  // where the measurements are kept ("" when not kept)
 };
 

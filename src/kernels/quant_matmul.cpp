@@ -1,8 +1,10 @@
 #include "kernels/quant_matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "common/check.h"
 #include "kernels/bf16_panels.h"
@@ -10,6 +12,7 @@
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
 #include "kernels/ref/activation_quant.h"
+#include "kernels/x86/amx.h"
 #include "kernels/x86/quant_kernels.h"
 
 namespace radixserve::kernels {
@@ -30,12 +33,56 @@ constexpr int64_t kParallelQuantizeElements = 32 * 1024;
 
 }  // namespace
 
+bool QuantAmxEnabled() {
+  static const bool enabled = [] {
+    const char* forced = std::getenv("RADIX_QUANT_AMX");
+    return x86::AmxInt8Usable() && (forced == nullptr || std::string_view(forced) != "0");
+  }();
+  return enabled;
+}
+
+std::string QuantAmxEnvironmentError() {
+  const char* forced = std::getenv("RADIX_QUANT_AMX");
+  if (forced == nullptr || *forced == '\0' || std::string_view(forced) == "0") return "";
+  if (std::string_view(forced) != "1") {
+    return std::string("RADIX_QUANT_AMX=") + forced + " is not 0 or 1";
+  }
+  if (!x86::AmxInt8Usable()) {
+    return "RADIX_QUANT_AMX=1: this machine has no usable AMX-INT8 (the CPU lacks it or the OS "
+           "does not grant the tile state)";
+  }
+  return "";
+}
+
 std::string_view QuantMatMulVariant(const KernelTable& table) {
   const x86::QuantVariant* v = VariantFor(table);
   return v == nullptr ? std::string_view() : v->name;
 }
 
 namespace {
+
+// a.tiles from a.q (ref::QuantizedActivations): each 16-row group's sub-blocks as contiguous
+// tiles.
+void LayOutAmxTiles(ThreadPool* pool, ref::QuantizedActivations& a) {
+  const int64_t groups = a.n / 16, sub = a.sub, tile = 16 * sub;
+  a.tiles.resize(static_cast<size_t>(groups * a.subs * tile));
+  auto lay_out = [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      for (int64_t j = 0; j < a.subs; ++j) {
+        int8_t* dst = a.tiles.data() + (g * a.subs + j) * tile;
+        const int8_t* src = a.q.data() + 16 * g * a.cols + j * sub;
+        for (int64_t i = 0; i < 16; ++i) {
+          std::memcpy(dst + i * sub, src + i * a.cols, static_cast<size_t>(sub));
+        }
+      }
+    }
+  };
+  if (pool != nullptr && pool->size() > 1 && groups > 1) {
+    pool->ParallelFor(groups, 1, lay_out);
+  } else {
+    lay_out(0, groups);
+  }
+}
 
 // Sizes `activations` for x[n, w.cols] and quantizes them for `variant` (over the pool when
 // there are enough; pool may be null).
@@ -50,6 +97,10 @@ void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float
     });
   } else if (n > 0) {
     variant.quantize(w.format, offset, x, 0, n, &activations);
+  }
+  activations.tiles.clear();
+  if (variant.name == "avx512_vnni" && n >= 16 && QuantAmxEnabled()) {
+    LayOutAmxTiles(pool, activations);
   }
 }
 

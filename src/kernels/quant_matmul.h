@@ -77,6 +77,14 @@ std::optional<QuantTiles> ParseQuantTiles(std::string_view name);
 // The tiles of this process (kernel_choice.h's ActiveKernelChoice()).
 QuantTiles ActiveQuantTiles();
 
+// True when the avx512_vnni variant runs code panels for 16 or more tokens (prefill chunks, the
+// expanded tiles of large batches) in groups of 16 on AMX-INT8 tiles, whose results are the VNNI
+// tiles' bit for bit: where the CPU has AMX-INT8 and Linux grants the tile state, unless
+// RADIX_QUANT_AMX=0. Decided once per process.
+bool QuantAmxEnabled();
+// "" when RADIX_QUANT_AMX is unset, 0, or 1 where AMX-INT8 is usable; otherwise the error.
+std::string QuantAmxEnvironmentError();
+
 // MatMul on a PackedWeight with the given tiles instead of ActiveQuantTiles() (for the
 // calibration and the tests).
 void MatMulWithTiles(QuantTiles tiles, const KernelTable& table, ThreadPool* pool, const float* x,

@@ -144,6 +144,7 @@ def test_server_info_reports_the_kernel_choice(tmp_path):
 @pytest.mark.parametrize("variable, value, message", [
     ("RADIX_BF16_PRODUCT", "fastest", "is not a BF16 product"),
     ("RADIX_QUANT_TILES", "widest", "is not a quantized tiling"),
+    ("RADIX_QUANT_AMX", "yes", "is not 0 or 1"),
 ])
 def test_unknown_forced_kernel_is_a_usage_error(variable, value, message):
     proc = subprocess.run(
@@ -151,6 +152,44 @@ def test_unknown_forced_kernel_is_a_usage_error(variable, value, message):
         env=dict(os.environ, **{variable: value}), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert f"{variable}={value} {message}" in proc.stderr
+
+
+def test_quantized_amx_tiles_are_reported_and_can_be_turned_off():
+    """Where the CPU has AMX-INT8 the avx512_vnni matmul runs groups of 16 tokens on AMX tiles
+    (/server_info's quant_amx_int8 and the startup line say so) unless RADIX_QUANT_AMX=0; the
+    greedy continuation of a long prompt is the same either way (the tiles give the VNNI bits).
+    Without AMX-INT8 the key is absent and RADIX_QUANT_AMX=1 is a usage error."""
+    from server_util import SMOLLM2, Server
+    flags = cpu_flags()
+    amx = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "amx_int8",
+           "amx_tile"} <= flags
+    if not amx:
+        proc = subprocess.run(
+            [str(BUILD / "radixserve"), "--model-path", str(STORIES), "--port", str(free_port())],
+            env=dict(os.environ, RADIX_QUANT_AMX="1"), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "RADIX_QUANT_AMX=1: this machine has no usable AMX-INT8" in proc.stderr
+    prompt = " ".join(["The library opens at nine and closes at five on weekdays."] * 12)
+    outputs = []
+    for setting in ("1", "0") if amx else ("0",):
+        srv = Server(SMOLLM2, "--skip-server-warmup", env={"RADIX_QUANT_AMX": setting})
+        try:
+            kernels = requests.get(srv.url + "/server_info", timeout=30).json()["kernels"]
+            r = requests.post(srv.url + "/generate", timeout=120, json={
+                "text": prompt, "sampling_params": {"max_new_tokens": 16, "temperature": 0}})
+            assert r.status_code == 200, r.text
+            outputs.append(r.json()["text"])
+            line = next(l for l in srv.log_path.read_text(errors="replace").splitlines()
+                        if "Kernels: " in l)
+        finally:
+            assert srv.stop() == 0, srv.logs()
+        if amx:
+            assert kernels["quant_amx_int8"] == (setting == "1"), kernels
+            assert ("AMX-INT8 tiles for 16+ tokens" if setting == "1"
+                    else "AMX-INT8 off (RADIX_QUANT_AMX=0)") in line, line
+        else:
+            assert "quant_amx_int8" not in kernels, kernels
+    assert len(set(outputs)) == 1, outputs
 
 
 def test_packed_weights_leave_their_source_pages():

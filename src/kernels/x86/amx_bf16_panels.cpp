@@ -1,8 +1,5 @@
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include <cpuid.h>
 #include <algorithm>
 #include <cstring>
 
@@ -13,51 +10,12 @@
 namespace radixserve::kernels::x86 {
 namespace {
 
-// Linux's arch_prctl codes and the tile-data state component (asm/prctl.h, XFEATURE_XTILEDATA).
-constexpr int kArchGetXcompPerm = 0x1022;
-constexpr int kArchReqXcompPerm = 0x1023;
-constexpr int kXfeatureTileData = 18;
-
-bool CpuHasAmxBf16() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  const bool amx_bf16 = (edx >> 22) & 1u, amx_tile = (edx >> 24) & 1u;
-  const bool osxsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && ((ecx >> 27) & 1u);
-  if (!amx_bf16 || !amx_tile || !osxsave) return false;
-  // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS saves the tile state.
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return ((lo >> 17) & 3u) == 3u;
+// Every tile 16 rows of 64 bytes.
+void ConfigureBf16Tiles() {
+  const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+  const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
+  ConfigureTiles(rows, colsb);
 }
-
-bool TileDataGranted() {
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) != 0) return false;
-  unsigned long features = 0;  // NOLINT(runtime/int): the syscall's type
-  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) != 0) return false;
-  return (features >> kXfeatureTileData) & 1u;
-}
-
-// The tile configuration (palette 1): every tile 16 rows of 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-RADIX_AMX_BF16 void ConfigureTiles() {
-  TileConfig config;
-  for (int i = 0; i < 8; ++i) {
-    config.colsb[i] = 64;
-    config.rows[i] = kAmxTokens;
-  }
-  // Not _tile_loadconfig: its asm names only the first 8 bytes as read, so the compiler may drop
-  // the stores of the rest of the configuration.
-  __asm__ volatile("ldtilecfg %0" ::"m"(config));
-}
-
-RADIX_AMX_BF16 void ReleaseTiles() { _tile_release(); }
 
 constexpr int64_t kTileU32 = kAmxPairs * 16;  // uint32 per weight tile (1 KB)
 // Tokens whose activations stay in L2 while a thread's panels pass over them.
@@ -141,11 +99,6 @@ BlockFn PickBlock(int tm, int tn) {
 
 }  // namespace
 
-bool AmxBf16Usable() {
-  static const bool usable = CpuHasAmxBf16() && TileDataGranted();
-  return usable;
-}
-
 void AmxBf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, const uint32_t* xr,
                        int64_t ldx, int64_t n, int64_t p0, int64_t p1, float* y) {
   const int64_t stride = pairs * 16;  // uint32 per panel
@@ -157,7 +110,7 @@ void AmxBf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, cons
   const int max_tn = padded_n >= 2 * kAmxTokens ? 2 : 3;
   alignas(64) uint32_t tail[3 * kTileU32];
   alignas(64) float scratch[2 * kAmxTokens * 48];
-  ConfigureTiles();
+  ConfigureBf16Tiles();
   for (int64_t t0 = 0; t0 < padded_n; t0 += kTokenBlock) {
     const int64_t t1 = std::min(padded_n, t0 + kTokenBlock);
     for (int64_t p = p0; p < p1; p += max_tn) {

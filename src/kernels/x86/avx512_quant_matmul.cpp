@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "kernels/quant_matmul.h"
 #include "kernels/x86/quant_kernels.h"
 #include "kernels/x86/simd.h"
 
@@ -401,9 +402,22 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
   }
 }
 
+// Tokens from which a code panel runs its groups of 16 on AMX-INT8 tiles where the CPU has them.
+constexpr int64_t kAmxMinTokens = 16;
+
 RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
                                      const ref::QuantizedActivations& a, TokenRange tokens,
                                      float* y, int64_t ldy, __mmask16 mask, Lookahead ahead = {}) {
+  // The whole groups of 16 tokens on AMX tiles (the same bits) where the activations were laid
+  // out for them, the rest below.
+  const int64_t groups_end =
+      tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
+  if (!a.tiles.empty() && tokens.begin % 16 == 0 && groups_end - tokens.begin >= kAmxMinTokens) {
+    AmxCodeTokens(panel, info.sub, info.has_min, info.offset != 0, a, tokens.begin, groups_end, y,
+                  ldy, mask);
+    if (groups_end == tokens.end) return;
+    tokens.begin = groups_end;
+  }
   const CodePanel codes{panel, PanelSubBytes(info.sub, kRows),
                         tokens.end - tokens.begin <= kMaxTokens};
   const CodePanel first = FetchingAhead(codes, ahead, a.subs);
@@ -445,7 +459,9 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
                                          const ref::QuantizedActivations& a, TokenRange tokens,
                                          float* y, int64_t ldy, __mmask16 mask, Lookahead ahead,
                                          QuantTiles tiles) {
-  if (tokens.end - tokens.begin <= ExpandAbove(format, tiles)) {
+  // AMX-INT8 tiles read code panels: with them, expanding pays off from their first group.
+  const bool amx = !a.tiles.empty() && tokens.end - tokens.begin >= kAmxMinTokens;
+  if (!amx && tokens.end - tokens.begin <= ExpandAbove(format, tiles)) {
     // A single tile streams the panel once: only several tiles leave time to fetch the next.
     const Panel first =
         tokens.end - tokens.begin > kMaxTokens ? FetchingAhead(panel, ahead, a.subs) : panel;

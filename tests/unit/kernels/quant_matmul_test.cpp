@@ -196,6 +196,32 @@ TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
   }
 }
 
+// A token's row does not depend on the batch: alone it runs the VNNI / AVX2 tiles, in a batch of
+// 48 (on a CPU with AMX-INT8) the tile groups of 16, whose results must be the same bits.
+TEST(QuantMatMulTest, RowsDoNotDependOnTheBatch) {
+  std::mt19937 rng(29);
+  for (const KernelTable* table : FastTables()) {
+    for (WeightFormat format : kQuantFormats) {
+      SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
+      const int64_t rows = 37, cols = 2 * 256, n = 53;
+      const auto bytes = RandomBlocks(format, rows, cols, rng);
+      const WeightMatrix w{format, rows, cols, bytes.data()};
+      const PackedWeight packed = Pack(*table, nullptr, w);
+      const auto x = RandomActivations(n, cols, rng);
+      std::vector<float> batch(static_cast<size_t>(n * rows)), one(static_cast<size_t>(rows));
+      MatMul(*table, nullptr, x.data(), n, packed, batch.data(), ActivationMode::kGgmlRounded);
+      for (int64_t t : {0, 1, 15, 16, 31, 47, 48, 52}) {
+        MatMul(*table, nullptr, x.data() + t * cols, 1, packed, one.data(),
+               ActivationMode::kGgmlRounded);
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(one[static_cast<size_t>(r)], batch[static_cast<size_t>(t * rows + r)])
+              << "token " << t << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 // A group of jobs of mixed formats, token counts and row counts (a MoE layer's experts, the
 // Q4_K_M mix of Q4_K and Q6_K) computes what each job's own MatMul does, bit for bit, with the
 // pool splitting the group's panels; jobs over the grouped token limit and unpacked weights take

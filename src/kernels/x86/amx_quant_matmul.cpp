@@ -1,0 +1,154 @@
+// The quantized matmul's code panels on AMX-INT8 tiles (quant_kernels.h's AmxCodeTokens).
+// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* helpers
+// when inlined into masked intrinsics; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/x86/amx.h"
+#include "kernels/x86/quant_kernels.h"
+
+#define RADIX_AMX_INT8 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,amx-tile,amx-int8")))
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+constexpr int64_t kRows = 16;  // rows per panel, and tokens per activation tile
+
+// Tiles 0, 1, 4 and 5: the int32 sums of 16 tokens x 16 rows of four consecutive sub-blocks (their
+// products all run before the first is scaled, so the scaling does not wait on a tile store);
+// tiles 2 and 6: 16 tokens' activations of a sub-block (`sub` bytes each); tiles 3 and 7: the
+// sub-block's codes, sub / 4 groups of 64 bytes.
+void ConfigureCodeTiles(int64_t sub) {
+  const auto groups = static_cast<uint8_t>(sub / 4);
+  const auto bytes = static_cast<uint16_t>(sub);
+  const uint8_t rows[8] = {16, 16, 16, groups, 16, 16, 16, groups};
+  const uint16_t colsb[8] = {64, 64, bytes, 64, 64, 64, bytes, 64};
+  ConfigureTiles(rows, colsb);
+}
+
+// TDPBSUD: activations (signed) times codes (unsigned) into int32. The code groups of a
+// sub-block are the weight tile's layout: group g, lane r holds elements 4g..4g+3 of row r.
+// Sub-blocks j..j+kDepth-1 into sums[0..kDepth).
+constexpr int kDepth = 4;
+// q: the first sub-block's activation tile, the next ones every 16 * sub bytes (a.tiles).
+RADIX_AMX_INT8 inline void SubBlockSums4(const int8_t* q, int64_t sub, const uint8_t* codes,
+                                         int64_t stride, int32_t* sums) {
+  const int64_t ldq = sub, next = 16 * sub;
+  _tile_loadd(2, q, ldq);
+  _tile_loadd(3, codes, 64);
+  _tile_loadd(6, q + next, ldq);
+  _tile_loadd(7, codes + stride, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_dpbsud(0, 2, 3);
+  _tile_dpbsud(1, 6, 7);
+  _tile_loadd(2, q + 2 * next, ldq);
+  _tile_loadd(3, codes + 2 * stride, 64);
+  _tile_loadd(6, q + 3 * next, ldq);
+  _tile_loadd(7, codes + 3 * stride, 64);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_dpbsud(4, 2, 3);
+  _tile_dpbsud(5, 6, 7);
+  _tile_stored(0, sums, 64);
+  _tile_stored(1, sums + 256, 64);
+  _tile_stored(4, sums + 512, 64);
+  _tile_stored(5, sums + 768, 64);
+}
+
+RADIX_AMX_INT8 inline void SubBlockSums1(const int8_t* q, int64_t ldq, const uint8_t* codes,
+                                         int32_t* out) {
+  _tile_loadd(2, q, ldq);
+  _tile_loadd(3, codes, 64);
+  _tile_zero(0);
+  _tile_dpbsud(0, 2, 3);
+  _tile_stored(0, out, 64);
+}
+
+// acc[i] (token i's 16 rows) += sub-blocks j0..j0+kCount-1 from their int32 sums, token by token,
+// each sub-block in order: the VNNI tile's float operations (avx512_quant_matmul.cpp's Tile).
+template <int KW, bool kMin, bool kBias, int kCount>
+[[gnu::always_inline]] RADIX_AMX_INT8 inline void Scale(const uint8_t* codes, int64_t stride,
+                                                        const int32_t (*sums)[kRows * 16],
+                                                        const float* d, const float* s,
+                                                        const int32_t* bias, int64_t subs,
+                                                        int64_t j0, __m512* acc) {
+  __m512 scale[kCount];
+  [[maybe_unused]] __m512 min[kCount];
+  for (int k = 0; k < kCount; ++k) {
+    const uint8_t* panel = codes + (j0 + k) * stride;
+    scale[k] = _mm512_loadu_ps(panel + 64 * KW);
+    if constexpr (kMin) min[k] = _mm512_loadu_ps(panel + 64 * KW + 64);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+    const float* di = d + i * subs + j0;
+    [[maybe_unused]] const float* si = s + i * subs + j0;
+    [[maybe_unused]] const int32_t* bi = bias + i * subs + j0;
+#pragma GCC unroll 4
+    for (int k = 0; k < kCount; ++k) {
+      __m512i dot = _mm512_load_si512(sums[k] + 16 * i);
+      // bias is 0 for codes without an offset: adding it changes nothing.
+      if constexpr (kBias) dot = _mm512_add_epi32(dot, _mm512_set1_epi32(bi[k]));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                               _mm512_mul_ps(scale[k], _mm512_set1_ps(di[k])), acc[i]);
+      if constexpr (kMin) acc[i] = _mm512_fmadd_ps(min[k], _mm512_set1_ps(si[k]), acc[i]);
+    }
+  }
+}
+
+// Tokens [t0, t1), whole groups of 16, over one code panel of sub-blocks of 4 * KW elements.
+// Per token and sub-block the float work is the VNNI tile's (avx512_quant_matmul.cpp's Tile):
+// dot = bias + sum(u * q) as int32, acc += float(dot) * (D * d_a), then acc += M * s_a.
+template <int KW, bool kMin, bool kBias>
+RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations& a, int64_t t0,
+                           int64_t t1, float* y, int64_t ldy, __mmask16 mask) {
+  constexpr int64_t sub = 4 * KW;
+  const int64_t subs = a.subs, stride = PanelSubBytes(sub, kRows);
+  alignas(64) int32_t sums[kDepth][kRows * 16];
+  for (int64_t t = t0; t < t1; t += kRows) {
+    const int8_t* q = a.tiles.data() + t * a.cols;  // group t / 16: its tiles, subs * 16 * sub
+    const float* d = a.d.data() + t * subs;
+    const float* s = a.s.data() + t * subs;
+    const int32_t* bias = a.bias.data() + t * subs;
+    __m512 acc[kRows];
+#pragma GCC unroll 16
+    for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t j0 = 0, depth = 0; j0 < subs; j0 += depth) {
+      depth = subs - j0 >= kDepth ? kDepth : 1;
+      if (depth == kDepth) {
+        SubBlockSums4(q + j0 * 16 * sub, sub, codes + j0 * stride, stride, sums[0]);
+        Scale<KW, kMin, kBias, kDepth>(codes, stride, sums, d, s, bias, subs, j0, acc);
+      } else {
+        SubBlockSums1(q + j0 * 16 * sub, sub, codes + j0 * stride, sums[0]);
+        Scale<KW, kMin, kBias, 1>(codes, stride, sums, d, s, bias, subs, j0, acc);
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + (t + i) * ldy, mask, acc[i]);
+  }
+}
+
+}  // namespace
+
+void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
+                   const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
+                   int64_t ldy, uint16_t mask) {
+  ConfigureCodeTiles(sub);
+  if (sub == 16) {
+    Groups<4, false, true>(codes, a, t0, t1, y, ldy, mask);
+  } else if (has_min) {
+    if (has_offset) {
+      Groups<8, true, true>(codes, a, t0, t1, y, ldy, mask);
+    } else {
+      Groups<8, true, false>(codes, a, t0, t1, y, ldy, mask);
+    }
+  } else {
+    Groups<8, false, true>(codes, a, t0, t1, y, ldy, mask);
+  }
+  ReleaseTiles();
+}
+
+}  // namespace radixserve::kernels::x86
