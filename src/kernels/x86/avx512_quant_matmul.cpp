@@ -25,9 +25,11 @@ constexpr int64_t kMaxTokens = 8;
 // reading all n tokens' from L3 or memory (Zen 5, 8192 x 2048 Q4_K at 2048 tokens, in cache:
 // 475 -> 509 G multiply-adds/s with code panels, 494 -> 532 with compact ones).
 constexpr int64_t kTokenBlock = 256;
-// How far ahead of the block being read the packed-panel loader prefetches (Zen 5, 1B Q4_K_M
-// single-stream decode, alternating runs: 8 KB 65-91 tok/s against 57-72 at 2 KB; Q8_0 the same).
-constexpr int64_t kPrefetchBytes = 8192;
+// How far ahead of the block being read the packed-panel loader prefetches. 1B Q4_K_M
+// single-stream decode, alternating runs: on Zen 5, 8 KB 65-91 tok/s against 57-72 at 2 KB; on a
+// Xeon with AMX and slow memory, 16 KB 26.4-28.4 against 22.1-23.0 at 8 KB (32 KB 25.5-26.8,
+// 4 KB 23.0-23.3). Q8_0 the same at both distances on both.
+constexpr int64_t kPrefetchBytes = 16384;
 // The same for the per-call packer, in blocks ahead within each row.
 constexpr int64_t kPrefetchBlocks = 6;
 
