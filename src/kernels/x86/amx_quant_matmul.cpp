@@ -76,25 +76,23 @@ template <int KW, bool kMin, bool kBias, int kCount>
                                                         const int32_t* bias, int64_t subs,
                                                         int64_t j0, __m512* acc) {
   __m512 scale[kCount];
-  [[maybe_unused]] __m512 min[kCount];
+  __m512 min[kCount];
   for (int k = 0; k < kCount; ++k) {
     const uint8_t* panel = codes + (j0 + k) * stride;
     scale[k] = _mm512_loadu_ps(panel + 64 * KW);
-    if constexpr (kMin) min[k] = _mm512_loadu_ps(panel + 64 * KW + 64);
+    min[k] = kMin ? _mm512_loadu_ps(panel + 64 * KW + 64) : _mm512_setzero_ps();
   }
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; ++i) {
     const float* di = d + i * subs + j0;
-    [[maybe_unused]] const float* si = s + i * subs + j0;
+    const float* si = s + i * subs + j0;
     [[maybe_unused]] const int32_t* bi = bias + i * subs + j0;
 #pragma GCC unroll 4
     for (int k = 0; k < kCount; ++k) {
       __m512i dot = _mm512_load_si512(sums[k] + 16 * i);
       // bias is 0 for codes without an offset: adding it changes nothing.
       if constexpr (kBias) dot = _mm512_add_epi32(dot, _mm512_set1_epi32(bi[k]));
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                               _mm512_mul_ps(scale[k], _mm512_set1_ps(di[k])), acc[i]);
-      if constexpr (kMin) acc[i] = _mm512_fmadd_ps(min[k], _mm512_set1_ps(si[k]), acc[i]);
+      acc[i] = AddSubBlock<kMin>(acc[i], dot, scale[k], di[k], min[k], si[k]);
     }
   }
 }

@@ -199,6 +199,22 @@ void PrepareTokens(const float* x, int64_t cols, int64_t width, int64_t t0, int6
   }
 }
 
+// Token rows [0, n) of x prepared into `out` (`width` values per row), over the pool when
+// `parallel` and there are enough of them: rounding costs about a pass over the activations, and
+// below this size a hand-off costs more.
+template <Bf16Product kProduct>
+void PrepareAllTokens(ThreadPool* pool, bool parallel, const float* x, int64_t n, int64_t cols,
+                      int64_t width, Activation<kProduct>* out) {
+  constexpr int64_t kParallelRoundElements = 32 * 1024;
+  if (parallel && n * cols >= kParallelRoundElements) {
+    pool->RunOnAll([&](int index, int count) {
+      PrepareTokens<kProduct>(x, cols, width, n * index / count, n * (index + 1) / count, out);
+    });
+  } else {
+    PrepareTokens<kProduct>(x, cols, width, 0, n, out);
+  }
+}
+
 template <Bf16Product kProduct>
 void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
                 const uint8_t* panels, float* y) {
@@ -222,16 +238,7 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
     }
   };
   const bool parallel = pool != nullptr && pool->size() > 1 && tiles >= 2;
-  // Rounding costs about a pass over the activations: below this size a hand-off costs more.
-  constexpr int64_t kParallelRoundElements = 32 * 1024;
-  if (parallel && n * w.cols >= kParallelRoundElements) {
-    pool->RunOnAll([&](int index, int count) {
-      PrepareTokens<kProduct>(x, w.cols, width, n * index / count, n * (index + 1) / count,
-                              xr.data());
-    });
-  } else {
-    PrepareTokens<kProduct>(x, w.cols, width, 0, n, xr.data());
-  }
+  PrepareAllTokens<kProduct>(pool, parallel, x, n, w.cols, width, xr.data());
   if (!parallel) {
     run(0, tiles);
     return;
@@ -256,15 +263,7 @@ void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& 
   xr.resize(static_cast<size_t>(padded_n * ldx));
   std::fill(xr.begin() + n * ldx, xr.end(), 0u);
   const bool parallel = pool != nullptr && pool->size() > 1 && num_panels >= 2;
-  constexpr int64_t kParallelRoundElements = 32 * 1024;  // as in MatMulWith
-  if (parallel && n * w.cols >= kParallelRoundElements) {
-    pool->RunOnAll([&](int index, int count) {
-      PrepareTokens<Bf16Product::kDotBf16>(x, w.cols, ldx, n * index / count,
-                                           n * (index + 1) / count, xr.data());
-    });
-  } else {
-    PrepareTokens<Bf16Product::kDotBf16>(x, w.cols, ldx, 0, n, xr.data());
-  }
+  PrepareAllTokens<Bf16Product::kDotBf16>(pool, parallel, x, n, w.cols, ldx, xr.data());
   const auto* packed = reinterpret_cast<const uint32_t*>(panels);
   if (!parallel) {
     x86::AmxBf16PanelRange(packed, pairs, w.rows, xr.data(), ldx, n, 0, num_panels, y);

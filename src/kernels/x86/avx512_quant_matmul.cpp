@@ -356,9 +356,7 @@ RADIX_AVX512_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations&
       for (int k = 0; k < KW; ++k) {
         dot = _mm512_dpbusd_epi32(dot, w[k], _mm512_set1_epi32(Load32(qt + 4 * k)));
       }
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                               _mm512_mul_ps(scale, _mm512_set1_ps(d[t * subs + j])), acc[t]);
-      if constexpr (kMin) acc[t] = _mm512_fmadd_ps(min, _mm512_set1_ps(s[t * subs + j]), acc[t]);
+      acc[t] = AddSubBlock<kMin>(acc[t], dot, scale, d[t * subs + j], min, s[t * subs + j]);
     }
   }
 #pragma GCC unroll 8
@@ -407,14 +405,21 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
 // Tokens from which a code panel runs its groups of 16 on AMX-INT8 tiles where the CPU has them.
 constexpr int64_t kAmxMinTokens = 16;
 
+// The end of the whole groups of 16 tokens of `tokens` that run on AMX tiles (tokens.begin when
+// none do): those were laid out as tiles (a.tiles, for every whole group of a's rows), and there
+// are at least kAmxMinTokens of them.
+int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens) {
+  if (a.tiles.empty() || tokens.begin % 16 != 0) return tokens.begin;
+  const int64_t end = tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
+  return end - tokens.begin >= kAmxMinTokens ? end : tokens.begin;
+}
+
 RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
                                      const ref::QuantizedActivations& a, TokenRange tokens,
                                      float* y, int64_t ldy, __mmask16 mask, Lookahead ahead = {}) {
-  // The whole groups of 16 tokens on AMX tiles (the same bits) where the activations were laid
-  // out for them, the rest below.
-  const int64_t groups_end =
-      tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
-  if (!a.tiles.empty() && tokens.begin % 16 == 0 && groups_end - tokens.begin >= kAmxMinTokens) {
+  // The whole groups of 16 tokens on AMX tiles (the same bits), the rest below.
+  const int64_t groups_end = AmxGroupsEnd(a, tokens);
+  if (groups_end > tokens.begin) {
     AmxCodeTokens(panel, info.sub, info.has_min, info.offset != 0, a, tokens.begin, groups_end, y,
                   ldy, mask);
     if (groups_end == tokens.end) return;
@@ -462,7 +467,7 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
                                          float* y, int64_t ldy, __mmask16 mask, Lookahead ahead,
                                          QuantTiles tiles) {
   // AMX-INT8 tiles read code panels: with them, expanding pays off from their first group.
-  const bool amx = !a.tiles.empty() && tokens.end - tokens.begin >= kAmxMinTokens;
+  const bool amx = AmxGroupsEnd(a, tokens) > tokens.begin;
   if (!amx && tokens.end - tokens.begin <= ExpandAbove(format, tiles)) {
     // A single tile streams the panel once: only several tiles leave time to fetch the next.
     const Panel first =

@@ -21,6 +21,7 @@
 #include "kernels/mxfp4.h"
 #include "kernels/quant_matmul.h"
 #include "kernels/ref/activation_quant.h"
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 
@@ -128,6 +129,18 @@ struct QuantVariant {
 // ref::QuantizeActivationRows with AVX-512 (F/BW/VL/DQ); bit-identical results.
 void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset, const float* x,
                                   int64_t begin, int64_t end, ref::QuantizedActivations* out);
+
+// One token's sub-block added to its accumulator of 16 rows: acc + float(dot) * (scale * d), then
+// + min * s when kMin (dot: the sub-block's int32 sums with the bias; scale, min: the rows' D and
+// M; d, s: the token's). The VNNI and the AMX tiles both add their sums through this, so their
+// results are the same bits.
+template <bool kMin>
+[[gnu::always_inline]] RADIX_AVX512 inline __m512 AddSubBlock(__m512 acc, __m512i dot, __m512 scale,
+                                                              float d, __m512 min, float s) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(scale, _mm512_set1_ps(d)), acc);
+  if constexpr (kMin) acc = _mm512_fmadd_ps(min, _mm512_set1_ps(s), acc);
+  return acc;
+}
 
 // Tokens [t0, t1) (whole groups of 16) over a code panel of 16 rows (the layout above, sub-blocks
 // of `sub` = 16 or 32 elements, with mins when has_min, codes offset when has_offset) on AMX-INT8
