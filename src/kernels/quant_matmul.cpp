@@ -99,7 +99,9 @@ void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float
     variant.quantize(w.format, offset, x, 0, n, &activations);
   }
   activations.tiles.clear();
-  if (variant.name == "avx512_vnni" && n >= 16 && QuantAmxEnabled()) {
+  // Formats with sub-blocks of 16 (Q6_K) stay on the VNNI tiles: there every stored tile of sums
+  // holds half the products, and the AMX groups measured slower (x86/quant_kernels.h).
+  if (variant.name == "avx512_vnni" && n >= 16 && activations.sub == 32 && QuantAmxEnabled()) {
     LayOutAmxTiles(pool, activations);
   }
 }

@@ -421,7 +421,7 @@ RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t*
   const int64_t groups_end = AmxGroupsEnd(a, tokens);
   if (groups_end > tokens.begin) {
     AmxCodeTokens(panel, info.sub, info.has_min, info.offset != 0, a, tokens.begin, groups_end, y,
-                  ldy, mask);
+                  ldy, mask, ahead.next, ahead.bytes);
     if (groups_end == tokens.end) return;
     tokens.begin = groups_end;
   }

@@ -143,15 +143,16 @@ template <bool kMin>
 }
 
 // Tokens [t0, t1) (whole groups of 16) over a code panel of 16 rows (the layout above, sub-blocks
-// of `sub` = 16 or 32 elements, with mins when has_min, codes offset when has_offset) on AMX-INT8
-// tiles: TDPBSUD multiplies 16
-// tokens' signed activations of a sub-block by its unsigned codes (a code group is a row of the
-// weight tile), and each int32 sum is scaled as the VNNI tiles scale theirs, in the same order,
-// so the results are theirs bit for bit. mask: the panel rows y holds. Reads a.tiles; t0 % 16 == 0.
-// Requires AmxInt8Usable() (x86/amx.h).
+// of `sub` = 32 elements, with mins when has_min, codes offset when has_offset) on AMX-INT8 tiles:
+// TDPBSUD multiplies 16 tokens' signed activations of a sub-block by its unsigned codes (a code
+// group is a row of the weight tile), and each int32 sum is scaled as the VNNI tiles scale theirs,
+// in the same order, so the results are theirs bit for bit. Each sub-block's sums make a stored
+// tile, so the tiles' gain shrinks with the sub-block: Q6_K's 16 elements run on the VNNI tiles.
+// mask: the panel rows y holds. Reads a.tiles; t0 % 16 == 0. next (nullptr: none): next_bytes of
+// the panel after this one, fetched into L2 meanwhile. Requires AmxInt8Usable() (x86/amx.h).
 void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
                    const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
-                   int64_t ldy, uint16_t mask);
+                   int64_t ldy, uint16_t mask, const uint8_t* next, int64_t next_bytes);
 
 // nullptr when the CPU lacks the instructions (AVX-512 F/BW/VL + VNNI; AVX2 + FMA).
 const QuantVariant* Avx512VnniQuantVariant();
