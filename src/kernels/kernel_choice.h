@@ -56,7 +56,7 @@ struct KernelChoice {
   QuantTiles quant_tiles = QuantTiles::kCompact;
   std::string quant_tiles_source;
   std::optional<QuantTilesTiming> quant_tiles_timing;
-  // The avx512_vnni variant runs groups of 16+ tokens on AMX-INT8 tiles (QuantAmxEnabled());
+  // The avx512_vnni variant runs groups of 16 tokens on AMX-INT8 tiles (QuantAmxEnabled());
   // quant_amx_source: "available", "off (RADIX_QUANT_AMX=0)", or "" without AMX-INT8.
   bool quant_amx = false;
   std::string quant_amx_source;

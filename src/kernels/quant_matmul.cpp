@@ -101,7 +101,8 @@ void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float
   activations.tiles.clear();
   // Formats with sub-blocks of 16 (Q6_K) stay on the VNNI tiles: there every stored tile of sums
   // holds half the products, and the AMX groups measured slower (x86/quant_kernels.h).
-  if (variant.name == "avx512_vnni" && n >= 16 && activations.sub == 32 && QuantAmxEnabled()) {
+  if (variant.name == "avx512_vnni" && n >= kQuantAmxMinTokens && activations.sub == 32 &&
+      QuantAmxEnabled()) {
     LayOutAmxTiles(pool, activations);
   }
 }
@@ -361,6 +362,9 @@ std::optional<QuantTilesTiming> MeasureQuantTiles(const KernelTable& table) {
   for (float& v : x) v = dist(rng);
   ref::QuantizedActivations activations;
   QuantizeFor(*variant, nullptr, x.data(), kTokens, w, activations);
+  // The tilings are what the VNNI tiles run (steps of fewer than kQuantAmxMinTokens tokens): AMX
+  // groups expand every panel whatever the tiling, and would make the two timings a coin toss.
+  activations.tiles.clear();
   std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));
 
   const auto run = [&](QuantTiles tiles) {

@@ -77,11 +77,15 @@ std::optional<QuantTiles> ParseQuantTiles(std::string_view name);
 // The tiles of this process (kernel_choice.h's ActiveKernelChoice()).
 QuantTiles ActiveQuantTiles();
 
-// True when the avx512_vnni variant runs code panels for 16 or more tokens (prefill chunks, the
-// expanded tiles of large batches) in groups of 16 on AMX-INT8 tiles, whose results are the VNNI
+// True when the avx512_vnni variant runs code panels for kQuantAmxMinTokens or more tokens
+// (prefill chunks, large batches) in groups of 16 on AMX-INT8 tiles, whose results are the VNNI
 // tiles' bit for bit: where the CPU has AMX-INT8 and Linux grants the tile state, unless
 // RADIX_QUANT_AMX=0. Decided once per process.
 bool QuantAmxEnabled();
+// Fewer tokens stay on the VNNI tiles: a decode step of 16 streams on the 1B Q4_K_M shape ran
+// 12-18 % slower on AMX (one group cannot pay for expanding each panel), 32 ran alike, 64 16 %
+// faster (docs/performance.md, the Xeon with AMX).
+inline constexpr int64_t kQuantAmxMinTokens = 32;
 // "" when RADIX_QUANT_AMX is unset, 0, or 1 where AMX-INT8 is usable; otherwise the error.
 std::string QuantAmxEnvironmentError();
 

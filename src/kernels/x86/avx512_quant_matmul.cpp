@@ -402,16 +402,13 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
   }
 }
 
-// Tokens from which a code panel runs its groups of 16 on AMX-INT8 tiles where the CPU has them.
-constexpr int64_t kAmxMinTokens = 16;
-
 // The end of the whole groups of 16 tokens of `tokens` that run on AMX tiles (tokens.begin when
 // none do): those were laid out as tiles (a.tiles, for every whole group of a's rows), and there
-// are at least kAmxMinTokens of them.
+// are at least kQuantAmxMinTokens of them.
 int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens) {
   if (a.tiles.empty() || tokens.begin % 16 != 0) return tokens.begin;
   const int64_t end = tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
-  return end - tokens.begin >= kAmxMinTokens ? end : tokens.begin;
+  return end - tokens.begin >= kQuantAmxMinTokens ? end : tokens.begin;
 }
 
 RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
