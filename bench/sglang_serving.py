@@ -60,8 +60,12 @@ def main():
         results["radixserve"] = bench(srv.url, args, out / "radixserve.jsonl")
     port = free_port()
     ctx = args.clients * (args.input_len + args.output_len + 64)
+    # llama-server sends an SSE comment (":") every 30 s to a stream still waiting for its first
+    # token; bench_serving's client parses every line as JSON, counts such a request as failed and
+    # drops it (llama-server logs "stop: cancel task"). Off, every request completes.
     cmd = [pathlib.Path(args.peer_bin) / "llama-server", "-m", args.model, "-t", 2, "-tb", 2,
-           "-np", args.clients, "-cb", "-c", ctx, "--host", "127.0.0.1", "--port", port]
+           "-np", args.clients, "-cb", "-c", ctx, "--sse-ping-interval", -1,
+           "--host", "127.0.0.1", "--port", port]
     with ManagedServer(cmd, port, out / "llama-server.log") as srv:
         results["llama-server"] = bench(srv.url, args, out / "llama-server.jsonl")
     (out / "summary.json").write_text(json.dumps(results, indent=2))
