@@ -103,13 +103,12 @@ template <int KW, bool kMin, bool kBias, int kCount>
 // dot = bias + sum(u * q) as int32, acc += float(dot) * (D * d_a), then acc += M * s_a.
 template <int KW, bool kMin, bool kBias>
 RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations& a, int64_t t0,
-                           int64_t t1, float* y, int64_t ldy, __mmask16 mask, const uint8_t* next,
-                           int64_t next_bytes) {
+                           int64_t t1, float* y, int64_t ldy, __mmask16 mask,
+                           const Lookahead& ahead) {
   constexpr int64_t sub = 4 * KW;
   const int64_t subs = a.subs, stride = PanelSubBytes(sub, kRows);
   alignas(64) int32_t sums[kDepth][kRows * 16];
-  // The first group fetches the next panel into L2, a whole-line share per sub-block.
-  const int64_t next_chunk = next == nullptr ? 0 : ((next_bytes + subs - 1) / subs + 63) / 64 * 64;
+  const int64_t next_chunk = ahead.Chunk(subs);  // PrefetchNext skips a null next
   for (int64_t t = t0; t < t1; t += kRows) {
     const int8_t* q = a.tiles.data() + t * a.cols;  // group t / 16: its tiles, subs * 16 * sub
     const float* d = a.d.data() + t * subs;
@@ -120,11 +119,8 @@ RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations
     for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t j0 = 0, depth = 0; j0 < subs; j0 += depth) {
       depth = subs - j0 >= kDepth ? kDepth : 1;
-      if (t == t0) {
-        for (int64_t line = 0; line < depth * next_chunk; line += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(next + j0 * next_chunk + line), _MM_HINT_T1);
-        }
-      }
+      // The first group fetches the next panel into L2 as it goes.
+      for (int64_t j = j0; t == t0 && j < j0 + depth; ++j) PrefetchNext(ahead.next, next_chunk, j);
       if (depth == kDepth) {
         SubBlockSums4(q + j0 * 16 * sub, sub, codes + j0 * stride, stride, sums[0]);
         Scale<KW, kMin, kBias, kDepth>(codes, stride, sums, d, s, bias, subs, j0, acc);
@@ -142,17 +138,17 @@ RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations
 
 void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
                    const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
-                   int64_t ldy, uint16_t mask, const uint8_t* next, int64_t next_bytes) {
+                   int64_t ldy, uint16_t mask, const Lookahead& ahead) {
   RADIX_CHECK_MSG(sub == 32, "AMX-INT8 groups need sub-blocks of 32");
   ConfigureCodeTiles(sub);
   if (has_min) {
     if (has_offset) {
-      Groups<8, true, true>(codes, a, t0, t1, y, ldy, mask, next, next_bytes);
+      Groups<8, true, true>(codes, a, t0, t1, y, ldy, mask, ahead);
     } else {
-      Groups<8, true, false>(codes, a, t0, t1, y, ldy, mask, next, next_bytes);
+      Groups<8, true, false>(codes, a, t0, t1, y, ldy, mask, ahead);
     }
   } else {
-    Groups<8, false, true>(codes, a, t0, t1, y, ldy, mask, next, next_bytes);
+    Groups<8, false, true>(codes, a, t0, t1, y, ldy, mask, ahead);
   }
   ReleaseTiles();
 }

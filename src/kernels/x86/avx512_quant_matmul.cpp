@@ -147,28 +147,13 @@ struct TokenRange {
 };
 
 // Panel loaders: one sub-block's code registers, scales and offsets.
-// The next panel a thread will read, fetched into L2 a slice per sub-block while the tiles of the
-// current one compute, so a batch's weight stream overlaps its arithmetic instead of stalling
-// the next panel's first pass.
-struct Lookahead {
-  const uint8_t* next = nullptr;  // nullptr: nothing to fetch
-  int64_t bytes = 0;
-};
-
-// Sub-block j's share of the next panel (Lookahead), fetched into L2 while this one computes.
-[[gnu::always_inline]] inline void PrefetchNext(const uint8_t* next, int64_t chunk, int64_t j) {
-  for (int64_t line = 0; next != nullptr && line < chunk; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(next + j * chunk + line), _MM_HINT_T1);
-  }
-}
-
 // `panel` reading the next panel of `ahead` into L2 as it goes, a whole-cache-line share per
 // each of its `subs` sub-blocks (unchanged when there is nothing to fetch).
 template <class Panel>
 Panel FetchingAhead(Panel panel, const Lookahead& ahead, int64_t subs) {
   if (ahead.next != nullptr && subs > 0) {
     panel.next = ahead.next;
-    panel.next_chunk = ((ahead.bytes + subs - 1) / subs + 63) / 64 * 64;
+    panel.next_chunk = ahead.Chunk(subs);
   }
   return panel;
 }
@@ -418,7 +403,7 @@ RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t*
   const int64_t groups_end = AmxGroupsEnd(a, tokens);
   if (groups_end > tokens.begin) {
     AmxCodeTokens(panel, info.sub, info.has_min, info.offset != 0, a, tokens.begin, groups_end, y,
-                  ldy, mask, ahead.next, ahead.bytes);
+                  ldy, mask, ahead);
     if (groups_end == tokens.end) return;
     tokens.begin = groups_end;
   }

@@ -130,6 +130,24 @@ struct QuantVariant {
 void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset, const float* x,
                                   int64_t begin, int64_t end, ref::QuantizedActivations* out);
 
+// The next panel a thread will read, fetched into L2 a slice per sub-block while the tiles of the
+// current one compute, so a batch's weight stream overlaps its arithmetic instead of stalling
+// the next panel's first pass.
+struct Lookahead {
+  const uint8_t* next = nullptr;  // nullptr: nothing to fetch
+  int64_t bytes = 0;
+  // Bytes fetched per sub-block of a panel of `subs`: a whole-line share, so one pass over the
+  // panel fetches all of the next.
+  int64_t Chunk(int64_t subs) const { return ((bytes + subs - 1) / subs + 63) / 64 * 64; }
+};
+
+// Sub-block j's share of the next panel (Lookahead), fetched into L2 while this one computes.
+[[gnu::always_inline]] inline void PrefetchNext(const uint8_t* next, int64_t chunk, int64_t j) {
+  for (int64_t line = 0; next != nullptr && line < chunk; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(next + j * chunk + line), _MM_HINT_T1);
+  }
+}
+
 // One token's sub-block added to its accumulator of 16 rows: acc + float(dot) * (scale * d), then
 // + min * s when kMin (dot: the sub-block's int32 sums with the bias; scale, min: the rows' D and
 // M; d, s: the token's). The VNNI and the AMX tiles both add their sums through this, so their
@@ -148,11 +166,11 @@ template <bool kMin>
 // group is a row of the weight tile), and each int32 sum is scaled as the VNNI tiles scale theirs,
 // in the same order, so the results are theirs bit for bit. Each sub-block's sums make a stored
 // tile, so the tiles' gain shrinks with the sub-block: Q6_K's 16 elements run on the VNNI tiles.
-// mask: the panel rows y holds. Reads a.tiles; t0 % 16 == 0. next (nullptr: none): next_bytes of
-// the panel after this one, fetched into L2 meanwhile. Requires AmxInt8Usable() (x86/amx.h).
+// mask: the panel rows y holds. Reads a.tiles; t0 % 16 == 0. The first group fetches `ahead` into
+// L2. Requires AmxInt8Usable() (x86/amx.h).
 void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
                    const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
-                   int64_t ldy, uint16_t mask, const uint8_t* next, int64_t next_bytes);
+                   int64_t ldy, uint16_t mask, const Lookahead& ahead);
 
 // nullptr when the CPU lacks the instructions (AVX-512 F/BW/VL + VNNI; AVX2 + FMA).
 const QuantVariant* Avx512VnniQuantVariant();
