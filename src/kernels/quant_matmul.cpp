@@ -61,18 +61,19 @@ std::string_view QuantMatMulVariant(const KernelTable& table) {
 
 namespace {
 
-// a.tiles from a.q (ref::QuantizedActivations): each 16-row group's sub-blocks as contiguous
-// tiles.
-void LayOutAmxTiles(ThreadPool* pool, ref::QuantizedActivations& a) {
-  const int64_t groups = a.n / 16, sub = a.sub, tile = 16 * sub;
-  a.tiles.resize(static_cast<size_t>(groups * a.subs * tile));
+// a.tiles from a.q (ref::QuantizedActivations): each 16-row group's runs of `tile_cols` columns
+// as contiguous tiles.
+void LayOutAmxTiles(ThreadPool* pool, int64_t tile_cols, ref::QuantizedActivations& a) {
+  const int64_t groups = a.n / 16, runs = a.cols / tile_cols, tile = 16 * tile_cols;
+  a.tile_cols = tile_cols;
+  a.tiles.resize(static_cast<size_t>(groups * runs * tile));
   auto lay_out = [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      for (int64_t j = 0; j < a.subs; ++j) {
-        int8_t* dst = a.tiles.data() + (g * a.subs + j) * tile;
-        const int8_t* src = a.q.data() + 16 * g * a.cols + j * sub;
+      for (int64_t j = 0; j < runs; ++j) {
+        int8_t* dst = a.tiles.data() + (g * runs + j) * tile;
+        const int8_t* src = a.q.data() + 16 * g * a.cols + j * tile_cols;
         for (int64_t i = 0; i < 16; ++i) {
-          std::memcpy(dst + i * sub, src + i * a.cols, static_cast<size_t>(sub));
+          std::memcpy(dst + i * tile_cols, src + i * a.cols, static_cast<size_t>(tile_cols));
         }
       }
     }
@@ -101,9 +102,10 @@ void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float
   activations.tiles.clear();
   // Formats with sub-blocks of 16 (Q6_K) stay on the VNNI tiles: there every stored tile of sums
   // holds half the products, and the AMX groups measured slower (x86/quant_kernels.h).
-  if (variant.name == "avx512_vnni" && n >= kQuantAmxMinTokens && activations.sub == 32 &&
+  if (variant.name == "avx512_vnni" && n >= QuantAmxMinTokens(w.format) && activations.sub == 32 &&
       QuantAmxEnabled()) {
-    LayOutAmxTiles(pool, activations);
+    // Q4_K and Q5_K multiply 64 columns (two sub-blocks) per tile product.
+    LayOutAmxTiles(pool, SumsSuperBlocks(w.format) ? 64 : activations.sub, activations);
   }
 }
 
@@ -362,7 +364,7 @@ std::optional<QuantTilesTiming> MeasureQuantTiles(const KernelTable& table) {
   for (float& v : x) v = dist(rng);
   ref::QuantizedActivations activations;
   QuantizeFor(*variant, nullptr, x.data(), kTokens, w, activations);
-  // The tilings are what the VNNI tiles run (steps of fewer than kQuantAmxMinTokens tokens): AMX
+  // The tilings are what the VNNI tiles run (steps of fewer than QuantAmxMinTokens tokens): AMX
   // groups expand every panel whatever the tiling, and would make the two timings a coin toss.
   activations.tiles.clear();
   std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));

@@ -77,15 +77,27 @@ std::optional<QuantTiles> ParseQuantTiles(std::string_view name);
 // The tiles of this process (kernel_choice.h's ActiveKernelChoice()).
 QuantTiles ActiveQuantTiles();
 
-// True when the avx512_vnni variant runs code panels for kQuantAmxMinTokens or more tokens
-// (prefill chunks, large batches) in groups of 16 on AMX-INT8 tiles, whose results are the VNNI
-// tiles' bit for bit: where the CPU has AMX-INT8 and Linux grants the tile state, unless
-// RADIX_QUANT_AMX=0. Decided once per process.
+// True when the avx512_vnni variant runs QuantAmxMinTokens or more tokens (prefill chunks, large
+// batches) in groups of 16 on AMX-INT8 tiles, whose results are the VNNI tiles' bit for bit:
+// where the CPU has AMX-INT8 and Linux grants the tile state, unless RADIX_QUANT_AMX=0. Decided
+// once per process.
 bool QuantAmxEnabled();
-// Fewer tokens stay on the VNNI tiles: a decode step of 16 streams on the 1B Q4_K_M shape ran
-// 12-18 % slower on AMX (one group cannot pay for expanding each panel), 32 ran alike, 64 16 %
-// faster (docs/performance.md, the Xeon with AMX).
+
+// True for the formats the avx512_vnni variant sums in integers over each 256-element
+// super-block (x86/quant_kernels.h): Q4_K and Q5_K.
+inline bool SumsSuperBlocks(WeightFormat format) {
+  return format == WeightFormat::kQ4_K || format == WeightFormat::kQ5_K;
+}
+
+// Fewer tokens stay on the VNNI tiles. Code-panel formats: a decode step of 16 streams on the 1B
+// Q4_K_M shape ran 12-18 % slower on AMX (one group cannot pay for expanding each panel), 32 ran
+// alike, 64 16 % faster. Q4_K and Q5_K, whose groups take a whole super-block per tile product:
+// 16 streams 4 % faster on AMX, 24 alike (docs/performance.md, the Xeon with AMX).
 inline constexpr int64_t kQuantAmxMinTokens = 32;
+inline constexpr int64_t kQuantAmxSuperMinTokens = 16;
+inline int64_t QuantAmxMinTokens(WeightFormat format) {
+  return SumsSuperBlocks(format) ? kQuantAmxSuperMinTokens : kQuantAmxMinTokens;
+}
 // "" when RADIX_QUANT_AMX is unset, 0, or 1 where AMX-INT8 is usable; otherwise the error.
 std::string QuantAmxEnvironmentError();
 

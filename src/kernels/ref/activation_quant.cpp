@@ -93,6 +93,7 @@ void ResizeQuantizedActivations(WeightFormat weight, int64_t n, int64_t cols,
     out->d.resize(groups);
     out->s.resize(groups);
     out->bias.resize(groups);
+    out->sums.resize(groups);
   }
 }
 
@@ -106,11 +107,13 @@ void QuantizeActivationRows(WeightFormat weight, int32_t weight_offset, const fl
     float* d = out->d.data() + t * subs;
     float* s = out->s.data() + t * subs;
     int32_t* bias = out->bias.data() + t * subs;
+    int16_t* sums = out->sums.data() + t * subs;
     if (!k_quant) {
       for (int64_t b = 0; b < subs; ++b) {
         const int sum = QuantizeQ8_32(row + b * 32, q + b * 32, &d[b], &s[b]);
         if (!UsesBlockSums(weight)) s[b] = 0.0f;
         bias[b] = -weight_offset * sum;
+        sums[b] = static_cast<int16_t>(sum);
       }
       continue;
     }
@@ -122,6 +125,7 @@ void QuantizeActivationRows(WeightFormat weight, int32_t weight_offset, const fl
         d[g] = scale;
         s[g] = scale * static_cast<float>(sum);
         bias[g] = -weight_offset * sum;
+        sums[g] = static_cast<int16_t>(sum);
       }
     }
   }

@@ -42,9 +42,12 @@ struct QuantizedActivations {
   std::vector<float> s;       // [n][subs] the block-sum term: Q8_1's float16 s for Q4_1/Q5_1,
                               // d * sum(q) for the K-quants, 0 otherwise
   std::vector<int32_t> bias;  // [n][subs] -weight_offset * sum(q) over the sub-block
+  std::vector<int16_t> sums;  // [n][subs] sum(q) over the sub-block (|sum| <= 32 * 127)
   // q of the whole groups of 16 rows as AMX tiles (x86/amx.h), when the matmul runs on them:
-  // [n / 16][subs][16][sub], so a sub-block's tile is 16 * sub contiguous bytes. Empty otherwise.
+  // [n / 16][cols / tile_cols][16][tile_cols], so the tile of a run of tile_cols elements is
+  // 16 * tile_cols contiguous bytes. Empty otherwise.
   std::vector<int8_t> tiles;
+  int64_t tile_cols = 0;
 };
 
 // Elements per weight sub-block (one weight scale): 16 for Q6_K, 32 for the other block formats.

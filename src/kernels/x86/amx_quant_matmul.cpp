@@ -5,12 +5,16 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <vector>
+
 #include "common/check.h"
 #include "kernels/x86/amx.h"
 #include "kernels/x86/quant_kernels.h"
 
-#define RADIX_AMX_INT8 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,amx-tile,amx-int8")))
+#define RADIX_AMX_INT8                                                          \
+  __attribute__((                                                               \
+      target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,avx512vnni,amx-tile," \
+             "amx-int8")))
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -134,12 +138,117 @@ RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations
   }
 }
 
+// Super-block panels (quant_kernels.h's kAmxSuperBytes), two groups of 16 tokens at a time:
+// tiles 0 and 1 sum the first group's products with the low and the high bytes of u * sc over
+// the four 64-element steps of a super-block, tiles 4 and 5 the second group's; tiles 2 and 6
+// hold a step's activations of the two groups, tiles 3 and 7 its low and high weight tiles, each
+// loaded once for both groups.
+void ConfigureSuperTiles() {
+  const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+  const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
+  ConfigureTiles(rows, colsb);
+}
+
+// The int32 sums of a super-block (q: a group's first step tile, the next every 1 KB): low and
+// high of one group, or of two (q2, 32 tokens).
+RADIX_AMX_INT8 inline void SuperSums2(const int8_t* q, const int8_t* q2, const uint8_t* tiles,
+                                      int32_t (*sums)[kRows * 16]) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(4);
+  _tile_zero(5);
+  for (int64_t step = 0; step < 4; ++step) {
+    _tile_loadd(2, q + step * 1024, 64);
+    _tile_loadd(6, q2 + step * 1024, 64);
+    _tile_loadd(3, tiles + step * 2048, 64);
+    _tile_loadd(7, tiles + step * 2048 + 1024, 64);
+    _tile_dpbsud(0, 2, 3);
+    _tile_dpbsud(1, 2, 7);
+    _tile_dpbsud(4, 6, 3);
+    _tile_dpbsud(5, 6, 7);
+  }
+  _tile_stored(0, sums[0], 64);
+  _tile_stored(1, sums[1], 64);
+  _tile_stored(4, sums[2], 64);
+  _tile_stored(5, sums[3], 64);
+}
+
+RADIX_AMX_INT8 inline void SuperSums1(const int8_t* q, const uint8_t* tiles,
+                                      int32_t (*sums)[kRows * 16]) {
+  _tile_zero(0);
+  _tile_zero(1);
+  for (int64_t step = 0; step < 4; ++step) {
+    _tile_loadd(2, q + step * 1024, 64);
+    _tile_loadd(3, tiles + step * 2048, 64);
+    _tile_loadd(7, tiles + step * 2048 + 1024, 64);
+    _tile_dpbsud(0, 2, 3);
+    _tile_dpbsud(1, 2, 7);
+  }
+  _tile_stored(0, sums[0], 64);
+  _tile_stored(1, sums[1], 64);
+}
+
+// acc (16 tokens' rows of 16, starting at token t of the activations) += super-block b from its
+// low and high sums: isum = low + 256 * high, as the VNNI super tile finishes it.
+[[gnu::always_inline]] RADIX_AMX_INT8 inline void FinishSuper(
+    const int32_t* low, const int32_t* high, const uint8_t* header,
+    const ref::QuantizedActivations& a, int64_t t, int64_t b, bool first, float* acc) {
+  const int64_t subs = a.subs;
+  const float* d = a.d.data() + t * subs + 8 * b;
+  const int16_t* sums = a.sums.data() + t * subs + 8 * b;
+  const __m512 dw = _mm512_load_ps(header);
+  const __m512 neg_dmin = _mm512_load_ps(header + 64);
+  __m512i mins[4];
+  for (int p = 0; p < 4; ++p) mins[p] = _mm512_load_si512(header + 128 + 64 * p);
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+    const __m512i isum = _mm512_add_epi32(_mm512_load_si512(low + 16 * i),
+                                          _mm512_slli_epi32(_mm512_load_si512(high + 16 * i), 8));
+    const __m512i imin = MinSums(mins, sums + i * subs);
+    const __m512 before = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
+    _mm512_storeu_ps(acc + 16 * i, AddSuperBlock(before, isum, imin, dw, neg_dmin, d[i * subs]));
+  }
+}
+
+RADIX_AMX_INT8 void SuperGroups(WeightFormat format, const uint8_t* panel,
+                                const ref::QuantizedActivations& a, int64_t t0, int64_t t1,
+                                float* y, int64_t ldy, __mmask16 mask, const Lookahead& ahead) {
+  const int64_t supers = a.subs / 8;
+  alignas(64) uint8_t tiles[kAmxSuperBytes];
+  alignas(64) int32_t sums[4][kRows * 16];
+  thread_local std::vector<float> acc_buffer;
+  const auto floats = static_cast<size_t>((t1 - t0) * 16);
+  if (acc_buffer.size() < floats) acc_buffer.resize(floats);
+  float* acc = acc_buffer.data();
+  const int64_t next_chunk = ahead.Chunk(supers);  // PrefetchNext skips a null next
+  const uint8_t* header = tiles + 4 * 2048;
+  for (int64_t b = 0; b < supers; ++b) {
+    PrefetchNext(ahead.next, next_chunk, b);
+    ExpandSuperBlockForAmx(format, panel, b, tiles);
+    int64_t t = t0;
+    for (; t + 2 * kRows <= t1; t += 2 * kRows) {
+      const int8_t* q = a.tiles.data() + t * a.cols + 4 * b * 1024;  // group t / 16, step 4b
+      SuperSums2(q, q + kRows * a.cols, tiles, sums);
+      FinishSuper(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
+      FinishSuper(sums[2], sums[3], header, a, t + kRows, b, b == 0, acc + (t + kRows - t0) * 16);
+    }
+    if (t < t1) {
+      SuperSums1(a.tiles.data() + t * a.cols + 4 * b * 1024, tiles, sums);
+      FinishSuper(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
+    }
+  }
+  for (int64_t t = t0; t < t1; ++t) {
+    _mm512_mask_storeu_ps(y + t * ldy, mask, _mm512_loadu_ps(acc + (t - t0) * 16));
+  }
+}
+
 }  // namespace
 
 void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
                    const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
                    int64_t ldy, uint16_t mask, const Lookahead& ahead) {
   RADIX_CHECK_MSG(sub == 32, "AMX-INT8 groups need sub-blocks of 32");
+  RADIX_CHECK_MSG(a.tile_cols == sub, "AMX-INT8 groups need tiles one sub-block wide");
   ConfigureCodeTiles(sub);
   if (has_min) {
     if (has_offset) {
@@ -150,6 +259,15 @@ void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_off
   } else {
     Groups<8, false, true>(codes, a, t0, t1, y, ldy, mask, ahead);
   }
+  ReleaseTiles();
+}
+
+void AmxSuperTokens(WeightFormat format, const uint8_t* panel, const ref::QuantizedActivations& a,
+                    int64_t t0, int64_t t1, float* y, int64_t ldy, uint16_t mask,
+                    const Lookahead& ahead) {
+  RADIX_CHECK_MSG(a.tile_cols == 64, "AMX-INT8 super-block groups need tiles 64 columns wide");
+  ConfigureSuperTiles();
+  SuperGroups(format, panel, a, t0, t1, y, ldy, mask, ahead);
   ReleaseTiles();
 }
 

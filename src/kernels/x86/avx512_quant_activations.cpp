@@ -29,7 +29,7 @@ RADIX_AVX512 __m512i Codes16(const float* x, __m512 scale, int8_t* q) {
 }
 
 RADIX_AVX512 void Row32(WeightFormat weight, int32_t offset, const float* x, int64_t subs,
-                        int8_t* q, float* d, float* s, int32_t* bias) {
+                        int8_t* q, float* d, float* s, int32_t* bias, int16_t* sums) {
   const bool block_sums = ref::UsesBlockSums(weight);
   for (int64_t b = 0; b < subs; ++b) {
     const float amax = AbsMax(x + 32 * b, 32);
@@ -41,11 +41,12 @@ RADIX_AVX512 void Row32(WeightFormat weight, int32_t offset, const float* x, int
     d[b] = F16ToF32(F32ToF16(scale));
     s[b] = block_sums ? F16ToF32(F32ToF16(scale * static_cast<float>(sum))) : 0.0f;
     bias[b] = -offset * sum;
+    sums[b] = static_cast<int16_t>(sum);
   }
 }
 
 RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q,
-                       float* d, float* s, int32_t* bias) {
+                       float* d, float* s, int32_t* bias, int16_t* sums) {
   for (int64_t b = 0; b < cols; b += 256) {
     const float amax = AbsMax(x + b, 256);
     const int64_t first = b / sub, last = (b + 256) / sub;
@@ -54,6 +55,7 @@ RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub
       std::fill(d + first, d + last, 0.0f);
       std::fill(s + first, s + last, 0.0f);
       std::fill(bias + first, bias + last, 0);
+      std::fill(sums + first, sums + last, int16_t{0});
       continue;
     }
     // The first element of largest magnitude, as the scalar scan picks it.
@@ -86,6 +88,7 @@ RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub
       d[g] = scale;
       s[g] = scale * static_cast<float>(sum);
       bias[g] = -offset * sum;
+      sums[g] = static_cast<int16_t>(sum);
     }
   }
 }
@@ -101,10 +104,11 @@ RADIX_AVX512 void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offs
     float* d = out->d.data() + t * subs;
     float* s = out->s.data() + t * subs;
     int32_t* bias = out->bias.data() + t * subs;
+    int16_t* sums = out->sums.data() + t * subs;
     if (BlockElements(weight) == 256) {
-      RowK(offset, x + t * cols, cols, out->sub, q, d, s, bias);
+      RowK(offset, x + t * cols, cols, out->sub, q, d, s, bias, sums);
     } else {
-      Row32(weight, offset, x + t * cols, subs, q, d, s, bias);
+      Row32(weight, offset, x + t * cols, subs, q, d, s, bias, sums);
     }
   }
 }

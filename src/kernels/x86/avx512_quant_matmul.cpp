@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "common/check.h"
@@ -235,17 +236,18 @@ struct CompactPanel {
   }
 };
 
-// The K formats' and MXFP4's compact panels, in the layout quant_kernels.h describes (shared with
-// the AVX2 variant, 16 rows here). Load decodes one sub-block j: its nibble registers (plus the
-// fifth-bit or high-bit register) into codes, and D = d * sc, M = -dmin * m from the block's
-// bytes, the floats DecodeBlockCodes computes, so the tiles' results equal the code panels'.
+// Q6_K's and MXFP4's compact panels, in the layout quant_kernels.h describes (shared with the
+// AVX2 variant, 16 rows here; Q4_K and Q5_K are read by CompactSuperPanel). Load decodes one
+// sub-block j: its nibble registers (plus Q6_K's high-bit register) into codes, and D = d * sc
+// (Q6_K) from the block's bytes, the floats DecodeBlockCodes computes, so the tiles' results
+// equal the code panels'.
 template <WeightFormat kFormat>
 struct CompactKPanel {
   static constexpr bool kMx = kFormat == WeightFormat::kMXFP4;
   static constexpr bool kQ6 = kFormat == WeightFormat::kQ6_K;
-  static constexpr bool kQ5 = kFormat == WeightFormat::kQ5_K;
-  static constexpr int kSubs = kMx ? 1 : kQ6 ? 16 : 8;           // sub-blocks per block
-  static constexpr int kRegs = kMx ? 4 : kQ6 ? 3 : kQ5 ? 5 : 4;  // registers per sub-block
+  static_assert(kMx || kQ6);
+  static constexpr int kSubs = kMx ? 1 : 16;  // sub-blocks per block
+  static constexpr int kRegs = kMx ? 4 : 3;   // registers per sub-block
   static constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
   // The block's bytes each sub-block prefetches, so one pass over a block fetches all of it.
   static constexpr int64_t kChunk = (kBlockBytes + kSubs - 1) / kSubs;
@@ -290,24 +292,89 @@ struct CompactKPanel {
         w[k] = _mm512_and_si512(g, low);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       }
-      if constexpr (kMx) {
-        // E2M1 nibble -> unsigned code (the doubled value + 12), the codes DecodeBlockCodes gives.
-        const __m512i lut = _mm512_broadcast_i32x4(
-            _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
-        for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(lut, w[k]);
-        *scale = _mm512_loadu_ps(scales);
-        *min = _mm512_setzero_ps();
-        return;
-      }
-      if constexpr (kQ5) OrFifthBits(_mm512_loadu_si512(regs + 256), w);
-      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + js * kRows));
-      const __m128i m =
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + (kSubs + js) * kRows));
-      const auto* floats = reinterpret_cast<const float*>(scales + 2 * kSubs * kRows);
-      *scale = _mm512_mul_ps(_mm512_loadu_ps(floats), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
-      const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(floats + kRows));
-      *min = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+      // E2M1 nibble -> unsigned code (the doubled value + 12), the codes DecodeBlockCodes gives.
+      const __m512i lut = _mm512_broadcast_i32x4(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
+      for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(lut, w[k]);
+      *scale = _mm512_loadu_ps(scales);
+      *min = _mm512_setzero_ps();
     }
+  }
+};
+
+// Q4_K and Q5_K compact panels read for the integer super-block sums (quant_kernels.h's
+// SumsSuperBlocks): Codes decodes sub-block j's codes as CompactKPanel does, Scales gives its
+// 6-bit scales as int32 lanes, Super the block's header (kSuperHeaderBytes's registers).
+template <WeightFormat kFormat>
+struct CompactSuperPanel {
+  static constexpr bool kQ5 = kFormat == WeightFormat::kQ5_K;
+  static constexpr int kRegs = kQ5 ? 5 : 4;  // registers per sub-block
+  static constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
+  static constexpr int64_t kScaleOffset = 8 * kRegs * 64;  // sc[8][16], m[8][16], d, dmin
+  static constexpr int64_t kChunk = (kBlockBytes + 7) / 8;
+  const uint8_t* panel;
+  const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
+  int64_t next_chunk = 0;
+
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
+    const int64_t js = j % 8;
+    const uint8_t* p = panel + (j / 8) * kBlockBytes;
+    for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
+    }
+    PrefetchNext(next, next_chunk, j);
+    const uint8_t* regs = p + js * kRegs * 64;
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i g = _mm512_loadu_si512(regs + 64 * k);
+      w[k] = _mm512_and_si512(g, low);
+      w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
+    }
+    if constexpr (kQ5) OrFifthBits(_mm512_loadu_si512(regs + 256), w);
+  }
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t j) const {
+    const uint8_t* sc = panel + (j / 8) * kBlockBytes + kScaleOffset + (j % 8) * kRows;
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+  }
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Super(int64_t b, __m512* d, __m512* neg_dmin,
+                                                             __m512i* mins) const {
+    const uint8_t* m = panel + b * kBlockBytes + kScaleOffset + 8 * kRows;
+    for (int p = 0; p < 4; ++p) {
+      const __m512i even =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 2 * p * 16)));
+      const __m512i odd = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(m + (2 * p + 1) * 16)));
+      mins[p] = _mm512_or_si512(even, _mm512_slli_epi32(odd, 16));
+    }
+    const auto* floats = reinterpret_cast<const float*>(m + 8 * kRows);
+    *d = _mm512_loadu_ps(floats);
+    *neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(floats + kRows));
+  }
+};
+
+// A compact super panel expanded once for several token tiles: per super-block, for each
+// sub-block its 8 code registers and its scales as int32 lanes, then the header.
+struct CodeSuperPanel {
+  static constexpr int64_t kSubBytes = 8 * 64 + 64;
+  static constexpr int64_t kSuperBytes = 8 * kSubBytes + kSuperHeaderBytes;
+  const uint8_t* panel;
+  const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
+  int64_t next_chunk = 0;
+
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
+    PrefetchNext(next, next_chunk, j);
+    const uint8_t* p = panel + (j / 8) * kSuperBytes + (j % 8) * kSubBytes;
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
+  }
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t j) const {
+    return _mm512_loadu_si512(panel + (j / 8) * kSuperBytes + (j % 8) * kSubBytes + 8 * 64);
+  }
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Super(int64_t b, __m512* d, __m512* neg_dmin,
+                                                             __m512i* mins) const {
+    const uint8_t* h = panel + b * kSuperBytes + 8 * kSubBytes;
+    *d = _mm512_loadu_ps(h);
+    *neg_dmin = _mm512_loadu_ps(h + 64);
+    for (int p = 0; p < 4; ++p) mins[p] = _mm512_loadu_si512(h + 128 + 64 * p);
   }
 };
 
@@ -346,6 +413,70 @@ RADIX_AVX512_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations&
   }
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, mask, acc[t]);
+}
+
+// Tile on integer super-block sums (Q4_K, Q5_K; quant_kernels.h's SumsSuperBlocks).
+template <class Panel, int T>
+RADIX_AVX512_VNNI void SuperTile(const Panel& panel, const ref::QuantizedActivations& a, int64_t t0,
+                                 float* y, int64_t ldy, __mmask16 mask) {
+  const int64_t subs = a.subs;
+  const int8_t* q = a.q.data() + t0 * a.cols;
+  const float* d = a.d.data() + t0 * subs;
+  const int16_t* sums = a.sums.data() + t0 * subs;
+  __m512 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < subs / 8; ++b) {
+    __m512i isum[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int64_t j = 8 * b; j < 8 * b + 8; ++j) {
+      __m512i w[8];
+      panel.Codes(j, w);
+      const __m512i sc = panel.Scales(j);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int8_t* qt = q + t * a.cols + j * 32;
+        __m512i dot = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          dot = _mm512_dpbusd_epi32(dot, w[k], _mm512_set1_epi32(Load32(qt + 4 * k)));
+        }
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot, sc));
+      }
+    }
+    __m512 dw, neg_dmin;
+    __m512i mins[4];
+    panel.Super(b, &dw, &neg_dmin, mins);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m512i imin = MinSums(mins, sums + t * subs + 8 * b);
+      acc[t] = AddSuperBlock(acc[t], isum[t], imin, dw, neg_dmin, d[t * subs + 8 * b]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, mask, acc[t]);
+}
+
+// SuperTile<Panel, count> for a count of 1 to kMaxTokens (kT: 0 .. kMaxTokens - 1).
+template <class Panel, int... kT>
+RADIX_AVX512_VNNI void SuperTileOf(int64_t count, const Panel& panel,
+                                   const ref::QuantizedActivations& a, int64_t t0, float* y,
+                                   int64_t ldy, __mmask16 mask,
+                                   std::integer_sequence<int, kT...> /*counts*/) {
+  ((count == kT + 1 ? SuperTile<Panel, kT + 1>(panel, a, t0, y, ldy, mask) : void()), ...);
+}
+
+// Tokens [tokens.begin, tokens.end) over one super panel in tiles of up to kMaxTokens, the first
+// read through `first` (which may fetch ahead).
+template <class Panel>
+RADIX_AVX512_VNNI void SuperAllTokens(const Panel& first, const Panel& panel,
+                                      const ref::QuantizedActivations& a, TokenRange tokens,
+                                      float* y, int64_t ldy, __mmask16 mask) {
+  for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kMaxTokens) {
+    SuperTileOf(std::min(kMaxTokens, tokens.end - t0), t0 == tokens.begin ? first : panel, a, t0, y,
+                ldy, mask, std::make_integer_sequence<int, kMaxTokens>());
+  }
 }
 
 // The last tile, of t_end - t0 (1 to kMaxTokens - 1) tokens.
@@ -389,11 +520,12 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
 
 // The end of the whole groups of 16 tokens of `tokens` that run on AMX tiles (tokens.begin when
 // none do): those were laid out as tiles (a.tiles, for every whole group of a's rows), and there
-// are at least kQuantAmxMinTokens of them.
-int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens) {
+// are at least QuantAmxMinTokens of them (`super`: for Q4_K or Q5_K).
+int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens, bool super = false) {
   if (a.tiles.empty() || tokens.begin % 16 != 0) return tokens.begin;
   const int64_t end = tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
-  return end - tokens.begin >= kQuantAmxMinTokens ? end : tokens.begin;
+  const int64_t min_tokens = super ? kQuantAmxSuperMinTokens : kQuantAmxMinTokens;
+  return end - tokens.begin >= min_tokens ? end : tokens.begin;
 }
 
 RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
@@ -464,6 +596,58 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
   CodeAllTokens(FormatInfo(format, false), codes.data(), a, tokens, y, ldy, mask, ahead);
 }
 
+// A compact super panel expanded into CodeSuperPanel's layout.
+template <class Panel>
+RADIX_AVX512_VNNI void ExpandSuper(const Panel& source, int64_t supers, uint8_t* out) {
+  for (int64_t b = 0; b < supers; ++b) {
+    uint8_t* dst = out + b * CodeSuperPanel::kSuperBytes;
+    for (int64_t j = 8 * b; j < 8 * b + 8; ++j, dst += CodeSuperPanel::kSubBytes) {
+      __m512i w[8];
+      source.Codes(j, w);
+      for (int k = 0; k < 8; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
+      _mm512_storeu_si512(dst + 8 * 64, source.Scales(j));
+    }
+    __m512 d, neg_dmin;
+    __m512i mins[4];
+    source.Super(b, &d, &neg_dmin, mins);
+    _mm512_storeu_ps(dst, d);
+    _mm512_storeu_ps(dst + 64, neg_dmin);
+    for (int p = 0; p < 4; ++p) _mm512_storeu_si512(dst + 128 + 64 * p, mins[p]);
+  }
+}
+
+// Tokens `tokens` over one Q4_K / Q5_K compact panel on integer super-block sums: whole groups
+// of 16 on AMX tiles (AmxSuperTokens), a few tokens decoding the panel per tile,
+// more over the panel expanded once.
+template <WeightFormat kFormat>
+RADIX_AVX512_VNNI void SuperCompactOrExpanded(const uint8_t* bytes,
+                                              const ref::QuantizedActivations& a, TokenRange tokens,
+                                              float* y, int64_t ldy, __mmask16 mask,
+                                              Lookahead ahead, QuantTiles tiles) {
+  const CompactSuperPanel<kFormat> panel{bytes};
+  const int64_t supers = a.subs / 8;
+  const int64_t groups_end = AmxGroupsEnd(a, tokens, true);
+  if (groups_end > tokens.begin) {
+    AmxSuperTokens(kFormat, bytes, a, tokens.begin, groups_end, y, ldy, mask, ahead);
+    if (groups_end < tokens.end) {
+      SuperAllTokens(panel, panel, a, {groups_end, tokens.end}, y, ldy, mask);
+    }
+    return;
+  }
+  if (tokens.end - tokens.begin <= ExpandAbove(kFormat, tiles)) {
+    // A single tile streams the panel once: only several tiles leave time to fetch the next.
+    const CompactSuperPanel<kFormat> first =
+        tokens.end - tokens.begin > kMaxTokens ? FetchingAhead(panel, ahead, a.subs) : panel;
+    return SuperAllTokens(first, panel, a, tokens, y, ldy, mask);
+  }
+  thread_local std::vector<uint8_t> codes;
+  const auto size = static_cast<size_t>(supers * CodeSuperPanel::kSuperBytes);
+  if (codes.size() < size) codes.resize(size);
+  ExpandSuper(panel, supers, codes.data());
+  const CodeSuperPanel expanded{codes.data()};
+  SuperAllTokens(FetchingAhead(expanded, ahead, a.subs), expanded, a, tokens, y, ldy, mask);
+}
+
 RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* panel,
                                         const ref::QuantizedActivations& a, TokenRange tokens,
                                         float* y, int64_t ldy, __mmask16 mask, QuantTiles tiles,
@@ -483,11 +667,9 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
       return CompactOrExpanded<CompactPanel<F::kQ8_0>, 8, false>({panel}, format, a, tokens, y, ldy,
                                                                  mask, ahead, tiles);
     case F::kQ4_K:
-      return CompactOrExpanded<CompactKPanel<F::kQ4_K>, 8, true>({panel}, format, a, tokens, y, ldy,
-                                                                 mask, ahead, tiles);
+      return SuperCompactOrExpanded<F::kQ4_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_K:
-      return CompactOrExpanded<CompactKPanel<F::kQ5_K>, 8, true>({panel}, format, a, tokens, y, ldy,
-                                                                 mask, ahead, tiles);
+      return SuperCompactOrExpanded<F::kQ5_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ6_K:
       return CompactOrExpanded<CompactKPanel<F::kQ6_K>, 4, false>({panel}, format, a, tokens, y,
                                                                   ldy, mask, ahead, tiles);
@@ -524,13 +706,21 @@ RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivation
                            int64_t panel_begin, int64_t panel_end, float* y) {
   const QuantFormatInfo info = FormatInfo(w.format, false);
   const int64_t subs = w.cols / info.sub;
+  const bool super = SumsSuperBlocks(w.format);
   thread_local std::vector<uint8_t> panel;
-  const auto panel_bytes = static_cast<size_t>(subs * PanelSubBytes(info.sub, kRows));
+  const auto panel_bytes =
+      static_cast<size_t>(super ? w.cols / 256 * CompactLayoutBlockBytes(w.format, kRows)
+                                : subs * PanelSubBytes(info.sub, kRows));
   if (panel.size() < panel_bytes) panel.resize(panel_bytes);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const int64_t row0 = p * kRows;
     const __mmask16 mask = RowMask(w.rows, row0);
-    if (PerCallCompact(w.format)) {
+    if (super) {
+      // The packed form's panels (scalar packing), so both give the same bits.
+      PackCompactLayoutPanel(w, row0, kRows, panel.data());
+      CompactAllTokens(w.format, panel.data(), a, {0, a.n}, y + row0, w.rows, mask,
+                       QuantTiles::kExpand);
+    } else if (PerCallCompact(w.format)) {
       PackCompactPanel(w, row0, panel.data());
       // The per-call path (weights left unpacked) keeps the expanding tiles it always had.
       CompactAllTokens(w.format, panel.data(), a, {0, a.n}, y + row0, w.rows, mask,
@@ -597,7 +787,48 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
   }
 }
 
+// Super-block b of a compact super panel into the AMX groups' layout (quant_kernels.h's
+// kAmxSuperBytes): u * sc in 16-bit lanes, even and odd bytes apart, split into a low and a high
+// byte.
+template <class Panel>
+RADIX_AVX512_VNNI void ExpandSuperForAmx(const Panel& source, int64_t b, uint8_t* out) {
+  const __m512i low_bytes = _mm512_set1_epi16(0x00FF);
+  const __m512i high_bytes = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
+  for (int64_t js = 0; js < 8; ++js) {
+    __m512i w[8];
+    source.Codes(8 * b + js, w);
+    const __m512i sc = source.Scales(8 * b + js);
+    const __m512i sc16 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
+    uint8_t* low = out + (js / 2) * 2048 + (js % 2) * 512;
+    uint8_t* high = low + 1024;
+    for (int k = 0; k < 8; ++k) {
+      const __m512i even = _mm512_mullo_epi16(_mm512_and_si512(w[k], low_bytes), sc16);
+      const __m512i odd = _mm512_mullo_epi16(_mm512_srli_epi16(w[k], 8), sc16);
+      _mm512_storeu_si512(low + 64 * k, _mm512_or_si512(_mm512_and_si512(even, low_bytes),
+                                                        _mm512_slli_epi16(odd, 8)));
+      _mm512_storeu_si512(high + 64 * k, _mm512_or_si512(_mm512_srli_epi16(even, 8),
+                                                         _mm512_and_si512(odd, high_bytes)));
+    }
+  }
+  uint8_t* header = out + 4 * 2048;
+  __m512 d, neg_dmin;
+  __m512i mins[4];
+  source.Super(b, &d, &neg_dmin, mins);
+  _mm512_storeu_ps(header, d);
+  _mm512_storeu_ps(header + 64, neg_dmin);
+  for (int p = 0; p < 4; ++p) _mm512_storeu_si512(header + 128 + 64 * p, mins[p]);
+}
+
 }  // namespace
+
+RADIX_AVX512_VNNI void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b,
+                                              uint8_t* out) {
+  if (format == WeightFormat::kQ5_K) {
+    ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ5_K>{panel}, b, out);
+  } else {
+    ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ4_K>{panel}, b, out);
+  }
+}
 
 const QuantVariant* Avx512VnniQuantVariant() {
   static const QuantVariant variant{

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "kernels/matmul.h"
@@ -159,6 +160,58 @@ template <bool kMin>
   if constexpr (kMin) acc = _mm512_fmadd_ps(min, _mm512_set1_ps(s), acc);
   return acc;
 }
+
+// Q4_K and Q5_K (SumsSuperBlocks) sum in integers over each 256-element super-block, as llama.cpp's
+// Q4_K x Q8_K does: per token and row, isum = sum_j sc_j * dot_j over the 8 sub-blocks (sc_j the
+// 6-bit scale, dot_j = sum(u * q)) and imin = sum_j m_j * sum_j(q) (m_j the 6-bit min), both exact
+// in int32; then one float step per super-block (AddSuperBlock). The VNNI tiles multiply dot_j by
+// sc_j; the AMX groups take sc_j into the codes (u * sc < 2048, as a low and a high byte tile),
+// so a tile product runs 64 deep and the 8 sub-blocks need no float work between them.
+// The per-super-block part of a super-block panel, 384 bytes: float d[16] and -dmin[16] (the
+// rows' block scales), then the mins as 4 registers of int16 pairs (lane r of register p: m_2p,
+// m_2p+1 of row r), ready for vpdpwssd with a token's pairs of sub-block sums.
+inline constexpr int64_t kSuperHeaderBytes = 2 * 64 + 4 * 64;
+// A super-block of a panel laid out for the AMX groups: for each 64-element step s (sub-blocks
+// 2s, 2s + 1), the weight tile of the low bytes of u * sc, then that of the high bytes (16 groups
+// of [16 rows][4 bytes], group g = elements 64s + 4g..4g+3), 1 KB each; then the header.
+inline constexpr int64_t kAmxSuperBytes = 4 * 2 * 1024 + kSuperHeaderBytes;
+
+// imin for one token: mins (the header's 4 registers) times the token's sub-block sums of the
+// super-block (8 int16, read as 4 pairs).
+[[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i MinSums(const __m512i* mins,
+                                                                const int16_t* sums) {
+  __m512i imin = _mm512_setzero_si512();
+  for (int p = 0; p < 4; ++p) {
+    int32_t pair;
+    std::memcpy(&pair, sums + 2 * p, sizeof(pair));
+    imin = _mm512_dpwssd_epi32(imin, mins[p], _mm512_set1_epi32(pair));
+  }
+  return imin;
+}
+
+// One token's super-block added to its accumulator of 16 rows: acc + float(isum) * (d * d_a) +
+// float(imin) * (-dmin * d_a). The VNNI and AMX tiles both finish a super-block through this, so
+// their results are the same bits.
+[[gnu::always_inline]] RADIX_AVX512 inline __m512 AddSuperBlock(__m512 acc, __m512i isum,
+                                                                __m512i imin, __m512 d,
+                                                                __m512 neg_dmin, float da) {
+  const __m512 vda = _mm512_set1_ps(da);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, vda), acc);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(neg_dmin, vda), acc);
+}
+
+// Super-block b of a Q4_K / Q5_K compact panel (16 rows) laid out for the AMX groups at out
+// (kAmxSuperBytes, 64-byte aligned).
+void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b, uint8_t* out);
+
+// Tokens [t0, t1) (whole groups of 16) over a Q4_K / Q5_K compact panel of 16 rows on AMX-INT8
+// tiles, one super-block at a time: it is laid out for them (ExpandSuperBlockForAmx, into L1),
+// then two groups of 16 tokens at a time multiply it (a.tiles are 64 columns wide) and finish
+// the super-block as the VNNI tiles do (MinSums, AddSuperBlock), so the results are theirs bit
+// for bit. Otherwise as AmxCodeTokens.
+void AmxSuperTokens(WeightFormat format, const uint8_t* panel, const ref::QuantizedActivations& a,
+                    int64_t t0, int64_t t1, float* y, int64_t ldy, uint16_t mask,
+                    const Lookahead& ahead);
 
 // Tokens [t0, t1) (whole groups of 16) over a code panel of 16 rows (the layout above, sub-blocks
 // of `sub` = 32 elements, with mins when has_min, codes offset when has_offset) on AMX-INT8 tiles:

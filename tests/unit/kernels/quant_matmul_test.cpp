@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/float_matmul.h"
@@ -333,16 +334,18 @@ TEST(QuantMatMulTest, CompactPanelsAreExactAtTheLargestCodesAndActivations) {
       const auto bytes = RandomBlocks(format, rows, cols, rng, /*all_ones=*/true);
       const WeightMatrix w{format, rows, cols, bytes.data()};
       const PackedWeight packed = Pack(*table, nullptr, w);
-      for (const float value : {1.0f, -1.0f}) {
-        const int64_t n = 4;
+      // 48 tokens: on a CPU with AMX-INT8, Q4_K's and Q5_K's largest u * sc in their high bytes.
+      for (const auto& [value, n] : {std::pair{1.0f, int64_t{4}}, std::pair{-1.0f, int64_t{4}},
+                                     std::pair{-1.0f, int64_t{48}}}) {
         const std::vector<float> x(static_cast<size_t>(n * cols), value);
         std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
         ASSERT_TRUE(QuantMatMul(*table, nullptr, x.data(), n, w, want.data()));
         MatMul(*table, nullptr, x.data(), n, packed, got.data(), ActivationMode::kGgmlRounded);
-        EXPECT_EQ(got, want) << value;
+        EXPECT_EQ(got, want) << value << " n=" << n;
         // And against the dequantized weights (the products are exact integers here).
         std::vector<float> reference(want.size());
-        MatMul(*table, nullptr, x.data(), n, w, reference.data(), ActivationMode::kGgmlRounded);
+        MatMul(RefKernels(), nullptr, x.data(), n, w, reference.data(),
+               ActivationMode::kGgmlRounded);
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_NEAR(got[i], reference[i], 1e-3f * std::max(1.0f, std::fabs(reference[i])));
         }
@@ -404,6 +407,7 @@ TEST(QuantMatMulTest, SimdActivationQuantizationIsBitIdentical) {
     EXPECT_EQ(got.d, want.d);
     EXPECT_EQ(got.s, want.s);
     EXPECT_EQ(got.bias, want.bias);
+    EXPECT_EQ(got.sums, want.sums);
   }
 }
 
