@@ -358,9 +358,10 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
     text += ")";
   }
   if (!choice.quant_amx_source.empty()) {
-    text += choice.quant_amx ? fmt::format(", AMX-INT8 tiles for {}+ tokens ({}+ for Q4_K, Q5_K)",
-                                           kQuantAmxMinTokens, kQuantAmxSuperMinTokens)
-                             : std::string(", AMX-INT8 off (RADIX_QUANT_AMX=0)");
+    text += choice.quant_amx
+                ? fmt::format(", AMX-INT8 tiles for {}+ tokens ({}+ for Q4_K, Q5_K, Q6_K)",
+                              kQuantAmxMinTokens, kQuantAmxSuperMinTokens)
+                : std::string(", AMX-INT8 off (RADIX_QUANT_AMX=0)");
   }
   if (!choice.bf16_panels) {
     text += ", BF16 through the float matmul";

@@ -100,11 +100,9 @@ void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float
     variant.quantize(w.format, offset, x, 0, n, &activations);
   }
   activations.tiles.clear();
-  // Formats with sub-blocks of 16 (Q6_K) stay on the VNNI tiles: there every stored tile of sums
-  // holds half the products, and the AMX groups measured slower (x86/quant_kernels.h).
-  if (variant.name == "avx512_vnni" && n >= QuantAmxMinTokens(w.format) && activations.sub == 32 &&
-      QuantAmxEnabled()) {
-    // Q4_K and Q5_K multiply 64 columns (two sub-blocks) per tile product.
+  if (variant.name == "avx512_vnni" && n >= QuantAmxMinTokens(w.format) && QuantAmxEnabled()) {
+    // The K-quants multiply 64 columns (a quarter of a super-block) per tile product, the other
+    // formats a sub-block of 32.
     LayOutAmxTiles(pool, SumsSuperBlocks(w.format) ? 64 : activations.sub, activations);
   }
 }

@@ -84,15 +84,17 @@ QuantTiles ActiveQuantTiles();
 bool QuantAmxEnabled();
 
 // True for the formats the avx512_vnni variant sums in integers over each 256-element
-// super-block (x86/quant_kernels.h): Q4_K and Q5_K.
+// super-block (x86/quant_kernels.h): Q4_K, Q5_K and Q6_K.
 inline bool SumsSuperBlocks(WeightFormat format) {
-  return format == WeightFormat::kQ4_K || format == WeightFormat::kQ5_K;
+  return format == WeightFormat::kQ4_K || format == WeightFormat::kQ5_K ||
+         format == WeightFormat::kQ6_K;
 }
 
 // Fewer tokens stay on the VNNI tiles. Code-panel formats: a decode step of 16 streams on the 1B
 // Q4_K_M shape ran 12-18 % slower on AMX (one group cannot pay for expanding each panel), 32 ran
-// alike, 64 16 % faster. Q4_K and Q5_K, whose groups take a whole super-block per tile product:
-// 16 streams 4 % faster on AMX, 24 alike (docs/performance.md, the Xeon with AMX).
+// alike, 64 16 % faster. The K-quants, whose groups multiply 64 deep and finish a super-block
+// at a time: 16 streams 4 % faster on AMX, 24 alike; Q6_K alone, 16 tokens 1.4x (docs/
+// performance.md, the Xeon with AMX).
 inline constexpr int64_t kQuantAmxMinTokens = 32;
 inline constexpr int64_t kQuantAmxSuperMinTokens = 16;
 inline int64_t QuantAmxMinTokens(WeightFormat format) {

@@ -139,7 +139,8 @@ RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations
 }
 
 // Super-block panels (quant_kernels.h's kAmxSuperBytes), two groups of 16 tokens at a time:
-// tiles 0 and 1 sum the first group's products with the low and the high bytes of u * sc over
+// tiles 0 and 1 sum the first group's products with the low (TDPBSUD) and the signed high
+// (TDPBSSD) bytes of (u - offset) * sc over
 // the four 64-element steps of a super-block, tiles 4 and 5 the second group's; tiles 2 and 6
 // hold a step's activations of the two groups, tiles 3 and 7 its low and high weight tiles, each
 // loaded once for both groups.
@@ -163,9 +164,9 @@ RADIX_AMX_INT8 inline void SuperSums2(const int8_t* q, const int8_t* q2, const u
     _tile_loadd(3, tiles + step * 2048, 64);
     _tile_loadd(7, tiles + step * 2048 + 1024, 64);
     _tile_dpbsud(0, 2, 3);
-    _tile_dpbsud(1, 2, 7);
+    _tile_dpbssd(1, 2, 7);
     _tile_dpbsud(4, 6, 3);
-    _tile_dpbsud(5, 6, 7);
+    _tile_dpbssd(5, 6, 7);
   }
   _tile_stored(0, sums[0], 64);
   _tile_stored(1, sums[1], 64);
@@ -182,20 +183,23 @@ RADIX_AMX_INT8 inline void SuperSums1(const int8_t* q, const uint8_t* tiles,
     _tile_loadd(3, tiles + step * 2048, 64);
     _tile_loadd(7, tiles + step * 2048 + 1024, 64);
     _tile_dpbsud(0, 2, 3);
-    _tile_dpbsud(1, 2, 7);
+    _tile_dpbssd(1, 2, 7);
   }
   _tile_stored(0, sums[0], 64);
   _tile_stored(1, sums[1], 64);
 }
 
-// acc (16 tokens' rows of 16, starting at token t of the activations) += super-block b from its
-// low and high sums: isum = low + 256 * high, as the VNNI super tile finishes it.
+// acc (16 tokens' rows of 16, starting at token t of the activations) += super-block b (of
+// kSubs sub-blocks) from its low and high sums: isum = low + 256 * high, finished as the VNNI
+// super tile finishes it.
+template <int kSubs>
 [[gnu::always_inline]] RADIX_AMX_INT8 inline void FinishSuper(
     const int32_t* low, const int32_t* high, const uint8_t* header,
     const ref::QuantizedActivations& a, int64_t t, int64_t b, bool first, float* acc) {
+  constexpr bool kMin = kSubs == 8;  // Q4_K, Q5_K; Q6_K has none
   const int64_t subs = a.subs;
-  const float* d = a.d.data() + t * subs + 8 * b;
-  const int16_t* sums = a.sums.data() + t * subs + 8 * b;
+  const float* d = a.d.data() + t * subs + kSubs * b;
+  const int16_t* sums = a.sums.data() + t * subs + kSubs * b;
   const __m512 dw = _mm512_load_ps(header);
   const __m512 neg_dmin = _mm512_load_ps(header + 64);
   __m512i mins[4];
@@ -204,16 +208,23 @@ RADIX_AMX_INT8 inline void SuperSums1(const int8_t* q, const uint8_t* tiles,
   for (int i = 0; i < kRows; ++i) {
     const __m512i isum = _mm512_add_epi32(_mm512_load_si512(low + 16 * i),
                                           _mm512_slli_epi32(_mm512_load_si512(high + 16 * i), 8));
-    const __m512i imin = MinSums(mins, sums + i * subs);
     const __m512 before = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
-    _mm512_storeu_ps(acc + 16 * i, AddSuperBlock(before, isum, imin, dw, neg_dmin, d[i * subs]));
+    __m512 after;
+    if constexpr (kMin) {
+      after =
+          AddSuperBlock(before, isum, MinSums(mins, sums + i * subs), dw, neg_dmin, d[i * subs]);
+    } else {
+      after = AddSuperBlock(before, isum, dw, d[i * subs]);
+    }
+    _mm512_storeu_ps(acc + 16 * i, after);
   }
 }
 
+template <int kSubs>
 RADIX_AMX_INT8 void SuperGroups(WeightFormat format, const uint8_t* panel,
                                 const ref::QuantizedActivations& a, int64_t t0, int64_t t1,
                                 float* y, int64_t ldy, __mmask16 mask, const Lookahead& ahead) {
-  const int64_t supers = a.subs / 8;
+  const int64_t supers = a.subs / kSubs;
   alignas(64) uint8_t tiles[kAmxSuperBytes];
   alignas(64) int32_t sums[4][kRows * 16];
   thread_local std::vector<float> acc_buffer;
@@ -229,12 +240,13 @@ RADIX_AMX_INT8 void SuperGroups(WeightFormat format, const uint8_t* panel,
     for (; t + 2 * kRows <= t1; t += 2 * kRows) {
       const int8_t* q = a.tiles.data() + t * a.cols + 4 * b * 1024;  // group t / 16, step 4b
       SuperSums2(q, q + kRows * a.cols, tiles, sums);
-      FinishSuper(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
-      FinishSuper(sums[2], sums[3], header, a, t + kRows, b, b == 0, acc + (t + kRows - t0) * 16);
+      FinishSuper<kSubs>(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
+      FinishSuper<kSubs>(sums[2], sums[3], header, a, t + kRows, b, b == 0,
+                         acc + (t + kRows - t0) * 16);
     }
     if (t < t1) {
       SuperSums1(a.tiles.data() + t * a.cols + 4 * b * 1024, tiles, sums);
-      FinishSuper(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
+      FinishSuper<kSubs>(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
     }
   }
   for (int64_t t = t0; t < t1; ++t) {
@@ -267,7 +279,11 @@ void AmxSuperTokens(WeightFormat format, const uint8_t* panel, const ref::Quanti
                     const Lookahead& ahead) {
   RADIX_CHECK_MSG(a.tile_cols == 64, "AMX-INT8 super-block groups need tiles 64 columns wide");
   ConfigureSuperTiles();
-  SuperGroups(format, panel, a, t0, t1, y, ldy, mask, ahead);
+  if (format == WeightFormat::kQ6_K) {
+    SuperGroups<16>(format, panel, a, t0, t1, y, ldy, mask, ahead);
+  } else {
+    SuperGroups<8>(format, panel, a, t0, t1, y, ldy, mask, ahead);
+  }
   ReleaseTiles();
 }
 

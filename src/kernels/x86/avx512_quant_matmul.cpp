@@ -205,10 +205,11 @@ struct CompactPanel {
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
                                                             __m512* min) const {
     constexpr int64_t kCodeBytes = CompactCodeBytes(kFormat);
-    constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0   ? 34
-                                          : kFormat == WeightFormat::kQ5_0 ? 22
-                                          : kFormat == WeightFormat::kQ4_1 ? 20
-                                                                           : 18);
+    constexpr bool kMx = kFormat == WeightFormat::kMXFP4;  // quant_kernels.h's MXFP4 layout
+    constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0          ? 34
+                                          : kFormat == WeightFormat::kQ5_0        ? 22
+                                          : kFormat == WeightFormat::kQ4_1 || kMx ? 20
+                                                                                  : 18);
     const uint8_t* p = panel + j * kBlockBytes;
     // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
     for (int64_t line = 0; line < kBlockBytes; line += 64) {
@@ -225,8 +226,19 @@ struct CompactPanel {
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       }
       if constexpr (kFormat == WeightFormat::kQ5_0) OrFifthBits(_mm512_loadu_si512(p + 256), w);
+      if constexpr (kMx) {
+        // E2M1 nibble -> unsigned code (the doubled value + 12), the codes DecodeBlockCodes gives.
+        const __m512i lut = _mm512_broadcast_i32x4(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
+        for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(lut, w[k]);
+      }
     }
-    *scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes)));
+    if constexpr (kMx) {  // float D = 2^(e - 128)
+      *scale = _mm512_loadu_ps(p + kCodeBytes);
+    } else {
+      *scale =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes)));
+    }
     if constexpr (kFormat == WeightFormat::kQ4_1) {
       *min = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes + 32)));
@@ -236,37 +248,35 @@ struct CompactPanel {
   }
 };
 
-// Q6_K's and MXFP4's compact panels, in the layout quant_kernels.h describes (shared with the
-// AVX2 variant, 16 rows here; Q4_K and Q5_K are read by CompactSuperPanel). Load decodes one
-// sub-block j: its nibble registers (plus Q6_K's high-bit register) into codes, and D = d * sc
-// (Q6_K) from the block's bytes, the floats DecodeBlockCodes computes, so the tiles' results
-// equal the code panels'.
+// The K-quants' compact panels read for the integer super-block sums (quant_kernels.h):
+// Codes decodes sub-block j's kKW code registers, Scales gives its scales as int32 lanes (6-bit
+// unsigned, Q6_K's int8), Super the block's header: d, and for Q4_K / Q5_K -dmin and the mins
+// as kSuperHeaderBytes's int16 pairs.
 template <WeightFormat kFormat>
-struct CompactKPanel {
-  static constexpr bool kMx = kFormat == WeightFormat::kMXFP4;
+struct CompactSuperPanel {
   static constexpr bool kQ6 = kFormat == WeightFormat::kQ6_K;
-  static_assert(kMx || kQ6);
-  static constexpr int kSubs = kMx ? 1 : 16;  // sub-blocks per block
-  static constexpr int kRegs = kMx ? 4 : 3;   // registers per sub-block
+  static constexpr bool kQ5 = kFormat == WeightFormat::kQ5_K;
+  static constexpr int kSubs = kQ6 ? 16 : 8;  // sub-blocks per super-block
+  static constexpr int kKW = kQ6 ? 4 : 8;     // code registers per sub-block
+  static constexpr bool kMin = !kQ6;
+  static constexpr int kRegs = kQ6 ? 3 : kQ5 ? 5 : 4;  // stored registers per sub-block
   static constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
+  static constexpr int64_t kScaleOffset = kSubs * kRegs * 64;  // sc[kSubs][16], then the rest
   // The block's bytes each sub-block prefetches, so one pass over a block fetches all of it.
   static constexpr int64_t kChunk = (kBlockBytes + kSubs - 1) / kSubs;
   const uint8_t* panel;
   const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
   int64_t next_chunk = 0;
 
-  template <int KW>
   // Inlined into the tiles: a call would spill the code registers to the stack.
-  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
-                                                            __m512* min) const {
-    const int js = static_cast<int>(j % kSubs);
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
+    const int64_t js = j % kSubs;
     const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
     for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
     }
     PrefetchNext(next, next_chunk, j);
     const uint8_t* regs = p + js * kRegs * 64;
-    const uint8_t* scales = p + kSubs * kRegs * 64;
     const __m512i low = _mm512_set1_epi8(0x0F);
     if constexpr (kQ6) {
       // Register g holds the low 4 bits of elements 4g.. (low nibble) and 8 + 4g.. (high);
@@ -282,101 +292,89 @@ struct CompactKPanel {
                              _mm512_and_si512(hb, bits45));
       w[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), low),
                              _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
-      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + js * kRows));
-      const __m512 d = _mm512_loadu_ps(scales + kSubs * kRows);
-      *scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
-      *min = _mm512_setzero_ps();
     } else {
       for (int k = 0; k < 4; ++k) {
         const __m512i g = _mm512_loadu_si512(regs + 64 * k);
         w[k] = _mm512_and_si512(g, low);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       }
-      // E2M1 nibble -> unsigned code (the doubled value + 12), the codes DecodeBlockCodes gives.
-      const __m512i lut = _mm512_broadcast_i32x4(
-          _mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes.data())));
-      for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(lut, w[k]);
-      *scale = _mm512_loadu_ps(scales);
-      *min = _mm512_setzero_ps();
+      if constexpr (kQ5) OrFifthBits(_mm512_loadu_si512(regs + 256), w);
     }
-  }
-};
-
-// Q4_K and Q5_K compact panels read for the integer super-block sums (quant_kernels.h's
-// SumsSuperBlocks): Codes decodes sub-block j's codes as CompactKPanel does, Scales gives its
-// 6-bit scales as int32 lanes, Super the block's header (kSuperHeaderBytes's registers).
-template <WeightFormat kFormat>
-struct CompactSuperPanel {
-  static constexpr bool kQ5 = kFormat == WeightFormat::kQ5_K;
-  static constexpr int kRegs = kQ5 ? 5 : 4;  // registers per sub-block
-  static constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
-  static constexpr int64_t kScaleOffset = 8 * kRegs * 64;  // sc[8][16], m[8][16], d, dmin
-  static constexpr int64_t kChunk = (kBlockBytes + 7) / 8;
-  const uint8_t* panel;
-  const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
-  int64_t next_chunk = 0;
-
-  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
-    const int64_t js = j % 8;
-    const uint8_t* p = panel + (j / 8) * kBlockBytes;
-    for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
-    }
-    PrefetchNext(next, next_chunk, j);
-    const uint8_t* regs = p + js * kRegs * 64;
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    for (int k = 0; k < 4; ++k) {
-      const __m512i g = _mm512_loadu_si512(regs + 64 * k);
-      w[k] = _mm512_and_si512(g, low);
-      w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
-    }
-    if constexpr (kQ5) OrFifthBits(_mm512_loadu_si512(regs + 256), w);
   }
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t j) const {
-    const uint8_t* sc = panel + (j / 8) * kBlockBytes + kScaleOffset + (j % 8) * kRows;
-    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const auto* sc = reinterpret_cast<const __m128i*>(panel + (j / kSubs) * kBlockBytes +
+                                                      kScaleOffset + (j % kSubs) * kRows);
+    return kQ6 ? _mm512_cvtepi8_epi32(_mm_loadu_si128(sc))
+               : _mm512_cvtepu8_epi32(_mm_loadu_si128(sc));
   }
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Super(int64_t b, __m512* d, __m512* neg_dmin,
                                                              __m512i* mins) const {
-    const uint8_t* m = panel + b * kBlockBytes + kScaleOffset + 8 * kRows;
+    const uint8_t* rest = panel + b * kBlockBytes + kScaleOffset + kSubs * kRows;
+    if constexpr (kQ6) {  // float d[16]
+      *d = _mm512_loadu_ps(rest);
+      return;
+    }
+    // m[8][16] bytes, then float d[16], dmin[16].
     for (int p = 0; p < 4; ++p) {
-      const __m512i even =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 2 * p * 16)));
+      const __m512i even = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(rest + 2 * p * 16)));
       const __m512i odd = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(m + (2 * p + 1) * 16)));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(rest + (2 * p + 1) * 16)));
       mins[p] = _mm512_or_si512(even, _mm512_slli_epi32(odd, 16));
     }
-    const auto* floats = reinterpret_cast<const float*>(m + 8 * kRows);
+    const auto* floats = reinterpret_cast<const float*>(rest + 8 * kRows);
     *d = _mm512_loadu_ps(floats);
     *neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(floats + kRows));
   }
 };
 
-// A compact super panel expanded once for several token tiles: per super-block, for each
-// sub-block its 8 code registers and its scales as int32 lanes, then the header.
+// A compact super panel expanded once for several token tiles: per super-block, for each of its
+// kSubs sub-blocks its kKW code registers and its scales as int32 lanes, then the header
+// (kSuperHeaderBytes).
+template <int kSubs_, int kKW_, bool kMin_>
 struct CodeSuperPanel {
-  static constexpr int64_t kSubBytes = 8 * 64 + 64;
-  static constexpr int64_t kSuperBytes = 8 * kSubBytes + kSuperHeaderBytes;
+  static constexpr int kSubs = kSubs_, kKW = kKW_;
+  static constexpr bool kMin = kMin_;
+  static constexpr int64_t kSubBytes = kKW * 64 + 64;
+  static constexpr int64_t kSuperBytes = kSubs * kSubBytes + kSuperHeaderBytes;
   const uint8_t* panel;
   const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
   int64_t next_chunk = 0;
 
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
     PrefetchNext(next, next_chunk, j);
-    const uint8_t* p = panel + (j / 8) * kSuperBytes + (j % 8) * kSubBytes;
-    for (int k = 0; k < 8; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
+    const uint8_t* p = panel + (j / kSubs) * kSuperBytes + (j % kSubs) * kSubBytes;
+    for (int k = 0; k < kKW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
   }
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t j) const {
-    return _mm512_loadu_si512(panel + (j / 8) * kSuperBytes + (j % 8) * kSubBytes + 8 * 64);
+    return _mm512_loadu_si512(panel + (j / kSubs) * kSuperBytes + (j % kSubs) * kSubBytes +
+                              kKW * 64);
   }
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Super(int64_t b, __m512* d, __m512* neg_dmin,
                                                              __m512i* mins) const {
-    const uint8_t* h = panel + b * kSuperBytes + 8 * kSubBytes;
+    const uint8_t* h = panel + b * kSuperBytes + kSubs * kSubBytes;
     *d = _mm512_loadu_ps(h);
+    if constexpr (!kMin) return;
     *neg_dmin = _mm512_loadu_ps(h + 64);
     for (int p = 0; p < 4; ++p) mins[p] = _mm512_loadu_si512(h + 128 + 64 * p);
   }
 };
+
+// The CodeSuperPanel a compact super panel expands into.
+template <class Compact>
+using ExpandedSuperPanel = CodeSuperPanel<Compact::kSubs, Compact::kKW, Compact::kMin>;
+
+// Super-block b's header of `source` (a compact or code super panel) at out (kSuperHeaderBytes).
+template <class Panel>
+[[gnu::always_inline]] RADIX_AVX512_VNNI inline void StoreSuperHeader(const Panel& source,
+                                                                      int64_t b, uint8_t* out) {
+  __m512 d, neg_dmin = _mm512_setzero_ps();
+  __m512i mins[4] = {};
+  source.Super(b, &d, &neg_dmin, mins);
+  _mm512_storeu_ps(out, d);
+  _mm512_storeu_ps(out + 64, neg_dmin);
+  for (int p = 0; p < 4; ++p) _mm512_storeu_si512(out + 128 + 64 * p, mins[p]);
+}
 
 int32_t Load32(const int8_t* p) {
   int32_t v;
@@ -415,31 +413,33 @@ RADIX_AVX512_VNNI void Tile(const Panel& panel, const ref::QuantizedActivations&
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, mask, acc[t]);
 }
 
-// Tile on integer super-block sums (Q4_K, Q5_K; quant_kernels.h's SumsSuperBlocks).
+// Tile on integer super-block sums (the K-quants; quant_kernels.h's SumsSuperBlocks).
 template <class Panel, int T>
 RADIX_AVX512_VNNI void SuperTile(const Panel& panel, const ref::QuantizedActivations& a, int64_t t0,
                                  float* y, int64_t ldy, __mmask16 mask) {
-  const int64_t subs = a.subs;
+  constexpr int kSubs = Panel::kSubs, kKW = Panel::kKW;
+  const int64_t subs = a.subs, sub = 4 * kKW;
   const int8_t* q = a.q.data() + t0 * a.cols;
   const float* d = a.d.data() + t0 * subs;
   const int16_t* sums = a.sums.data() + t0 * subs;
+  const int32_t* bias = a.bias.data() + t0 * subs;  // Q6_K's -32 * sum(q)
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < subs / 8; ++b) {
+  for (int64_t b = 0; b < subs / kSubs; ++b) {
     __m512i isum[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-    for (int64_t j = 8 * b; j < 8 * b + 8; ++j) {
-      __m512i w[8];
+    for (int64_t j = kSubs * b; j < kSubs * (b + 1); ++j) {
+      __m512i w[kKW];
       panel.Codes(j, w);
       const __m512i sc = panel.Scales(j);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const int8_t* qt = q + t * a.cols + j * 32;
-        __m512i dot = _mm512_setzero_si512();
+        const int8_t* qt = q + t * a.cols + j * sub;
+        __m512i dot = Panel::kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(bias[t * subs + j]);
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) {
+        for (int k = 0; k < kKW; ++k) {
           dot = _mm512_dpbusd_epi32(dot, w[k], _mm512_set1_epi32(Load32(qt + 4 * k)));
         }
         isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot, sc));
@@ -450,8 +450,12 @@ RADIX_AVX512_VNNI void SuperTile(const Panel& panel, const ref::QuantizedActivat
     panel.Super(b, &dw, &neg_dmin, mins);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const __m512i imin = MinSums(mins, sums + t * subs + 8 * b);
-      acc[t] = AddSuperBlock(acc[t], isum[t], imin, dw, neg_dmin, d[t * subs + 8 * b]);
+      if constexpr (Panel::kMin) {
+        const __m512i imin = MinSums(mins, sums + t * subs + kSubs * b);
+        acc[t] = AddSuperBlock(acc[t], isum[t], imin, dw, neg_dmin, d[t * subs + kSubs * b]);
+      } else {
+        acc[t] = AddSuperBlock(acc[t], isum[t], dw, d[t * subs + kSubs * b]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -542,7 +546,6 @@ RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t*
   const CodePanel codes{panel, PanelSubBytes(info.sub, kRows),
                         tokens.end - tokens.begin <= kMaxTokens};
   const CodePanel first = FetchingAhead(codes, ahead, a.subs);
-  if (info.sub == 16) return AllTokens<CodePanel, 4, false>(first, codes, a, tokens, y, ldy, mask);
   if (info.has_min) return AllTokens<CodePanel, 8, true>(first, codes, a, tokens, y, ldy, mask);
   AllTokens<CodePanel, 8, false>(first, codes, a, tokens, y, ldy, mask);
 }
@@ -596,27 +599,24 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
   CodeAllTokens(FormatInfo(format, false), codes.data(), a, tokens, y, ldy, mask, ahead);
 }
 
-// A compact super panel expanded into CodeSuperPanel's layout.
+// A compact super panel expanded into its ExpandedSuperPanel's layout.
 template <class Panel>
 RADIX_AVX512_VNNI void ExpandSuper(const Panel& source, int64_t supers, uint8_t* out) {
+  using Expanded = ExpandedSuperPanel<Panel>;
   for (int64_t b = 0; b < supers; ++b) {
-    uint8_t* dst = out + b * CodeSuperPanel::kSuperBytes;
-    for (int64_t j = 8 * b; j < 8 * b + 8; ++j, dst += CodeSuperPanel::kSubBytes) {
-      __m512i w[8];
+    uint8_t* dst = out + b * Expanded::kSuperBytes;
+    for (int64_t j = Panel::kSubs * b; j < Panel::kSubs * (b + 1); ++j) {
+      __m512i w[Panel::kKW];
       source.Codes(j, w);
-      for (int k = 0; k < 8; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
-      _mm512_storeu_si512(dst + 8 * 64, source.Scales(j));
+      for (int k = 0; k < Panel::kKW; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
+      _mm512_storeu_si512(dst + Panel::kKW * 64, source.Scales(j));
+      dst += Expanded::kSubBytes;
     }
-    __m512 d, neg_dmin;
-    __m512i mins[4];
-    source.Super(b, &d, &neg_dmin, mins);
-    _mm512_storeu_ps(dst, d);
-    _mm512_storeu_ps(dst + 64, neg_dmin);
-    for (int p = 0; p < 4; ++p) _mm512_storeu_si512(dst + 128 + 64 * p, mins[p]);
+    StoreSuperHeader(source, b, dst);
   }
 }
 
-// Tokens `tokens` over one Q4_K / Q5_K compact panel on integer super-block sums: whole groups
+// Tokens `tokens` over one K-quant compact panel on integer super-block sums: whole groups
 // of 16 on AMX tiles (AmxSuperTokens), a few tokens decoding the panel per tile,
 // more over the panel expanded once.
 template <WeightFormat kFormat>
@@ -625,7 +625,7 @@ RADIX_AVX512_VNNI void SuperCompactOrExpanded(const uint8_t* bytes,
                                               float* y, int64_t ldy, __mmask16 mask,
                                               Lookahead ahead, QuantTiles tiles) {
   const CompactSuperPanel<kFormat> panel{bytes};
-  const int64_t supers = a.subs / 8;
+  const int64_t supers = a.subs / CompactSuperPanel<kFormat>::kSubs;
   const int64_t groups_end = AmxGroupsEnd(a, tokens, true);
   if (groups_end > tokens.begin) {
     AmxSuperTokens(kFormat, bytes, a, tokens.begin, groups_end, y, ldy, mask, ahead);
@@ -640,11 +640,12 @@ RADIX_AVX512_VNNI void SuperCompactOrExpanded(const uint8_t* bytes,
         tokens.end - tokens.begin > kMaxTokens ? FetchingAhead(panel, ahead, a.subs) : panel;
     return SuperAllTokens(first, panel, a, tokens, y, ldy, mask);
   }
+  using Expanded = ExpandedSuperPanel<CompactSuperPanel<kFormat>>;
   thread_local std::vector<uint8_t> codes;
-  const auto size = static_cast<size_t>(supers * CodeSuperPanel::kSuperBytes);
+  const auto size = static_cast<size_t>(supers * Expanded::kSuperBytes);
   if (codes.size() < size) codes.resize(size);
   ExpandSuper(panel, supers, codes.data());
-  const CodeSuperPanel expanded{codes.data()};
+  const Expanded expanded{codes.data()};
   SuperAllTokens(FetchingAhead(expanded, ahead, a.subs), expanded, a, tokens, y, ldy, mask);
 }
 
@@ -671,11 +672,10 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
     case F::kQ5_K:
       return SuperCompactOrExpanded<F::kQ5_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ6_K:
-      return CompactOrExpanded<CompactKPanel<F::kQ6_K>, 4, false>({panel}, format, a, tokens, y,
-                                                                  ldy, mask, ahead, tiles);
+      return SuperCompactOrExpanded<F::kQ6_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kMXFP4:
-      return CompactOrExpanded<CompactKPanel<F::kMXFP4>, 8, false>({panel}, format, a, tokens, y,
-                                                                   ldy, mask, ahead, tiles);
+      return CompactOrExpanded<CompactPanel<F::kMXFP4>, 8, false>({panel}, format, a, tokens, y,
+                                                                  ldy, mask, ahead, tiles);
     default:
       RADIX_CHECK_MSG(false, "no compact panels for this format");
   }
@@ -788,45 +788,49 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
 }
 
 // Super-block b of a compact super panel into the AMX groups' layout (quant_kernels.h's
-// kAmxSuperBytes): u * sc in 16-bit lanes, even and odd bytes apart, split into a low and a high
-// byte.
+// kAmxSuperBytes): (u - offset) * sc in 16-bit lanes, even and odd bytes apart, split into a low
+// and a high byte. A step of 64 elements holds 64 / sub sub-blocks, each kKW groups of 64 bytes.
 template <class Panel>
 RADIX_AVX512_VNNI void ExpandSuperForAmx(const Panel& source, int64_t b, uint8_t* out) {
+  constexpr int kPerStep = 64 / (4 * Panel::kKW);
   const __m512i low_bytes = _mm512_set1_epi16(0x00FF);
   const __m512i high_bytes = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
-  for (int64_t js = 0; js < 8; ++js) {
-    __m512i w[8];
-    source.Codes(8 * b + js, w);
-    const __m512i sc = source.Scales(8 * b + js);
-    const __m512i sc16 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
-    uint8_t* low = out + (js / 2) * 2048 + (js % 2) * 512;
+  const __m512i offset = _mm512_set1_epi16(Panel::kMin ? 0 : 32);  // Q6_K's codes are u - 32
+  for (int64_t js = 0; js < Panel::kSubs; ++js) {
+    __m512i w[Panel::kKW];
+    source.Codes(Panel::kSubs * b + js, w);
+    const __m512i sc = source.Scales(Panel::kSubs * b + js);
+    const __m512i sc16 =
+        _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc, 16));
+    uint8_t* low = out + (js / kPerStep) * 2048 + (js % kPerStep) * Panel::kKW * 64;
     uint8_t* high = low + 1024;
-    for (int k = 0; k < 8; ++k) {
-      const __m512i even = _mm512_mullo_epi16(_mm512_and_si512(w[k], low_bytes), sc16);
-      const __m512i odd = _mm512_mullo_epi16(_mm512_srli_epi16(w[k], 8), sc16);
+    for (int k = 0; k < Panel::kKW; ++k) {
+      const __m512i even =
+          _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_and_si512(w[k], low_bytes), offset), sc16);
+      const __m512i odd =
+          _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_srli_epi16(w[k], 8), offset), sc16);
       _mm512_storeu_si512(low + 64 * k, _mm512_or_si512(_mm512_and_si512(even, low_bytes),
                                                         _mm512_slli_epi16(odd, 8)));
       _mm512_storeu_si512(high + 64 * k, _mm512_or_si512(_mm512_srli_epi16(even, 8),
                                                          _mm512_and_si512(odd, high_bytes)));
     }
   }
-  uint8_t* header = out + 4 * 2048;
-  __m512 d, neg_dmin;
-  __m512i mins[4];
-  source.Super(b, &d, &neg_dmin, mins);
-  _mm512_storeu_ps(header, d);
-  _mm512_storeu_ps(header + 64, neg_dmin);
-  for (int p = 0; p < 4; ++p) _mm512_storeu_si512(header + 128 + 64 * p, mins[p]);
+  StoreSuperHeader(source, b, out + 4 * 2048);
 }
 
 }  // namespace
 
 RADIX_AVX512_VNNI void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b,
                                               uint8_t* out) {
-  if (format == WeightFormat::kQ5_K) {
-    ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ5_K>{panel}, b, out);
-  } else {
-    ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ4_K>{panel}, b, out);
+  switch (format) {
+    case WeightFormat::kQ4_K:
+      return ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ4_K>{panel}, b, out);
+    case WeightFormat::kQ5_K:
+      return ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ5_K>{panel}, b, out);
+    case WeightFormat::kQ6_K:
+      return ExpandSuperForAmx(CompactSuperPanel<WeightFormat::kQ6_K>{panel}, b, out);
+    default:
+      RADIX_CHECK_MSG(false, "no super-block panels for this format");
   }
 }
 

@@ -161,19 +161,23 @@ template <bool kMin>
   return acc;
 }
 
-// Q4_K and Q5_K (SumsSuperBlocks) sum in integers over each 256-element super-block, as llama.cpp's
-// Q4_K x Q8_K does: per token and row, isum = sum_j sc_j * dot_j over the 8 sub-blocks (sc_j the
-// 6-bit scale, dot_j = sum(u * q)) and imin = sum_j m_j * sum_j(q) (m_j the 6-bit min), both exact
-// in int32; then one float step per super-block (AddSuperBlock). The VNNI tiles multiply dot_j by
-// sc_j; the AMX groups take sc_j into the codes (u * sc < 2048, as a low and a high byte tile),
-// so a tile product runs 64 deep and the 8 sub-blocks need no float work between them.
+// The K-quants (SumsSuperBlocks) sum in integers over each 256-element super-block, as llama.cpp's
+// Q4_K x Q8_K does: per token and row, isum = sum_j sc_j * dot_j over the sub-blocks (sc_j the
+// sub-block's scale, dot_j = sum((u - offset) * q)) and, for Q4_K and Q5_K, imin = sum_j m_j *
+// sum_j(q) (m_j the 6-bit min), both exact in int32; then one float step per super-block
+// (AddSuperBlock). The VNNI tiles multiply dot_j by sc_j; the AMX groups take sc_j into the codes
+// ((u - offset) * sc: Q4_K's and Q5_K's below 2048, Q6_K's within +-4096, as a tile of low bytes
+// and one of signed high bytes), so a tile product runs 64 deep and the sub-blocks need no float
+// work between them.
+//
 // The per-super-block part of a super-block panel, 384 bytes: float d[16] and -dmin[16] (the
 // rows' block scales), then the mins as 4 registers of int16 pairs (lane r of register p: m_2p,
-// m_2p+1 of row r), ready for vpdpwssd with a token's pairs of sub-block sums.
+// m_2p+1 of row r), ready for vpdpwssd with a token's pairs of sub-block sums (Q6_K: zeros).
 inline constexpr int64_t kSuperHeaderBytes = 2 * 64 + 4 * 64;
 // A super-block of a panel laid out for the AMX groups: for each 64-element step s (sub-blocks
-// 2s, 2s + 1), the weight tile of the low bytes of u * sc, then that of the high bytes (16 groups
-// of [16 rows][4 bytes], group g = elements 64s + 4g..4g+3), 1 KB each; then the header.
+// 2s, 2s + 1; Q6_K's 4s..4s + 3), the weight tile of the low bytes of (u - offset) * sc, then
+// that of the high bytes (16 groups of [16 rows][4 bytes], group g = elements 64s + 4g..4g+3),
+// 1 KB each; then the header.
 inline constexpr int64_t kAmxSuperBytes = 4 * 2 * 1024 + kSuperHeaderBytes;
 
 // imin for one token: mins (the header's 4 registers) times the token's sub-block sums of the
@@ -200,11 +204,17 @@ inline constexpr int64_t kAmxSuperBytes = 4 * 2 * 1024 + kSuperHeaderBytes;
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(neg_dmin, vda), acc);
 }
 
-// Super-block b of a Q4_K / Q5_K compact panel (16 rows) laid out for the AMX groups at out
+// Super-block b of a K-quant compact panel (16 rows) laid out for the AMX groups at out
 // (kAmxSuperBytes, 64-byte aligned).
 void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b, uint8_t* out);
 
-// Tokens [t0, t1) (whole groups of 16) over a Q4_K / Q5_K compact panel of 16 rows on AMX-INT8
+// The same without mins (Q6_K): acc + float(isum) * (d * d_a).
+[[gnu::always_inline]] RADIX_AVX512 inline __m512 AddSuperBlock(__m512 acc, __m512i isum, __m512 d,
+                                                                float da) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc);
+}
+
+// Tokens [t0, t1) (whole groups of 16) over a K-quant compact panel of 16 rows on AMX-INT8
 // tiles, one super-block at a time: it is laid out for them (ExpandSuperBlockForAmx, into L1),
 // then two groups of 16 tokens at a time multiply it (a.tiles are 64 columns wide) and finish
 // the super-block as the VNNI tiles do (MinSums, AddSuperBlock), so the results are theirs bit
