@@ -195,7 +195,8 @@ RADIX_AMX_INT8 inline void SuperSums1(const int8_t* q, const uint8_t* tiles,
 template <int kSubs>
 [[gnu::always_inline]] RADIX_AMX_INT8 inline void FinishSuper(
     const int32_t* low, const int32_t* high, const uint8_t* header,
-    const ref::QuantizedActivations& a, int64_t t, int64_t b, bool first, float* acc) {
+    const ref::QuantizedActivations& a, int64_t t, int64_t b, bool first, float* acc,
+    const uint8_t* fetch, int64_t lines) {
   constexpr bool kMin = kSubs == 8;  // Q4_K, Q5_K; Q6_K has none
   const int64_t subs = a.subs;
   const float* d = a.d.data() + t * subs + kSubs * b;
@@ -206,6 +207,11 @@ template <int kSubs>
   for (int p = 0; p < 4; ++p) mins[p] = _mm512_load_si512(header + 128 + 64 * p);
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; ++i) {
+    // A share of the next panel's lines per token: a burst of them would stall on fill buffers.
+    for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
+         ++line) {
+      _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
+    }
     const __m512i isum = _mm512_add_epi32(_mm512_load_si512(low + 16 * i),
                                           _mm512_slli_epi32(_mm512_load_si512(high + 16 * i), 8));
     const __m512 before = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
@@ -231,22 +237,26 @@ RADIX_AMX_INT8 void SuperGroups(WeightFormat format, const uint8_t* panel,
   const auto floats = static_cast<size_t>((t1 - t0) * 16);
   if (acc_buffer.size() < floats) acc_buffer.resize(floats);
   float* acc = acc_buffer.data();
-  const int64_t next_chunk = ahead.Chunk(supers);  // PrefetchNext skips a null next
+  const int64_t next_chunk = ahead.Chunk(supers);
   const uint8_t* header = tiles + 4 * 2048;
   for (int64_t b = 0; b < supers; ++b) {
-    PrefetchNext(ahead.next, next_chunk, b);
     ExpandSuperBlockForAmx(format, panel, b, tiles);
+    // The first group finishing this super-block fetches its share of the next panel.
+    const uint8_t* fetch = ahead.next != nullptr ? ahead.next + b * next_chunk : nullptr;
+    const int64_t lines = next_chunk / 64;
     int64_t t = t0;
-    for (; t + 2 * kRows <= t1; t += 2 * kRows) {
+    for (; t + 2 * kRows <= t1; t += 2 * kRows, fetch = nullptr) {
       const int8_t* q = a.tiles.data() + t * a.cols + 4 * b * 1024;  // group t / 16, step 4b
       SuperSums2(q, q + kRows * a.cols, tiles, sums);
-      FinishSuper<kSubs>(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
+      FinishSuper<kSubs>(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16, fetch,
+                         lines);
       FinishSuper<kSubs>(sums[2], sums[3], header, a, t + kRows, b, b == 0,
-                         acc + (t + kRows - t0) * 16);
+                         acc + (t + kRows - t0) * 16, nullptr, 0);
     }
     if (t < t1) {
       SuperSums1(a.tiles.data() + t * a.cols + 4 * b * 1024, tiles, sums);
-      FinishSuper<kSubs>(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16);
+      FinishSuper<kSubs>(sums[0], sums[1], header, a, t, b, b == 0, acc + (t - t0) * 16, fetch,
+                         lines);
     }
   }
   for (int64_t t = t0; t < t1; ++t) {
