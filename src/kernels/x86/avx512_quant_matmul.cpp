@@ -788,31 +788,35 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
 }
 
 // Super-block b of a compact super panel into the AMX groups' layout (quant_kernels.h's
-// kAmxSuperBytes): (u - offset) * sc in 16-bit lanes, even and odd bytes apart, split into a low
-// and a high byte. A step of 64 elements holds 64 / sub sub-blocks, each kKW groups of 64 bytes.
+// kAmxSuperBytes): vpmaddubsw gives u * sc of the even and of the odd bytes in 16-bit lanes
+// (Q6_K then subtracts 32 * sc), whose low and high bytes are blended into the two tiles. A step
+// of 64 elements holds 64 / sub sub-blocks, each kKW groups of 64 bytes.
 template <class Panel>
 RADIX_AVX512_VNNI void ExpandSuperForAmx(const Panel& source, int64_t b, uint8_t* out) {
   constexpr int kPerStep = 64 / (4 * Panel::kKW);
-  const __m512i low_bytes = _mm512_set1_epi16(0x00FF);
-  const __m512i high_bytes = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
-  const __m512i offset = _mm512_set1_epi16(Panel::kMin ? 0 : 32);  // Q6_K's codes are u - 32
+  constexpr __mmask64 kOdd = 0xAAAAAAAAAAAAAAAAull;
   for (int64_t js = 0; js < Panel::kSubs; ++js) {
     __m512i w[Panel::kKW];
     source.Codes(Panel::kSubs * b + js, w);
-    const __m512i sc = source.Scales(Panel::kSubs * b + js);
+    const __m512i sc = source.Scales(Panel::kSubs * b + js);  // int32 lanes
     const __m512i sc16 =
         _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc, 16));
+    const __m512i even_sc = _mm512_and_si512(sc16, _mm512_set1_epi16(0x00FF));  // bytes (sc, 0)
+    const __m512i odd_sc = _mm512_slli_epi16(even_sc, 8);                       // bytes (0, sc)
+    const __m512i offset = _mm512_slli_epi16(sc16, 5);  // 32 * sc, Q6_K's codes being u - 32
     uint8_t* low = out + (js / kPerStep) * 2048 + (js % kPerStep) * Panel::kKW * 64;
     uint8_t* high = low + 1024;
     for (int k = 0; k < Panel::kKW; ++k) {
-      const __m512i even =
-          _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_and_si512(w[k], low_bytes), offset), sc16);
-      const __m512i odd =
-          _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_srli_epi16(w[k], 8), offset), sc16);
-      _mm512_storeu_si512(low + 64 * k, _mm512_or_si512(_mm512_and_si512(even, low_bytes),
-                                                        _mm512_slli_epi16(odd, 8)));
-      _mm512_storeu_si512(high + 64 * k, _mm512_or_si512(_mm512_srli_epi16(even, 8),
-                                                         _mm512_and_si512(odd, high_bytes)));
+      __m512i even = _mm512_maddubs_epi16(w[k], even_sc);
+      __m512i odd = _mm512_maddubs_epi16(w[k], odd_sc);
+      if constexpr (!Panel::kMin) {
+        even = _mm512_sub_epi16(even, offset);
+        odd = _mm512_sub_epi16(odd, offset);
+      }
+      _mm512_storeu_si512(low + 64 * k,
+                          _mm512_mask_blend_epi8(kOdd, even, _mm512_slli_epi16(odd, 8)));
+      _mm512_storeu_si512(high + 64 * k,
+                          _mm512_mask_blend_epi8(kOdd, _mm512_srli_epi16(even, 8), odd));
     }
   }
   StoreSuperHeader(source, b, out + 4 * 2048);
