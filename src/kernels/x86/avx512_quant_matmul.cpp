@@ -22,10 +22,15 @@ namespace {
 constexpr int64_t kRows = 16;
 constexpr int64_t kMaxTokens = 8;
 // Tokens a packed matmul runs over all its panels before the next ones: their quantized
-// activations (256 x cols bytes) stay in L2 while the panels stream past, instead of every panel
-// reading all n tokens' from L3 or memory (Zen 5, 8192 x 2048 Q4_K at 2048 tokens, in cache:
-// 475 -> 509 G multiply-adds/s with code panels, 494 -> 532 with compact ones).
-constexpr int64_t kTokenBlock = 256;
+// activations (up to 1 MB: 256 tokens of 4096 columns) stay in L2 while the panels stream past,
+// instead of every panel reading all n tokens' from L3 or memory (Zen 5, 8192 x 2048 Q4_K at 2048
+// tokens, in cache: 475 -> 509 G multiply-adds/s with code panels, 494 -> 532 with compact ones;
+// the Xeon with AMX, 2048 x 8192 at 512 tokens, 128 rather than 256 tokens a block: Q4_K 442-559
+// -> 625-628, Q6_K 467-495 -> 589-627).
+constexpr int64_t kTokenBlockBytes = int64_t{1} << 20;
+int64_t TokenBlock(int64_t cols) {
+  return std::clamp<int64_t>(kTokenBlockBytes / cols / 16 * 16, 64, 256);
+}
 // How far ahead of the block being read the packed-panel loader prefetches. 1B Q4_K_M
 // single-stream decode, alternating runs: on Zen 5, 8 KB 65-91 tok/s against 57-72 at 2 KB; on a
 // Xeon with AMX and slow memory, 16 KB 26.4-28.4 against 22.1-23.0 at 8 KB (32 KB 25.5-26.8,
@@ -771,8 +776,9 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
                                  int64_t panel_end, float* y, QuantTiles tiles) {
   const int64_t panel_bytes = PackedPanelBytes(w);
   const QuantFormatInfo info = FormatInfo(w.format, false);
-  for (int64_t t0 = 0; t0 < a.n; t0 += kTokenBlock) {
-    const TokenRange tokens{t0, std::min(a.n, t0 + kTokenBlock)};
+  const int64_t block = TokenBlock(a.cols);
+  for (int64_t t0 = 0; t0 < a.n; t0 += block) {
+    const TokenRange tokens{t0, std::min(a.n, t0 + block)};
     for (int64_t p = panel_begin; p < panel_end; ++p) {
       const int64_t row0 = p * kRows;
       const uint8_t* panel = packed + p * panel_bytes;
