@@ -6,7 +6,9 @@
 //     weight = D * (u - offset) + M
 // where offset is a per-format constant and D, M are per row and sub-block floats. A token's
 // contribution of one sub-block is then D * d_a * (sum(u * q) - offset * sum(q)) + M * s_a, with
-// the integer part exact; the bias term -offset * sum(q) comes with the activations.
+// the integer part exact; the bias term -offset * sum(q) comes with the activations. (The
+// AVX-512 variant sums the K-quants' sub-blocks in integers first and scales once per super-block:
+// see SumsSuperBlocks below.)
 //
 // Panel layout, per sub-block j (stride PanelSubBytes): sub/4 groups of [P rows][4 bytes] of
 // codes (one SIMD register of dword lanes per group: lane r holds elements 4g..4g+3 of row r),
