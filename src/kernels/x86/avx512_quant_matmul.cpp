@@ -529,11 +529,12 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
 
 // The end of the whole groups of 16 tokens of `tokens` that run on AMX tiles (tokens.begin when
 // none do): those were laid out as tiles (a.tiles, for every whole group of a's rows), and there
-// are at least QuantAmxMinTokens of them (`super`: for Q4_K or Q5_K).
-int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens, bool super = false) {
+// are at least QuantAmxMinTokens of them (the K-quants', whose tiles are 64 columns wide, or the
+// other formats').
+int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens) {
   if (a.tiles.empty() || tokens.begin % 16 != 0) return tokens.begin;
   const int64_t end = tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
-  const int64_t min_tokens = super ? kQuantAmxSuperMinTokens : kQuantAmxMinTokens;
+  const int64_t min_tokens = a.tile_cols == 64 ? kQuantAmxSuperMinTokens : kQuantAmxMinTokens;
   return end - tokens.begin >= min_tokens ? end : tokens.begin;
 }
 
@@ -631,7 +632,7 @@ RADIX_AVX512_VNNI void SuperCompactOrExpanded(const uint8_t* bytes,
                                               Lookahead ahead, QuantTiles tiles) {
   const CompactSuperPanel<kFormat> panel{bytes};
   const int64_t supers = a.subs / CompactSuperPanel<kFormat>::kSubs;
-  const int64_t groups_end = AmxGroupsEnd(a, tokens, true);
+  const int64_t groups_end = AmxGroupsEnd(a, tokens);
   if (groups_end > tokens.begin) {
     AmxSuperTokens(kFormat, bytes, a, tokens.begin, groups_end, y, ldy, mask, ahead);
     if (groups_end < tokens.end) {

@@ -206,15 +206,15 @@ inline constexpr int64_t kAmxSuperBytes = 4 * 2 * 1024 + kSuperHeaderBytes;
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(neg_dmin, vda), acc);
 }
 
-// Super-block b of a K-quant compact panel (16 rows) laid out for the AMX groups at out
-// (kAmxSuperBytes, 64-byte aligned).
-void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b, uint8_t* out);
-
 // The same without mins (Q6_K): acc + float(isum) * (d * d_a).
 [[gnu::always_inline]] RADIX_AVX512 inline __m512 AddSuperBlock(__m512 acc, __m512i isum, __m512 d,
                                                                 float da) {
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc);
 }
+
+// Super-block b of a K-quant compact panel (16 rows) laid out for the AMX groups at out
+// (kAmxSuperBytes, 64-byte aligned).
+void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b, uint8_t* out);
 
 // Tokens [t0, t1) (whole groups of 16) over a K-quant compact panel of 16 rows on AMX-INT8
 // tiles, one super-block at a time: it is laid out for them (ExpandSuperBlockForAmx, into L1),
@@ -230,7 +230,7 @@ void AmxSuperTokens(WeightFormat format, const uint8_t* panel, const ref::Quanti
 // TDPBSUD multiplies 16 tokens' signed activations of a sub-block by its unsigned codes (a code
 // group is a row of the weight tile), and each int32 sum is scaled as the VNNI tiles scale theirs,
 // in the same order, so the results are theirs bit for bit. Each sub-block's sums make a stored
-// tile, so the tiles' gain shrinks with the sub-block: Q6_K's 16 elements run on the VNNI tiles.
+// tile, so the tiles' gain shrinks with the sub-block (the K-quants run AmxSuperTokens instead).
 // mask: the panel rows y holds. Reads a.tiles; t0 % 16 == 0. The first group fetches `ahead` into
 // L2. Requires AmxInt8Usable() (x86/amx.h).
 void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
