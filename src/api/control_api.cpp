@@ -162,12 +162,21 @@ json TraceJson(const std::vector<engine::StepTrace>& traces) {
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 
+// Written next to its final name and renamed into place, so a reader that sees the file sees all
+// of it (a client polling for the trace had read it empty, half written).
 void WriteTrace(const std::filesystem::path& path, const std::vector<engine::StepTrace>& traces) {
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream file(path);
-  file << TraceJson(traces).dump();
-  if (!file) {
+  std::filesystem::path temp = path;
+  temp += ".tmp";
+  {
+    std::ofstream file(temp);
+    file << TraceJson(traces).dump();
+    if (!file.flush()) error = std::make_error_code(std::errc::io_error);
+  }
+  if (!error) std::filesystem::rename(temp, path, error);
+  if (error) {
+    std::filesystem::remove(temp, error);
     RADIX_LOG_ERROR("Could not write the profile trace {}.", path.string());
     return;
   }
