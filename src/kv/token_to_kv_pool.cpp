@@ -50,51 +50,89 @@ Expected<TokenToKVPool> TokenToKVPool::Create(const TokenToKVPoolOptions& option
 TokenToKVPool::TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage storage)
     : num_pages_(num_pages),
       page_size_(page_size),
+      pages_per_run_(std::max(1, kRunSlots / page_size)),
       page_generation_(num_pages + 1, 0),
       storage_(std::move(storage)) {
   Clear();
 }
 
+size_t TokenToKVPool::RunCapacity(size_t run) const {
+  const auto per_run = static_cast<size_t>(pages_per_run_);
+  const size_t first = std::max<size_t>(run * per_run, 1);
+  const size_t end = std::min((run + 1) * per_run, num_pages_ + 1);
+  return end > first ? end - first : 0;
+}
+
 void TokenToKVPool::Clear() {
-  free_pages_.clear();
   page_free_.assign(num_pages_ + 1, 1);
   page_free_[0] = 0;
-  for (size_t page = 1; page <= num_pages_; ++page) {
-    free_pages_.push_back(static_cast<int32_t>(page));
+  free_page_count_ = num_pages_;
+  const size_t runs = RunOf(num_pages_) + 1;
+  run_free_.assign(runs, 0);
+  free_runs_.clear();
+  for (size_t run = 0; run < runs; ++run) {
+    run_free_[run] = static_cast<int32_t>(RunCapacity(run));
+    if (run_free_[run] > 0) free_runs_.push_back(static_cast<int32_t>(run));
   }
+  scan_run_ = 0;
 }
 
 bool TokenToKVPool::IsPageFree(size_t page) const {
   return page < page_free_.size() && page_free_[page] != 0;
 }
 
-void TokenToKVPool::PushFreePage(int32_t page) {
-  RADIX_CHECK_MSG(page >= 1 && static_cast<size_t>(page) <= num_pages_,
-                  "freeing a KV slot outside the pool (or the reserved page 0)");
-  RADIX_CHECK_MSG(page_free_[page] == 0, "double free of a KV page");
-  page_free_[page] = 1;
-  free_pages_.push_front(page);
+void TokenToKVPool::TakePage(size_t page, int32_t* slots_out) {
+  RADIX_CHECK(page_free_[page] != 0);
+  page_free_[page] = 0;
+  --run_free_[RunOf(page)];
+  --free_page_count_;
+  ++page_generation_[page];
+  const auto first = static_cast<int32_t>(page) * page_size_;
+  for (int32_t offset = 0; offset < page_size_; ++offset) slots_out[offset] = first + offset;
 }
 
-int32_t TokenToKVPool::PopFreePage() {
-  RADIX_CHECK(!free_pages_.empty());
-  const int32_t page = free_pages_.front();
-  free_pages_.pop_front();
-  page_free_[page] = 0;
-  ++page_generation_[page];
-  return page;
+void TokenToKVPool::TakePages(size_t pages, size_t last_page, std::vector<int32_t>& slots) {
+  RADIX_CHECK(pages <= free_page_count_);
+  auto take = [&](size_t p) {
+    slots.resize(slots.size() + static_cast<size_t>(page_size_));
+    TakePage(p, slots.data() + slots.size() - page_size_);
+    --pages;
+  };
+  // Continue the sequence's run (its last page is held, so the run is not wholly free).
+  if (last_page != 0 && page_free_[last_page] == 0) {
+    const size_t run = RunOf(last_page);
+    for (size_t p = last_page + 1; pages > 0 && p <= num_pages_ && RunOf(p) == run && page_free_[p];
+         ++p) {
+      take(p);
+    }
+  }
+  // Then wholly free runs, in order; the last one's remaining pages stay free after the sequence.
+  while (pages > 0 && !free_runs_.empty()) {
+    const auto run = static_cast<size_t>(free_runs_.front());
+    free_runs_.pop_front();
+    RADIX_CHECK(static_cast<size_t>(run_free_[run]) == RunCapacity(run));
+    const size_t first = std::max<size_t>(run * pages_per_run_, 1);
+    for (size_t p = first; pages > 0 && p < first + RunCapacity(run); ++p) take(p);
+  }
+  // Then free pages wherever they are (only partly free runs are left).
+  while (pages > 0) {
+    if (run_free_[scan_run_] > 0) {
+      const size_t first = std::max<size_t>(scan_run_ * pages_per_run_, 1);
+      for (size_t p = first; pages > 0 && p < first + RunCapacity(scan_run_); ++p) {
+        if (page_free_[p]) take(p);
+      }
+    }
+    if (pages > 0) scan_run_ = (scan_run_ + 1) % run_free_.size();
+  }
 }
 
 Expected<std::vector<int32_t>> TokenToKVPool::Alloc(size_t num_tokens) {
   RADIX_CHECK_MSG(num_tokens % page_size_ == 0, "Alloc takes whole pages");
   const size_t pages = num_tokens / page_size_;
-  if (pages > free_pages_.size()) return OutOfSlots(num_tokens, available_size());
+  if (pages > free_page_count_) return OutOfSlots(num_tokens, available_size());
   std::vector<int32_t> slots;
   slots.reserve(num_tokens);
-  for (size_t i = 0; i < pages; ++i) {
-    const int32_t first = PopFreePage() * page_size_;
-    for (int32_t offset = 0; offset < page_size_; ++offset) slots.push_back(first + offset);
-  }
+  TakePages(pages, 0, slots);
   return slots;
 }
 
@@ -109,7 +147,7 @@ size_t TokenToKVPool::PagesNeeded(std::span<const ExtendSpec> specs) const {
 
 Expected<std::vector<int32_t>> TokenToKVPool::AllocExtend(std::span<const ExtendSpec> specs) {
   const size_t pages = PagesNeeded(specs);
-  if (pages > free_pages_.size()) return OutOfSlots(pages * page_size_, available_size());
+  if (pages > free_page_count_) return OutOfSlots(pages * page_size_, available_size());
   std::vector<int32_t> slots;
   for (const ExtendSpec& spec : specs) {
     size_t pos = spec.prefix_len;
@@ -125,11 +163,14 @@ Expected<std::vector<int32_t>> TokenToKVPool::AllocExtend(std::span<const Extend
         ++pos;
       }
     }
-    while (pos < spec.seq_len) {
-      const int32_t first = PopFreePage() * page_size_;
-      for (int32_t offset = 0; offset < page_size_ && pos < spec.seq_len; ++offset, ++pos) {
-        slots.push_back(first + offset);
-      }
+    if (pos < spec.seq_len) {
+      const size_t last_page = spec.prefix_len > 0 && spec.last_loc >= page_size_
+                                   ? static_cast<size_t>(spec.last_loc / page_size_)
+                                   : 0;
+      const size_t before = slots.size();
+      TakePages(CeilDiv(spec.seq_len - pos, page_size_), last_page, slots);
+      // The last page's slots past seq_len stay with it, for the sequence's next extension.
+      slots.resize(before + (spec.seq_len - pos));
     }
   }
   return slots;
@@ -146,8 +187,20 @@ void TokenToKVPool::Free(std::span<const int32_t> slots) {
   }
   std::sort(pages.begin(), pages.end());
   pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
-  // Push in reverse so that, after prepending, the lowest page is handed out first.
-  for (auto it = pages.rbegin(); it != pages.rend(); ++it) PushFreePage(*it);
+  std::vector<int32_t> whole_runs;
+  for (int32_t page : pages) {
+    RADIX_CHECK_MSG(page >= 1 && static_cast<size_t>(page) <= num_pages_,
+                    "freeing a KV slot outside the pool (or the reserved page 0)");
+    RADIX_CHECK_MSG(page_free_[page] == 0, "double free of a KV page");
+    page_free_[page] = 1;
+    ++free_page_count_;
+    const size_t run = RunOf(static_cast<size_t>(page));
+    if (static_cast<size_t>(++run_free_[run]) == RunCapacity(run)) {
+      whole_runs.push_back(static_cast<int32_t>(run));
+    }
+  }
+  // Push in reverse so that, after prepending, the lowest run is handed out first.
+  for (auto it = whole_runs.rbegin(); it != whole_runs.rend(); ++it) free_runs_.push_front(*it);
 }
 
 }  // namespace radixserve::kv

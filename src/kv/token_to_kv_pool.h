@@ -4,10 +4,15 @@
 // SGLang's padding target and never handed out, so valid slots start at page_size and a pool of
 // `size` tokens has storage rows [0, size + page_size). `size` must be a multiple of page_size.
 //
-// Free pages form a stack: allocation takes from the front and freed pages return to the front
-// (lowest page first). SGLang appends freed slots at the back when page_size == 1; reusing
-// recently freed pages instead keeps the set of touched (hence resident) pages of the lazily
-// mapped buffers small. Slot numbers are never visible to clients.
+// Pages are grouped into runs of kRunSlots slots (pages_per_run pages; one page when pages are
+// that large). A sequence's slots stay in such runs: a new allocation takes wholly free runs
+// (lowest first; freed runs return to the front, so the touched, resident part of the lazily
+// mapped buffers stays small), and an extension continues into the free pages right after the
+// sequence's last slot (ExtendSpec::last_loc) before it opens a new run. So the one-slot decode
+// steps of many sequences do not interleave in the pool, and attention reads each sequence's
+// keys and values as contiguous rows. The free pages left in a sequence's open run are no
+// reservation: they count as available, and when no run is wholly free, allocation takes free
+// pages wherever they are. Slot numbers are never visible to clients.
 // A page is either free or allocated; freeing a slot frees its whole page, so a caller frees a
 // partially used page exactly once, when it gives up all of it. Double frees and frees of
 // reserved or out-of-range slots are bugs (RADIX_CHECK).
@@ -28,6 +33,11 @@
 #include "kv/kv_storage.h"
 
 namespace radixserve::kv {
+
+// Slots per run (see above). Attention reads a chunk's rows in place when its slots average runs
+// of 8 or more (kernels/attention.cpp), so runs of 32 pass with room for the breaks where a
+// sequence's prompt and decode runs meet.
+inline constexpr int32_t kRunSlots = 32;
 
 struct TokenToKVPoolOptions {
   size_t size = 0;  // usable token slots (max_total_num_tokens); multiple of page_size
@@ -73,7 +83,7 @@ class TokenToKVPool {
   void Clear();
 
   size_t size() const { return num_pages_ * page_size_; }
-  size_t available_size() const { return free_pages_.size() * page_size_; }
+  size_t available_size() const { return free_page_count_ * page_size_; }
   size_t used_size() const { return size() - available_size(); }
   int32_t page_size() const { return page_size_; }
   size_t num_pages() const { return num_pages_; }  // usable pages, excluding page 0
@@ -89,14 +99,22 @@ class TokenToKVPool {
 
  private:
   TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage storage);
-  void PushFreePage(int32_t page);
-  int32_t PopFreePage();
+  size_t RunOf(size_t page) const { return page / static_cast<size_t>(pages_per_run_); }
+  size_t RunCapacity(size_t run) const;  // usable pages in the run (run 0 lacks page 0)
+  void TakePage(size_t page, int32_t* slots_out);
+  // Appends the slots of `pages` pages, taken after `last_page` in its run while they are free,
+  // then from wholly free runs, then from any free page.
+  void TakePages(size_t pages, size_t last_page, std::vector<int32_t>& slots);
 
   size_t num_pages_ = 0;
   int32_t page_size_ = 1;
-  std::deque<int32_t> free_pages_;
+  int32_t pages_per_run_ = 1;
+  size_t free_page_count_ = 0;
+  std::deque<int32_t> free_runs_;          // runs with every usable page free, lowest first
   std::vector<uint8_t> page_free_;         // indexed by page id; page 0 is never free
+  std::vector<int32_t> run_free_;          // free pages per run
   std::vector<uint32_t> page_generation_;  // indexed by page id
+  size_t scan_run_ = 0;                    // where the search for scattered free pages resumes
   KvStorage storage_;
 };
 

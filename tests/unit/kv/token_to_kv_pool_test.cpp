@@ -107,6 +107,110 @@ TEST(TokenToKVPoolTest, FreeingAnySlotOfAPageFreesThePageOnce) {
   EXPECT_EQ(again->front(), 16);
 }
 
+// Breaks in a sequence's slots: places where a slot is not its predecessor plus one.
+int Breaks(const std::vector<int32_t>& slots) {
+  int breaks = 0;
+  for (size_t i = 1; i < slots.size(); ++i) breaks += slots[i] != slots[i - 1] + 1 ? 1 : 0;
+  return breaks;
+}
+
+TEST(TokenToKVPoolTest, InterleavedDecodeStepsKeepEachSequenceInRuns) {
+  TokenToKVPool pool = MakePool(4096, 1);
+  constexpr int kSeqs = 8;
+  std::vector<std::vector<int32_t>> rows(kSeqs);
+  for (int s = 0; s < kSeqs; ++s) {
+    const ExtendSpec prompt{0, 40, -1};
+    Expected<std::vector<int32_t>> slots = pool.AllocExtend({&prompt, 1});
+    ASSERT_TRUE(slots.ok());
+    rows[s] = *slots;
+  }
+  // 200 steps, each giving every sequence one slot in one batch, as decode does.
+  for (int step = 0; step < 200; ++step) {
+    std::vector<ExtendSpec> specs;
+    for (const std::vector<int32_t>& row : rows)
+      specs.push_back({row.size(), row.size() + 1, row.back()});
+    Expected<std::vector<int32_t>> slots = pool.AllocExtend(specs);
+    ASSERT_TRUE(slots.ok());
+    ASSERT_EQ(slots->size(), static_cast<size_t>(kSeqs));
+    for (int s = 0; s < kSeqs; ++s) rows[s].push_back((*slots)[s]);
+  }
+  std::set<int32_t> all;
+  for (const std::vector<int32_t>& row : rows) {
+    all.insert(row.begin(), row.end());
+    // 240 slots: a break at most where a run of 32 ends.
+    EXPECT_LE(Breaks(row), 240 / kRunSlots + 1);
+  }
+  EXPECT_EQ(all.size(), static_cast<size_t>(kSeqs * 240));
+  EXPECT_EQ(pool.available_size(), 4096u - kSeqs * 240);
+}
+
+TEST(TokenToKVPoolTest, WithNoWholeRunFreeAllocationTakesScatteredPages) {
+  TokenToKVPool pool = MakePool(256, 1);
+  Expected<std::vector<int32_t>> all = pool.Alloc(256);
+  ASSERT_TRUE(all.ok());
+  // Free every other slot: each run is half free, none wholly.
+  std::vector<int32_t> odd;
+  for (int32_t slot : *all) {
+    if (slot % 2 == 1) odd.push_back(slot);
+  }
+  pool.Free(odd);
+  EXPECT_EQ(pool.available_size(), 128u);
+  const ExtendSpec spec{0, 128, -1};
+  Expected<std::vector<int32_t>> again = pool.AllocExtend({&spec, 1});
+  ASSERT_TRUE(again.ok());
+  std::vector<int32_t> sorted = *again;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, odd);
+  EXPECT_EQ(pool.available_size(), 0u);
+  EXPECT_FALSE(pool.AllocExtend({&spec, 1}).ok());
+}
+
+// Random allocations, extensions and frees against a model of which slots are held: no slot is
+// handed out twice, the counts agree, and a wholly freed pool hands out runs again.
+TEST(TokenToKVPoolTest, RandomChurnKeepsTheCountsAndNeverHandsOutAHeldSlot) {
+  for (const int32_t page_size : {1, 4, 16, 64}) {
+    TokenToKVPool pool = MakePool(2048, page_size);
+    std::vector<std::vector<int32_t>> seqs;
+    std::set<int32_t> held;
+    uint64_t state = 12345;
+    auto next = [&](uint64_t n) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return (state >> 33) % n;
+    };
+    for (int op = 0; op < 1500; ++op) {
+      const uint64_t kind = next(10);
+      if (kind < 3 || seqs.empty()) {
+        const ExtendSpec spec{0, 1 + next(100), -1};
+        Expected<std::vector<int32_t>> slots = pool.AllocExtend({&spec, 1});
+        if (slots.ok()) seqs.push_back(*slots);
+      } else if (kind < 8) {
+        std::vector<int32_t>& row = seqs[next(seqs.size())];
+        const ExtendSpec spec{row.size(), row.size() + 1 + next(3), row.back()};
+        Expected<std::vector<int32_t>> slots = pool.AllocExtend({&spec, 1});
+        if (slots.ok()) row.insert(row.end(), slots->begin(), slots->end());
+      } else {
+        const size_t i = next(seqs.size());
+        pool.Free(seqs[i]);
+        seqs.erase(seqs.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      held.clear();
+      size_t held_pages = 0;
+      for (const std::vector<int32_t>& row : seqs) {
+        for (int32_t slot : row) {
+          ASSERT_TRUE(held.insert(slot).second) << "slot " << slot << " handed out twice";
+          ASSERT_FALSE(pool.IsPageFree(static_cast<size_t>(slot / page_size)));
+        }
+        held_pages += (row.size() + page_size - 1) / page_size;
+      }
+      ASSERT_EQ(pool.available_size(), 2048u - held_pages * page_size);
+    }
+    for (const std::vector<int32_t>& row : seqs) pool.Free(row);
+    EXPECT_EQ(pool.available_size(), 2048u);
+    Expected<std::vector<int32_t>> whole = pool.Alloc(2048);
+    ASSERT_TRUE(whole.ok());
+  }
+}
+
 TEST(TokenToKVPoolTest, ClearAndRejectsBadSize) {
   TokenToKVPool pool = MakePool(32, 16);
   ASSERT_TRUE(pool.Alloc(16).ok());
