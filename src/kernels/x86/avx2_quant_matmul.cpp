@@ -143,24 +143,44 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
   }
 }
 
+// The 16-bit sums of T tokens' pair products with code registers k0 .. k0 + kGroup - 1 of a
+// compact block or sub-block (`regs`); x0: the first token's activations of it, tokens `cols`
+// apart.
+template <WeightFormat kFormat, int kGroup, int T>
+[[gnu::always_inline]] RADIX_AVX2 inline void GroupSums(const uint8_t* regs, int k0,
+                                                        const int8_t* x0, int64_t cols,
+                                                        __m256i (&sum16)[T]) {
+  for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+  for (int g = 0; g < kGroup; ++g) {
+    const __m256i w = CompactCode<kFormat>(regs, k0 + g);
+    for (int t = 0; t < T; ++t) {
+      const __m256i x = _mm256_set1_epi32(Load32(x0 + t * cols + 4 * (k0 + g)));
+      sum16[t] = _mm256_add_epi16(sum16[t], PairProducts<kFormat == WeightFormat::kQ8_0>(w, x));
+      // Keeps the sum in its register here: without it GCC reassociates the integer sums,
+      // computes all kGroup x T products first and spills them to the stack (AVX2 has 16
+      // registers; Zen 5 with the avx2 table, 32 tokens of Q4_K: 170-177 -> 247-263 G
+      // multiply-adds/s).
+      if constexpr (kGroup > 1) __asm__("" : "+x"(sum16[t]));
+    }
+  }
+}
+
 // One token tile over a compact panel (quant_kernels.h): each code register of a sub-block is
 // unpacked once and serves every token; D and M are the floats the code panel
-// would hold, so the results equal Tile's bit for bit.
+// would hold, so the results equal Tile's bit for bit. For the formats of one scale per 32-element
+// block (Q4_0, Q4_1, Q8_0, MXFP4); the K-quants run CompactSuperTile.
 template <WeightFormat kFormat, int T>
 RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
                             float* y, int64_t ldy, int valid) {
   constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
   constexpr bool kMx = kFormat == WeightFormat::kMXFP4;  // a legacy layout with float scales
-  constexpr bool kLegacy =
-      kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8 || kMx;
-  constexpr bool kQ5K = kFormat == WeightFormat::kQ5_K;
-  constexpr bool kQ4K = kFormat == WeightFormat::kQ4_K || kQ5K;  // Q5_K: Q4_K's scales and mins
-  constexpr bool kMin = kQ4K || kFormat == WeightFormat::kQ4_1;
-  constexpr int kSubs = kLegacy ? 1 : kQ4K ? 8 : 16, kW = kFormat == WeightFormat::kQ6_K ? 4 : 8;
-  // Code registers whose 16-bit products may be summed before widening: codes below 16 (Q4),
-  // 25 (MXFP4), 32 (Q5_K) or 64 (Q6_K) times activations of at most 127 in magnitude, two per
-  // 16-bit lane; Q8_0's products can fill a lane on their own.
-  constexpr int kGroup = kQ8 ? 1 : kFormat == WeightFormat::kQ6_K ? 2 : kQ5K || kMx ? 4 : 8;
+  static_assert(kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8 || kMx);
+  constexpr bool kMin = kFormat == WeightFormat::kQ4_1;
+  constexpr int kW = 8;  // code registers per block
+  // Code registers whose 16-bit products may be summed before widening: codes below 16 (Q4) or
+  // 25 (MXFP4) times activations of at most 127 in magnitude, two per 16-bit lane; Q8_0's products
+  // can fill a lane on their own.
+  constexpr int kGroup = kQ8 ? 1 : kMx ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
   const int64_t subs = a.subs, block_bytes = CompactLayoutBlockBytes(kFormat, kRows);
   const int8_t* q = a.q.data() + t0 * a.cols;
@@ -170,92 +190,167 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < subs / kSubs; ++b) {
-    const uint8_t* p = panel + b * block_bytes;
+  for (int64_t j = 0; j < subs; ++j) {
+    const uint8_t* p = panel + j * block_bytes;
     if (t0 == 0) PrefetchAhead(p, block_bytes);
-    const uint8_t* scales = p + (kQ8 ? 8 : kLegacy ? 4 : kQ5K ? 40 : kQ4K ? 32 : 48) * kLanes;
-    const auto* floats = reinterpret_cast<const float*>(scales + 16 * kRows);
-    __m256 dv = _mm256_setzero_ps(), neg_dmin = _mm256_setzero_ps();
-    if constexpr (!kLegacy) dv = _mm256_loadu_ps(floats);
-    if constexpr (kQ4K) {
-      neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows));
+    const uint8_t* scales = p + (kQ8 ? 8 : 4) * kLanes;
+    __m256 scale, min = _mm256_setzero_ps();
+    if constexpr (kMx) {
+      scale = _mm256_loadu_ps(reinterpret_cast<const float*>(scales));
+    } else {
+      // The blocks' own half-precision d and m: the conversion is exact.
+      scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      if constexpr (kMin) {
+        min = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16)));
+      }
     }
-    for (int js = 0; js < kSubs; ++js) {
-      const int64_t j = b * kSubs + js;
-      __m256 scale, min = _mm256_setzero_ps();
-      if constexpr (kFormat == WeightFormat::kQ6_K) {
-        const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
-        scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
-      } else if constexpr (kMx) {
-        scale = _mm256_loadu_ps(reinterpret_cast<const float*>(scales));
-      } else if constexpr (kLegacy) {
-        // The blocks' own half-precision d and m: the conversion is exact.
-        scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-        if constexpr (kMin) {
-          min = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16)));
-        }
-      } else {
-        const __m128i sc = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
-        const __m128i m =
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (8 + js) * kRows));
-        scale = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
-        min = _mm256_mul_ps(neg_dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
-      }
-      // Codes outer, tokens inner: one code register and T integer sums live at a time. The
-      // 16-bit pair sums of kGroup code registers are added as 16-bit lanes before one vpmaddwd
-      // widens them (exact: kGroup * 2 * max code * 127 stays below 32768), instead of one
-      // vpmaddwd per register.
-      const uint8_t* sub_regs = p + js *
-                                        (kFormat == WeightFormat::kQ6_K ? 3
-                                         : kQ8                          ? 8
-                                         : kQ5K                         ? 5
-                                                                        : 4) *
-                                        kLanes;
-      __m256i dot[T];
-      for (int t = 0; t < T; ++t) dot[t] = _mm256_set1_epi32(bias[t * subs + j]);
-      for (int k0 = 0; k0 < kW; k0 += kGroup) {
-        __m256i sum16[T];
-        for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
-        for (int g = 0; g < kGroup; ++g) {
-          const __m256i w = CompactCode<kFormat>(sub_regs, k0 + g);
-          for (int t = 0; t < T; ++t) {
-            const __m256i x = _mm256_set1_epi32(Load32(q + t * a.cols + j * 4 * kW + 4 * (k0 + g)));
-            sum16[t] = _mm256_add_epi16(sum16[t], PairProducts<kQ8>(w, x));
-            // Keeps the sum in its register here: without it GCC reassociates the integer sums,
-            // computes all kGroup x T products first and spills them to the stack (AVX2 has 16
-            // registers; Zen 5 with the avx2 table, 32 tokens of Q4_K: 170-177 -> 247-263 G
-            // multiply-adds/s).
-            if constexpr (kGroup > 1) __asm__("" : "+x"(sum16[t]));
-          }
-        }
-        for (int t = 0; t < T; ++t) {
-          dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(sum16[t], ones));
-          // The same for the 32-bit sums where a group is one register (Q8_0: 8 x 4 products
-          // spilled the same way; 155-161 -> 173-182 G multiply-adds/s on the same proxy).
-          if constexpr (kGroup == 1) __asm__("" : "+x"(dot[t]));
-        }
-      }
+    // Codes outer, tokens inner: one code register and T integer sums live at a time. The
+    // 16-bit pair sums of kGroup code registers are added as 16-bit lanes before one vpmaddwd
+    // widens them (exact: kGroup * 2 * max code * 127 stays below 32768), instead of one
+    // vpmaddwd per register.
+    __m256i dot[T];
+    for (int t = 0; t < T; ++t) dot[t] = _mm256_set1_epi32(bias[t * subs + j]);
+    for (int k0 = 0; k0 < kW; k0 += kGroup) {
+      __m256i sum16[T];
+      GroupSums<kFormat, kGroup>(p, k0, q + j * 4 * kW, a.cols, sum16);
       for (int t = 0; t < T; ++t) {
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]),
-                                 _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
-        if constexpr (kMin) acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
+        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(sum16[t], ones));
+        // The same for the 32-bit sums where a group is one register (Q8_0: 8 x 4 products
+        // spilled the same way; 155-161 -> 173-182 G multiply-adds/s on the same proxy).
+        if constexpr (kGroup == 1) __asm__("" : "+x"(dot[t]));
       }
+    }
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]),
+                               _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
+      if constexpr (kMin) acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
     }
   }
   StoreRows(acc, y, t0, ldy, valid);
 }
 
-template <WeightFormat kFormat>
-TileFn PickCompactTile(int tokens) {
+// The K-quants over a compact panel in integers per super-block, as the avx512_vnni tiles do
+// (quant_kernels.h, SumsSuperBlocks): the 16-bit pair sums of a sub-block are widened by a
+// vpmaddwd against the rows' scales (in both halves of each row's lane) instead of against ones,
+// so isum = sum_j sc_j * dot_j costs what the widening did. Q4_K and Q5_K add imin = sum_j m_j *
+// sum_j(q), a vpmaddwd of the rows' pairs of mins by the token's pairs of sub-block sums; Q6_K's
+// offset term -32 * sc_j * sum_j(q) is one vpmaddwd per sub-block. Then one float step per
+// super-block, in the AVX-512 tiles' order (their AddSuperBlock), so the results are theirs bit
+// for bit.
+template <WeightFormat kFormat, int T>
+RADIX_AVX2 void CompactSuperTile(const uint8_t* panel, const ref::QuantizedActivations& a,
+                                 int64_t t0, float* y, int64_t ldy, int valid) {
+  constexpr bool kQ5K = kFormat == WeightFormat::kQ5_K, kQ6K = kFormat == WeightFormat::kQ6_K;
+  static_assert(kFormat == WeightFormat::kQ4_K || kQ5K || kQ6K);
+  constexpr int kSubs = kQ6K ? 16 : 8, kW = kQ6K ? 4 : 8;
+  // Code registers per sub-block: the nibbles, then Q5_K's and Q6_K's high bits.
+  constexpr int kRegs = kQ6K ? 3 : kQ5K ? 5 : 4;
+  // Codes below 16 (Q4_K), 32 (Q5_K) or 64 (Q6_K) times activations of at most 127: see
+  // CompactTile.
+  constexpr int kGroup = kQ6K ? 2 : kQ5K ? 4 : 8;
+  constexpr int64_t kLanes = 4 * kRows;
+  const int64_t subs = a.subs, block_bytes = CompactLayoutBlockBytes(kFormat, kRows);
+  const int8_t* q = a.q.data() + t0 * a.cols;
+  const float* d = a.d.data() + t0 * subs;
+  const int16_t* sums = a.sums.data() + t0 * subs;
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < subs / kSubs; ++b) {
+    const uint8_t* p = panel + b * block_bytes;
+    if (t0 == 0) PrefetchAhead(p, block_bytes);
+    // sc[kSubs][rows] (Q6_K: int8), then for Q4_K and Q5_K m[8][rows]; then the floats.
+    const uint8_t* scales = p + kRegs * kSubs * kLanes;
+    const auto* floats = reinterpret_cast<const float*>(scales + 16 * kRows);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int js = 0; js < kSubs; ++js) {
+      const __m128i sc8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + js * kRows));
+      const __m256i sc = kQ6K ? _mm256_cvtepi8_epi32(sc8) : _mm256_cvtepu8_epi32(sc8);
+      const __m256i sc2 = _mm256_or_si256(_mm256_and_si256(sc, low16), _mm256_slli_epi32(sc, 16));
+      const uint8_t* sub_regs = p + js * kRegs * kLanes;
+      const int8_t* x0 = q + (b * kSubs + js) * 4 * kW;
+      for (int k0 = 0; k0 < kW; k0 += kGroup) {
+        __m256i sum16[T];
+        GroupSums<kFormat, kGroup>(sub_regs, k0, x0, a.cols, sum16);
+        for (int t = 0; t < T; ++t) {
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sum16[t], sc2));
+        }
+      }
+      if constexpr (kQ6K) {
+        // -32 * sc in the low half of each row's lane (|.| <= 4096), times sum(q) (<= 2032).
+        const __m256i offset_sc = _mm256_and_si256(
+            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sc, 5)), low16);
+        for (int t = 0; t < T; ++t) {
+          const __m256i sq =
+              _mm256_set1_epi32(static_cast<uint16_t>(sums[t * subs + b * kSubs + js]));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(offset_sc, sq));
+        }
+      }
+    }
+    const __m256 dv = _mm256_loadu_ps(floats);
+    if constexpr (kQ6K) {
+      for (int t = 0; t < T; ++t) {
+        const __m256 da = _mm256_set1_ps(d[t * subs + b * kSubs]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dv, da), acc[t]);
+      }
+      continue;
+    }
+    __m256i mins[kSubs / 2];  // lane r: m_2i, m_2i+1 of row r as int16
+    for (int i = 0; i < kSubs / 2; ++i) {
+      const __m256i m0 = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (8 + 2 * i) * kRows)));
+      const __m256i m1 = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (9 + 2 * i) * kRows)));
+      mins[i] = _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16));
+    }
+    const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(floats + kRows));
+    for (int t = 0; t < T; ++t) {
+      const int16_t* ts = sums + t * subs + b * kSubs;
+      __m256i imin = _mm256_setzero_si256();
+      for (int i = 0; i < kSubs / 2; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, ts + 2 * i, sizeof(pair));
+        imin = _mm256_add_epi32(imin, _mm256_madd_epi16(mins[i], _mm256_set1_epi32(pair)));
+      }
+      const __m256 da = _mm256_set1_ps(d[t * subs + b * kSubs]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dv, da), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(neg_dmin, da), acc[t]);
+    }
+  }
+  StoreRows(acc, y, t0, ldy, valid);
+}
+
+template <WeightFormat kFormat, template <WeightFormat, int> class Tiles>
+TileFn PickTokens(int tokens) {
   switch (tokens) {
     case 1:
-      return CompactTile<kFormat, 1>;
+      return Tiles<kFormat, 1>::kFn;
     case 2:
-      return CompactTile<kFormat, 2>;
+      return Tiles<kFormat, 2>::kFn;
     case 3:
-      return CompactTile<kFormat, 3>;
+      return Tiles<kFormat, 3>::kFn;
     default:
-      return CompactTile<kFormat, 4>;
+      return Tiles<kFormat, 4>::kFn;
+  }
+}
+
+template <WeightFormat kFormat, int T>
+struct CompactTiles {
+  static constexpr TileFn kFn = CompactTile<kFormat, T>;
+};
+template <WeightFormat kFormat, int T>
+struct SuperTiles {
+  static constexpr TileFn kFn = CompactSuperTile<kFormat, T>;
+};
+
+template <WeightFormat kFormat>
+TileFn PickCompactTile(int tokens) {
+  if constexpr (kFormat == WeightFormat::kQ4_K || kFormat == WeightFormat::kQ5_K ||
+                kFormat == WeightFormat::kQ6_K) {
+    return PickTokens<kFormat, SuperTiles>(tokens);
+  } else {
+    return PickTokens<kFormat, CompactTiles>(tokens);
   }
 }
 
@@ -277,24 +372,6 @@ TileFn ChooseTile(WeightFormat format, const QuantFormatInfo& info, int tokens) 
   if (info.sub == 16) return PickTile<4, false, false>(tokens);
   if (format == WeightFormat::kQ8_0) return PickTile<8, false, true>(tokens);
   return info.has_min ? PickTile<8, true, false>(tokens) : PickTile<8, false, false>(tokens);
-}
-
-void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t panel_begin,
-         int64_t panel_end, float* y) {
-  const QuantFormatInfo info = FormatInfo(w.format, true);
-  const int64_t subs = w.cols / info.sub;
-  thread_local std::vector<uint8_t> panel;
-  const auto panel_bytes = static_cast<size_t>(subs * PanelSubBytes(info.sub, kRows));
-  if (panel.size() < panel_bytes) panel.resize(panel_bytes);
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
-    const int64_t row0 = p * kRows;
-    const int valid = static_cast<int>(std::min(kRows, w.rows - row0));
-    PackPanelScalar(w, row0, kRows, true, panel.data());
-    for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
-      const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
-      ChooseTile(w.format, info, tokens)(panel.data(), a, t0, y + row0, w.rows, valid);
-    }
-  }
 }
 
 // The compact-panel tile of `format`, nullptr for formats packed as code panels.
@@ -335,33 +412,50 @@ int64_t PackedBytes(const WeightMatrix& w) {
   return (w.rows + kRows - 1) / kRows * PackedPanelBytes(w);
 }
 
-void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
-  const int64_t panel_bytes = PackedPanelBytes(w);
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
-    if (HasCompactPanelLayout(w.format)) {
-      PackCompactLayoutPanel(w, p * kRows, kRows, out + p * panel_bytes);
-    } else {
-      PackPanelScalar(w, p * kRows, kRows, true, out + p * panel_bytes);
-    }
+void PackPanel(const WeightMatrix& w, int64_t p, uint8_t* out) {
+  if (HasCompactPanelLayout(w.format)) {
+    PackCompactLayoutPanel(w, p * kRows, kRows, out);
+  } else {
+    PackPanelScalar(w, p * kRows, kRows, true, out);
   }
 }
 
-// Compact panels are decoded by every token tile here whatever `tiles` says (QuantTiles chooses
-// for the avx512_vnni variant only).
+void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
+  const int64_t panel_bytes = PackedPanelBytes(w);
+  for (int64_t p = panel_begin; p < panel_end; ++p) PackPanel(w, p, out + p * panel_bytes);
+}
+
+// Panel p (packed by PackPanel) times every token. Compact panels are decoded by every token
+// tile here (QuantTiles chooses for the avx512_vnni variant only).
+void RunPanel(const WeightMatrix& w, const uint8_t* panel, const ref::QuantizedActivations& a,
+              int64_t p, float* y) {
+  const int64_t row0 = p * kRows;
+  const int valid = static_cast<int>(std::min(kRows, w.rows - row0));
+  for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
+    const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
+    const TileFn tile = CompactTileFor(w.format, tokens);
+    tile != nullptr ? tile(panel, a, t0, y + row0, w.rows, valid)
+                    : ChooseTile(w.format, FormatInfo(w.format, true), tokens)(
+                          panel, a, t0, y + row0, w.rows, valid);
+  }
+}
+
 void RunPacked(const WeightMatrix& w, const uint8_t* packed, const ref::QuantizedActivations& a,
                int64_t panel_begin, int64_t panel_end, float* y, QuantTiles /*tiles*/) {
-  const QuantFormatInfo info = FormatInfo(w.format, true);
   const int64_t panel_bytes = PackedPanelBytes(w);
+  for (int64_t p = panel_begin; p < panel_end; ++p) RunPanel(w, packed + p * panel_bytes, a, p, y);
+}
+
+// Weights not packed at load: each panel is packed per call as Pack packs it and multiplied as
+// RunPacked multiplies it, so packed and unpacked weights give the same bits.
+void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t panel_begin,
+         int64_t panel_end, float* y) {
+  thread_local std::vector<uint8_t> panel;
+  const auto panel_bytes = static_cast<size_t>(PackedPanelBytes(w));
+  if (panel.size() < panel_bytes) panel.resize(panel_bytes);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
-    const int64_t row0 = p * kRows;
-    const int valid = static_cast<int>(std::min(kRows, w.rows - row0));
-    const uint8_t* panel = packed + p * panel_bytes;
-    for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
-      const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
-      const TileFn tile = CompactTileFor(w.format, tokens);
-      tile != nullptr ? tile(panel, a, t0, y + row0, w.rows, valid)
-                      : ChooseTile(w.format, info, tokens)(panel, a, t0, y + row0, w.rows, valid);
-    }
+    PackPanel(w, p, panel.data());
+    RunPanel(w, panel.data(), a, p, y);
   }
 }
 

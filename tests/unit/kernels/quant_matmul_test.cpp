@@ -223,6 +223,33 @@ TEST(QuantMatMulTest, RowsDoNotDependOnTheBatch) {
   }
 }
 
+// The K-quants sum in integers over each super-block on every variant, with the same float step
+// per super-block, so the avx2 and avx512_vnni variants (and AMX groups) give the same bits.
+TEST(QuantMatMulTest, KQuantsGiveTheSameBitsOnEveryVariant) {
+  std::mt19937 rng(31);
+  const std::vector<const KernelTable*> tables = FastTables();
+  ASSERT_FALSE(tables.empty());
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K}) {
+    const int64_t rows = 19, cols = 2 * 256;
+    const auto bytes = RandomBlocks(format, rows, cols, rng);
+    const WeightMatrix w{format, rows, cols, bytes.data()};
+    for (int64_t n : {1, 5, 40}) {
+      const auto x = RandomActivations(n, cols, rng);
+      std::vector<float> first(static_cast<size_t>(n * rows)), got(first.size());
+      for (const KernelTable* table : tables) {
+        SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " +
+                     std::string(FormatName(format)) + " n=" + std::to_string(n));
+        const PackedWeight packed = Pack(*table, nullptr, w);
+        std::vector<float>& out = table == tables.front() ? first : got;
+        MatMul(*table, nullptr, x.data(), n, packed, out.data(), ActivationMode::kGgmlRounded);
+        if (table != tables.front()) {
+          EXPECT_EQ(got, first);
+        }
+      }
+    }
+  }
+}
+
 // A group of jobs of mixed formats, token counts and row counts (a MoE layer's experts, the
 // Q4_K_M mix of Q4_K and Q6_K) computes what each job's own MatMul does, bit for bit, with the
 // pool splitting the group's panels; jobs over the grouped token limit and unpacked weights take
