@@ -22,6 +22,7 @@
 #include "api/session_store.h"
 #include "args/arg_keys.h"
 #include "common/log.h"
+#include "common/replace_file.h"
 #include "common/work_queue.h"
 
 namespace radixserve::api {
@@ -162,21 +163,10 @@ json TraceJson(const std::vector<engine::StepTrace>& traces) {
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 
-// Written next to its final name and renamed into place, so a reader that sees the file sees all
-// of it (a client polling for the trace had read it empty, half written).
+// Replaced whole (ReplaceFile), so a reader that sees the file sees all of it (a client polling for
+// the trace had read it empty, half written).
 void WriteTrace(const std::filesystem::path& path, const std::vector<engine::StepTrace>& traces) {
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  std::filesystem::path temp = path;
-  temp += ".tmp";
-  {
-    std::ofstream file(temp);
-    file << TraceJson(traces).dump();
-    if (!file.flush()) error = std::make_error_code(std::errc::io_error);
-  }
-  if (!error) std::filesystem::rename(temp, path, error);
-  if (error) {
-    std::filesystem::remove(temp, error);
+  if (!ReplaceFile(path, TraceJson(traces).dump())) {
     RADIX_LOG_ERROR("Could not write the profile trace {}.", path.string());
     return;
   }

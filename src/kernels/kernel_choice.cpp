@@ -2,7 +2,6 @@
 
 #include <cpuid.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +16,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/replace_file.h"
 #include "kernels/calibrate.h"
 #include "kernels/half.h"
 #include "kernels/kernel_table.h"
@@ -112,34 +112,22 @@ Measurements ReadCache(const std::string& path, const std::string& key) {
   return out;
 }
 
-// Writes the measurements next to their final name and renames them into place, so concurrent
-// starts never read half a file. Returns false (and the caller keeps going) when it cannot.
+// Writes the measurements whole (ReplaceFile), so concurrent starts never read half a file.
+// Returns false (and the caller keeps going) when it cannot.
 bool WriteCache(const std::string& path, const std::string& key, const Measurements& kept) {
-  std::error_code error;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-  if (error) return false;
-  const std::string temp = fmt::format("{}.{}.tmp", path, ::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    if (!out) return false;
-    out << "key=" << key << "\n";
-    if (kept.bf16) {
-      out << fmt::format("widen_fma_seconds={:.17g}\ndot_bf16_seconds={:.17g}\n",
-                         kept.bf16->widen_fma, kept.bf16->dot_bf16);
-      if (kept.bf16->amx_bf16 > 0.0) {
-        out << fmt::format("amx_bf16_seconds={:.17g}\n", kept.bf16->amx_bf16);
-      }
+  std::string text = "key=" + key + "\n";
+  if (kept.bf16) {
+    text += fmt::format("widen_fma_seconds={:.17g}\ndot_bf16_seconds={:.17g}\n",
+                        kept.bf16->widen_fma, kept.bf16->dot_bf16);
+    if (kept.bf16->amx_bf16 > 0.0) {
+      text += fmt::format("amx_bf16_seconds={:.17g}\n", kept.bf16->amx_bf16);
     }
-    if (kept.tiles) {
-      out << fmt::format(
-          "quant_tiles_expand_seconds={:.17g}\nquant_tiles_compact_seconds={:.17g}\n",
-          kept.tiles->expand, kept.tiles->compact);
-    }
-    if (!out.flush()) return false;
   }
-  std::filesystem::rename(temp, path, error);
-  if (error) std::filesystem::remove(temp, error);
-  return !error;
+  if (kept.tiles) {
+    text += fmt::format("quant_tiles_expand_seconds={:.17g}\nquant_tiles_compact_seconds={:.17g}\n",
+                        kept.tiles->expand, kept.tiles->compact);
+  }
+  return ReplaceFile(path, text);
 }
 
 // The error for a RADIX_BF16_PRODUCT value that names no product.

@@ -57,9 +57,8 @@ TokenToKVPool::TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage stor
 }
 
 size_t TokenToKVPool::RunCapacity(size_t run) const {
-  const auto per_run = static_cast<size_t>(pages_per_run_);
-  const size_t first = std::max<size_t>(run * per_run, 1);
-  const size_t end = std::min((run + 1) * per_run, num_pages_ + 1);
+  const size_t first = RunFirst(run);
+  const size_t end = std::min((run + 1) * static_cast<size_t>(pages_per_run_), num_pages_ + 1);
   return end > first ? end - first : 0;
 }
 
@@ -98,6 +97,13 @@ void TokenToKVPool::TakePages(size_t pages, size_t last_page, std::vector<int32_
     TakePage(p, slots.data() + slots.size() - page_size_);
     --pages;
   };
+  // The run's free pages in order, while any are wanted.
+  auto take_run = [&](size_t run) {
+    const size_t first = RunFirst(run);
+    for (size_t p = first; pages > 0 && p < first + RunCapacity(run); ++p) {
+      if (page_free_[p]) take(p);
+    }
+  };
   // Continue the sequence's run (its last page is held, so the run is not wholly free).
   if (last_page != 0 && page_free_[last_page] == 0) {
     const size_t run = RunOf(last_page);
@@ -111,17 +117,11 @@ void TokenToKVPool::TakePages(size_t pages, size_t last_page, std::vector<int32_
     const auto run = static_cast<size_t>(free_runs_.front());
     free_runs_.pop_front();
     RADIX_CHECK(static_cast<size_t>(run_free_[run]) == RunCapacity(run));
-    const size_t first = std::max<size_t>(run * pages_per_run_, 1);
-    for (size_t p = first; pages > 0 && p < first + RunCapacity(run); ++p) take(p);
+    take_run(run);
   }
   // Then free pages wherever they are (only partly free runs are left).
   while (pages > 0) {
-    if (run_free_[scan_run_] > 0) {
-      const size_t first = std::max<size_t>(scan_run_ * pages_per_run_, 1);
-      for (size_t p = first; pages > 0 && p < first + RunCapacity(scan_run_); ++p) {
-        if (page_free_[p]) take(p);
-      }
-    }
+    if (run_free_[scan_run_] > 0) take_run(scan_run_);
     if (pages > 0) scan_run_ = (scan_run_ + 1) % run_free_.size();
   }
 }

@@ -23,6 +23,7 @@
 // Thread affinity: engine thread only; not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -100,7 +101,11 @@ class TokenToKVPool {
  private:
   TokenToKVPool(size_t num_pages, int32_t page_size, KvStorage storage);
   size_t RunOf(size_t page) const { return page / static_cast<size_t>(pages_per_run_); }
-  size_t RunCapacity(size_t run) const;  // usable pages in the run (run 0 lacks page 0)
+  // The run's first usable page (run 0 lacks page 0) and how many it has.
+  size_t RunFirst(size_t run) const {
+    return std::max<size_t>(run * static_cast<size_t>(pages_per_run_), 1);
+  }
+  size_t RunCapacity(size_t run) const;
   void TakePage(size_t page, int32_t* slots_out);
   // Appends the slots of `pages` pages, taken after `last_page` in its run while they are free,
   // then from wholly free runs, then from any free page.

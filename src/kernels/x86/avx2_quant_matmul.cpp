@@ -321,36 +321,29 @@ RADIX_AVX2 void CompactSuperTile(const uint8_t* panel, const ref::QuantizedActiv
   StoreRows(acc, y, t0, ldy, valid);
 }
 
-template <WeightFormat kFormat, template <WeightFormat, int> class Tiles>
-TileFn PickTokens(int tokens) {
-  switch (tokens) {
-    case 1:
-      return Tiles<kFormat, 1>::kFn;
-    case 2:
-      return Tiles<kFormat, 2>::kFn;
-    case 3:
-      return Tiles<kFormat, 3>::kFn;
-    default:
-      return Tiles<kFormat, 4>::kFn;
+// The compact-panel tile of kFormat: the K-quants' super-block sums or the per-block one.
+template <WeightFormat kFormat, int T>
+RADIX_AVX2 void AnyCompactTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
+                               float* y, int64_t ldy, int valid) {
+  if constexpr (kFormat == WeightFormat::kQ4_K || kFormat == WeightFormat::kQ5_K ||
+                kFormat == WeightFormat::kQ6_K) {
+    CompactSuperTile<kFormat, T>(panel, a, t0, y, ldy, valid);
+  } else {
+    CompactTile<kFormat, T>(panel, a, t0, y, ldy, valid);
   }
 }
 
-template <WeightFormat kFormat, int T>
-struct CompactTiles {
-  static constexpr TileFn kFn = CompactTile<kFormat, T>;
-};
-template <WeightFormat kFormat, int T>
-struct SuperTiles {
-  static constexpr TileFn kFn = CompactSuperTile<kFormat, T>;
-};
-
 template <WeightFormat kFormat>
 TileFn PickCompactTile(int tokens) {
-  if constexpr (kFormat == WeightFormat::kQ4_K || kFormat == WeightFormat::kQ5_K ||
-                kFormat == WeightFormat::kQ6_K) {
-    return PickTokens<kFormat, SuperTiles>(tokens);
-  } else {
-    return PickTokens<kFormat, CompactTiles>(tokens);
+  switch (tokens) {
+    case 1:
+      return AnyCompactTile<kFormat, 1>;
+    case 2:
+      return AnyCompactTile<kFormat, 2>;
+    case 3:
+      return AnyCompactTile<kFormat, 3>;
+    default:
+      return AnyCompactTile<kFormat, 4>;
   }
 }
 

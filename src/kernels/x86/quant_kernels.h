@@ -6,9 +6,9 @@
 //     weight = D * (u - offset) + M
 // where offset is a per-format constant and D, M are per row and sub-block floats. A token's
 // contribution of one sub-block is then D * d_a * (sum(u * q) - offset * sum(q)) + M * s_a, with
-// the integer part exact; the bias term -offset * sum(q) comes with the activations. (The
-// AVX-512 variant sums the K-quants' sub-blocks in integers first and scales once per super-block:
-// see SumsSuperBlocks below.)
+// the integer part exact; the bias term -offset * sum(q) comes with the activations. (Every
+// variant sums the K-quants' sub-blocks in integers first and scales once per super-block: see
+// SumsSuperBlocks below.)
 //
 // Panel layout, per sub-block j (stride PanelSubBytes): sub/4 groups of [P rows][4 bytes] of
 // codes (one SIMD register of dword lanes per group: lane r holds elements 4g..4g+3 of row r),
@@ -167,7 +167,8 @@ template <bool kMin>
 // Q4_K x Q8_K does: per token and row, isum = sum_j sc_j * dot_j over the sub-blocks (sc_j the
 // sub-block's scale, dot_j = sum((u - offset) * q)) and, for Q4_K and Q5_K, imin = sum_j m_j *
 // sum_j(q) (m_j the 6-bit min), both exact in int32; then one float step per super-block
-// (AddSuperBlock). The VNNI tiles multiply dot_j by sc_j; the AMX groups take sc_j into the codes
+// (AddSuperBlock). The VNNI tiles multiply dot_j by sc_j (the avx2 ones widen their 16-bit sums
+// against sc_j, avx2_quant_matmul.cpp); the AMX groups take sc_j into the codes
 // ((u - offset) * sc: Q4_K's and Q5_K's below 2048, Q6_K's within +-4096, as a tile of low bytes
 // and one of signed high bytes), so a tile product runs 64 deep and the sub-blocks need no float
 // work between them.
