@@ -92,13 +92,15 @@ inline bool SumsSuperBlocks(WeightFormat format) {
 
 // Fewer tokens stay on the VNNI tiles. Code-panel formats: a decode step of 16 streams on the 1B
 // Q4_K_M shape ran 12-18 % slower on AMX (one group cannot pay for expanding each panel), 32 ran
-// alike, 64 16 % faster. The K-quants, whose groups multiply 64 deep and finish a super-block
-// at a time: 16 streams 4 % faster on AMX, 24 alike; Q6_K alone, 16 tokens 1.4x (docs/
-// performance.md, the Xeon with AMX).
+// alike, 64 16 % faster. The formats whose groups read the compact panel a piece at a time: the
+// K-quants (64 deep, a super-block finished at a time): 16 streams 4 % faster on AMX, 24 alike;
+// Q6_K alone, 16 tokens 1.4x; Q8_0 (its blocks are weight tiles as packed): 16 streams of the 1B
+// Q8_0 shape 1.10x (docs/performance.md, the Xeon with AMX).
 inline constexpr int64_t kQuantAmxMinTokens = 32;
-inline constexpr int64_t kQuantAmxSuperMinTokens = 16;
+inline constexpr int64_t kQuantAmxCompactMinTokens = 16;
 inline int64_t QuantAmxMinTokens(WeightFormat format) {
-  return SumsSuperBlocks(format) ? kQuantAmxSuperMinTokens : kQuantAmxMinTokens;
+  return SumsSuperBlocks(format) || format == WeightFormat::kQ8_0 ? kQuantAmxCompactMinTokens
+                                                                  : kQuantAmxMinTokens;
 }
 // "" when RADIX_QUANT_AMX is unset, 0, or 1 where AMX-INT8 is usable; otherwise the error.
 std::string QuantAmxEnvironmentError();

@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "common/check.h"
@@ -264,7 +265,117 @@ RADIX_AMX_INT8 void SuperGroups(WeightFormat format, const uint8_t* panel,
   }
 }
 
+// Q8_0 compact panels (avx512_quant_matmul.cpp's PackCompact): a block is 8 registers of codes
+// u = q + 128, group g lane r holding elements 4g..4g+3 of row r, so the block's 512 code bytes
+// are a weight tile of 8 rows as laid out; then the rows' 16 half-precision scales. A chunk of
+// blocks is copied into L1 with the codes flipped back to signed q, which TDPBSSD (signed by
+// signed) multiplies without the offset's bias term.
+constexpr int64_t kQ8BlockBytes = kRows * 34;
+constexpr int64_t kQ8Chunk = 4;  // blocks multiplied before their sums are scaled
+
+// Blocks [0, count) of a chunk as signed weight tiles, 512 bytes each, and their scales.
+RADIX_AMX_INT8 inline void Q8SignedTiles(const uint8_t* chunk, int64_t count, uint8_t* tiles,
+                                         __m512* scale) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t k = 0; k < count; ++k) {
+    const uint8_t* block = chunk + k * kQ8BlockBytes;
+    for (int g = 0; g < 8; ++g) {
+      _mm512_store_si512(tiles + k * 512 + 64 * g,
+                         _mm512_xor_si512(_mm512_loadu_si512(block + 64 * g), flip));
+    }
+    scale[k] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 512)));
+  }
+}
+
+// The int32 sums of blocks [0, count) (count <= kQ8Chunk, signed weight tiles every 512 bytes)
+// of one group of 16 tokens (q: its first block's activation tile, the next every 512 bytes), or
+// of two (q2), into sums[block][group]: each weight tile is loaded once for both groups.
+template <bool kTwo>
+RADIX_AMX_INT8 inline void Q8Sums(const int8_t* q, const int8_t* q2, const uint8_t* blocks,
+                                  int64_t count, int32_t (*sums)[2][kRows * 16]) {
+  for (int64_t k = 0; k < count; ++k) {
+    _tile_loadd(3, blocks + k * 512, 64);
+    _tile_loadd(2, q + k * 512, 32);
+    _tile_zero(0);
+    _tile_dpbssd(0, 2, 3);
+    if constexpr (kTwo) {
+      _tile_loadd(6, q2 + k * 512, 32);
+      _tile_zero(4);
+      _tile_dpbssd(4, 6, 3);
+    }
+    _tile_stored(0, sums[k][0], 64);
+    if constexpr (kTwo) _tile_stored(4, sums[k][1], 64);
+  }
+}
+
+// acc (16 tokens' rows of 16, token t of the activations) += blocks j0..j0 + count - 1 from the
+// group's sums (sums[k][group]), each as the VNNI tile adds it (AddSubBlock): sum(q_w * q) is the
+// VNNI tile's bias + sum(u * q), the same int32.
+[[gnu::always_inline]] RADIX_AMX_INT8 inline void Q8Scale(const int32_t (*sums)[2][kRows * 16],
+                                                          int group, const __m512* scale,
+                                                          const ref::QuantizedActivations& a,
+                                                          int64_t t, int64_t j0, int64_t count,
+                                                          bool first, float* acc,
+                                                          const uint8_t* fetch, int64_t lines) {
+  const int64_t subs = a.subs;
+  const float* d = a.d.data() + t * subs + j0;
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+    // A share of the next panel's lines per token: a burst of them would stall on fill buffers.
+    for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
+         ++line) {
+      _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
+    }
+    __m512 sum = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
+    for (int64_t k = 0; k < count; ++k) {
+      sum = AddSubBlock<false>(sum, _mm512_load_si512(sums[k][group] + 16 * i), scale[k],
+                               d[i * subs + k], _mm512_setzero_ps(), 0.0f);
+    }
+    _mm512_storeu_ps(acc + 16 * i, sum);
+  }
+}
+
 }  // namespace
+
+RADIX_AMX_INT8 void AmxQ8Tokens(const uint8_t* panel, const ref::QuantizedActivations& a,
+                                int64_t t0, int64_t t1, float* y, int64_t ldy, uint16_t mask,
+                                const Lookahead& ahead) {
+  RADIX_CHECK_MSG(a.tile_cols == 32, "AMX-INT8 Q8_0 groups need tiles one block wide");
+  ConfigureCodeTiles(32);
+  const int64_t blocks = a.subs;
+  alignas(64) int32_t sums[kQ8Chunk][2][kRows * 16];
+  alignas(64) uint8_t tiles[kQ8Chunk * 512];
+  thread_local std::vector<float> acc_buffer;
+  const auto floats = static_cast<size_t>((t1 - t0) * 16);
+  if (acc_buffer.size() < floats) acc_buffer.resize(floats);
+  float* acc = acc_buffer.data();
+  const int64_t next_chunk = ahead.Chunk(blocks);
+  for (int64_t j0 = 0; j0 < blocks; j0 += kQ8Chunk) {
+    const int64_t count = std::min(kQ8Chunk, blocks - j0);
+    __m512 scale[kQ8Chunk];
+    Q8SignedTiles(panel + j0 * kQ8BlockBytes, count, tiles, scale);
+    // The first group scaling this chunk fetches its share of the next panel.
+    const uint8_t* fetch = ahead.next != nullptr ? ahead.next + j0 * next_chunk : nullptr;
+    const int64_t lines = count * next_chunk / 64;
+    const bool first = j0 == 0;
+    int64_t t = t0;
+    for (; t + 2 * kRows <= t1; t += 2 * kRows, fetch = nullptr) {
+      const int8_t* q = a.tiles.data() + t * a.cols + j0 * 512;  // group t / 16, block j0
+      Q8Sums<true>(q, q + kRows * a.cols, tiles, count, sums);
+      Q8Scale(sums, 0, scale, a, t, j0, count, first, acc + (t - t0) * 16, fetch, lines);
+      Q8Scale(sums, 1, scale, a, t + kRows, j0, count, first, acc + (t + kRows - t0) * 16, nullptr,
+              0);
+    }
+    if (t < t1) {
+      Q8Sums<false>(a.tiles.data() + t * a.cols + j0 * 512, nullptr, tiles, count, sums);
+      Q8Scale(sums, 0, scale, a, t, j0, count, first, acc + (t - t0) * 16, fetch, lines);
+    }
+  }
+  ReleaseTiles();
+  for (int64_t t = t0; t < t1; ++t) {
+    _mm512_mask_storeu_ps(y + t * ldy, mask, _mm512_loadu_ps(acc + (t - t0) * 16));
+  }
+}
 
 void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
                    const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -529,20 +530,19 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
 
 // The end of the whole groups of 16 tokens of `tokens` that run on AMX tiles (tokens.begin when
 // none do): those were laid out as tiles (a.tiles, for every whole group of a's rows), and there
-// are at least QuantAmxMinTokens of them (the K-quants', whose tiles are 64 columns wide, or the
-// other formats').
-int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens) {
+// are at least QuantAmxMinTokens(format) of them.
+int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens, WeightFormat format) {
   if (a.tiles.empty() || tokens.begin % 16 != 0) return tokens.begin;
   const int64_t end = tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
-  const int64_t min_tokens = a.tile_cols == 64 ? kQuantAmxSuperMinTokens : kQuantAmxMinTokens;
-  return end - tokens.begin >= min_tokens ? end : tokens.begin;
+  return end - tokens.begin >= QuantAmxMinTokens(format) ? end : tokens.begin;
 }
 
-RADIX_AVX512_VNNI void CodeAllTokens(const QuantFormatInfo& info, const uint8_t* panel,
+RADIX_AVX512_VNNI void CodeAllTokens(WeightFormat format, const uint8_t* panel,
                                      const ref::QuantizedActivations& a, TokenRange tokens,
                                      float* y, int64_t ldy, __mmask16 mask, Lookahead ahead = {}) {
+  const QuantFormatInfo info = FormatInfo(format, false);
   // The whole groups of 16 tokens on AMX tiles (the same bits), the rest below.
-  const int64_t groups_end = AmxGroupsEnd(a, tokens);
+  const int64_t groups_end = AmxGroupsEnd(a, tokens, format);
   if (groups_end > tokens.begin) {
     AmxCodeTokens(panel, info.sub, info.has_min, info.offset != 0, a, tokens.begin, groups_end, y,
                   ldy, mask, ahead);
@@ -589,8 +589,17 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
                                          const ref::QuantizedActivations& a, TokenRange tokens,
                                          float* y, int64_t ldy, __mmask16 mask, Lookahead ahead,
                                          QuantTiles tiles) {
+  const int64_t groups_end = AmxGroupsEnd(a, tokens, format);
+  if constexpr (std::is_same_v<Panel, CompactPanel<WeightFormat::kQ8_0>>) {
+    // Q8_0's blocks are AMX weight tiles as packed: its groups read the compact panel.
+    if (groups_end > tokens.begin) {
+      AmxQ8Tokens(panel.panel, a, tokens.begin, groups_end, y, ldy, mask, ahead);
+      if (groups_end == tokens.end) return;
+      tokens.begin = groups_end;
+    }
+  }
   // AMX-INT8 tiles read code panels: with them, expanding pays off from their first group.
-  const bool amx = AmxGroupsEnd(a, tokens) > tokens.begin;
+  const bool amx = groups_end > tokens.begin;
   if (!amx && tokens.end - tokens.begin <= ExpandAbove(format, tiles)) {
     // A single tile streams the panel once: only several tiles leave time to fetch the next.
     const Panel first =
@@ -602,7 +611,7 @@ RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format
   const auto bytes = static_cast<size_t>(subs * PanelSubBytes(4 * KW, kRows));
   if (codes.size() < bytes) codes.resize(bytes);
   ExpandCompact<Panel, KW>(panel, subs, codes.data());
-  CodeAllTokens(FormatInfo(format, false), codes.data(), a, tokens, y, ldy, mask, ahead);
+  CodeAllTokens(format, codes.data(), a, tokens, y, ldy, mask, ahead);
 }
 
 // A compact super panel expanded into its ExpandedSuperPanel's layout.
@@ -632,7 +641,7 @@ RADIX_AVX512_VNNI void SuperCompactOrExpanded(const uint8_t* bytes,
                                               Lookahead ahead, QuantTiles tiles) {
   const CompactSuperPanel<kFormat> panel{bytes};
   const int64_t supers = a.subs / CompactSuperPanel<kFormat>::kSubs;
-  const int64_t groups_end = AmxGroupsEnd(a, tokens);
+  const int64_t groups_end = AmxGroupsEnd(a, tokens, kFormat);
   if (groups_end > tokens.begin) {
     AmxSuperTokens(kFormat, bytes, a, tokens.begin, groups_end, y, ldy, mask, ahead);
     if (groups_end < tokens.end) {
@@ -733,7 +742,7 @@ RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivation
                        QuantTiles::kExpand);
     } else {
       PackPanelScalar(w, row0, kRows, false, panel.data());
-      CodeAllTokens(info, panel.data(), a, {0, a.n}, y + row0, w.rows, mask);
+      CodeAllTokens(w.format, panel.data(), a, {0, a.n}, y + row0, w.rows, mask);
     }
   }
 }
@@ -776,7 +785,6 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
                                  const ref::QuantizedActivations& a, int64_t panel_begin,
                                  int64_t panel_end, float* y, QuantTiles tiles) {
   const int64_t panel_bytes = PackedPanelBytes(w);
-  const QuantFormatInfo info = FormatInfo(w.format, false);
   const int64_t block = TokenBlock(a.cols);
   for (int64_t t0 = 0; t0 < a.n; t0 += block) {
     const TokenRange tokens{t0, std::min(a.n, t0 + block)};
@@ -788,7 +796,7 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
         CompactAllTokens(w.format, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0), tiles,
                          ahead);
       } else {
-        CodeAllTokens(info, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0));
+        CodeAllTokens(w.format, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0));
       }
     }
   }

@@ -226,6 +226,14 @@ void AmxSuperTokens(WeightFormat format, const uint8_t* panel, const ref::Quanti
                     int64_t t0, int64_t t1, float* y, int64_t ldy, uint16_t mask,
                     const Lookahead& ahead);
 
+// Tokens [t0, t1) (whole groups of 16) over a Q8_0 compact panel of 16 rows on AMX-INT8 tiles:
+// each block's code registers are a weight tile of signed bytes as packed, so TDPBSSD reads the
+// panel in place (nothing is expanded), each weight tile serves two groups of 16 tokens, and a
+// chunk of blocks is multiplied before its sums are scaled as the VNNI tiles scale theirs
+// (AddSubBlock, blocks in order): their results bit for bit. Otherwise as AmxCodeTokens.
+void AmxQ8Tokens(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0, int64_t t1,
+                 float* y, int64_t ldy, uint16_t mask, const Lookahead& ahead);
+
 // Tokens [t0, t1) (whole groups of 16) over a code panel of 16 rows (the layout above, sub-blocks
 // of `sub` = 32 elements, with mins when has_min, codes offset when has_offset) on AMX-INT8 tiles:
 // TDPBSUD multiplies 16 tokens' signed activations of a sub-block by its unsigned codes (a code
