@@ -346,10 +346,8 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
     text += ")";
   }
   if (!choice.quant_amx_source.empty()) {
-    text += choice.quant_amx
-                ? fmt::format(", AMX-INT8 tiles for {}+ tokens ({}+ for Q8_0, Q4_K, Q5_K, Q6_K)",
-                              kQuantAmxMinTokens, kQuantAmxCompactMinTokens)
-                : std::string(", AMX-INT8 off (RADIX_QUANT_AMX=0)");
+    text += choice.quant_amx ? fmt::format(", AMX-INT8 tiles for {}+ tokens", kQuantAmxMinTokens)
+                             : std::string(", AMX-INT8 off (RADIX_QUANT_AMX=0)");
   }
   if (!choice.bf16_panels) {
     text += ", BF16 through the float matmul";

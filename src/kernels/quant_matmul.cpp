@@ -100,7 +100,7 @@ void QuantizeFor(const x86::QuantVariant& variant, ThreadPool* pool, const float
     variant.quantize(w.format, offset, x, 0, n, &activations);
   }
   activations.tiles.clear();
-  if (variant.name == "avx512_vnni" && n >= QuantAmxMinTokens(w.format) && QuantAmxEnabled()) {
+  if (variant.name == "avx512_vnni" && n >= kQuantAmxMinTokens && QuantAmxEnabled()) {
     // The K-quants multiply 64 columns (a quarter of a super-block) per tile product, the other
     // formats a sub-block of 32.
     LayOutAmxTiles(pool, SumsSuperBlocks(w.format) ? 64 : activations.sub, activations);
@@ -362,8 +362,8 @@ std::optional<QuantTilesTiming> MeasureQuantTiles(const KernelTable& table) {
   for (float& v : x) v = dist(rng);
   ref::QuantizedActivations activations;
   QuantizeFor(*variant, nullptr, x.data(), kTokens, w, activations);
-  // The tilings are what the VNNI tiles run (steps of fewer than QuantAmxMinTokens tokens): AMX
-  // groups expand every panel whatever the tiling, and would make the two timings a coin toss.
+  // The tilings are what the VNNI tiles run (steps of fewer than kQuantAmxMinTokens tokens): AMX
+  // groups lay out every panel whatever the tiling, and would make the two timings a coin toss.
   activations.tiles.clear();
   std::vector<float> y(static_cast<size_t>(kTokens * kRowsN));
 

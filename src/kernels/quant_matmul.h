@@ -77,7 +77,7 @@ std::optional<QuantTiles> ParseQuantTiles(std::string_view name);
 // The tiles of this process (kernel_choice.h's ActiveKernelChoice()).
 QuantTiles ActiveQuantTiles();
 
-// True when the avx512_vnni variant runs QuantAmxMinTokens or more tokens (prefill chunks, large
+// True when the avx512_vnni variant runs kQuantAmxMinTokens or more tokens (prefill chunks, large
 // batches) in groups of 16 on AMX-INT8 tiles, whose results are the VNNI tiles' bit for bit:
 // where the CPU has AMX-INT8 and Linux grants the tile state, unless RADIX_QUANT_AMX=0. Decided
 // once per process.
@@ -90,18 +90,11 @@ inline bool SumsSuperBlocks(WeightFormat format) {
          format == WeightFormat::kQ6_K;
 }
 
-// Fewer tokens stay on the VNNI tiles. Code-panel formats: a decode step of 16 streams on the 1B
-// Q4_K_M shape ran 12-18 % slower on AMX (one group cannot pay for expanding each panel), 32 ran
-// alike, 64 16 % faster. The formats whose groups read the compact panel a piece at a time: the
-// K-quants (64 deep, a super-block finished at a time): 16 streams 4 % faster on AMX, 24 alike;
-// Q6_K alone, 16 tokens 1.4x; Q8_0 (its blocks are weight tiles as packed): 16 streams of the 1B
-// Q8_0 shape 1.10x (docs/performance.md, the Xeon with AMX).
-inline constexpr int64_t kQuantAmxMinTokens = 32;
-inline constexpr int64_t kQuantAmxCompactMinTokens = 16;
-inline int64_t QuantAmxMinTokens(WeightFormat format) {
-  return SumsSuperBlocks(format) || format == WeightFormat::kQ8_0 ? kQuantAmxCompactMinTokens
-                                                                  : kQuantAmxMinTokens;
-}
+// Fewer tokens stay on the VNNI tiles. The AMX groups lay out a few blocks (or a K-quant
+// super-block) of the panel at a time, so one group of 16 pays: a decode step of 16 streams ran
+// 1.10x faster on AMX with the 1B Q8_0 shape and 4 % faster with Q4_K_M; Q6_K alone, 16 tokens
+// 1.4x (docs/performance.md, the Xeon with AMX).
+inline constexpr int64_t kQuantAmxMinTokens = 16;
 // "" when RADIX_QUANT_AMX is unset, 0, or 1 where AMX-INT8 is usable; otherwise the error.
 std::string QuantAmxEnvironmentError();
 

@@ -185,7 +185,7 @@ def test_quantized_amx_tiles_are_reported_and_can_be_turned_off():
             assert srv.stop() == 0, srv.logs()
         if amx:
             assert kernels["quant_amx_int8"] == (setting == "1"), kernels
-            assert ("AMX-INT8 tiles for 32+ tokens (16+ for Q8_0, Q4_K, Q5_K, Q6_K)" if setting == "1"
+            assert ("AMX-INT8 tiles for 16+ tokens" if setting == "1"
                     else "AMX-INT8 off (RADIX_QUANT_AMX=0)") in line, line
         else:
             assert "quant_amx_int8" not in kernels, kernels

@@ -1,4 +1,5 @@
-// The quantized matmul's code panels on AMX-INT8 tiles (quant_kernels.h's AmxCodeTokens).
+// The quantized matmul on AMX-INT8 tiles: 32-element blocks (quant_kernels.h's AmxBlockTokens)
+// and the K-quants' super-blocks (AmxSuperTokens).
 // GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* helpers
 // when inlined into masked intrinsics; the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -21,123 +22,6 @@ namespace radixserve::kernels::x86 {
 namespace {
 
 constexpr int64_t kRows = 16;  // rows per panel, and tokens per activation tile
-
-// Tiles 0, 1, 4 and 5: the int32 sums of 16 tokens x 16 rows of four consecutive sub-blocks (their
-// products all run before the first is scaled, so the scaling does not wait on a tile store);
-// tiles 2 and 6: 16 tokens' activations of a sub-block (`sub` bytes each); tiles 3 and 7: the
-// sub-block's codes, sub / 4 groups of 64 bytes.
-void ConfigureCodeTiles(int64_t sub) {
-  const auto groups = static_cast<uint8_t>(sub / 4);
-  const auto bytes = static_cast<uint16_t>(sub);
-  const uint8_t rows[8] = {16, 16, 16, groups, 16, 16, 16, groups};
-  const uint16_t colsb[8] = {64, 64, bytes, 64, 64, 64, bytes, 64};
-  ConfigureTiles(rows, colsb);
-}
-
-// TDPBSUD: activations (signed) times codes (unsigned) into int32. The code groups of a
-// sub-block are the weight tile's layout: group g, lane r holds elements 4g..4g+3 of row r.
-// Sub-blocks j..j+kDepth-1 into sums[0..kDepth).
-constexpr int kDepth = 4;
-// q: the first sub-block's activation tile, the next ones every 16 * sub bytes (a.tiles).
-RADIX_AMX_INT8 inline void SubBlockSums4(const int8_t* q, int64_t sub, const uint8_t* codes,
-                                         int64_t stride, int32_t* sums) {
-  const int64_t ldq = sub, next = 16 * sub;
-  _tile_loadd(2, q, ldq);
-  _tile_loadd(3, codes, 64);
-  _tile_loadd(6, q + next, ldq);
-  _tile_loadd(7, codes + stride, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_dpbsud(0, 2, 3);
-  _tile_dpbsud(1, 6, 7);
-  _tile_loadd(2, q + 2 * next, ldq);
-  _tile_loadd(3, codes + 2 * stride, 64);
-  _tile_loadd(6, q + 3 * next, ldq);
-  _tile_loadd(7, codes + 3 * stride, 64);
-  _tile_zero(4);
-  _tile_zero(5);
-  _tile_dpbsud(4, 2, 3);
-  _tile_dpbsud(5, 6, 7);
-  _tile_stored(0, sums, 64);
-  _tile_stored(1, sums + 256, 64);
-  _tile_stored(4, sums + 512, 64);
-  _tile_stored(5, sums + 768, 64);
-}
-
-RADIX_AMX_INT8 inline void SubBlockSums1(const int8_t* q, int64_t ldq, const uint8_t* codes,
-                                         int32_t* out) {
-  _tile_loadd(2, q, ldq);
-  _tile_loadd(3, codes, 64);
-  _tile_zero(0);
-  _tile_dpbsud(0, 2, 3);
-  _tile_stored(0, out, 64);
-}
-
-// acc[i] (token i's 16 rows) += sub-blocks j0..j0+kCount-1 from their int32 sums, token by token,
-// each sub-block in order: the VNNI tile's float operations (avx512_quant_matmul.cpp's Tile).
-template <int KW, bool kMin, bool kBias, int kCount>
-[[gnu::always_inline]] RADIX_AMX_INT8 inline void Scale(const uint8_t* codes, int64_t stride,
-                                                        const int32_t (*sums)[kRows * 16],
-                                                        const float* d, const float* s,
-                                                        const int32_t* bias, int64_t subs,
-                                                        int64_t j0, __m512* acc) {
-  __m512 scale[kCount];
-  __m512 min[kCount];
-  for (int k = 0; k < kCount; ++k) {
-    const uint8_t* panel = codes + (j0 + k) * stride;
-    scale[k] = _mm512_loadu_ps(panel + 64 * KW);
-    min[k] = kMin ? _mm512_loadu_ps(panel + 64 * KW + 64) : _mm512_setzero_ps();
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < kRows; ++i) {
-    const float* di = d + i * subs + j0;
-    const float* si = s + i * subs + j0;
-    [[maybe_unused]] const int32_t* bi = bias + i * subs + j0;
-#pragma GCC unroll 4
-    for (int k = 0; k < kCount; ++k) {
-      __m512i dot = _mm512_load_si512(sums[k] + 16 * i);
-      // bias is 0 for codes without an offset: adding it changes nothing.
-      if constexpr (kBias) dot = _mm512_add_epi32(dot, _mm512_set1_epi32(bi[k]));
-      acc[i] = AddSubBlock<kMin>(acc[i], dot, scale[k], di[k], min[k], si[k]);
-    }
-  }
-}
-
-// Tokens [t0, t1), whole groups of 16, over one code panel of sub-blocks of 4 * KW elements.
-// Per token and sub-block the float work is the VNNI tile's (avx512_quant_matmul.cpp's Tile):
-// dot = bias + sum(u * q) as int32, acc += float(dot) * (D * d_a), then acc += M * s_a.
-template <int KW, bool kMin, bool kBias>
-RADIX_AMX_INT8 void Groups(const uint8_t* codes, const ref::QuantizedActivations& a, int64_t t0,
-                           int64_t t1, float* y, int64_t ldy, __mmask16 mask,
-                           const Lookahead& ahead) {
-  constexpr int64_t sub = 4 * KW;
-  const int64_t subs = a.subs, stride = PanelSubBytes(sub, kRows);
-  alignas(64) int32_t sums[kDepth][kRows * 16];
-  const int64_t next_chunk = ahead.Chunk(subs);  // PrefetchNext skips a null next
-  for (int64_t t = t0; t < t1; t += kRows) {
-    const int8_t* q = a.tiles.data() + t * a.cols;  // group t / 16: its tiles, subs * 16 * sub
-    const float* d = a.d.data() + t * subs;
-    const float* s = a.s.data() + t * subs;
-    const int32_t* bias = a.bias.data() + t * subs;
-    __m512 acc[kRows];
-#pragma GCC unroll 16
-    for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
-    for (int64_t j0 = 0, depth = 0; j0 < subs; j0 += depth) {
-      depth = subs - j0 >= kDepth ? kDepth : 1;
-      // The first group fetches the next panel into L2 as it goes.
-      for (int64_t j = j0; t == t0 && j < j0 + depth; ++j) PrefetchNext(ahead.next, next_chunk, j);
-      if (depth == kDepth) {
-        SubBlockSums4(q + j0 * 16 * sub, sub, codes + j0 * stride, stride, sums[0]);
-        Scale<KW, kMin, kBias, kDepth>(codes, stride, sums, d, s, bias, subs, j0, acc);
-      } else {
-        SubBlockSums1(q + j0 * 16 * sub, sub, codes + j0 * stride, sums[0]);
-        Scale<KW, kMin, kBias, 1>(codes, stride, sums, d, s, bias, subs, j0, acc);
-      }
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + (t + i) * ldy, mask, acc[i]);
-  }
-}
 
 // Super-block panels (quant_kernels.h's kAmxSuperBytes), two groups of 16 tokens at a time:
 // tiles 0 and 1 sum the first group's products with the low (TDPBSUD) and the signed high
@@ -265,36 +149,23 @@ RADIX_AMX_INT8 void SuperGroups(WeightFormat format, const uint8_t* panel,
   }
 }
 
-// Q8_0 compact panels (avx512_quant_matmul.cpp's PackCompact): a block is 8 registers of codes
-// u = q + 128, group g lane r holding elements 4g..4g+3 of row r, so the block's 512 code bytes
-// are a weight tile of 8 rows as laid out; then the rows' 16 half-precision scales. A chunk of
-// blocks is copied into L1 with the codes flipped back to signed q, which TDPBSSD (signed by
-// signed) multiplies without the offset's bias term.
-constexpr int64_t kQ8BlockBytes = kRows * 34;
-constexpr int64_t kQ8Chunk = 4;  // blocks multiplied before their sums are scaled
-
-// Blocks [0, count) of a chunk as signed weight tiles, 512 bytes each, and their scales.
-RADIX_AMX_INT8 inline void Q8SignedTiles(const uint8_t* chunk, int64_t count, uint8_t* tiles,
-                                         __m512* scale) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t k = 0; k < count; ++k) {
-    const uint8_t* block = chunk + k * kQ8BlockBytes;
-    for (int g = 0; g < 8; ++g) {
-      _mm512_store_si512(tiles + k * 512 + 64 * g,
-                         _mm512_xor_si512(_mm512_loadu_si512(block + 64 * g), flip));
-    }
-    scale[k] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 512)));
-  }
+// Blocks of 32: tiles 0 and 4 hold a block's int32 sums of two groups of 16 tokens x 16 rows,
+// tiles 2 and 6 the groups' activations of the block (32 bytes each), tile 3 its weight tile (8
+// groups of 64 bytes).
+void ConfigureBlockTiles() {
+  const uint8_t rows[8] = {16, 16, 16, 8, 16, 16, 16, 8};
+  const uint16_t colsb[8] = {64, 64, 32, 64, 64, 64, 32, 64};
+  ConfigureTiles(rows, colsb);
 }
 
-// The int32 sums of blocks [0, count) (count <= kQ8Chunk, signed weight tiles every 512 bytes)
-// of one group of 16 tokens (q: its first block's activation tile, the next every 512 bytes), or
-// of two (q2), into sums[block][group]: each weight tile is loaded once for both groups.
+// The int32 sums of blocks [0, count) (signed weight tiles every 512 bytes) of one group of 16
+// tokens (q: its first block's activation tile, the next every 512 bytes), or of two (q2), into
+// sums[block][group]: each weight tile is loaded once for both groups.
 template <bool kTwo>
-RADIX_AMX_INT8 inline void Q8Sums(const int8_t* q, const int8_t* q2, const uint8_t* blocks,
-                                  int64_t count, int32_t (*sums)[2][kRows * 16]) {
+RADIX_AMX_INT8 inline void BlockSums(const int8_t* q, const int8_t* q2, const uint8_t* tiles,
+                                     int64_t count, int32_t (*sums)[2][kRows * 16]) {
   for (int64_t k = 0; k < count; ++k) {
-    _tile_loadd(3, blocks + k * 512, 64);
+    _tile_loadd(3, tiles + k * 512, 64);
     _tile_loadd(2, q + k * 512, 32);
     _tile_zero(0);
     _tile_dpbssd(0, 2, 3);
@@ -309,51 +180,51 @@ RADIX_AMX_INT8 inline void Q8Sums(const int8_t* q, const int8_t* q2, const uint8
 }
 
 // acc (16 tokens' rows of 16, token t of the activations) += blocks j0..j0 + count - 1 from the
-// group's sums (sums[k][group]), each as the VNNI tile adds it (AddSubBlock): sum(q_w * q) is the
-// VNNI tile's bias + sum(u * q), the same int32.
-[[gnu::always_inline]] RADIX_AMX_INT8 inline void Q8Scale(const int32_t (*sums)[2][kRows * 16],
-                                                          int group, const __m512* scale,
-                                                          const ref::QuantizedActivations& a,
-                                                          int64_t t, int64_t j0, int64_t count,
-                                                          bool first, float* acc,
-                                                          const uint8_t* fetch, int64_t lines) {
+// group's sums (sums[k][group]), each as the VNNI tile adds it (AddSubBlock): sum((u - offset) *
+// q) is the VNNI tile's bias + sum(u * q), the same int32. A share of `fetch` (the next panel)
+// goes to L2 per token: a burst of those lines would stall on fill buffers.
+template <bool kMin>
+[[gnu::always_inline]] RADIX_AMX_INT8 inline void ScaleBlocks(
+    const int32_t (*sums)[2][kRows * 16], int group, const float (*scale)[16],
+    const float (*min)[16], const ref::QuantizedActivations& a, int64_t t, int64_t j0,
+    int64_t count, bool first, float* acc, const uint8_t* fetch, int64_t lines) {
   const int64_t subs = a.subs;
   const float* d = a.d.data() + t * subs + j0;
+  [[maybe_unused]] const float* s = a.s.data() + t * subs + j0;
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; ++i) {
-    // A share of the next panel's lines per token: a burst of them would stall on fill buffers.
     for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
          ++line) {
       _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
     }
     __m512 sum = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
     for (int64_t k = 0; k < count; ++k) {
-      sum = AddSubBlock<false>(sum, _mm512_load_si512(sums[k][group] + 16 * i), scale[k],
-                               d[i * subs + k], _mm512_setzero_ps(), 0.0f);
+      sum = AddSubBlock<kMin>(sum, _mm512_load_si512(sums[k][group] + 16 * i),
+                              _mm512_load_ps(scale[k]), d[i * subs + k],
+                              kMin ? _mm512_load_ps(min[k]) : _mm512_setzero_ps(),
+                              kMin ? s[i * subs + k] : 0.0f);
     }
     _mm512_storeu_ps(acc + 16 * i, sum);
   }
 }
 
-}  // namespace
-
-RADIX_AMX_INT8 void AmxQ8Tokens(const uint8_t* panel, const ref::QuantizedActivations& a,
-                                int64_t t0, int64_t t1, float* y, int64_t ldy, uint16_t mask,
+template <bool kMin>
+RADIX_AMX_INT8 void BlockGroups(const AmxBlocks& blocks, const ref::QuantizedActivations& a,
+                                int64_t t0, int64_t t1, float* y, int64_t ldy, __mmask16 mask,
                                 const Lookahead& ahead) {
-  RADIX_CHECK_MSG(a.tile_cols == 32, "AMX-INT8 Q8_0 groups need tiles one block wide");
-  ConfigureCodeTiles(32);
-  const int64_t blocks = a.subs;
-  alignas(64) int32_t sums[kQ8Chunk][2][kRows * 16];
-  alignas(64) uint8_t tiles[kQ8Chunk * 512];
+  const int64_t count_all = a.subs;
+  alignas(64) int32_t sums[kAmxChunkBlocks][2][kRows * 16];
+  alignas(64) uint8_t tiles[kAmxChunkBlocks * 512];
+  alignas(64) float scale[kAmxChunkBlocks][16];
+  alignas(64) float min[kAmxChunkBlocks][16];
   thread_local std::vector<float> acc_buffer;
   const auto floats = static_cast<size_t>((t1 - t0) * 16);
   if (acc_buffer.size() < floats) acc_buffer.resize(floats);
   float* acc = acc_buffer.data();
-  const int64_t next_chunk = ahead.Chunk(blocks);
-  for (int64_t j0 = 0; j0 < blocks; j0 += kQ8Chunk) {
-    const int64_t count = std::min(kQ8Chunk, blocks - j0);
-    __m512 scale[kQ8Chunk];
-    Q8SignedTiles(panel + j0 * kQ8BlockBytes, count, tiles, scale);
+  const int64_t next_chunk = ahead.Chunk(count_all);
+  for (int64_t j0 = 0; j0 < count_all; j0 += kAmxChunkBlocks) {
+    const int64_t count = std::min(kAmxChunkBlocks, count_all - j0);
+    blocks.expand(blocks, j0, count, tiles, scale[0], min[0]);
     // The first group scaling this chunk fetches its share of the next panel.
     const uint8_t* fetch = ahead.next != nullptr ? ahead.next + j0 * next_chunk : nullptr;
     const int64_t lines = count * next_chunk / 64;
@@ -361,36 +232,33 @@ RADIX_AMX_INT8 void AmxQ8Tokens(const uint8_t* panel, const ref::QuantizedActiva
     int64_t t = t0;
     for (; t + 2 * kRows <= t1; t += 2 * kRows, fetch = nullptr) {
       const int8_t* q = a.tiles.data() + t * a.cols + j0 * 512;  // group t / 16, block j0
-      Q8Sums<true>(q, q + kRows * a.cols, tiles, count, sums);
-      Q8Scale(sums, 0, scale, a, t, j0, count, first, acc + (t - t0) * 16, fetch, lines);
-      Q8Scale(sums, 1, scale, a, t + kRows, j0, count, first, acc + (t + kRows - t0) * 16, nullptr,
-              0);
+      BlockSums<true>(q, q + kRows * a.cols, tiles, count, sums);
+      ScaleBlocks<kMin>(sums, 0, scale, min, a, t, j0, count, first, acc + (t - t0) * 16, fetch,
+                        lines);
+      ScaleBlocks<kMin>(sums, 1, scale, min, a, t + kRows, j0, count, first,
+                        acc + (t + kRows - t0) * 16, nullptr, 0);
     }
     if (t < t1) {
-      Q8Sums<false>(a.tiles.data() + t * a.cols + j0 * 512, nullptr, tiles, count, sums);
-      Q8Scale(sums, 0, scale, a, t, j0, count, first, acc + (t - t0) * 16, fetch, lines);
+      BlockSums<false>(a.tiles.data() + t * a.cols + j0 * 512, nullptr, tiles, count, sums);
+      ScaleBlocks<kMin>(sums, 0, scale, min, a, t, j0, count, first, acc + (t - t0) * 16, fetch,
+                        lines);
     }
   }
-  ReleaseTiles();
   for (int64_t t = t0; t < t1; ++t) {
     _mm512_mask_storeu_ps(y + t * ldy, mask, _mm512_loadu_ps(acc + (t - t0) * 16));
   }
 }
 
-void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
-                   const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
-                   int64_t ldy, uint16_t mask, const Lookahead& ahead) {
-  RADIX_CHECK_MSG(sub == 32, "AMX-INT8 groups need sub-blocks of 32");
-  RADIX_CHECK_MSG(a.tile_cols == sub, "AMX-INT8 groups need tiles one sub-block wide");
-  ConfigureCodeTiles(sub);
-  if (has_min) {
-    if (has_offset) {
-      Groups<8, true, true>(codes, a, t0, t1, y, ldy, mask, ahead);
-    } else {
-      Groups<8, true, false>(codes, a, t0, t1, y, ldy, mask, ahead);
-    }
+}  // namespace
+
+void AmxBlockTokens(const AmxBlocks& blocks, const ref::QuantizedActivations& a, int64_t t0,
+                    int64_t t1, float* y, int64_t ldy, uint16_t mask, const Lookahead& ahead) {
+  RADIX_CHECK_MSG(a.tile_cols == 32, "AMX-INT8 block groups need tiles one block wide");
+  ConfigureBlockTiles();
+  if (blocks.has_min) {
+    BlockGroups<true>(blocks, a, t0, t1, y, ldy, mask, ahead);
   } else {
-    Groups<8, false, true>(codes, a, t0, t1, y, ldy, mask, ahead);
+    BlockGroups<false>(blocks, a, t0, t1, y, ldy, mask, ahead);
   }
   ReleaseTiles();
 }

@@ -206,7 +206,9 @@ struct CompactPanel {
   const uint8_t* panel;
   const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
   int64_t next_chunk = 0;
-  template <int KW>
+  // kFetch: fetch ahead in the panel's stream (the VNNI tiles; the AMX groups' chunks, read a few
+  // blocks at a time, run faster without it).
+  template <int KW, bool kFetch = true>
   // Inlined into the tiles: a call would spill the code registers to the stack.
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Load(int64_t j, __m512i* w, __m512* scale,
                                                             __m512* min) const {
@@ -218,10 +220,10 @@ struct CompactPanel {
                                                                                   : 18);
     const uint8_t* p = panel + j * kBlockBytes;
     // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
-    for (int64_t line = 0; line < kBlockBytes; line += 64) {
+    for (int64_t line = 0; kFetch && line < kBlockBytes; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T0);
     }
-    PrefetchNext(next, next_chunk, j);
+    if constexpr (kFetch) PrefetchNext(next, next_chunk, j);
     if constexpr (kFormat == WeightFormat::kQ8_0) {
       for (int k = 0; k < 8; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
     } else {
@@ -530,11 +532,27 @@ RADIX_AVX512_VNNI void AllTokens(const Panel& first, const Panel& panel,
 
 // The end of the whole groups of 16 tokens of `tokens` that run on AMX tiles (tokens.begin when
 // none do): those were laid out as tiles (a.tiles, for every whole group of a's rows), and there
-// are at least QuantAmxMinTokens(format) of them.
-int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens, WeightFormat format) {
+// are at least kQuantAmxMinTokens of them.
+int64_t AmxGroupsEnd(const ref::QuantizedActivations& a, TokenRange tokens) {
   if (a.tiles.empty() || tokens.begin % 16 != 0) return tokens.begin;
   const int64_t end = tokens.begin + (std::min(tokens.end, a.n / 16 * 16) - tokens.begin) / 16 * 16;
-  return end - tokens.begin >= QuantAmxMinTokens(format) ? end : tokens.begin;
+  return end - tokens.begin >= kQuantAmxMinTokens ? end : tokens.begin;
+}
+
+// AmxBlocks::expand for code panels: the code groups less the offset, then the float D and M.
+RADIX_AVX512_VNNI void ExpandCodesForAmx(const AmxBlocks& blocks, int64_t j0, int64_t count,
+                                         uint8_t* tiles, float* scale, float* min) {
+  const int64_t stride = PanelSubBytes(32, kRows);
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(blocks.offset));
+  for (int64_t k = 0; k < count; ++k) {
+    const uint8_t* sub = blocks.panel + (j0 + k) * stride;
+    for (int g = 0; g < 8; ++g) {
+      _mm512_store_si512(tiles + 512 * k + 64 * g,
+                         _mm512_sub_epi8(_mm512_loadu_si512(sub + 64 * g), offset));
+    }
+    _mm512_store_ps(scale + 16 * k, _mm512_loadu_ps(sub + 512));
+    _mm512_store_ps(min + 16 * k, _mm512_loadu_ps(sub + 512 + 64));
+  }
 }
 
 RADIX_AVX512_VNNI void CodeAllTokens(WeightFormat format, const uint8_t* panel,
@@ -542,10 +560,11 @@ RADIX_AVX512_VNNI void CodeAllTokens(WeightFormat format, const uint8_t* panel,
                                      float* y, int64_t ldy, __mmask16 mask, Lookahead ahead = {}) {
   const QuantFormatInfo info = FormatInfo(format, false);
   // The whole groups of 16 tokens on AMX tiles (the same bits), the rest below.
-  const int64_t groups_end = AmxGroupsEnd(a, tokens, format);
+  const int64_t groups_end = AmxGroupsEnd(a, tokens);
   if (groups_end > tokens.begin) {
-    AmxCodeTokens(panel, info.sub, info.has_min, info.offset != 0, a, tokens.begin, groups_end, y,
-                  ldy, mask, ahead);
+    RADIX_CHECK_MSG(info.sub == 32, "AMX-INT8 block groups need blocks of 32");
+    AmxBlockTokens({ExpandCodesForAmx, panel, info.offset, info.has_min}, a, tokens.begin,
+                   groups_end, y, ldy, mask, ahead);
     if (groups_end == tokens.end) return;
     tokens.begin = groups_end;
   }
@@ -582,36 +601,55 @@ int64_t ExpandAbove(WeightFormat format, QuantTiles tiles) {
   return format == WeightFormat::kQ6_K ? kQ6CompactMaxTokens : std::numeric_limits<int64_t>::max();
 }
 
-// Tokens `tokens` over one compact panel: decoded per token tile for a few tokens (decode steps,
-// which stream the panel), expanded once into a code panel for more (prefill, which reuses it).
-template <class Panel, int KW, bool kMin>
-RADIX_AVX512_VNNI void CompactOrExpanded(const Panel& panel, WeightFormat format,
+// AmxBlocks::expand for compact panels: each block's code registers as the VNNI tiles load them,
+// less the offset, and its D and M.
+template <WeightFormat kFormat>
+RADIX_AVX512_VNNI void ExpandCompactForAmx(const AmxBlocks& blocks, int64_t j0, int64_t count,
+                                           uint8_t* tiles, float* scale, float* min) {
+  const CompactPanel<kFormat> panel{blocks.panel};
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(blocks.offset));
+  for (int64_t k = 0; k < count; ++k) {
+    __m512i w[8];
+    __m512 d, m;
+    panel.template Load<8, false>(j0 + k, w, &d, &m);
+    for (int g = 0; g < 8; ++g) {
+      _mm512_store_si512(tiles + 512 * k + 64 * g, _mm512_sub_epi8(w[g], offset));
+    }
+    _mm512_store_ps(scale + 16 * k, d);
+    _mm512_store_ps(min + 16 * k, m);
+  }
+}
+
+// Tokens `tokens` over one compact panel: whole groups of 16 on AMX tiles (AmxBlockTokens, a
+// chunk of the panel laid out at a time), the rest decoded per token tile for a few tokens
+// (decode steps, which stream the panel), expanded once into a code panel for more (prefill,
+// which reuses it).
+template <WeightFormat kFormat, bool kMin>
+RADIX_AVX512_VNNI void CompactOrExpanded(const CompactPanel<kFormat>& panel,
                                          const ref::QuantizedActivations& a, TokenRange tokens,
                                          float* y, int64_t ldy, __mmask16 mask, Lookahead ahead,
                                          QuantTiles tiles) {
-  const int64_t groups_end = AmxGroupsEnd(a, tokens, format);
-  if constexpr (std::is_same_v<Panel, CompactPanel<WeightFormat::kQ8_0>>) {
-    // Q8_0's blocks are AMX weight tiles as packed: its groups read the compact panel.
-    if (groups_end > tokens.begin) {
-      AmxQ8Tokens(panel.panel, a, tokens.begin, groups_end, y, ldy, mask, ahead);
-      if (groups_end == tokens.end) return;
-      tokens.begin = groups_end;
-    }
+  using Panel = CompactPanel<kFormat>;
+  const int64_t groups_end = AmxGroupsEnd(a, tokens);
+  if (groups_end > tokens.begin) {
+    const AmxBlocks blocks{ExpandCompactForAmx<kFormat>, panel.panel,
+                           FormatInfo(kFormat, false).offset, kMin};
+    AmxBlockTokens(blocks, a, tokens.begin, groups_end, y, ldy, mask, ahead);
+    if (groups_end == tokens.end) return;
+    tokens.begin = groups_end;
   }
-  // AMX-INT8 tiles read code panels: with them, expanding pays off from their first group.
-  const bool amx = groups_end > tokens.begin;
-  if (!amx && tokens.end - tokens.begin <= ExpandAbove(format, tiles)) {
+  if (tokens.end - tokens.begin <= ExpandAbove(kFormat, tiles)) {
     // A single tile streams the panel once: only several tiles leave time to fetch the next.
     const Panel first =
         tokens.end - tokens.begin > kMaxTokens ? FetchingAhead(panel, ahead, a.subs) : panel;
-    return AllTokens<Panel, KW, kMin>(first, panel, a, tokens, y, ldy, mask);
+    return AllTokens<Panel, 8, kMin>(first, panel, a, tokens, y, ldy, mask);
   }
   thread_local std::vector<uint8_t> codes;
-  const int64_t subs = a.cols / (4 * KW);
-  const auto bytes = static_cast<size_t>(subs * PanelSubBytes(4 * KW, kRows));
+  const int64_t subs = a.cols / 32;
+  const auto bytes = static_cast<size_t>(subs * PanelSubBytes(32, kRows));
   if (codes.size() < bytes) codes.resize(bytes);
-  ExpandCompact<Panel, KW>(panel, subs, codes.data());
-  CodeAllTokens(format, codes.data(), a, tokens, y, ldy, mask, ahead);
+  ExpandCompact<Panel, 8>(panel, subs, codes.data());
+  CodeAllTokens(kFormat, codes.data(), a, tokens, y, ldy, mask, ahead);
 }
 
 // A compact super panel expanded into its ExpandedSuperPanel's layout.
@@ -641,7 +679,7 @@ RADIX_AVX512_VNNI void SuperCompactOrExpanded(const uint8_t* bytes,
                                               Lookahead ahead, QuantTiles tiles) {
   const CompactSuperPanel<kFormat> panel{bytes};
   const int64_t supers = a.subs / CompactSuperPanel<kFormat>::kSubs;
-  const int64_t groups_end = AmxGroupsEnd(a, tokens, kFormat);
+  const int64_t groups_end = AmxGroupsEnd(a, tokens);
   if (groups_end > tokens.begin) {
     AmxSuperTokens(kFormat, bytes, a, tokens.begin, groups_end, y, ldy, mask, ahead);
     if (groups_end < tokens.end) {
@@ -671,17 +709,13 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
   using F = WeightFormat;
   switch (format) {
     case F::kQ4_0:
-      return CompactOrExpanded<CompactPanel<F::kQ4_0>, 8, false>({panel}, format, a, tokens, y, ldy,
-                                                                 mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ4_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ4_1:
-      return CompactOrExpanded<CompactPanel<F::kQ4_1>, 8, true>({panel}, format, a, tokens, y, ldy,
-                                                                mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ4_1, true>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_0:
-      return CompactOrExpanded<CompactPanel<F::kQ5_0>, 8, false>({panel}, format, a, tokens, y, ldy,
-                                                                 mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ5_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ8_0:
-      return CompactOrExpanded<CompactPanel<F::kQ8_0>, 8, false>({panel}, format, a, tokens, y, ldy,
-                                                                 mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ8_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ4_K:
       return SuperCompactOrExpanded<F::kQ4_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_K:
@@ -689,8 +723,7 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
     case F::kQ6_K:
       return SuperCompactOrExpanded<F::kQ6_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kMXFP4:
-      return CompactOrExpanded<CompactPanel<F::kMXFP4>, 8, false>({panel}, format, a, tokens, y,
-                                                                  ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kMXFP4, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     default:
       RADIX_CHECK_MSG(false, "no compact panels for this format");
   }

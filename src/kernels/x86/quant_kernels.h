@@ -221,30 +221,35 @@ void ExpandSuperBlockForAmx(WeightFormat format, const uint8_t* panel, int64_t b
 // tiles, one super-block at a time: it is laid out for them (ExpandSuperBlockForAmx, into L1),
 // then two groups of 16 tokens at a time multiply it (a.tiles are 64 columns wide) and finish
 // the super-block as the VNNI tiles do (MinSums, AddSuperBlock), so the results are theirs bit
-// for bit. Otherwise as AmxCodeTokens.
+// for bit. mask, t0, ahead: as AmxBlockTokens.
 void AmxSuperTokens(WeightFormat format, const uint8_t* panel, const ref::QuantizedActivations& a,
                     int64_t t0, int64_t t1, float* y, int64_t ldy, uint16_t mask,
                     const Lookahead& ahead);
 
-// Tokens [t0, t1) (whole groups of 16) over a Q8_0 compact panel of 16 rows on AMX-INT8 tiles:
-// each block's code registers are a weight tile of signed bytes as packed, so TDPBSSD reads the
-// panel in place (nothing is expanded), each weight tile serves two groups of 16 tokens, and a
-// chunk of blocks is multiplied before its sums are scaled as the VNNI tiles scale theirs
-// (AddSubBlock, blocks in order): their results bit for bit. Otherwise as AmxCodeTokens.
-void AmxQ8Tokens(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0, int64_t t1,
-                 float* y, int64_t ldy, uint16_t mask, const Lookahead& ahead);
+// Blocks of a panel laid out in turn as the AMX groups read them (AmxBlockTokens).
+inline constexpr int64_t kAmxChunkBlocks = 4;  // blocks per chunk
+struct AmxBlocks {
+  // Blocks [j0, j0 + count) (count <= kAmxChunkBlocks) of `panel` (16 rows, 32-element blocks)
+  // into L1: at tiles, each block's weight tile of signed codes u - offset (8 groups of [16
+  // rows][4 bytes], as the code registers), 512 bytes per block; at scale and min, 16 floats per
+  // block, the rows' D and M.
+  void (*expand)(const AmxBlocks& blocks, int64_t j0, int64_t count, uint8_t* tiles, float* scale,
+                 float* min);
+  const uint8_t* panel;
+  int32_t offset;  // QuantFormatInfo's
+  bool has_min;    // M is nonzero
+};
 
-// Tokens [t0, t1) (whole groups of 16) over a code panel of 16 rows (the layout above, sub-blocks
-// of `sub` = 32 elements, with mins when has_min, codes offset when has_offset) on AMX-INT8 tiles:
-// TDPBSUD multiplies 16 tokens' signed activations of a sub-block by its unsigned codes (a code
-// group is a row of the weight tile), and each int32 sum is scaled as the VNNI tiles scale theirs,
-// in the same order, so the results are theirs bit for bit. Each sub-block's sums make a stored
-// tile, so the tiles' gain shrinks with the sub-block (the K-quants run AmxSuperTokens instead).
-// mask: the panel rows y holds. Reads a.tiles; t0 % 16 == 0. The first group fetches `ahead` into
-// L2. Requires AmxInt8Usable() (x86/amx.h).
-void AmxCodeTokens(const uint8_t* codes, int64_t sub, bool has_min, bool has_offset,
-                   const ref::QuantizedActivations& a, int64_t t0, int64_t t1, float* y,
-                   int64_t ldy, uint16_t mask, const Lookahead& ahead);
+// Tokens [t0, t1) (whole groups of 16) over a panel of 16 rows of 32-element blocks (compact
+// panels of Q4_0, Q4_1, Q5_0, Q8_0 and MXFP4, or code panels) on AMX-INT8 tiles: a chunk of
+// blocks at a time is laid out into L1 (blocks.expand), TDPBSSD multiplies 16 tokens' signed
+// activations of a block by its signed weight tile (no offset term), each weight tile serving
+// two groups of 16 tokens, and then the chunk's int32 sums are scaled as the VNNI tiles scale
+// theirs, block by block in order (AddSubBlock), so the results are theirs bit for bit. mask:
+// the panel rows y holds. Reads a.tiles (32 columns wide); t0 % 16 == 0. The first group
+// fetches `ahead` into L2. Requires AmxInt8Usable() (x86/amx.h).
+void AmxBlockTokens(const AmxBlocks& blocks, const ref::QuantizedActivations& a, int64_t t0,
+                    int64_t t1, float* y, int64_t ldy, uint16_t mask, const Lookahead& ahead);
 
 // nullptr when the CPU lacks the instructions (AVX-512 F/BW/VL + VNNI; AVX2 + FMA).
 const QuantVariant* Avx512VnniQuantVariant();
