@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -288,9 +287,8 @@ void HandleDumpExpertRecord(ServerContext& ctx, const ApiRequest&, ResponseWrite
                 (dump.mode == engine::ExpertRecordMode::kStat && dumps.size() == 1
                      ? fmt::format("expert_distribution_recorder_{:.6f}.json", seconds)
                      : fmt::format("expert_distribution_recorder_{:.6f}_{}.json", seconds, i));
-            std::ofstream file(path);
-            file << dump.document.dump();
-            if (!file) {
+            // Replaced whole, as the profile trace is: a reader never sees half a dump.
+            if (!ReplaceFile(path, dump.document.dump())) {
               return SendResult(*writer,
                                 FromStatus(Status(StatusCode::kUnavailable,
                                                   "Could not write the expert distribution to " +
