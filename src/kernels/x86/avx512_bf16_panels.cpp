@@ -28,6 +28,8 @@ constexpr int64_t kTokenBlock = 100;
 
 // How far ahead (in column pairs, 64 bytes each) a panel stream is prefetched.
 constexpr int64_t kPrefetchPairs = 32;
+// MXCSR's denormals-are-zero (bit 6) and flush-to-zero (bit 15).
+constexpr unsigned int kDazFtz = 0x8040;
 
 int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 
@@ -41,6 +43,56 @@ int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 //   kDotBf16: x holds the rounded activations as bf16 pairs (one uint32 per pair, the even column
 //     in the low half), and one vdpbf16ps per pair-vector and token adds both products; where it
 //     runs at full rate (Zen 4/5) it does the work of two FMAs.
+//   kAmxTile: AMX's TDPBF16PS arithmetic, for steps of fewer tokens than an AMX tile (their
+//     results must be the tiles' bits): x as for kWidenFma; per instruction's 16 pairs the even
+//     columns' products are summed in one f32 chain and the odd columns' in another (each a fused
+//     multiply-add from zero, pairs in order), then acc += (even + odd). Measured on Sapphire
+//     Rapids against the tiles' results, bit for bit (random bf16, also with cancellation); the
+//     SDM's pseudo-code (one chain, even column first) is not what the hardware does. Denormals
+//     are flushed as the tiles flush them (RunPanels sets MXCSR's DAZ and FTZ).
+// Pair p of P panels (panel i at panels + i * panel_stride), each fetched ahead: one sequential
+// stream per panel, and fetching ahead keeps DRAM busy at decode.
+template <int P>
+[[gnu::always_inline]] RADIX_AVX512_BF16 inline void LoadPair(const uint32_t* panels,
+                                                              int64_t panel_stride, int64_t p,
+                                                              __m512i* w) {
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+    _mm_prefetch(
+        reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
+        _MM_HINT_T0);
+    w[i] = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
+  }
+}
+
+// Pair p's widened weights times the f32 activations of T tokens (row stride ldx): the even
+// column's products into first, then the odd column's into second (the same accumulators for
+// kWidenFma, two chains for kAmxTile).
+template <int P, int T>
+[[gnu::always_inline]] RADIX_AVX512_BF16 inline void AddWidenedPair(const __m512i* w,
+                                                                    const float* x, int64_t ldx,
+                                                                    int64_t p,
+                                                                    __m512 (&first)[P][T],
+                                                                    __m512 (&second)[P][T]) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  __m512 even[P], odd[P];
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+    even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w[i], 16));
+    odd[i] = _mm512_castsi512_ps(_mm512_and_si512(w[i], high));
+  }
+#pragma GCC unroll 10
+  for (int t = 0; t < T; ++t) {
+    const __m512 x0 = _mm512_set1_ps(x[t * ldx + 2 * p]);
+    const __m512 x1 = _mm512_set1_ps(x[t * ldx + 2 * p + 1]);
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      first[i][t] = _mm512_fmadd_ps(even[i], x0, first[i][t]);
+      second[i][t] = _mm512_fmadd_ps(odd[i], x1, second[i][t]);
+    }
+  }
+}
+
 template <Bf16Product kProduct, int P, int T>
 RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
                             const void* x, int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
@@ -50,19 +102,33 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
 #pragma GCC unroll 10
     for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
   }
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   const auto* xf = static_cast<const float*>(x);
   const auto* xp = static_cast<const uint32_t*>(x);
-  for (int64_t p = 0; p < pairs; ++p) {
-    __m512i w[P];
+  if constexpr (kProduct == Bf16Product::kAmxTile) {
+    for (int64_t p0 = 0; p0 < pairs; p0 += x86::kAmxPairs) {
+      __m512 even_sum[P][T], odd_sum[P][T];
 #pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) {
-      // Each panel is one sequential stream; fetching ahead keeps DRAM busy at decode.
-      _mm_prefetch(
-          reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
-          _MM_HINT_T0);
-      w[i] = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
+      for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) even_sum[i][t] = odd_sum[i][t] = _mm512_setzero_ps();
+      }
+      for (int64_t p = p0; p < std::min(pairs, p0 + x86::kAmxPairs); ++p) {
+        __m512i w[P];
+        LoadPair<P>(panels, panel_stride, p, w);
+        AddWidenedPair<P, T>(w, xf, ldx, p, even_sum, odd_sum);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_add_ps(even_sum[i][t], odd_sum[i][t]));
+        }
+      }
     }
+  }
+  for (int64_t p = 0; kProduct != Bf16Product::kAmxTile && p < pairs; ++p) {
+    __m512i w[P];
+    LoadPair<P>(panels, panel_stride, p, w);
     if constexpr (kProduct == Bf16Product::kDotBf16) {
 #pragma GCC unroll 10
       for (int t = 0; t < T; ++t) {
@@ -74,22 +140,7 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
         }
       }
     } else {
-      __m512 even[P], odd[P];
-#pragma GCC unroll 4
-      for (int i = 0; i < P; ++i) {
-        even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w[i], 16));
-        odd[i] = _mm512_castsi512_ps(_mm512_and_si512(w[i], high));
-      }
-#pragma GCC unroll 10
-      for (int t = 0; t < T; ++t) {
-        const __m512 x0 = _mm512_set1_ps(xf[t * ldx + 2 * p]);
-        const __m512 x1 = _mm512_set1_ps(xf[t * ldx + 2 * p + 1]);
-#pragma GCC unroll 4
-        for (int i = 0; i < P; ++i) {
-          acc[i][t] = _mm512_fmadd_ps(even[i], x0, acc[i][t]);
-          acc[i][t] = _mm512_fmadd_ps(odd[i], x1, acc[i][t]);
-        }
-      }
+      AddWidenedPair<P, T>(w, xf, ldx, p, acc, acc);
     }
   }
 #pragma GCC unroll 4
@@ -122,6 +173,14 @@ RADIX_AVX512_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, 
                                   const Activation<kProduct>* x, int64_t ldx, int64_t n, float* y,
                                   int64_t ldy, int64_t rows_left) {
   int64_t t = 0;
+  if constexpr (kProduct == Bf16Product::kAmxTile) {
+    // Two accumulators per output: tiles of at most 2 tokens keep them in registers.
+    for (; t + 2 <= n; t += 2) {
+      TileAt<kProduct, P, 2>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
+    }
+    if (t < n) TileAt<kProduct, P, 1>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
+    return;
+  }
   for (; t + kTokensPerTile <= n; t += kTokensPerTile) {
     TileAt<kProduct, P, kTokensPerTile>(panels, panel_stride, pairs, x, ldx, t, y, ldy, rows_left);
   }
@@ -157,6 +216,9 @@ RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
   const int64_t stride = pairs * kRows;  // uint32 per panel
   const int64_t ldx = ActivationWidth(kProduct, pairs);
   static_assert(kPanelsPerTile == 3 && kTokensPerTile == 8, "the tile dispatch assumes 3 x 8");
+  // AMX's arithmetic treats denormal inputs as zero and flushes denormal results.
+  const unsigned int mxcsr = _mm_getcsr();
+  if constexpr (kProduct == Bf16Product::kAmxTile) _mm_setcsr(mxcsr | kDazFtz);
   for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
     const uint32_t* panel = panels + p * stride;
     const int64_t rows_left = w.rows - p * kRows;
@@ -169,6 +231,7 @@ RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
       TokensTile<kProduct, 1>(panel, stride, pairs, xr, ldx, n, yp, w.rows, rows_left);
     }
   }
+  if constexpr (kProduct == Bf16Product::kAmxTile) _mm_setcsr(mxcsr);
 }
 
 // Token rows [t0, t1) of x rounded to bf16 (nearest even, by the float GEMM's rounding) in the
@@ -254,6 +317,11 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
 // panels.
 void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
                const uint8_t* panels, float* y) {
+  if (n < x86::kAmxTokens) {
+    // A step of fewer tokens than a tile (decode) streams the weights faster through the VNNI-
+    // style tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
+    return MatMulWith<Bf16Product::kAmxTile>(pool, x, n, w, panels, y);
+  }
   const int64_t pairs = Pairs(w.cols);
   const int64_t num_panels = (w.rows + kRows - 1) / kRows;
   const int64_t ldx = (pairs + x86::kAmxPairs - 1) / x86::kAmxPairs * x86::kAmxPairs;

@@ -77,6 +77,40 @@ TEST(Bf16PanelsTest, MatchesDoubleProductOfRoundedInputs) {
   }
 }
 
+// Steps of fewer tokens than an AMX tile run the VNNI-style tiles with the tiles' arithmetic
+// (Tile's kAmxTile): denormal activations and weights, and products whose sums fall below the
+// normal range, are flushed alike at every batch size.
+TEST(Bf16PanelsTest, DenormalsAreFlushedAlikeAtEveryBatchSize) {
+  if (!Bf16AmxSupported()) GTEST_SKIP() << "no AMX-BF16";
+  const int64_t rows = 40, cols = 96, n = 32;
+  Case c = MakeCase(rows, cols, n, 13);
+  // Token t % 3 == 0: every activation a bf16 denormal; t % 3 == 1: activations near 1e-30,
+  // so against the rows scaled by 1e-9 (r % 2 == 0) products and sums fall below 1e-38.
+  for (int64_t t = 0; t < n; ++t) {
+    const float scale = t % 3 == 0 ? 1e-39f : t % 3 == 1 ? 1e-30f : 1.0f;
+    for (int64_t k = 0; k < cols; ++k) c.x[static_cast<size_t>(t * cols + k)] *= scale;
+  }
+  for (int64_t r = 0; r < rows; r += 2) {
+    for (int64_t k = 0; k < cols; ++k) {
+      uint16_t& v = c.w[static_cast<size_t>(r * cols + k)];
+      v = F32ToBf16(Bf16ToF32(v) * 1e-9f);
+    }
+  }
+  PackBf16Panels(c.matrix, nullptr, c.panels.data());
+  std::vector<float> all(static_cast<size_t>(n * rows));
+  Bf16PanelMatMulWith(Bf16Product::kAmxTile, nullptr, c.x.data(), n, c.matrix, c.panels.data(),
+                      all.data());
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<float> one(static_cast<size_t>(rows));
+    Bf16PanelMatMulWith(Bf16Product::kAmxTile, nullptr, c.x.data() + t * cols, 1, c.matrix,
+                        c.panels.data(), one.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
+          << t << " " << r;
+    }
+  }
+}
+
 TEST(Bf16PanelsTest, RowsDoNotDependOnBatchOrThreads) {
   if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX512-BF16";
   const int64_t rows = 200, cols = 577, n = 137;  // more tokens than one activation block
