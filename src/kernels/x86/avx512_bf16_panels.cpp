@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <type_traits>
 #include <vector>
 
 #include "common/check.h"
+#include "common/log.h"
 #include "kernels/bf16_panels.h"
 #include "kernels/float_matmul.h"
+#include "kernels/half.h"
 #include "kernels/x86/amx.h"
 #include "kernels/x86/simd.h"
 
@@ -312,16 +315,11 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
   });
 }
 
-// The AMX product: the activations as bf16 pairs in whole tiles (rows padded with zeros to
-// x86::kAmxTokens, each row to x86::kAmxPairs pairs), and each thread a contiguous range of
-// panels.
-void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
-               const uint8_t* panels, float* y) {
-  if (n < x86::kAmxTokens) {
-    // A step of fewer tokens than a tile (decode) streams the weights faster through the VNNI-
-    // style tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
-    return MatMulWith<Bf16Product::kAmxTile>(pool, x, n, w, panels, y);
-  }
+// The AMX product on the tiles: the activations as bf16 pairs in whole tiles (rows padded with
+// zeros to x86::kAmxTokens, each row to x86::kAmxPairs pairs), and each thread a contiguous range
+// of panels.
+void MatMulAmxTiles(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                    const uint8_t* panels, float* y) {
   const int64_t pairs = Pairs(w.cols);
   const int64_t num_panels = (w.rows + kRows - 1) / kRows;
   const int64_t ldx = (pairs + x86::kAmxPairs - 1) / x86::kAmxPairs * x86::kAmxPairs;
@@ -345,6 +343,54 @@ void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& 
   });
 }
 
+// Whether Tile's kAmxTile gives this CPU's AMX tiles' bits, checked once on a small random
+// product (a ragged last tile, cancellation, denormal inputs and results): the arithmetic was
+// measured on one Xeon, and where another differs every step keeps to the tiles (results then still
+// do not depend on the batch, and one-token steps read the weights more slowly).
+bool AmxArithmeticReproduced() {
+  static const bool reproduced = [] {
+    constexpr int64_t kCheckRows = 32, kCheckCols = 2 * 16 * 3 + 6;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    // Rows r % 2 == 0 scaled by 1e-9; token t % 3 == 0's activations bf16 denormals, t % 3 ==
+    // 1's near 1e-30 (so some products and sums fall below the normal range).
+    std::vector<uint16_t> weights(kCheckRows * kCheckCols);
+    for (int64_t i = 0; i < kCheckRows * kCheckCols; ++i) {
+      weights[i] = F32ToBf16(dist(rng) * ((i / kCheckCols) % 2 == 0 ? 1e-9f : 1.0f));
+    }
+    std::vector<float> x(x86::kAmxTokens * kCheckCols);
+    for (int64_t i = 0; i < x86::kAmxTokens * kCheckCols; ++i) {
+      const int64_t t = i / kCheckCols;
+      x[i] = dist(rng) * (t % 3 == 0 ? 1e-39f : t % 3 == 1 ? 1e-30f : 1.0f);
+    }
+    const WeightMatrix w{WeightFormat::kBF16, kCheckRows, kCheckCols, weights.data()};
+    std::vector<uint8_t> panels(static_cast<size_t>(Bf16PanelBytes(w)));
+    PackBf16Panels(w, nullptr, panels.data());
+    std::vector<float> tiles(static_cast<size_t>(x86::kAmxTokens * kCheckRows));
+    std::vector<float> emulated(tiles.size());
+    MatMulAmxTiles(nullptr, x.data(), x86::kAmxTokens, w, panels.data(), tiles.data());
+    MatMulWith<Bf16Product::kAmxTile>(nullptr, x.data(), x86::kAmxTokens, w, panels.data(),
+                                      emulated.data());
+    if (std::memcmp(tiles.data(), emulated.data(), tiles.size() * sizeof(float)) == 0) return true;
+    RADIX_LOG_WARN(
+        "BF16: this CPU's AMX tiles add differently from the one-token kernel that reproduces "
+        "them; every step stays on the tiles");
+    return false;
+  }();
+  return reproduced;
+}
+
+// The AMX product: steps of fewer tokens than a tile through its reproduction where it holds,
+// the rest on the tiles.
+void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+               const uint8_t* panels, float* y) {
+  if (n < x86::kAmxTokens && AmxArithmeticReproduced()) {
+    // A step of fewer tokens than a tile (decode) streams the weights faster through the VNNI-
+    // style tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
+    return MatMulWith<Bf16Product::kAmxTile>(pool, x, n, w, panels, y);
+  }
+  MatMulAmxTiles(pool, x, n, w, panels, y);
+}
 }  // namespace
 
 bool Bf16PanelsSupported() {
