@@ -23,6 +23,15 @@ namespace {
 
 constexpr int64_t kRows = 16;  // rows per panel, and tokens per activation tile
 
+// Token i's share (of kRows) of `lines` cache lines at fetch (the next panel; nullptr: none),
+// into L2: spread over a group's tokens, since a burst of them would stall on fill buffers.
+[[gnu::always_inline]] inline void FetchTokenShare(const uint8_t* fetch, int64_t lines, int i) {
+  for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
+       ++line) {
+    _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
+  }
+}
+
 // Super-block panels (quant_kernels.h's kAmxSuperBytes), two groups of 16 tokens at a time:
 // tiles 0 and 1 sum the first group's products with the low (TDPBSUD) and the signed high
 // (TDPBSSD) bytes of (u - offset) * sc over
@@ -92,11 +101,7 @@ template <int kSubs>
   for (int p = 0; p < 4; ++p) mins[p] = _mm512_load_si512(header + 128 + 64 * p);
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; ++i) {
-    // A share of the next panel's lines per token: a burst of them would stall on fill buffers.
-    for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
-         ++line) {
-      _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
-    }
+    FetchTokenShare(fetch, lines, i);
     const __m512i isum = _mm512_add_epi32(_mm512_load_si512(low + 16 * i),
                                           _mm512_slli_epi32(_mm512_load_si512(high + 16 * i), 8));
     const __m512 before = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
@@ -181,8 +186,8 @@ RADIX_AMX_INT8 inline void BlockSums(const int8_t* q, const int8_t* q2, const ui
 
 // acc (16 tokens' rows of 16, token t of the activations) += blocks j0..j0 + count - 1 from the
 // group's sums (sums[k][group]), each as the VNNI tile adds it (AddSubBlock): sum((u - offset) *
-// q) is the VNNI tile's bias + sum(u * q), the same int32. A share of `fetch` (the next panel)
-// goes to L2 per token: a burst of those lines would stall on fill buffers.
+// q) is the VNNI tile's bias + sum(u * q), the same int32. Each token fetches its share of
+// `fetch` (FetchTokenShare).
 template <bool kMin>
 [[gnu::always_inline]] RADIX_AMX_INT8 inline void ScaleBlocks(
     const int32_t (*sums)[2][kRows * 16], int group, const float (*scale)[16],
@@ -193,10 +198,7 @@ template <bool kMin>
   [[maybe_unused]] const float* s = a.s.data() + t * subs + j0;
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; ++i) {
-    for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
-         ++line) {
-      _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
-    }
+    FetchTokenShare(fetch, lines, i);
     __m512 sum = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * i);
     for (int64_t k = 0; k < count; ++k) {
       sum = AddSubBlock<kMin>(sum, _mm512_load_si512(sums[k][group] + 16 * i),

@@ -49,8 +49,8 @@ int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 //   kAmxTile: AMX's TDPBF16PS arithmetic, for steps of fewer tokens than an AMX tile (their
 //     results must be the tiles' bits): x as for kWidenFma; per instruction's 16 pairs the even
 //     columns' products are summed in one f32 chain and the odd columns' in another (each a fused
-//     multiply-add from zero, pairs in order), then acc += (even + odd). Measured on Sapphire
-//     Rapids against the tiles' results, bit for bit (random bf16, also with cancellation); the
+//     multiply-add from zero, pairs in order), then acc += (even + odd). Measured on a Xeon with
+//     AMX against the tiles' results, bit for bit (random bf16, also with cancellation); the
 //     SDM's pseudo-code (one chain, even column first) is not what the hardware does. Denormals
 //     are flushed as the tiles flush them (RunPanels sets MXCSR's DAZ and FTZ).
 // Pair p of P panels (panel i at panels + i * panel_stride), each fetched ahead: one sequential
@@ -128,22 +128,23 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
         }
       }
     }
-  }
-  for (int64_t p = 0; kProduct != Bf16Product::kAmxTile && p < pairs; ++p) {
-    __m512i w[P];
-    LoadPair<P>(panels, panel_stride, p, w);
-    if constexpr (kProduct == Bf16Product::kDotBf16) {
+  } else {
+    for (int64_t p = 0; p < pairs; ++p) {
+      __m512i w[P];
+      LoadPair<P>(panels, panel_stride, p, w);
+      if constexpr (kProduct == Bf16Product::kDotBf16) {
 #pragma GCC unroll 10
-      for (int t = 0; t < T; ++t) {
-        const __m512bh xb =
-            reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(xp[t * ldx + p])));
+        for (int t = 0; t < T; ++t) {
+          const __m512bh xb =
+              reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(xp[t * ldx + p])));
 #pragma GCC unroll 4
-        for (int i = 0; i < P; ++i) {
-          acc[i][t] = _mm512_dpbf16_ps(acc[i][t], reinterpret_cast<__m512bh>(w[i]), xb);
+          for (int i = 0; i < P; ++i) {
+            acc[i][t] = _mm512_dpbf16_ps(acc[i][t], reinterpret_cast<__m512bh>(w[i]), xb);
+          }
         }
+      } else {
+        AddWidenedPair<P, T>(w, xf, ldx, p, acc, acc);
       }
-    } else {
-      AddWidenedPair<P, T>(w, xf, ldx, p, acc, acc);
     }
   }
 #pragma GCC unroll 4
@@ -391,6 +392,7 @@ void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& 
   }
   MatMulAmxTiles(pool, x, n, w, panels, y);
 }
+
 }  // namespace
 
 bool Bf16PanelsSupported() {
