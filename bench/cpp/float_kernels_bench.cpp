@@ -2,10 +2,12 @@
 // decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration;
 // the machine is shared, so compare runs taken back to back, never across sessions.
 //
-//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b]   (default: all)
+//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16] [DEPTH...]]
+//   (default: all)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <numeric>
@@ -147,8 +149,8 @@ void BenchBf16Panels1b(ThreadPool& pool) {
 // One decode token's attention over `layers` layers at each depth. Slots shuffled (a pool after
 // much churn) or in order (a fresh pool: what a single long sequence usually holds).
 void BenchAttention(ThreadPool& pool, const kernels::AttentionShape& shape, int64_t layers,
-                    std::initializer_list<kernels::KvType> types,
-                    std::initializer_list<int64_t> depths, bool shuffled) {
+                    const std::vector<kernels::KvType>& types, const std::vector<int64_t>& depths,
+                    bool shuffled) {
   const kernels::KernelTable& table = kernels::ActiveKernels();
   const int64_t width = int64_t{shape.num_kv_heads} * shape.head_dim;
   const int64_t q_width = int64_t{shape.num_heads} * shape.head_dim;
@@ -198,6 +200,7 @@ void BenchAttention(ThreadPool& pool, const kernels::AttentionShape& shape, int6
             std::string(ak.name).c_str(), shape.num_heads, shape.num_kv_heads,
             type == kernels::KvType::kF32    ? "f32 "
             : type == kernels::KvType::kBF16 ? "bf16"
+            : type == kernels::KvType::kF16  ? "f16 "
                                              : "fp8 ",
             static_cast<long>(depth), shuffled ? "shuffled" : "in order", p ? p->size() : 1,
             s * 1e6, static_cast<long>(layers), bytes / s / 1e9);
@@ -222,9 +225,16 @@ int main(int argc, char** argv) {
                                /*shuffled=*/true);
   }
   if (all || std::strcmp(argv[1], "attention-1b") == 0) {
-    // Llama-3.2-1B's (32 / 8 heads, 16 layers) at the depths of issue 18's targets.
-    radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, {KvType::kBF16},
-                               {256, 2048, 8192},
+    // Llama-3.2-1B's (32 / 8 heads, 16 layers) at the depths of issue 18's targets, or at the
+    // type and depths given: attention-1b [f16|bf16] [DEPTH...].
+    std::vector<KvType> types{KvType::kF16, KvType::kBF16};
+    std::vector<int64_t> depths{256, 2048, 8192};
+    int arg = 2;
+    if (argc > arg && std::strcmp(argv[arg], "f16") == 0) types = {KvType::kF16}, ++arg;
+    if (argc > arg && std::strcmp(argv[arg], "bf16") == 0) types = {KvType::kBF16}, ++arg;
+    if (argc > arg) depths.clear();
+    for (; arg < argc; ++arg) depths.push_back(std::atol(argv[arg]));
+    radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, types, depths,
                                /*shuffled=*/false);
   }
   return 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/huge_pages.h"
 #include "kernels/attention.h"
 
 namespace radixserve::model {
@@ -42,7 +43,7 @@ class KvCacheBuffers {
   const KvCacheView& view() const { return view_; }
 
  private:
-  std::vector<uint8_t> storage_;
+  LargeBuffer storage_;  // on huge pages, as the server's pool (kv/kv_storage.cpp)
   KvCacheView view_;
 };
 

@@ -173,12 +173,16 @@ RADIX_AVX512 inline void LoadPair(const void* row, int64_t c, __m512& lo, __m512
   }
 }
 
-// Fetches the `bytes` of row i at `offset` ahead of their use. Inline, with the element size
-// known, so that the loops around it keep their accumulators in registers.
+// Fetches the `bytes` of row i at `offset` ahead of their use, every line (fetching one line in
+// two or four leaves the streams short). Always inlined: GCC counts __builtin_prefetch as free of
+// side effects, so an out-of-line copy is found pure and its calls are deleted (which is what
+// happened to these fetches until 2026-11-30); inlined, with the element size known, the loops
+// around it also keep their accumulators in registers.
 template <KvType T>
-RADIX_AVX512 inline void PrefetchRowOf(const void* base, const int32_t* slots, int64_t i,
-                                       int64_t nk, int64_t slot_stride, int64_t offset,
-                                       int64_t bytes) {
+[[gnu::always_inline]] RADIX_AVX512 inline void PrefetchRowOf(const void* base,
+                                                              const int32_t* slots, int64_t i,
+                                                              int64_t nk, int64_t slot_stride,
+                                                              int64_t offset, int64_t bytes) {
   if (i >= nk) return;
   const char* row = static_cast<const char*>(RowAt<T>(base, slots, i, slot_stride, offset));
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 2);  // into L2
