@@ -73,8 +73,9 @@ float LoadOne(const void* base, KvType type, float scale, int64_t at) {
 // head 0 fetches the whole slot (all KV heads), which the other heads' gathers then find in cache.
 constexpr int64_t kPrefetchRows = 6;
 
-inline void PrefetchRow(const void* base, KvType type, const int32_t* slots, int64_t i,
-                        int64_t count, int64_t slot_stride, int64_t offset, int64_t d) {
+[[gnu::always_inline]] inline void PrefetchRow(const void* base, KvType type, const int32_t* slots,
+                                               int64_t i, int64_t count, int64_t slot_stride,
+                                               int64_t offset, int64_t d) {
   if (i >= count) return;
   const auto size = static_cast<int64_t>(KvTypeSize(type));
   const int64_t bytes = (offset == 0 ? slot_stride : d) * size;
