@@ -150,6 +150,9 @@ void HandleServerInfo(ServerContext& ctx, const ApiRequest&, ResponseWriterPtr w
   if (kernel_choice.bf16_panels || !kernel_choice.bf16_source.empty()) {
     kernel_info["bf16_product"] = kernels::Bf16ProductName(kernel_choice.bf16_product);
     kernel_info["bf16_product_source"] = kernel_choice.bf16_source;
+    if (kernel_choice.bf16_product == kernels::Bf16Product::kAmxTile) {
+      kernel_info["bf16_amx_small_steps_reproduced"] = kernel_choice.bf16_amx_small_steps;
+    }
   }
   if (kernel_choice.bf16_timing) {
     kernel_info["bf16_calibration_seconds"] = {{"widen_fma", kernel_choice.bf16_timing->widen_fma},

@@ -29,6 +29,11 @@ bool Bf16PanelsSupported();
 // the tile state).
 bool Bf16AmxSupported();
 
+// Whether the kAmxTile product's steps of fewer than 16 tokens run on vector tiles that give the
+// AMX tiles' bits (faster at decode), checked once per process on a small product; false without
+// AMX-BF16, or where this CPU's tiles add differently (then every step stays on the tiles).
+bool Bf16AmxSmallStepsReproduced();
+
 // How a pair-vector of a panel meets a token's activation pair. Both compute the same products
 // (exact in f32) and add them in f32; they differ in speed by CPU and in the order the two
 // products of a pair are added:

@@ -322,6 +322,10 @@ const KernelChoice& ActiveKernelChoice() {
       if (!ParseQuantTiles(inputs.forced_quant_tiles)) inputs.forced_quant_tiles.clear();
       result = ChooseKernels(inputs);
     }
+    // Checked here, once, so that the start-up line and /server_info say it.
+    result.choice.bf16_amx_small_steps = result.choice.bf16_panels &&
+                                         result.choice.bf16_product == Bf16Product::kAmxTile &&
+                                         Bf16AmxSmallStepsReproduced();
     return result.choice;
   }();
   return chosen;
@@ -364,6 +368,11 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
       text += " per calibration call";
     }
     text += ")";
+    if (choice.bf16_panels && choice.bf16_product == Bf16Product::kAmxTile) {
+      text += choice.bf16_amx_small_steps
+                  ? ", steps under 16 tokens on vector tiles that reproduce the AMX tiles' bits"
+                  : ", every step on the AMX tiles";
+    }
   }
   if (!choice.cache_file.empty()) text += fmt::format("; kept in {}", choice.cache_file);
   return text;

@@ -51,6 +51,9 @@ struct KernelChoice {
   // How bf16_product was chosen: "forced", "measured", "cached", or "" without panels.
   std::string bf16_source;
   std::optional<Bf16Timing> bf16_timing;  // measured or read from the cache
+  // With kAmxTile: steps of fewer than 16 tokens run on vector tiles that reproduce the AMX tiles'
+  // bits (Bf16AmxSmallStepsReproduced()); false means they stay on the tiles.
+  bool bf16_amx_small_steps = false;
   // The avx512_vnni variant's token tiles; quant_tiles_source as bf16_source ("" when the
   // variant is not avx512_vnni, which has nothing to choose).
   QuantTiles quant_tiles = QuantTiles::kCompact;

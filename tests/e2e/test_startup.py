@@ -123,6 +123,14 @@ def test_server_info_reports_the_kernel_choice(tmp_path):
             times = kernels["bf16_calibration_seconds"]
             faster = min(times, key=times.get)
             assert kernels["bf16_product"] == faster, kernels
+            # With AMX, whether one-token steps run on the tiles' reproduction is checked once at
+            # start-up and reported (a CPU whose tiles add differently reports false).
+            if kernels["bf16_product"] == "amx_bf16":
+                assert isinstance(kernels["bf16_amx_small_steps_reproduced"], bool), kernels
+                assert ("steps under 16 tokens on vector tiles" in line) == \
+                    kernels["bf16_amx_small_steps_reproduced"], line
+            else:
+                assert "bf16_amx_small_steps_reproduced" not in kernels, kernels
             kept = list((tmp_path / "cache" / "kernels").iterdir())
             assert len(kept) == 1, kept
             # The next start reads the measurement instead of repeating it.

@@ -344,12 +344,34 @@ void MatMulAmxTiles(ThreadPool* pool, const float* x, int64_t n, const WeightMat
   });
 }
 
+// The AMX product: steps of fewer tokens than a tile through its reproduction where it holds,
+// the rest on the tiles.
+void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+               const uint8_t* panels, float* y) {
+  if (n < x86::kAmxTokens && Bf16AmxSmallStepsReproduced()) {
+    // A step of fewer tokens than a tile (decode) streams the weights faster through the VNNI-
+    // style tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
+    return MatMulWith<Bf16Product::kAmxTile>(pool, x, n, w, panels, y);
+  }
+  MatMulAmxTiles(pool, x, n, w, panels, y);
+}
+
+}  // namespace
+
+bool Bf16PanelsSupported() {
+  static const bool ok = x86::CpuHasAvx512Bf16() && Avx512FloatKernels() != nullptr;
+  return ok;
+}
+
+bool Bf16AmxSupported() { return Bf16PanelsSupported() && x86::AmxBf16Usable(); }
+
 // Whether Tile's kAmxTile gives this CPU's AMX tiles' bits, checked once on a small random
 // product (a ragged last tile, cancellation, denormal inputs and results): the arithmetic was
 // measured on one Xeon, and where another differs every step keeps to the tiles (results then still
 // do not depend on the batch, and one-token steps read the weights more slowly).
-bool AmxArithmeticReproduced() {
+bool Bf16AmxSmallStepsReproduced() {
   static const bool reproduced = [] {
+    if (!Bf16AmxSupported()) return false;
     constexpr int64_t kCheckRows = 32, kCheckCols = 2 * 16 * 3 + 6;
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -380,27 +402,6 @@ bool AmxArithmeticReproduced() {
   }();
   return reproduced;
 }
-
-// The AMX product: steps of fewer tokens than a tile through its reproduction where it holds,
-// the rest on the tiles.
-void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
-               const uint8_t* panels, float* y) {
-  if (n < x86::kAmxTokens && AmxArithmeticReproduced()) {
-    // A step of fewer tokens than a tile (decode) streams the weights faster through the VNNI-
-    // style tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
-    return MatMulWith<Bf16Product::kAmxTile>(pool, x, n, w, panels, y);
-  }
-  MatMulAmxTiles(pool, x, n, w, panels, y);
-}
-
-}  // namespace
-
-bool Bf16PanelsSupported() {
-  static const bool ok = x86::CpuHasAvx512Bf16() && Avx512FloatKernels() != nullptr;
-  return ok;
-}
-
-bool Bf16AmxSupported() { return Bf16PanelsSupported() && x86::AmxBf16Usable(); }
 
 int64_t Bf16PanelBytes(const WeightMatrix& w) {
   const int64_t panels = (w.rows + kRows - 1) / kRows;
