@@ -2,7 +2,7 @@
 // decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration;
 // the machine is shared, so compare runs taken back to back, never across sessions.
 //
-//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16] [DEPTH...]]
+//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]]
 //   (default: all)
 #include <algorithm>
 #include <chrono>
@@ -226,12 +226,13 @@ int main(int argc, char** argv) {
   }
   if (all || std::strcmp(argv[1], "attention-1b") == 0) {
     // Llama-3.2-1B's (32 / 8 heads, 16 layers) at the depths of issue 18's targets, or at the
-    // type and depths given: attention-1b [f16|bf16] [DEPTH...].
+    // type and depths given: attention-1b [f16|bf16|fp8] [DEPTH...].
     std::vector<KvType> types{KvType::kF16, KvType::kBF16};
     std::vector<int64_t> depths{256, 2048, 8192};
     int arg = 2;
     if (argc > arg && std::strcmp(argv[arg], "f16") == 0) types = {KvType::kF16}, ++arg;
     if (argc > arg && std::strcmp(argv[arg], "bf16") == 0) types = {KvType::kBF16}, ++arg;
+    if (argc > arg && std::strcmp(argv[arg], "fp8") == 0) types = {KvType::kFp8E4M3}, ++arg;
     if (argc > arg) depths.clear();
     for (; arg < argc; ++arg) depths.push_back(std::atol(argv[arg]));
     radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, types, depths,

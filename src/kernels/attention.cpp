@@ -248,8 +248,8 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
     const int32_t* next = kv_slots + j0 + kKeyTile;
     const int64_t next_count = std::max<int64_t>(0, next_end - j0 - kKeyTile);
     if (direct) {
-      ak.scores(queries, heads, nq, k_cache.data, k_cache.type, kv_slots + j0, nk, slot_stride,
-                offset, d, next, next_count, scores.data());
+      ak.scores(queries, heads, nq, k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk,
+                slot_stride, offset, d, next, next_count, scores.data());
     } else {
       ak.gather(k_cache.data, k_cache.type, k_cache.scale, kv_slots + j0, nk, slot_stride, offset,
                 width, rows.data());
@@ -292,8 +292,8 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
       }
     }
     if (direct) {
-      ak.accumulate_rows(scores.data(), heads, nq, v_cache.data, v_cache.type, kv_slots + j0, nk,
-                         slot_stride, offset, d, next, next_count, acc);
+      ak.accumulate_rows(scores.data(), heads, nq, v_cache.data, v_cache.type, v_cache.scale,
+                         kv_slots + j0, nk, slot_stride, offset, d, next, next_count, acc);
       continue;
     }
     ak.gather(v_cache.data, v_cache.type, v_cache.scale, kv_slots + j0, nk, slot_stride, offset,

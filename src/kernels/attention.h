@@ -81,24 +81,25 @@ struct AttentionKernels {
   void (*store)(const float* src, int64_t count, KvType type, float scale, void* dst);
 
   // Direct reads: a tile's scores and value sums read the cache rows in place, widening each in
-  // registers, instead of from a gathered f32 copy, with the same products and sums as a float
-  // GEMM and accumulate over gathered rows (so the same bits). nullptr in a variant without
-  // them; AttendChunkHeads uses them where reads_direct(type, d) holds and the chunk's slots lie
-  // in runs.
+  // registers (fp8 codes times `scale`, as gather), instead of from a gathered f32 copy, with the
+  // same products and sums as a float GEMM and accumulate over gathered rows (so the same bits).
+  // nullptr in a variant without them; AttendChunkHeads uses them where reads_direct(type, d)
+  // holds and the chunk's slots lie in runs.
   bool (*reads_direct)(KvType type, int64_t d);
   // For `heads` KV heads side by side from `offset` (head h at offset + h * d), with queries
   // q + h * nq * d: s[(h * nq + i) * kKeyTile + j] = q_i . row(slots[j]) for i < nq, j < nk
   // (rows addressed as in gather), summed as FloatGemmKernels::gemm sums a row against a token.
   // Both also fetch the same heads of the rows of slots ahead[0, ahead_count) into the cache (the
   // next tile's), spread over their work.
-  void (*scores)(const float* q, int heads, int64_t nq, const void* base, KvType type,
+  void (*scores)(const float* q, int heads, int64_t nq, const void* base, KvType type, float scale,
                  const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset, int64_t d,
                  const int32_t* ahead, int64_t ahead_count, float* s);
   // acc[h][i * d + c] += sum_{j < nk} p[(h * nq + i) * kKeyTile + j] * row(slots[j])[c], j
   // ascending: the same products and sums as accumulate over gathered rows.
   void (*accumulate_rows)(const float* p, int heads, int64_t nq, const void* base, KvType type,
-                          const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
-                          int64_t d, const int32_t* ahead, int64_t ahead_count, float* const* acc);
+                          float scale, const int32_t* slots, int64_t nk, int64_t slot_stride,
+                          int64_t offset, int64_t d, const int32_t* ahead, int64_t ahead_count,
+                          float* const* acc);
 };
 
 const AttentionKernels& RefAttentionKernels();

@@ -143,8 +143,9 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
 
 // Direct reads (AttentionKernels::scores and accumulate_rows). A row's d columns are read 32 at a
 // time, as two vectors in column order whatever the type (bf16 halves are moved into the high
-// half of each lane by one word permute per 16 columns), so the same values give the same bits
-// from an f32, a bf16 or an f16 cache.
+// half of each lane by one word permute per 16 columns; fp8 codes become halves as the AVX2
+// gather makes them, then are multiplied by its factor), so the same values give the same bits
+// from an f32, a bf16, an f16 or an fp8 cache, and fp8 rows the gather's bits.
 template <KvType T>
 RADIX_AVX512 inline const void* RowAt(const void* base, const int32_t* slots, int64_t j,
                                       int64_t slot_stride, int64_t offset) {
@@ -152,9 +153,29 @@ RADIX_AVX512 inline const void* RowAt(const void* base, const int32_t* slots, in
                                               static_cast<int64_t>(KvTypeSize(T));
 }
 
+// The factor fp8 halves are multiplied by (the AVX2 gather's: E4M3 halves read as 2^-8 times the
+// code's value, kernels/fp8.h); unused for the other types.
 template <KvType T>
-RADIX_AVX512 inline void LoadPair(const void* row, int64_t c, __m512& lo, __m512& hi) {
-  if constexpr (T == KvType::kF32) {
+RADIX_AVX512 inline __m512 Fp8Factor(float scale) {
+  return _mm512_set1_ps(T == KvType::kFp8E4M3 ? scale * 256.0f : scale);
+}
+
+template <KvType T>
+RADIX_AVX512 inline void LoadPair(const void* row, int64_t c, __m512 factor, __m512& lo,
+                                  __m512& hi) {
+  if constexpr (T == KvType::kFp8E4M3 || T == KvType::kFp8E5M2) {
+    const __m512i b = _mm512_cvtepu8_epi16(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint8_t*>(row) + c)));
+    __m512i h;
+    if constexpr (T == KvType::kFp8E5M2) {
+      h = _mm512_slli_epi16(b, 8);  // the code is a half's top byte
+    } else {
+      h = _mm512_or_si512(_mm512_slli_epi16(_mm512_and_si512(b, _mm512_set1_epi16(0x80)), 8),
+                          _mm512_slli_epi16(_mm512_and_si512(b, _mm512_set1_epi16(0x7F)), 7));
+    }
+    lo = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(h)), factor);
+    hi = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)), factor);
+  } else if constexpr (T == KvType::kF32) {
     const float* p = static_cast<const float*>(row) + c;
     lo = _mm512_loadu_ps(p);
     hi = _mm512_loadu_ps(p + 16);
@@ -194,7 +215,7 @@ template <KvType T>
 // (R * 2C <= 16 vectors) and each of the head's queries is multiplied against them; lane sums go
 // four at a time through Reduce4, so a score's additions are the same whatever the tile around it.
 template <KvType T, int C>
-RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* base,
+RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* base, float scale,
                            const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
                            const int32_t* ahead, int64_t ahead_count, float* s) {
   constexpr int V = 2 * C;
@@ -202,6 +223,7 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
   constexpr int QB = 4 / R;  // queries per Reduce4
   constexpr int64_t d = 32 * C;
   const int64_t run = heads * d * static_cast<int64_t>(KvTypeSize(T));
+  const __m512 factor = Fp8Factor<T>(scale);
   for (int64_t j = 0; j < nk; j += R) {
     for (int r = 0; r < R; ++r)
       PrefetchRowOf<T>(base, ahead, j + r, ahead_count, slot_stride, offset, run);
@@ -212,7 +234,9 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
       for (int r = 0; r < R; ++r) {
         if (j + r < nk) {
           const void* row = RowAt<T>(base, slots, j + r, slot_stride, offset + h * d);
-          for (int p = 0; p < C; ++p) LoadPair<T>(row, 32 * p, k[r][2 * p], k[r][2 * p + 1]);
+          for (int p = 0; p < C; ++p) {
+            LoadPair<T>(row, 32 * p, factor, k[r][2 * p], k[r][2 * p + 1]);
+          }
         } else {
           for (int v = 0; v < V; ++v) k[r][v] = _mm512_setzero_ps();
         }
@@ -246,9 +270,9 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
 // Value sums of Q queries over CB pairs of columns starting at column c0 (2 CB vectors per row),
 // keys [0, nk).
 template <KvType T, int CB, int Q>
-RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, const int32_t* slots,
-                                  int64_t nk, int64_t slot_stride, int64_t offset, int64_t d,
-                                  int64_t c0, float* acc) {
+RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, __m512 factor,
+                                  const int32_t* slots, int64_t nk, int64_t slot_stride,
+                                  int64_t offset, int64_t d, int64_t c0, float* acc) {
   constexpr int V = 2 * CB;
   __m512 a[Q][V];
   for (int q = 0; q < Q; ++q)
@@ -256,7 +280,7 @@ RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, const int32_
   for (int64_t j = 0; j < nk; ++j) {
     __m512 v[V];
     const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
-    for (int b = 0; b < CB; ++b) LoadPair<T>(row, c0 + 32 * b, v[2 * b], v[2 * b + 1]);
+    for (int b = 0; b < CB; ++b) LoadPair<T>(row, c0 + 32 * b, factor, v[2 * b], v[2 * b + 1]);
     for (int q = 0; q < Q; ++q) {
       const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
       for (int x = 0; x < V; ++x) a[q][x] = _mm512_fmadd_ps(w, v[x], a[q][x]);
@@ -270,7 +294,7 @@ RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, const int32_
 // accumulators are loaded and stored once). The next tile's rows are requested a share per head,
 // so that the requests spread over the tile's work.
 template <KvType T, int C>
-RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base,
+RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
                                float* const* acc) {
@@ -278,6 +302,7 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
   constexpr int Q = CB <= 2 ? 4 : 2;  // Q * 2 CB accumulators + 2 CB values
   constexpr int64_t d = 32 * C;
   const int64_t run = heads * d * static_cast<int64_t>(KvTypeSize(T));
+  const __m512 factor = Fp8Factor<T>(scale);
   for (int h = 0; h < heads; ++h) {
     for (int64_t j = ahead_count * h / heads; j < ahead_count * (h + 1) / heads; ++j)
       PrefetchRowOf<T>(base, ahead, j, ahead_count, slot_stride, offset, run);
@@ -290,21 +315,21 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
         switch (std::min<int64_t>(Q, nq - i)) {
           case 4:
             if constexpr (Q >= 4) {
-              AccumulateBlock<T, CB, 4>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
+              AccumulateBlock<T, CB, 4>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
               break;
             }
             [[fallthrough]];
           case 3:
             if constexpr (Q >= 3) {
-              AccumulateBlock<T, CB, 3>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
+              AccumulateBlock<T, CB, 3>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
               break;
             }
             [[fallthrough]];
           case 2:
-            AccumulateBlock<T, CB, 2>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
+            AccumulateBlock<T, CB, 2>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
             break;
           default:
-            AccumulateBlock<T, CB, 1>(pi, base, slots, nk, slot_stride, oh, d, c0, ai);
+            AccumulateBlock<T, CB, 1>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
             break;
         }
       }
@@ -313,7 +338,8 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
 }
 
 RADIX_AVX512 bool ReadsDirect(KvType type, int64_t d) {
-  const bool type_ok = type == KvType::kF32 || type == KvType::kBF16 || type == KvType::kF16;
+  const bool type_ok = type == KvType::kF32 || type == KvType::kBF16 || type == KvType::kF16 ||
+                       type == KvType::kFp8E4M3 || type == KvType::kFp8E5M2;
   return type_ok && (d == 32 || d == 64 || d == 128 || d == 256);
 }
 
@@ -337,6 +363,10 @@ RADIX_AVX512 void ForTypeAndDim(KvType type, int64_t d, Args... args) {
       return by_dim.template operator()<KvType::kF32>();
     case KvType::kF16:
       return by_dim.template operator()<KvType::kF16>();
+    case KvType::kFp8E4M3:
+      return by_dim.template operator()<KvType::kFp8E4M3>();
+    case KvType::kFp8E5M2:
+      return by_dim.template operator()<KvType::kFp8E5M2>();
     default:
       return by_dim.template operator()<KvType::kBF16>();
   }
@@ -344,40 +374,43 @@ RADIX_AVX512 void ForTypeAndDim(KvType type, int64_t d, Args... args) {
 
 template <KvType T, int C>
 struct ScoresKernel {
-  RADIX_AVX512 static void Run(const float* q, int heads, int64_t nq, const void* base,
+  RADIX_AVX512 static void Run(const float* q, int heads, int64_t nq, const void* base, float scale,
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
                                float* s) {
-    ScoresAs<T, C>(q, heads, nq, base, slots, nk, slot_stride, offset, ahead, ahead_count, s);
+    ScoresAs<T, C>(q, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead, ahead_count,
+                   s);
   }
 };
 
 template <KvType T, int C>
 struct AccumulateKernel {
-  RADIX_AVX512 static void Run(const float* p, int heads, int64_t nq, const void* base,
+  RADIX_AVX512 static void Run(const float* p, int heads, int64_t nq, const void* base, float scale,
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
                                float* const* acc) {
-    AccumulateAs<T, C>(p, heads, nq, base, slots, nk, slot_stride, offset, ahead, ahead_count, acc);
+    AccumulateAs<T, C>(p, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
+                       ahead_count, acc);
   }
 };
 
 RADIX_AVX512 void Scores(const float* q, int heads, int64_t nq, const void* base, KvType type,
-                         const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
-                         int64_t d, const int32_t* ahead, int64_t ahead_count, float* s) {
+                         float scale, const int32_t* slots, int64_t nk, int64_t slot_stride,
+                         int64_t offset, int64_t d, const int32_t* ahead, int64_t ahead_count,
+                         float* s) {
   RADIX_CHECK(ReadsDirect(type, d));
-  ForTypeAndDim<ScoresKernel>(type, d, q, heads, nq, base, slots, nk, slot_stride, offset, ahead,
-                              ahead_count, s);
+  ForTypeAndDim<ScoresKernel>(type, d, q, heads, nq, base, scale, slots, nk, slot_stride, offset,
+                              ahead, ahead_count, s);
 }
 
 RADIX_AVX512 void AccumulateRowsDirect(const float* p, int heads, int64_t nq, const void* base,
-                                       KvType type, const int32_t* slots, int64_t nk,
+                                       KvType type, float scale, const int32_t* slots, int64_t nk,
                                        int64_t slot_stride, int64_t offset, int64_t d,
                                        const int32_t* ahead, int64_t ahead_count,
                                        float* const* acc) {
   RADIX_CHECK(ReadsDirect(type, d));
-  ForTypeAndDim<AccumulateKernel>(type, d, p, heads, nq, base, slots, nk, slot_stride, offset,
-                                  ahead, ahead_count, acc);
+  ForTypeAndDim<AccumulateKernel>(type, d, p, heads, nq, base, scale, slots, nk, slot_stride,
+                                  offset, ahead, ahead_count, acc);
 }
 
 RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {

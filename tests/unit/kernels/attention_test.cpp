@@ -246,11 +246,11 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
     const AttentionKernels* k = &AttentionKernelsFor(*table);
     if (k->reads_direct == nullptr) continue;
     ++variants;
-    EXPECT_FALSE(k->reads_direct(KvType::kFp8E4M3, 64));
     EXPECT_FALSE(k->reads_direct(KvType::kInt8, 64));
     EXPECT_FALSE(k->reads_direct(KvType::kBF16, 48));
     const FloatGemmKernels& gk = FloatKernelsFor(*table);
-    for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+    for (KvType type :
+         {KvType::kF32, KvType::kBF16, KvType::kF16, KvType::kFp8E4M3, KvType::kFp8E5M2}) {
       for (int64_t d : {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}}) {
         ASSERT_TRUE(k->reads_direct(type, d)) << k->name << " d=" << d;
         const int heads = 3;
@@ -268,12 +268,12 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
             std::vector<float> q(static_cast<size_t>(used * nq * d));
             for (float& x : q) x = dist(rng);
             std::vector<float> s(static_cast<size_t>(used * nq * kKeyTile), -1.0f);
-            k->scores(q.data(), used, nq, cache.k.data(), type, slots.data(), nk, stride, offset, d,
-                      slots.data() + nk, slots_total - nk, s.data());
+            k->scores(q.data(), used, nq, cache.k.data(), type, cache.scale, slots.data(), nk,
+                      stride, offset, d, slots.data() + nk, slots_total - nk, s.data());
             std::vector<float> rows(static_cast<size_t>(nk * d));
             for (int h = 0; h < used; ++h) {
-              k->gather(cache.k.data(), type, 1.0f, slots.data(), nk, stride, offset + h * d, d,
-                        rows.data());
+              k->gather(cache.k.data(), type, cache.scale, slots.data(), nk, stride, offset + h * d,
+                        d, rows.data());
               std::vector<float> gemm(static_cast<size_t>(nq * kKeyTile));
               gk.gemm(q.data() + h * nq * d, d, nq, rows.data(), WeightFormat::kF32, d * 4, d, 0,
                       nk, gemm.data(), kKeyTile);
@@ -302,14 +302,14 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
             for (float& x : acc) x = dist(rng);
             std::vector<float> want = acc;
             for (int h = 0; h < used; ++h) {
-              k->gather(cache.v.data(), type, 1.0f, slots.data(), nk, stride, offset + h * d, d,
-                        rows.data());
+              k->gather(cache.v.data(), type, cache.scale, slots.data(), nk, stride, offset + h * d,
+                        d, rows.data());
               k->accumulate(p.data() + h * nq * kKeyTile, nq, rows.data(), d, nk, d,
                             want.data() + h * nq * d);
             }
             float* const accs[] = {acc.data(), acc.data() + nq * d};
-            k->accumulate_rows(p.data(), used, nq, cache.v.data(), type, slots.data(), nk, stride,
-                               offset, d, slots.data() + nk, slots_total - nk, accs);
+            k->accumulate_rows(p.data(), used, nq, cache.v.data(), type, cache.scale, slots.data(),
+                               nk, stride, offset, d, slots.data() + nk, slots_total - nk, accs);
             ASSERT_EQ(0, std::memcmp(acc.data(), want.data(), sizeof(float) * acc.size()))
                 << k->name << " type=" << static_cast<int>(type) << " d=" << d << " nq=" << nq
                 << " nk=" << nk;
