@@ -35,7 +35,7 @@ int32_t Load32(const int8_t* p) {
 // stream; prefetching a few KB ahead keeps more of it in flight than the hardware prefetcher does
 // on its own. Only the first token tile (t0 == 0) streams a panel from memory; later ones find it
 // in cache and skip this.
-// Into L2 (prefetcht1), as the AVX-512 loaders (see kStreamHint there): on the Xeon with AMX
+// Into L2 (prefetcht1), as the AVX-512 loaders (see StreamFetch there): on the Xeon with AMX
 // running this table (RADIX_KERNELS=avx2), 1B Q4_K_M decode 21.2-21.7 tok/s with prefetcht0
 // against 29.6-30.2. Always inlined: an out-of-line copy that only prefetches is found pure and
 // its calls deleted.

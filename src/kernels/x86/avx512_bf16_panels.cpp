@@ -55,7 +55,7 @@ int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 //     are flushed as the tiles flush them (RunPanels sets MXCSR's DAZ and FTZ).
 // Pair p of P panels (panel i at panels + i * panel_stride), each fetched ahead: one sequential
 // stream per panel, and fetching ahead keeps DRAM busy at decode. Into L2, as the quantized
-// panels (avx512_quant_matmul.cpp's kStreamHint): 1B BF16 decode 16.5-16.6 -> 16.8-17.1 tok/s on
+// panels (avx512_quant_matmul.cpp's StreamFetch): 1B BF16 decode 16.5-16.6 -> 16.8-17.1 tok/s on
 // the Xeon with AMX.
 template <int P>
 [[gnu::always_inline]] RADIX_AVX512_BF16 inline void LoadPair(const uint32_t* panels,

@@ -42,7 +42,9 @@ constexpr int64_t kPrefetchBytes = 16384;
 // the instruction after a prefetcht0). Fetched into L2, the tile's own loads then find the lines
 // there. Xeon with AMX, 1B Q4_K_M single-stream decode, one binary alternating: 30.1-31.7 tok/s
 // with T0, 33.5-37.6 with T1 at 8-24 KB (16 KB: 34.1-36.3), 25.5 with no fetch, 17 with NTA.
-constexpr _mm_hint kStreamHint = _MM_HINT_T1;
+[[gnu::always_inline]] inline void StreamFetch(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+}
 // The same for the per-call packer, in blocks ahead within each row.
 constexpr int64_t kPrefetchBlocks = 6;
 
@@ -183,7 +185,7 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
                                                             __m512* min) const {
     const uint8_t* p = panel + j * stride;
     for (int64_t line = 0; prefetch && line < stride; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), kStreamHint);
+      StreamFetch(p + kPrefetchBytes + line);
     }
     PrefetchNext(next, next_chunk, j);
     for (int k = 0; k < KW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
@@ -227,7 +229,7 @@ struct CompactPanel {
     const uint8_t* p = panel + j * kBlockBytes;
     // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
     for (int64_t line = 0; kFetch && line < kBlockBytes; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), kStreamHint);
+      StreamFetch(p + kPrefetchBytes + line);
     }
     if constexpr (kFetch) PrefetchNext(next, next_chunk, j);
     if constexpr (kFormat == WeightFormat::kQ8_0) {
@@ -287,7 +289,7 @@ struct CompactSuperPanel {
     const int64_t js = j % kSubs;
     const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
     for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), kStreamHint);
+      StreamFetch(p + kPrefetchBytes + line);
     }
     PrefetchNext(next, next_chunk, j);
     const uint8_t* regs = p + js * kRegs * 64;
