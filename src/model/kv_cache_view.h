@@ -43,7 +43,7 @@ class KvCacheBuffers {
   const KvCacheView& view() const { return view_; }
 
  private:
-  LargeBuffer storage_;  // on huge pages, as the server's pool (kv/kv_storage.cpp)
+  LargeBuffer storage_;  // 2 MB and up on huge pages (common/huge_pages.h)
   KvCacheView view_;
 };
 

@@ -36,17 +36,18 @@ int64_t TokenBlock(int64_t cols) {
 // Xeon with AMX and slow memory, 16 KB 26.4-28.4 against 22.1-23.0 at 8 KB (32 KB 25.5-26.8,
 // 4 KB 23.0-23.3). Q8_0 the same at both distances on both.
 constexpr int64_t kPrefetchBytes = 16384;
-// ... into L2, not L1: a fetch into L1 holds one of the core's few L1 miss buffers for the whole
-// trip to memory, and once they are all taken the next fetch stalls the core, so the tile's
-// arithmetic stops while it waits (perf put 70 % of the 1B Q4_K_M decode's Q4_K tile samples on
-// the instruction after a prefetcht0). Fetched into L2, the tile's own loads then find the lines
-// there. Xeon with AMX, 1B Q4_K_M single-stream decode, one binary alternating: 30.1-31.7 tok/s
-// with T0, 33.5-37.6 with T1 at 8-24 KB (16 KB: 34.1-36.3), 25.5 with no fetch, 17 with NTA.
+// The same for the per-call packer, in blocks ahead within each row.
+constexpr int64_t kPrefetchBlocks = 6;
+// The panel loaders fetch kPrefetchBytes ahead into L2, not L1: a fetch into L1 holds one of the
+// core's few L1 miss buffers for the whole trip to memory, and once they are all taken the next
+// fetch stalls the core, so the tile's arithmetic stops while it waits (perf put 70 % of the 1B
+// Q4_K_M decode's Q4_K tile samples on the instruction after a prefetcht0). Fetched into L2, the
+// tile's own loads then find the lines there. Xeon with AMX, 1B Q4_K_M single-stream decode,
+// one binary alternating: 30.1-31.7 tok/s with T0, 33.5-37.6 with T1 at 8-24 KB (16 KB:
+// 34.1-36.3), 25.5 with no fetch, 17 with NTA.
 [[gnu::always_inline]] inline void StreamFetch(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
 }
-// The same for the per-call packer, in blocks ahead within each row.
-constexpr int64_t kPrefetchBlocks = 6;
 
 // Dword lane r of the result holds row r's value at row_offsets[r] + offset (bytes).
 RADIX_AVX512_VNNI __m512i GatherRows(const uint8_t* base, __m512i row_offsets, int64_t offset) {
