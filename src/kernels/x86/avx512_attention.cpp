@@ -214,6 +214,9 @@ template <KvType T>
 // row's heads are read in one sequential run. R keys of a head are widened into registers once
 // (R * 2C <= 16 vectors) and each of the head's queries is multiplied against them; lane sums go
 // four at a time through Reduce4, so a score's additions are the same whatever the tile around it.
+// Each (keys, head) step fetches the same head of the next tile's same keys: the fetches go one
+// for one with the loads, never in a burst (a burst of a tile's lines fills the core's miss
+// buffers and stalls it: 38 % of this kernel's samples sat behind one).
 template <KvType T, int C>
 RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* base, float scale,
                            const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
@@ -222,15 +225,15 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
   constexpr int R = V <= 4 ? 4 : 16 / V;
   constexpr int QB = 4 / R;  // queries per Reduce4
   constexpr int64_t d = 32 * C;
-  const int64_t run = heads * d * static_cast<int64_t>(KvTypeSize(T));
+  constexpr int64_t head_bytes = d * static_cast<int64_t>(KvTypeSize(T));
   const __m512 factor = Fp8Factor<T>(scale);
   for (int64_t j = 0; j < nk; j += R) {
-    for (int r = 0; r < R; ++r)
-      PrefetchRowOf<T>(base, ahead, j + r, ahead_count, slot_stride, offset, run);
     for (int h = 0; h < heads; ++h) {
       const float* qh = q + h * nq * d;
       float* sh = s + h * nq * kKeyTile;
       __m512 k[R][V];
+      for (int r = 0; r < R; ++r)
+        PrefetchRowOf<T>(base, ahead, j + r, ahead_count, slot_stride, offset + h * d, head_bytes);
       for (int r = 0; r < R; ++r) {
         if (j + r < nk) {
           const void* row = RowAt<T>(base, slots, j + r, slot_stride, offset + h * d);
@@ -268,16 +271,19 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
 }
 
 // Value sums of Q queries over CB pairs of columns starting at column c0 (2 CB vectors per row),
-// keys [0, nk).
+// keys [0, nk). Key j fetches the same columns of row ahead[j] (j < ahead_count).
 template <KvType T, int CB, int Q>
 RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, __m512 factor,
                                   const int32_t* slots, int64_t nk, int64_t slot_stride,
-                                  int64_t offset, int64_t d, int64_t c0, float* acc) {
+                                  int64_t offset, int64_t d, int64_t c0, const int32_t* ahead,
+                                  int64_t ahead_count, float* acc) {
   constexpr int V = 2 * CB;
+  constexpr int64_t bytes = 32 * CB * static_cast<int64_t>(KvTypeSize(T));
   __m512 a[Q][V];
   for (int q = 0; q < Q; ++q)
     for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * d + c0 + 16 * x);
   for (int64_t j = 0; j < nk; ++j) {
+    PrefetchRowOf<T>(base, ahead, j, ahead_count, slot_stride, offset + c0, bytes);
     __m512 v[V];
     const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
     for (int b = 0; b < CB; ++b) LoadPair<T>(row, c0 + 32 * b, factor, v[2 * b], v[2 * b + 1]);
@@ -291,8 +297,8 @@ RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, __m512 facto
 }
 
 // Value sums of `heads` heads, one head at a time over all the tile's keys (each head's
-// accumulators are loaded and stored once). The next tile's rows are requested a share per head,
-// so that the requests spread over the tile's work.
+// accumulators are loaded and stored once). The next tile's rows are fetched as ScoresAs fetches
+// them: a head's columns with the head's loads, by the first queries' pass.
 template <KvType T, int C>
 RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
@@ -301,35 +307,38 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
   constexpr int CB = C < 4 ? C : 4;   // at most 8 vectors of a row at once
   constexpr int Q = CB <= 2 ? 4 : 2;  // Q * 2 CB accumulators + 2 CB values
   constexpr int64_t d = 32 * C;
-  const int64_t run = heads * d * static_cast<int64_t>(KvTypeSize(T));
   const __m512 factor = Fp8Factor<T>(scale);
   for (int h = 0; h < heads; ++h) {
-    for (int64_t j = ahead_count * h / heads; j < ahead_count * (h + 1) / heads; ++j)
-      PrefetchRowOf<T>(base, ahead, j, ahead_count, slot_stride, offset, run);
     const float* ph = p + h * nq * kKeyTile;
     const int64_t oh = offset + h * d;
     for (int64_t c0 = 0; c0 < d; c0 += 32 * CB) {
       for (int64_t i = 0; i < nq; i += Q) {
         const float* pi = ph + i * kKeyTile;
         float* ai = acc[h] + i * d;
+        // The first queries' pass fetches the next tile's same columns, a row per key.
+        const int64_t na = i == 0 ? ahead_count : 0;
         switch (std::min<int64_t>(Q, nq - i)) {
           case 4:
             if constexpr (Q >= 4) {
-              AccumulateBlock<T, CB, 4>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
+              AccumulateBlock<T, CB, 4>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
+                                        na, ai);
               break;
             }
             [[fallthrough]];
           case 3:
             if constexpr (Q >= 3) {
-              AccumulateBlock<T, CB, 3>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
+              AccumulateBlock<T, CB, 3>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
+                                        na, ai);
               break;
             }
             [[fallthrough]];
           case 2:
-            AccumulateBlock<T, CB, 2>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
+            AccumulateBlock<T, CB, 2>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
+                                      na, ai);
             break;
           default:
-            AccumulateBlock<T, CB, 1>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ai);
+            AccumulateBlock<T, CB, 1>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
+                                      na, ai);
             break;
         }
       }
