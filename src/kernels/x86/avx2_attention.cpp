@@ -2,13 +2,16 @@
 // scalar; each output element still sums its terms in the same order.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "common/check.h"
 #include "kernels/attention.h"
 #include "kernels/fp8.h"
 #include "kernels/half.h"
+#include "kernels/x86/kv_rows.h"
 #include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
@@ -154,6 +157,165 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t l
   }
 }
 
+// Direct reads (AttentionKernels::scores and accumulate_rows), the AVX2 form of the AVX-512
+// kernels: a row's columns are widened 8 at a time as Load8 widens them, so the values are the
+// gather's, and summed as the AVX2 float GEMM sums a gathered row against a token (one 8-lane
+// accumulator from zero in column order, then Sum8's additions), so the bits are too.
+template <KvType T>
+RADIX_AVX2 inline __m256 RowLoad8(const void* row, int64_t c, float scale) {
+  return Load8(row, T, scale, c);
+}
+
+// Scores of two keys against four queries at a time (8 accumulators, 2 row vectors and the
+// queries' vectors from memory), the eight lane sums at once through Sum8x8. Keys outermost, a
+// row's heads in turn, each step fetching the same head of the next tile's same keys.
+template <KvType T>
+RADIX_AVX2 void ScoresAs(const float* q, int heads, int64_t nq, const void* base, float scale,
+                         const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
+                         int64_t d, const int32_t* ahead, int64_t ahead_count, float* s) {
+  const int64_t head_bytes = d * static_cast<int64_t>(KvTypeSize(T));
+  for (int64_t j = 0; j < nk; j += 2) {
+    const int64_t j1 = std::min(j + 1, nk - 1);  // a lone last key is computed twice
+    for (int h = 0; h < heads; ++h) {
+      FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + h * d, head_bytes);
+      FetchRow<T>(base, ahead, j + 1, ahead_count, slot_stride, offset + h * d, head_bytes);
+      const void* row0 = RowAt<T>(base, slots, j, slot_stride, offset + h * d);
+      const void* row1 = RowAt<T>(base, slots, j1, slot_stride, offset + h * d);
+      const float* qh = q + h * nq * d;
+      float* sh = s + h * nq * kKeyTile;
+      for (int64_t i = 0; i < nq; i += 4) {
+        const float* qi[4];
+        for (int b = 0; b < 4; ++b) qi[b] = qh + std::min<int64_t>(i + b, nq - 1) * d;
+        __m256 acc[8];  // acc[2 b + r]: query i + b, key j + r
+        for (__m256& a : acc) a = _mm256_setzero_ps();
+        for (int64_t c = 0; c < d; c += 8) {
+          const __m256 k0 = RowLoad8<T>(row0, c, scale), k1 = RowLoad8<T>(row1, c, scale);
+          for (int b = 0; b < 4; ++b) {
+            const __m256 x = _mm256_loadu_ps(qi[b] + c);
+            acc[2 * b] = _mm256_fmadd_ps(k0, x, acc[2 * b]);
+            acc[2 * b + 1] = _mm256_fmadd_ps(k1, x, acc[2 * b + 1]);
+          }
+        }
+        float sums[8];
+        Sum8x8(acc, sums);
+        for (int b = 0; b < 4 && i + b < nq; ++b) {
+          sh[(i + b) * kKeyTile + j] = sums[2 * b];
+          if (j + 1 < nk) sh[(i + b) * kKeyTile + j + 1] = sums[2 * b + 1];
+        }
+      }
+    }
+  }
+}
+
+// Value sums of Q queries over 16 columns from c (Q * 2 accumulators), keys [0, nk); key j
+// fetches the same columns of row ahead[j] (j < ahead_count).
+template <KvType T, int Q>
+RADIX_AVX2 void AccumulateBlock(const float* p, const void* base, float scale, const int32_t* slots,
+                                int64_t nk, int64_t slot_stride, int64_t offset, int64_t d,
+                                int64_t c, const int32_t* ahead, int64_t ahead_count, float* acc) {
+  __m256 a[Q][2];
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < 2; ++x) a[q][x] = _mm256_loadu_ps(acc + q * d + c + 8 * x);
+  for (int64_t j = 0; j < nk; ++j) {
+    FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + c,
+                16 * static_cast<int64_t>(KvTypeSize(T)));
+    const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
+    const __m256 v0 = RowLoad8<T>(row, c, scale), v1 = RowLoad8<T>(row, c + 8, scale);
+    for (int q = 0; q < Q; ++q) {
+      const __m256 w = _mm256_set1_ps(p[q * kKeyTile + j]);
+      a[q][0] = _mm256_fmadd_ps(w, v0, a[q][0]);
+      a[q][1] = _mm256_fmadd_ps(w, v1, a[q][1]);
+    }
+  }
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < 2; ++x) _mm256_storeu_ps(acc + q * d + c + 8 * x, a[q][x]);
+}
+
+// Value sums of `heads` heads, one head at a time over the tile's keys; the first queries' pass
+// over each 16 columns fetches the next tile's same columns.
+template <KvType T>
+RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
+                             const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
+                             int64_t d, const int32_t* ahead, int64_t ahead_count,
+                             float* const* acc) {
+  for (int h = 0; h < heads; ++h) {
+    const float* ph = p + h * nq * kKeyTile;
+    const int64_t oh = offset + h * d;
+    for (int64_t c = 0; c < d; c += 16) {
+      for (int64_t i = 0; i < nq; i += 4) {
+        const float* pi = ph + i * kKeyTile;
+        float* ai = acc[h] + i * d;
+        const int64_t na = i == 0 ? ahead_count : 0;
+        switch (std::min<int64_t>(4, nq - i)) {
+          case 4:
+            AccumulateBlock<T, 4>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
+            break;
+          case 3:
+            AccumulateBlock<T, 3>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
+            break;
+          case 2:
+            AccumulateBlock<T, 2>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
+            break;
+          default:
+            AccumulateBlock<T, 1>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
+            break;
+        }
+      }
+    }
+  }
+}
+
+// Calls K<T>::Run(args...) for the cache's element type (one of ReadsDirect's).
+template <template <KvType> class K, typename... Args>
+RADIX_AVX2 void ForType(KvType type, Args... args) {
+  switch (type) {
+    case KvType::kF32:
+      return K<KvType::kF32>::Run(args...);
+    case KvType::kF16:
+      return K<KvType::kF16>::Run(args...);
+    case KvType::kFp8E4M3:
+      return K<KvType::kFp8E4M3>::Run(args...);
+    case KvType::kFp8E5M2:
+      return K<KvType::kFp8E5M2>::Run(args...);
+    default:
+      return K<KvType::kBF16>::Run(args...);
+  }
+}
+
+template <KvType T>
+struct ScoresKernel {
+  template <typename... Args>
+  RADIX_AVX2 static void Run(Args... args) {
+    ScoresAs<T>(args...);
+  }
+};
+
+template <KvType T>
+struct AccumulateKernel {
+  template <typename... Args>
+  RADIX_AVX2 static void Run(Args... args) {
+    AccumulateAs<T>(args...);
+  }
+};
+
+RADIX_AVX2 void Scores(const float* q, int heads, int64_t nq, const void* base, KvType type,
+                       float scale, const int32_t* slots, int64_t nk, int64_t slot_stride,
+                       int64_t offset, int64_t d, const int32_t* ahead, int64_t ahead_count,
+                       float* s) {
+  RADIX_CHECK(ReadsDirect(type, d));
+  ForType<ScoresKernel>(type, q, heads, nq, base, scale, slots, nk, slot_stride, offset, d, ahead,
+                        ahead_count, s);
+}
+
+RADIX_AVX2 void AccumulateRowsDirect(const float* p, int heads, int64_t nq, const void* base,
+                                     KvType type, float scale, const int32_t* slots, int64_t nk,
+                                     int64_t slot_stride, int64_t offset, int64_t d,
+                                     const int32_t* ahead, int64_t ahead_count, float* const* acc) {
+  RADIX_CHECK(ReadsDirect(type, d));
+  ForType<AccumulateKernel>(type, p, heads, nq, base, scale, slots, nk, slot_stride, offset, d,
+                            ahead, ahead_count, acc);
+}
+
 // Eight floats to fp8 codes, the vector form of kernels/fp8.h's encoder: saturate, then round the
 // subnormal range as integers (cvtps rounds to nearest even) and the normal range on the bits;
 // the largest finite magnitude `max` encodes to the largest finite code.
@@ -231,8 +393,8 @@ RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, float scale,
 }  // namespace
 
 const AttentionKernels& Avx2AttentionTable() {
-  static const AttentionKernels table{"avx2", Gather,  ExpTile, Accumulate,
-                                      Store,  nullptr, nullptr, nullptr};
+  static const AttentionKernels table{"avx2", Gather,      ExpTile, Accumulate,
+                                      Store,  ReadsDirect, Scores,  AccumulateRowsDirect};
   return table;
 }
 

@@ -49,13 +49,6 @@ inline void TailW(const void* row, int64_t c, int64_t cols, float* out) {
   }
 }
 
-RADIX_AVX2 inline float Sum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 template <WeightFormat F, int R, int T>
 RADIX_AVX2 void Tile(const float* x, int64_t ldx, const uint8_t* w, int64_t w_stride, int64_t cols,
                      float* y, int64_t ldy) {

@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "kernels/attention.h"
+#include "kernels/x86/kv_rows.h"
 #include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
@@ -146,13 +147,6 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
 // half of each lane by one word permute per 16 columns; fp8 codes become halves as the AVX2
 // gather makes them, then are multiplied by its factor), so the same values give the same bits
 // from an f32, a bf16, an f16 or an fp8 cache, and fp8 rows the gather's bits.
-template <KvType T>
-RADIX_AVX512 inline const void* RowAt(const void* base, const int32_t* slots, int64_t j,
-                                      int64_t slot_stride, int64_t offset) {
-  return static_cast<const char*>(base) + (static_cast<int64_t>(slots[j]) * slot_stride + offset) *
-                                              static_cast<int64_t>(KvTypeSize(T));
-}
-
 // The factor fp8 halves are multiplied by (the AVX2 gather's: E4M3 halves read as 2^-8 times the
 // code's value, kernels/fp8.h); unused for the other types.
 template <KvType T>
@@ -195,21 +189,6 @@ RADIX_AVX512 inline void LoadPair(const void* row, int64_t c, __m512 factor, __m
   }
 }
 
-// Fetches the `bytes` of row i at `offset` ahead of their use, every line (fetching one line in
-// two or four leaves the streams short). Always inlined: GCC counts __builtin_prefetch as free of
-// side effects, so an out-of-line copy is found pure and its calls are deleted (which is what
-// happened to these fetches until 2026-11-30); inlined, with the element size known, the loops
-// around it also keep their accumulators in registers.
-template <KvType T>
-[[gnu::always_inline]] RADIX_AVX512 inline void PrefetchRowOf(const void* base,
-                                                              const int32_t* slots, int64_t i,
-                                                              int64_t nk, int64_t slot_stride,
-                                                              int64_t offset, int64_t bytes) {
-  if (i >= nk) return;
-  const char* row = static_cast<const char*>(RowAt<T>(base, slots, i, slot_stride, offset));
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 2);  // into L2
-}
-
 // Scores of C pairs (d = 32 C) for `heads` heads side by side in each row: keys outermost, so a
 // row's heads are read in one sequential run. R keys of a head are widened into registers once
 // (R * 2C <= 16 vectors) and each of the head's queries is multiplied against them; lane sums go
@@ -233,7 +212,7 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
       float* sh = s + h * nq * kKeyTile;
       __m512 k[R][V];
       for (int r = 0; r < R; ++r)
-        PrefetchRowOf<T>(base, ahead, j + r, ahead_count, slot_stride, offset + h * d, head_bytes);
+        FetchRow<T>(base, ahead, j + r, ahead_count, slot_stride, offset + h * d, head_bytes);
       for (int r = 0; r < R; ++r) {
         if (j + r < nk) {
           const void* row = RowAt<T>(base, slots, j + r, slot_stride, offset + h * d);
@@ -283,7 +262,7 @@ RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, __m512 facto
   for (int q = 0; q < Q; ++q)
     for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * d + c0 + 16 * x);
   for (int64_t j = 0; j < nk; ++j) {
-    PrefetchRowOf<T>(base, ahead, j, ahead_count, slot_stride, offset + c0, bytes);
+    FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + c0, bytes);
     __m512 v[V];
     const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
     for (int b = 0; b < CB; ++b) LoadPair<T>(row, c0 + 32 * b, factor, v[2 * b], v[2 * b + 1]);
@@ -344,12 +323,6 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
       }
     }
   }
-}
-
-RADIX_AVX512 bool ReadsDirect(KvType type, int64_t d) {
-  const bool type_ok = type == KvType::kF32 || type == KvType::kBF16 || type == KvType::kF16 ||
-                       type == KvType::kFp8E4M3 || type == KvType::kFp8E5M2;
-  return type_ok && (d == 32 || d == 64 || d == 128 || d == 256);
 }
 
 // Dispatch on (type, d) for a kernel template K<T, C>.

@@ -78,6 +78,38 @@ RADIX_AVX512 inline __m512 Exp(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// The lane sum of v: lanes i and i + 4 first, then i and i + 2, then the last two.
+RADIX_AVX2 inline float Sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Sum8 of eight vectors at once, with Sum8's additions (so the same bits): out[k] = Sum8(v[k]).
+// 14 shuffles and 7 additions instead of 48 operations.
+RADIX_AVX2 inline void Sum8x8(const __m256* v, float* out) {
+  __m256 half[4];  // lanes i + 4 added: v[2m] in the low 128 bits, v[2m + 1] in the high
+  for (int m = 0; m < 4; ++m) {
+    half[m] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x20),
+                            _mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x31));
+  }
+  __m256 quarter[2];  // then lanes i + 2: per 128 bits [a0 + a2, a1 + a3, b0 + b2, b1 + b3]
+  for (int m = 0; m < 2; ++m) {
+    quarter[m] = _mm256_add_ps(_mm256_shuffle_ps(half[2 * m], half[2 * m + 1], 0x44),
+                               _mm256_shuffle_ps(half[2 * m], half[2 * m + 1], 0xEE));
+  }
+  // then the last two: low 128 bits hold v0, v2, v4, v6, high v1, v3, v5, v7
+  const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(quarter[0], quarter[1], 0x88),
+                                    _mm256_shuffle_ps(quarter[0], quarter[1], 0xDD));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sums);
+  for (int k = 0; k < 4; ++k) {
+    out[2 * k] = lanes[k];
+    out[2 * k + 1] = lanes[4 + k];
+  }
+}
+
 // Lane sums of four vectors, {sum a, sum b, sum c, sum d}. Every vector goes through the same
 // addition tree whatever its companions, so a result never depends on the tile shape.
 RADIX_AVX512 inline __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
