@@ -459,7 +459,7 @@ void Run(const WeightMatrix& w, const ref::QuantizedActivations& a, int64_t pane
 }  // namespace
 
 const QuantVariant* Avx2QuantVariant() {
-  static const QuantVariant variant{"avx2",      kRows, true,     Run, ref::QuantizeActivationRows,
+  static const QuantVariant variant{"avx2",      kRows, true,     Run, QuantizeActivationRowsAvx2,
                                     PackedBytes, Pack,  RunPacked};
   return CpuHasAvx2() ? &variant : nullptr;
 }

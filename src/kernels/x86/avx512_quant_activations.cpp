@@ -51,11 +51,7 @@ RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub
     const float amax = AbsMax(x + b, 256);
     const int64_t first = b / sub, last = (b + 256) / sub;
     if (amax == 0.0f) {
-      std::fill(q + b, q + b + 256, int8_t{0});
-      std::fill(d + first, d + last, 0.0f);
-      std::fill(s + first, s + last, 0.0f);
-      std::fill(bias + first, bias + last, 0);
-      std::fill(sums + first, sums + last, int16_t{0});
+      ZeroBlockK(b, first, last, q, d, s, bias, sums);
       continue;
     }
     // The first element of largest magnitude, as the scalar scan picks it.
@@ -98,19 +94,7 @@ RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub
 RADIX_AVX512 void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset, const float* x,
                                                int64_t begin, int64_t end,
                                                ref::QuantizedActivations* out) {
-  const int64_t cols = out->cols, subs = out->subs;
-  for (int64_t t = begin; t < end; ++t) {
-    int8_t* q = out->q.data() + t * cols;
-    float* d = out->d.data() + t * subs;
-    float* s = out->s.data() + t * subs;
-    int32_t* bias = out->bias.data() + t * subs;
-    int16_t* sums = out->sums.data() + t * subs;
-    if (BlockElements(weight) == 256) {
-      RowK(offset, x + t * cols, cols, out->sub, q, d, s, bias, sums);
-    } else {
-      Row32(weight, offset, x + t * cols, subs, q, d, s, bias, sums);
-    }
-  }
+  QuantizeRowsWith(weight, offset, x, begin, end, out, RowK, Row32);
 }
 
 }  // namespace radixserve::kernels::x86

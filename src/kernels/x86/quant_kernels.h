@@ -15,6 +15,8 @@
 // then float D[P], then float M[P]. Rows past the matrix end repeat the last row.
 #pragma once
 
+#include <algorithm>
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -132,6 +134,41 @@ struct QuantVariant {
 // ref::QuantizeActivationRows with AVX-512 (F/BW/VL/DQ); bit-identical results.
 void QuantizeActivationRowsAvx512(WeightFormat weight, int32_t offset, const float* x,
                                   int64_t begin, int64_t end, ref::QuantizedActivations* out);
+// An all-zero 256-block b of a row: zero codes, and zero scales, sums and biases for its
+// sub-blocks [first, last).
+inline void ZeroBlockK(int64_t b, int64_t first, int64_t last, int8_t* q, float* d, float* s,
+                       int32_t* bias, int16_t* sums) {
+  std::fill(q + b, q + b + 256, int8_t{0});
+  std::fill(d + first, d + last, 0.0f);
+  std::fill(s + first, s + last, 0.0f);
+  std::fill(bias + first, bias + last, 0);
+  std::fill(sums + first, sums + last, int16_t{0});
+}
+
+// The row loop both share: row k of x goes to row_k(offset, x, cols, sub, q, d, s, bias, sums)
+// for formats of 256-element blocks (Q8_K), else to row_32(weight, offset, x, subs, ...).
+template <typename RowK, typename Row32>
+inline void QuantizeRowsWith(WeightFormat weight, int32_t offset, const float* x, int64_t begin,
+                             int64_t end, ref::QuantizedActivations* out, RowK row_k,
+                             Row32 row_32) {
+  const int64_t cols = out->cols, subs = out->subs;
+  for (int64_t t = begin; t < end; ++t) {
+    int8_t* q = out->q.data() + t * cols;
+    float* d = out->d.data() + t * subs;
+    float* s = out->s.data() + t * subs;
+    int32_t* bias = out->bias.data() + t * subs;
+    int16_t* sums = out->sums.data() + t * subs;
+    if (BlockElements(weight) == 256) {
+      row_k(offset, x + t * cols, cols, out->sub, q, d, s, bias, sums);
+    } else {
+      row_32(weight, offset, x + t * cols, subs, q, d, s, bias, sums);
+    }
+  }
+}
+
+// The same with AVX2 (and F16C for the scales' float16 rounding helpers, which stay scalar).
+void QuantizeActivationRowsAvx2(WeightFormat weight, int32_t offset, const float* x, int64_t begin,
+                                int64_t end, ref::QuantizedActivations* out);
 
 // The next panel a thread will read, fetched into L2 a slice per sub-block while the tiles of the
 // current one compute, so a batch's weight stream overlaps its arithmetic instead of stalling

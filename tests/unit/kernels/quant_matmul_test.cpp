@@ -423,25 +423,38 @@ TEST(QuantMatMulTest, QuantizedActivationsMatchRoundTrip) {
 }
 
 TEST(QuantMatMulTest, SimdActivationQuantizationIsBitIdentical) {
-  if (x86::Avx512VnniQuantVariant() == nullptr) GTEST_SKIP() << "no AVX-512 VNNI";
+  using Quantize =
+      void (*)(WeightFormat, int32_t, const float*, int64_t, int64_t, ref::QuantizedActivations*);
+  std::vector<std::pair<std::string, Quantize>> variants;
+  if (x86::Avx2QuantVariant() != nullptr)
+    variants.emplace_back("avx2", x86::QuantizeActivationRowsAvx2);
+  if (x86::Avx512VnniQuantVariant() != nullptr)
+    variants.emplace_back("avx512", x86::QuantizeActivationRowsAvx512);
+  if (variants.empty()) GTEST_SKIP() << "no AVX2";
   std::mt19937 rng(9);
-  for (WeightFormat format : kQuantFormats) {
-    SCOPED_TRACE(std::string(FormatName(format)));
-    const int64_t n = 5, cols = 768;
-    auto x = RandomActivations(n, cols, rng);
-    // Ties: halves of the grid land exactly between two codes after scaling by 127 / 127.
-    for (int64_t i = 0; i < 32; ++i)
-      x[static_cast<size_t>(3 * cols + i)] = (i == 0) ? 127.0f : i + 0.5f;
-    ref::QuantizedActivations want, got;
-    ref::ResizeQuantizedActivations(format, n, cols, &want);
-    ref::ResizeQuantizedActivations(format, n, cols, &got);
-    ref::QuantizeActivationRows(format, 7, x.data(), 0, n, &want);
-    x86::QuantizeActivationRowsAvx512(format, 7, x.data(), 0, n, &got);
-    EXPECT_EQ(got.q, want.q);
-    EXPECT_EQ(got.d, want.d);
-    EXPECT_EQ(got.s, want.s);
-    EXPECT_EQ(got.bias, want.bias);
-    EXPECT_EQ(got.sums, want.sums);
+  for (const auto& [name, quantize] : variants) {
+    for (WeightFormat format : kQuantFormats) {
+      SCOPED_TRACE(name + " " + std::string(FormatName(format)));
+      const int64_t n = 5, cols = 768;
+      auto x = RandomActivations(n, cols, rng);
+      // Ties: halves of the grid land exactly between two codes after scaling by 127 / 127.
+      for (int64_t i = 0; i < 32; ++i)
+        x[static_cast<size_t>(3 * cols + i)] = (i == 0) ? 127.0f : i + 0.5f;
+      // A row of zeros, and one whose largest magnitude is negative and repeated.
+      std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
+      x[static_cast<size_t>(4 * cols + 40)] = -9.0f;
+      x[static_cast<size_t>(4 * cols + 90)] = 9.0f;
+      ref::QuantizedActivations want, got;
+      ref::ResizeQuantizedActivations(format, n, cols, &want);
+      ref::ResizeQuantizedActivations(format, n, cols, &got);
+      ref::QuantizeActivationRows(format, 7, x.data(), 0, n, &want);
+      quantize(format, 7, x.data(), 0, n, &got);
+      EXPECT_EQ(got.q, want.q);
+      EXPECT_EQ(got.d, want.d);
+      EXPECT_EQ(got.s, want.s);
+      EXPECT_EQ(got.bias, want.bias);
+      EXPECT_EQ(got.sums, want.sums);
+    }
   }
 }
 
