@@ -28,7 +28,7 @@ constexpr int64_t kRows = 16;  // rows per panel, and tokens per activation tile
 [[gnu::always_inline]] inline void FetchTokenShare(const uint8_t* fetch, int64_t lines, int i) {
   for (int64_t line = i * lines / kRows; fetch != nullptr && line < (i + 1) * lines / kRows;
        ++line) {
-    _mm_prefetch(reinterpret_cast<const char*>(fetch + 64 * line), _MM_HINT_T1);
+    FetchL2(fetch + 64 * line);
   }
 }
 

@@ -35,14 +35,10 @@ int32_t Load32(const int8_t* p) {
 // stream; prefetching a few KB ahead keeps more of it in flight than the hardware prefetcher does
 // on its own. Only the first token tile (t0 == 0) streams a panel from memory; later ones find it
 // in cache and skip this.
-// Into L2 (prefetcht1), as the AVX-512 loaders (see StreamFetch there): on the Xeon with AMX
-// running this table (RADIX_KERNELS=avx2), 1B Q4_K_M decode 21.2-21.7 tok/s with prefetcht0
-// against 29.6-30.2. Always inlined: an out-of-line copy that only prefetches is found pure and
-// its calls deleted.
+// Into L2 (FetchL2): on the Xeon with AMX running this table (RADIX_KERNELS=avx2), 1B Q4_K_M
+// decode 21.2-21.7 tok/s with prefetcht0 against 29.6-30.2.
 [[gnu::always_inline]] RADIX_AVX2 inline void PrefetchAhead(const uint8_t* p, int64_t bytes) {
-  for (int64_t line = 0; line < bytes; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + line), _MM_HINT_T1);
-  }
+  for (int64_t line = 0; line < bytes; line += 64) FetchL2(p + kPrefetchBytes + line);
 }
 
 // Pairs of code x activation byte products summed into 16-bit lanes (vpmaddubsw). Signed codes

@@ -54,18 +54,15 @@ int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 //     SDM's pseudo-code (one chain, even column first) is not what the hardware does. Denormals
 //     are flushed as the tiles flush them (RunPanels sets MXCSR's DAZ and FTZ).
 // Pair p of P panels (panel i at panels + i * panel_stride), each fetched ahead: one sequential
-// stream per panel, and fetching ahead keeps DRAM busy at decode. Into L2, as the quantized
-// panels (avx512_quant_matmul.cpp's StreamFetch): 1B BF16 decode 16.5-16.6 -> 16.8-17.1 tok/s on
-// the Xeon with AMX.
+// stream per panel, and fetching ahead keeps DRAM busy at decode. Into L2 (FetchL2): 1B BF16
+// decode 16.5-16.6 -> 16.8-17.1 tok/s on the Xeon with AMX.
 template <int P>
 [[gnu::always_inline]] RADIX_AVX512_BF16 inline void LoadPair(const uint32_t* panels,
                                                               int64_t panel_stride, int64_t p,
                                                               __m512i* w) {
 #pragma GCC unroll 4
   for (int i = 0; i < P; ++i) {
-    _mm_prefetch(
-        reinterpret_cast<const char*>(panels + i * panel_stride + (p + kPrefetchPairs) * kRows),
-        _MM_HINT_T1);
+    x86::FetchL2(panels + i * panel_stride + (p + kPrefetchPairs) * kRows);
     w[i] = _mm512_loadu_si512(panels + i * panel_stride + p * kRows);
   }
 }

@@ -38,16 +38,9 @@ int64_t TokenBlock(int64_t cols) {
 constexpr int64_t kPrefetchBytes = 16384;
 // The same for the per-call packer, in blocks ahead within each row.
 constexpr int64_t kPrefetchBlocks = 6;
-// The panel loaders fetch kPrefetchBytes ahead into L2, not L1: a fetch into L1 holds one of the
-// core's few L1 miss buffers for the whole trip to memory, and once they are all taken the next
-// fetch stalls the core, so the tile's arithmetic stops while it waits (perf put 70 % of the 1B
-// Q4_K_M decode's Q4_K tile samples on the instruction after a prefetcht0). Fetched into L2, the
-// tile's own loads then find the lines there. Xeon with AMX, 1B Q4_K_M single-stream decode,
-// one binary alternating: 30.1-31.7 tok/s with T0, 33.5-37.6 with T1 at 8-24 KB (16 KB:
-// 34.1-36.3), 25.5 with no fetch, 17 with NTA.
-[[gnu::always_inline]] inline void StreamFetch(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
-}
+// The panel loaders fetch kPrefetchBytes ahead into L2 (FetchL2), not L1. Xeon with AMX, 1B
+// Q4_K_M single-stream decode, one binary alternating: 30.1-31.7 tok/s with T0, 33.5-37.6 with
+// T1 at 8-24 KB (16 KB: 34.1-36.3), 25.5 with no fetch, 17 with NTA.
 
 // Dword lane r of the result holds row r's value at row_offsets[r] + offset (bytes).
 RADIX_AVX512_VNNI __m512i GatherRows(const uint8_t* base, __m512i row_offsets, int64_t offset) {
@@ -186,7 +179,7 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
                                                             __m512* min) const {
     const uint8_t* p = panel + j * stride;
     for (int64_t line = 0; prefetch && line < stride; line += 64) {
-      StreamFetch(p + kPrefetchBytes + line);
+      FetchL2(p + kPrefetchBytes + line);
     }
     PrefetchNext(next, next_chunk, j);
     for (int k = 0; k < KW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
@@ -230,7 +223,7 @@ struct CompactPanel {
     const uint8_t* p = panel + j * kBlockBytes;
     // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
     for (int64_t line = 0; kFetch && line < kBlockBytes; line += 64) {
-      StreamFetch(p + kPrefetchBytes + line);
+      FetchL2(p + kPrefetchBytes + line);
     }
     if constexpr (kFetch) PrefetchNext(next, next_chunk, j);
     if constexpr (kFormat == WeightFormat::kQ8_0) {
@@ -290,7 +283,7 @@ struct CompactSuperPanel {
     const int64_t js = j % kSubs;
     const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
     for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
-      StreamFetch(p + kPrefetchBytes + line);
+      FetchL2(p + kPrefetchBytes + line);
     }
     PrefetchNext(next, next_chunk, j);
     const uint8_t* regs = p + js * kRegs * 64;

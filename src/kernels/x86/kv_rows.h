@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/kv_type.h"
+#include "kernels/x86/simd.h"
 
 namespace radixserve::kernels::x86 {
 
@@ -25,18 +26,16 @@ inline const void* RowAt(const void* base, const int32_t* slots, int64_t j, int6
                                               static_cast<int64_t>(KvTypeSize(T));
 }
 
-// Fetches the `bytes` of row i of `slots` (i < count) from `offset` into L2, every line. The
-// kernels call it one row slice per step of their own loads, never in a burst: a burst of a
-// tile's lines fills the core's miss buffers and stalls it. Always inlined: GCC counts
-// __builtin_prefetch as free of side effects, so an out-of-line copy is found pure and its calls
-// are deleted (which is what happened to these fetches until 2026-11-30).
+// Fetches the `bytes` of row i of `slots` (i < count) from `offset` into L2 (FetchL2), every
+// line. The kernels call it one row slice per step of their own loads, never in a burst: a burst
+// of a tile's lines fills the core's miss buffers and stalls it.
 template <KvType T>
 [[gnu::always_inline]] inline void FetchRow(const void* base, const int32_t* slots, int64_t i,
                                             int64_t count, int64_t slot_stride, int64_t offset,
                                             int64_t bytes) {
   if (i >= count) return;
   const char* row = static_cast<const char*>(RowAt<T>(base, slots, i, slot_stride, offset));
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 2);
+  for (int64_t b = 0; b < bytes; b += 64) FetchL2(row + b);
 }
 
 }  // namespace radixserve::kernels::x86

@@ -184,7 +184,7 @@ struct Lookahead {
 // Sub-block j's share of the next panel (Lookahead), fetched into L2 while this one computes.
 [[gnu::always_inline]] inline void PrefetchNext(const uint8_t* next, int64_t chunk, int64_t j) {
   for (int64_t line = 0; next != nullptr && line < chunk; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(next + j * chunk + line), _MM_HINT_T1);
+    FetchL2(next + j * chunk + line);
   }
 }
 

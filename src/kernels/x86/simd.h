@@ -23,6 +23,18 @@
 
 namespace radixserve::kernels::x86 {
 
+// Fetches the cache line at p into L2 (prefetcht1), the one software fetch the kernels use for
+// streams they read ahead (weight panels, the next panel, the next tile's K/V rows). Not into L1:
+// a fetch into L1 holds one of the core's few L1 miss buffers for the whole trip to memory, and
+// once they are all taken the next fetch stalls the core, so the arithmetic waits on memory
+// instead of overlapping it (perf put 70 % of a 1B Q4_K_M decode's Q4_K tile samples after a
+// prefetcht0; docs/performance.md, session 39). Always inlined, as must be every helper that only
+// fetches: GCC counts a prefetch as free of side effects, finds an out-of-line copy pure and
+// deletes its calls (which is what happened to the attention's fetches until 2026-11-30).
+[[gnu::always_inline]] inline void FetchL2(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
+
 inline bool CpuHasAvx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
