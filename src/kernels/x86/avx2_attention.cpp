@@ -161,10 +161,6 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t l
 // kernels: a row's columns are widened 8 at a time as Load8 widens them, so the values are the
 // gather's, and summed as the AVX2 float GEMM sums a gathered row against a token (one 8-lane
 // accumulator from zero in column order, then Sum8's additions), so the bits are too.
-template <KvType T>
-RADIX_AVX2 inline __m256 RowLoad8(const void* row, int64_t c, float scale) {
-  return Load8(row, T, scale, c);
-}
 
 // Scores of two keys against four queries at a time (8 accumulators, 2 row vectors and the
 // queries' vectors from memory), the eight lane sums at once through Sum8x8. Keys outermost, a
@@ -189,7 +185,7 @@ RADIX_AVX2 void ScoresAs(const float* q, int heads, int64_t nq, const void* base
         __m256 acc[8];  // acc[2 b + r]: query i + b, key j + r
         for (__m256& a : acc) a = _mm256_setzero_ps();
         for (int64_t c = 0; c < d; c += 8) {
-          const __m256 k0 = RowLoad8<T>(row0, c, scale), k1 = RowLoad8<T>(row1, c, scale);
+          const __m256 k0 = Load8(row0, T, scale, c), k1 = Load8(row1, T, scale, c);
           for (int b = 0; b < 4; ++b) {
             const __m256 x = _mm256_loadu_ps(qi[b] + c);
             acc[2 * b] = _mm256_fmadd_ps(k0, x, acc[2 * b]);
@@ -220,7 +216,7 @@ RADIX_AVX2 void AccumulateBlock(const float* p, const void* base, float scale, c
     FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + c,
                 16 * static_cast<int64_t>(KvTypeSize(T)));
     const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
-    const __m256 v0 = RowLoad8<T>(row, c, scale), v1 = RowLoad8<T>(row, c + 8, scale);
+    const __m256 v0 = Load8(row, T, scale, c), v1 = Load8(row, T, scale, c + 8);
     for (int q = 0; q < Q; ++q) {
       const __m256 w = _mm256_set1_ps(p[q * kKeyTile + j]);
       a[q][0] = _mm256_fmadd_ps(w, v0, a[q][0]);

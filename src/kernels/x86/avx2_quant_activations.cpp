@@ -88,26 +88,21 @@ RADIX_AVX2 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, 
     const float scale = 1.0f / iscale;
     const __m256 viscale = _mm256_set1_ps(iscale);
     const __m256i cap = _mm256_set1_epi32(127);
+    auto put = [&](int64_t g, int sum) {  // sub-block g's scale, sums and bias
+      d[g] = scale;
+      s[g] = scale * static_cast<float>(sum);
+      bias[g] = -offset * sum;
+      sums[g] = static_cast<int16_t>(sum);
+    };
     for (int64_t i = b; i < b + 256; i += 32) {
       __m256i v[4];
       Codes32(x + i, viscale, cap, q + i, v);
       // Sub-blocks of 32 (or 16: Q6_K) elements of this run of 32.
-      const int64_t g = i / sub;
+      const __m256i halves[2] = {_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])};
       if (sub == 32) {
-        const int sum =
-            SumLanes(_mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
-        d[g] = scale;
-        s[g] = scale * static_cast<float>(sum);
-        bias[g] = -offset * sum;
-        sums[g] = static_cast<int16_t>(sum);
+        put(i / 32, SumLanes(_mm256_add_epi32(halves[0], halves[1])));
       } else {
-        for (int h = 0; h < 2; ++h) {
-          const int sum = SumLanes(_mm256_add_epi32(v[2 * h], v[2 * h + 1]));
-          d[g + h] = scale;
-          s[g + h] = scale * static_cast<float>(sum);
-          bias[g + h] = -offset * sum;
-          sums[g + h] = static_cast<int16_t>(sum);
-        }
+        for (int h = 0; h < 2; ++h) put(i / 16 + h, SumLanes(halves[h]));
       }
     }
   }

@@ -147,6 +147,7 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
 // half of each lane by one word permute per 16 columns; fp8 codes become halves as the AVX2
 // gather makes them, then are multiplied by its factor), so the same values give the same bits
 // from an f32, a bf16, an f16 or an fp8 cache, and fp8 rows the gather's bits.
+
 // The factor fp8 halves are multiplied by (the AVX2 gather's: E4M3 halves read as 2^-8 times the
 // code's value, kernels/fp8.h); unused for the other types.
 template <KvType T>

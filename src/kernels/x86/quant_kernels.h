@@ -16,7 +16,6 @@
 #pragma once
 
 #include <algorithm>
-
 #include <array>
 #include <cstdint>
 #include <cstring>
