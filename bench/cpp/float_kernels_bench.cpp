@@ -5,10 +5,12 @@
 //   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]]
 //   (default: all)
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <numeric>
 #include <random>
@@ -20,6 +22,8 @@
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
 #include "kernels/kernel_choice.h"
+#include "kernels/kernel_table.h"
+#include "kernels/quant_matmul.h"
 #include "model/kv_cache_view.h"
 #include "model/paged_attention.h"
 
@@ -97,19 +101,46 @@ void BenchGemm(ThreadPool& pool) {
 
 // The packed BF16 panels (what serving runs) at Llama-3.2-1B's projections, fused as the model
 // fuses them (Q/K/V 3072 x 2048, O 2048 x 2048, gate/up 16384 x 2048, down 2048 x 8192), for one
-// decode row, 32 decode rows and a 512-token prefill chunk, with every product the CPU runs.
+// decode row, 32 decode rows and a 512-token prefill chunk: every AVX-512 product the CPU runs,
+// the AVX2 panels, and the AVX2 float GEMM over the unpacked rows (what the avx2 table ran before
+// it had panels).
 void BenchBf16Panels1b(ThreadPool& pool) {
-  if (!kernels::Bf16PanelsSupported()) {
-    std::printf("gemm-1b: no AVX-512 BF16 panels on this CPU\n");
+  using Run = std::function<void(const float*, int64_t, const kernels::WeightMatrix&,
+                                 const uint8_t*, float*)>;
+  std::vector<std::pair<std::string, Run>> runs;
+  if (kernels::Bf16PanelsSupported()) {
+    std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma,
+                                                  kernels::Bf16Product::kDotBf16};
+    if (kernels::Bf16AmxSupported()) products.push_back(kernels::Bf16Product::kAmxTile);
+    for (const kernels::Bf16Product product : products) {
+      runs.emplace_back(std::string(kernels::Bf16ProductName(product)),
+                        [&pool, product](const float* x, int64_t n, const kernels::WeightMatrix& m,
+                                         const uint8_t* panels, float* y) {
+                          kernels::Bf16PanelMatMulWith(product, &pool, x, n, m, panels, y);
+                        });
+    }
+  }
+  if (kernels::Bf16PanelsFor("avx2")) {
+    runs.emplace_back("avx2", [&pool](const float* x, int64_t n, const kernels::WeightMatrix& m,
+                                      const uint8_t* panels, float* y) {
+      kernels::Bf16PanelMatMulAvx2(&pool, x, n, m, panels, y);
+    });
+  }
+  if (const kernels::KernelTable* avx2 = kernels::Avx2Kernels(); avx2 != nullptr) {
+    runs.emplace_back(
+        "avx2_rows", [&pool, avx2](const float* x, int64_t n, const kernels::WeightMatrix& m,
+                                   const uint8_t*, float* y) {
+          kernels::MatMul(*avx2, &pool, x, n, m, y, kernels::ActivationMode::kGgmlRounded);
+        });
+  }
+  if (runs.empty()) {
+    std::printf("gemm-1b: no BF16 kernels but the reference on this CPU\n");
     return;
   }
-  std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma,
-                                                kernels::Bf16Product::kDotBf16};
-  if (kernels::Bf16AmxSupported()) products.push_back(kernels::Bf16Product::kAmxTile);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const int64_t ns[] = {1, 32, 512};
-  double total[3][3] = {};  // [product][n index] seconds over the layer's four matrices
+  std::vector<std::array<double, 3>> total(runs.size());  // [run][n index] seconds per layer
   for (const auto& [rows, cols] :
        {std::pair<int64_t, int64_t>{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}}) {
     std::vector<uint16_t> w16(static_cast<size_t>(rows * cols));
@@ -122,24 +153,22 @@ void BenchBf16Panels1b(ThreadPool& pool) {
       std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
       for (auto& v : x) v = dist(rng);
       const double flops = 2.0 * static_cast<double>(rows * cols * n);
-      for (const kernels::Bf16Product product : products) {
-        const double s = BestSeconds(5, [&] {
-          kernels::Bf16PanelMatMulWith(product, &pool, x.data(), n, m, panels.data(), y.data());
-        });
-        total[static_cast<int>(product)][ni] += s;
-        std::printf("gemm-1b bf16 panels %-9s %5ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s\n",
-                    std::string(kernels::Bf16ProductName(product)).c_str(), static_cast<long>(rows),
-                    static_cast<long>(cols), static_cast<long>(n), pool.size(), s * 1e6,
-                    flops / s / 1e9);
+      for (size_t ri = 0; ri < runs.size(); ++ri) {
+        const double s =
+            BestSeconds(5, [&] { runs[ri].second(x.data(), n, m, panels.data(), y.data()); });
+        total[ri][ni] += s;
+        std::printf("gemm-1b bf16 %-9s %5ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s\n",
+                    runs[ri].first.c_str(), static_cast<long>(rows), static_cast<long>(cols),
+                    static_cast<long>(n), pool.size(), s * 1e6, flops / s / 1e9);
       }
     }
   }
   const double layer = 2.0 * (3072.0 * 2048 + 2048.0 * 2048 + 16384.0 * 2048 + 2048.0 * 8192);
   for (size_t ni = 0; ni < 3; ++ni) {
     std::printf("gemm-1b layer n=%3ld:", static_cast<long>(ns[ni]));
-    for (const kernels::Bf16Product product : products) {
-      std::printf(" %s %6.1f GFLOP/s", std::string(kernels::Bf16ProductName(product)).c_str(),
-                  layer * static_cast<double>(ns[ni]) / total[static_cast<int>(product)][ni] / 1e9);
+    for (size_t ri = 0; ri < runs.size(); ++ri) {
+      std::printf(" %s %6.1f GFLOP/s", runs[ri].first.c_str(),
+                  layer * static_cast<double>(ns[ni]) / total[ri][ni] / 1e9);
     }
     std::printf("\n");
   }

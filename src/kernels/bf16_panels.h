@@ -1,4 +1,4 @@
-// BF16 weights repacked at load for AVX512-BF16 matmuls in "broadcast form".
+// BF16 weights repacked at load for the AVX-512 and AVX2 matmuls in "broadcast form".
 //
 // Layout: panels of 16 weight rows. Within a panel, column pair p (columns 2p, 2p + 1) of the 16
 // rows is one 64-byte vector: dword r holds row r's two bf16 values. Rows past the matrix and the
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "common/thread_pool.h"
@@ -49,6 +50,11 @@ enum class Bf16Product { kWidenFma, kDotBf16, kAmxTile };
 // The product Bf16PanelMatMul uses in this process (kernel_choice.h's ActiveKernelChoice()).
 Bf16Product ActiveBf16Product();
 
+// True when the kernel table named `table` runs BF16 weights as panels: "avx512" where
+// Bf16PanelsSupported(), "avx2" wherever that table runs (the widen_fma product on 8-lane vectors,
+// x86/avx2_bf16_panels.h, with the same bits as the AVX-512 widen_fma).
+bool Bf16PanelsFor(std::string_view table);
+
 // Bytes of w (kBF16) in panel form.
 int64_t Bf16PanelBytes(const WeightMatrix& w);
 
@@ -61,5 +67,12 @@ void Bf16PanelMatMul(ThreadPool* pool, const float* x, int64_t n, const WeightMa
 // The same with a given product (the calibration and the tests run both).
 void Bf16PanelMatMulWith(Bf16Product product, ThreadPool* pool, const float* x, int64_t n,
                          const WeightMatrix& w, const uint8_t* panels, float* y);
+// The same on AVX2 (the widen_fma product; requires Bf16PanelsFor("avx2")).
+void Bf16PanelMatMulAvx2(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                         const uint8_t* panels, float* y);
+// The panel product of the table named `table` (Bf16PanelsFor(table)): the avx512 table's active
+// product or the avx2 table's widen_fma.
+void Bf16PanelMatMulFor(std::string_view table, ThreadPool* pool, const float* x, int64_t n,
+                        const WeightMatrix& w, const uint8_t* panels, float* y);
 
 }  // namespace radixserve::kernels

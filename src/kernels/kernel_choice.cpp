@@ -233,12 +233,15 @@ KernelChoiceInputs ProcessKernelChoiceInputs() {
 }
 
 KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
+  return ChooseKernels(inputs, ActiveKernels());
+}
+
+KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs, const KernelTable& table) {
   KernelChoiceResult result;
   KernelChoice& choice = result.choice;
-  const KernelTable& table = ActiveKernels();
   choice.table = table.name;
   choice.quantized = QuantMatMulVariant(table);
-  choice.bf16_panels = table.name == "avx512" && Bf16PanelsSupported();
+  choice.bf16_panels = Bf16PanelsFor(table.name);
   const bool tiles_apply = choice.quantized == "avx512_vnni";
   if (tiles_apply && x86::AmxInt8Usable()) {
     choice.quant_amx = QuantAmxEnabled();
@@ -250,6 +253,17 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs) {
     if (!result.error.empty()) return result;
     choice.bf16_product = *forced;
     choice.bf16_source = "forced";
+  }
+  if (choice.table == "avx2" && choice.bf16_panels) {
+    // One product here: the 8-lane widen_fma (bf16_panels.h).
+    if (choice.bf16_source == "forced" && choice.bf16_product != Bf16Product::kWidenFma) {
+      RADIX_LOG_WARN("{}={} has no effect here: the avx2 kernels multiply BF16 panels by widen_fma",
+                     kForceVariable, Bf16ProductName(choice.bf16_product));
+    }
+    if (choice.bf16_source != "forced" || choice.bf16_product != Bf16Product::kWidenFma) {
+      choice.bf16_source = "the only avx2 product";
+    }
+    choice.bf16_product = Bf16Product::kWidenFma;
   }
   if (!inputs.forced_quant_tiles.empty()) {
     const std::optional<QuantTiles> forced = ParseQuantTiles(inputs.forced_quant_tiles);

@@ -46,9 +46,10 @@ Bf16Timing MeasureBf16Products();
 struct KernelChoice {
   std::string_view table;      // the instruction-set table: ref, avx2, avx512
   std::string_view quantized;  // the quantized matmul variant ("" when none)
-  bool bf16_panels = false;    // BF16 weights run as packed panels (AVX512-BF16)
+  bool bf16_panels = false;    // BF16 weights run as packed panels (Bf16PanelsFor(table))
   Bf16Product bf16_product = Bf16Product::kWidenFma;
-  // How bf16_product was chosen: "forced", "measured", "cached", or "" without panels.
+  // How bf16_product was chosen: "forced", "measured", "cached", "the only avx2 product", or ""
+  // without panels.
   std::string bf16_source;
   std::optional<Bf16Timing> bf16_timing;  // measured or read from the cache
   // With kAmxTile: steps of fewer than 16 tokens run on vector tiles that reproduce the AMX tiles'
@@ -88,6 +89,8 @@ struct KernelChoiceResult {
   std::string error;
 };
 KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs);
+// The same for a given table (the one above uses ActiveKernels()).
+KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs, const KernelTable& table);
 
 // The choice of this process, made once on first use (from ProcessKernelChoiceInputs()). An
 // invalid RADIX_BF16_PRODUCT or RADIX_QUANT_TILES is reported by ValidateKernelChoiceEnvironment

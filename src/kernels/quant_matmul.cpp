@@ -150,7 +150,7 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
 }
 
 // PackedWeight::variant of BF16 matrices in kernels/bf16_panels.h form.
-constexpr std::string_view kBf16PanelsVariant = "avx512_bf16_panels";
+constexpr std::string_view kBf16PanelsVariant = "bf16_panels";
 // PackedWeight::variant of F32 matrices in float_matmul.h's F32 panels.
 constexpr std::string_view kF32PanelsVariant = "f32_panels";
 
@@ -159,8 +159,7 @@ bool PacksF32Panels(const WeightMatrix& w) { return w.format == WeightFormat::kF
 
 PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w) {
   PackedWeight out{w, {}, {}};
-  if (w.format == WeightFormat::kBF16 && table.name == "avx512" && Bf16PanelsSupported() &&
-      w.rows > 0) {
+  if (w.format == WeightFormat::kBF16 && Bf16PanelsFor(table.name) && w.rows > 0) {
     out.variant = kBf16PanelsVariant;
     out.panels.resize(static_cast<size_t>(Bf16PanelBytes(w)));
     PackBf16Panels(w, pool, out.panels.data());
@@ -192,7 +191,7 @@ PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix
 
 int64_t PackedBytes(const KernelTable& table, const WeightMatrix& w) {
   if (w.rows <= 0) return 0;
-  if (w.format == WeightFormat::kBF16 && table.name == "avx512" && Bf16PanelsSupported()) {
+  if (w.format == WeightFormat::kBF16 && Bf16PanelsFor(table.name)) {
     return Bf16PanelBytes(w);
   }
   if (PacksF32Panels(w)) {
@@ -212,8 +211,8 @@ void MatMul(const KernelTable& table, ThreadPool* pool, const float* x, int64_t 
 void MatMulWithTiles(QuantTiles tiles, const KernelTable& table, ThreadPool* pool, const float* x,
                      int64_t n, const PackedWeight& w, float* y, ActivationMode mode) {
   if (w.variant == kBf16PanelsVariant && w.packed() && mode == ActivationMode::kGgmlRounded &&
-      table.name == "avx512") {
-    Bf16PanelMatMul(pool, x, n, w.source, w.panels.data(), y);
+      Bf16PanelsFor(table.name)) {
+    Bf16PanelMatMulFor(table.name, pool, x, n, w.source, w.panels.data(), y);
     return;
   }
   if (w.variant == kF32PanelsVariant && w.packed()) {  // F32 weights ignore the mode

@@ -4,11 +4,11 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <utility>
 
 #include "common/check.h"
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
+#include "kernels/x86/avx2_panel_tile.h"
 #include "kernels/x86/simd.h"
 #include "kernels/x86/token_tiles.h"
 
@@ -161,58 +161,13 @@ void ToBf16(const float* x, uint16_t* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = F32ToBf16(x[i]);
 }
 
-// F32 panels (float_matmul.h): one panel (two 8-row halves) x NT tokens, 2 * NT <= 12
-// accumulators, one fma per column in order.
-template <int NT>
-RADIX_AVX2 void PanelTile(const float* x, int64_t ldx, const float* panel, int64_t cols,
-                          int64_t live_rows, float* y, int64_t ldy) {
-  __m256 lo[NT], hi[NT];
-  for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_ps();
-#pragma GCC unroll 2
-  for (int64_t c = 0; c < cols; ++c) {
-    const __m256 w0 = _mm256_loadu_ps(panel + c * kF32PanelRows);
-    const __m256 w1 = _mm256_loadu_ps(panel + c * kF32PanelRows + 8);
-    for (int t = 0; t < NT; ++t) {
-      const __m256 xb = _mm256_broadcast_ss(x + t * ldx + c);
-      lo[t] = _mm256_fmadd_ps(w0, xb, lo[t]);
-      hi[t] = _mm256_fmadd_ps(w1, xb, hi[t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) {
-    if (live_rows >= kF32PanelRows) {
-      _mm256_storeu_ps(y + t * ldy, lo[t]);
-      _mm256_storeu_ps(y + t * ldy + 8, hi[t]);
-    } else {
-      alignas(32) float sums[kF32PanelRows];
-      _mm256_store_ps(sums, lo[t]);
-      _mm256_store_ps(sums + 8, hi[t]);
-      std::memcpy(y + t * ldy, sums, sizeof(float) * static_cast<size_t>(live_rows));
-    }
-  }
-}
-
+// F32 panels (float_matmul.h): avx2_panel_tile.h's tiles over each panel, from zero.
 RADIX_AVX2 void GemmF32Panels(const float* x, int64_t ldx, int64_t n, const float* panels,
                               int64_t rows, int64_t cols, int64_t p_begin, int64_t p_end, float* y,
                               int64_t ldy) {
-  // The tail is spelled out here rather than through ForEachTokenTileOf (token_tiles.h): called
-  // from that helper's lambda, out of line, GCC keeps this tile's twelve accumulators on the
-  // stack (float_kernels_bench gemm with RADIX_KERNELS=avx2: 259 -> 125 GFLOP/s).
-  constexpr int kTile = 6;
   for (int64_t p = p_begin; p < p_end; ++p) {
     const int64_t r0 = p * kF32PanelRows;
-    const float* panel = panels + r0 * cols;
-    int64_t t = 0;
-    for (; t + kTile <= n; t += kTile) {
-      PanelTile<kTile>(x + t * ldx, ldx, panel, cols, rows - r0, y + t * ldy + r0, ldy);
-    }
-    const int64_t rest = n - t;
-    [&]<int... I>(std::integer_sequence<int, I...>) {
-      ((rest == I + 1
-            ? PanelTile<I + 1>(x + t * ldx, ldx, panel, cols, rows - r0, y + t * ldy + r0, ldy)
-            : void()),
-       ...);
-    }
-    (std::make_integer_sequence<int, kTile - 1>{});
+    PanelTokens(x, ldx, n, panels + r0 * cols, cols, rows - r0, y + r0, ldy, true);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
 #include "kernels/x86/amx.h"
+#include "kernels/x86/avx2_bf16_panels.h"
 #include "kernels/x86/simd.h"
 
 namespace radixserve::kernels {
@@ -242,9 +243,8 @@ RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
 // or bf16 pairs (out[t * width + p] holds columns 2p and 2p + 1 in its low and high half). Values
 // past the columns up to `width` are zero.
 template <Bf16Product kProduct>
-void PrepareTokens(const float* x, int64_t cols, int64_t width, int64_t t0, int64_t t1,
-                   Activation<kProduct>* out) {
-  const FloatGemmKernels& kernels = *Avx512FloatKernels();
+void PrepareTokens(const FloatGemmKernels& kernels, const float* x, int64_t cols, int64_t width,
+                   int64_t t0, int64_t t1, Activation<kProduct>* out) {
   const int64_t pairs = Pairs(cols);
   for (int64_t t = t0; t < t1; ++t) {
     Activation<kProduct>* row = out + t * width;
@@ -269,24 +269,28 @@ void PrepareTokens(const float* x, int64_t cols, int64_t width, int64_t t0, int6
 // `parallel` and there are enough of them: rounding costs about a pass over the activations, and
 // below this size a hand-off costs more.
 template <Bf16Product kProduct>
-void PrepareAllTokens(ThreadPool* pool, bool parallel, const float* x, int64_t n, int64_t cols,
-                      int64_t width, Activation<kProduct>* out) {
+void PrepareAllTokens(const FloatGemmKernels& kernels, ThreadPool* pool, bool parallel,
+                      const float* x, int64_t n, int64_t cols, int64_t width,
+                      Activation<kProduct>* out) {
   constexpr int64_t kParallelRoundElements = 32 * 1024;
   if (parallel && n * cols >= kParallelRoundElements) {
     pool->RunOnAll([&](int index, int count) {
-      PrepareTokens<kProduct>(x, cols, width, n * index / count, n * (index + 1) / count, out);
+      PrepareTokens<kProduct>(kernels, x, cols, width, n * index / count, n * (index + 1) / count,
+                              out);
     });
   } else {
-    PrepareTokens<kProduct>(x, cols, width, 0, n, out);
+    PrepareTokens<kProduct>(kernels, x, cols, width, 0, n, out);
   }
 }
 
-template <Bf16Product kProduct>
-void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
-                const uint8_t* panels, float* y) {
+// The vector products over the pool: the activations prepared by `kernels` (rounded to bf16 in
+// kProduct's form), then run_panels(xr, nt, p0, p1, y) for panels [p0, p1) and nt tokens of xr
+// into y (row stride w.rows), blocks of at most token_block tokens at a time.
+template <Bf16Product kProduct, typename RunPanelsFn>
+void MatMulOver(const FloatGemmKernels& kernels, ThreadPool* pool, const float* x, int64_t n,
+                const WeightMatrix& w, int64_t token_block, RunPanelsFn run_panels, float* y) {
   const int64_t pairs = Pairs(w.cols);
   const int64_t num_panels = (w.rows + kRows - 1) / kRows;
-  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
   // Named through a plain reference: inside the pool's lambdas a thread_local name would
   // resolve to the worker's own (empty) instance.
   thread_local std::vector<Activation<kProduct>> per_caller;
@@ -298,13 +302,13 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
   const int64_t tiles = (num_panels + kPanelsPerTile - 1) / kPanelsPerTile;
   auto run = [&](int64_t begin, int64_t end) {
     const int64_t p0 = begin * kPanelsPerTile, p1 = std::min(num_panels, end * kPanelsPerTile);
-    for (int64_t t0 = 0; t0 < n; t0 += kTokenBlock) {
-      const int64_t nt = std::min(kTokenBlock, n - t0);
-      RunPanels<kProduct>(w, packed, xr.data() + t0 * width, nt, p0, p1, y + t0 * w.rows);
+    for (int64_t t0 = 0; t0 < n; t0 += token_block) {
+      const int64_t nt = std::min(token_block, n - t0);
+      run_panels(xr.data() + t0 * width, nt, p0, p1, y + t0 * w.rows);
     }
   };
   const bool parallel = pool != nullptr && pool->size() > 1 && tiles >= 2;
-  PrepareAllTokens<kProduct>(pool, parallel, x, n, w.cols, width, xr.data());
+  PrepareAllTokens<kProduct>(kernels, pool, parallel, x, n, w.cols, width, xr.data());
   if (!parallel) {
     run(0, tiles);
     return;
@@ -313,6 +317,18 @@ void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix&
     const int64_t parts = std::min<int64_t>(count, tiles);
     if (index < parts) run(tiles * index / parts, tiles * (index + 1) / parts);
   });
+}
+
+template <Bf16Product kProduct>
+void MatMulWith(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                const uint8_t* panels, float* y) {
+  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
+  MatMulOver<kProduct>(
+      *Avx512FloatKernels(), pool, x, n, w, kTokenBlock,
+      [&](const Activation<kProduct>* xr, int64_t nt, int64_t p0, int64_t p1, float* yb) {
+        RunPanels<kProduct>(w, packed, xr, nt, p0, p1, yb);
+      },
+      y);
 }
 
 // The AMX product on the tiles: the activations as bf16 pairs in whole tiles (rows padded with
@@ -329,7 +345,8 @@ void MatMulAmxTiles(ThreadPool* pool, const float* x, int64_t n, const WeightMat
   xr.resize(static_cast<size_t>(padded_n * ldx));
   std::fill(xr.begin() + n * ldx, xr.end(), 0u);
   const bool parallel = pool != nullptr && pool->size() > 1 && num_panels >= 2;
-  PrepareAllTokens<Bf16Product::kDotBf16>(pool, parallel, x, n, w.cols, ldx, xr.data());
+  PrepareAllTokens<Bf16Product::kDotBf16>(*Avx512FloatKernels(), pool, parallel, x, n, w.cols, ldx,
+                                          xr.data());
   const auto* packed = reinterpret_cast<const uint32_t*>(panels);
   if (!parallel) {
     x86::AmxBf16PanelRange(packed, pairs, w.rows, xr.data(), ldx, n, 0, num_panels, y);
@@ -429,9 +446,39 @@ void PackBf16Panels(const WeightMatrix& w, ThreadPool* pool, uint8_t* out) {
   }
 }
 
+bool Bf16PanelsFor(std::string_view table) {
+  if (table == "avx512") return Bf16PanelsSupported();
+  return table == "avx2" && Avx2FloatKernels() != nullptr;
+}
+
+void Bf16PanelMatMulFor(std::string_view table, ThreadPool* pool, const float* x, int64_t n,
+                        const WeightMatrix& w, const uint8_t* panels, float* y) {
+  if (table == "avx2") return Bf16PanelMatMulAvx2(pool, x, n, w, panels, y);
+  RADIX_CHECK_MSG(table == "avx512", "no BF16 panel kernel for this table");
+  Bf16PanelMatMul(pool, x, n, w, panels, y);
+}
+
 void Bf16PanelMatMul(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
                      const uint8_t* panels, float* y) {
   Bf16PanelMatMulWith(ActiveBf16Product(), pool, x, n, w, panels, y);
+}
+
+void Bf16PanelMatMulAvx2(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
+                         const uint8_t* panels, float* y) {
+  RADIX_CHECK(Bf16PanelsFor("avx2") && w.format == WeightFormat::kBF16);
+  if (n <= 0 || w.rows <= 0) return;
+  // Blocks of whole 6-token tiles (x86/avx2_bf16_panels.cpp); 512 would keep neither a chunk's
+  // activations nor the running sums in L2 (gemm-1b: 186-191 -> 136 GFLOP/s).
+  constexpr int64_t kAvx2TokenBlock = 96;
+  const int64_t pairs = Pairs(w.cols);
+  const int64_t ldx = ActivationWidth(Bf16Product::kWidenFma, pairs);
+  const auto* packed = reinterpret_cast<const uint32_t*>(panels);
+  MatMulOver<Bf16Product::kWidenFma>(
+      *Avx2FloatKernels(), pool, x, n, w, kAvx2TokenBlock,
+      [&](const float* xr, int64_t nt, int64_t p0, int64_t p1, float* yb) {
+        x86::Avx2Bf16PanelRange(packed, pairs, w.rows, xr, ldx, nt, p0, p1, yb);
+      },
+      y);
 }
 
 void Bf16PanelMatMulWith(Bf16Product product, ThreadPool* pool, const float* x, int64_t n,

@@ -189,19 +189,20 @@ def smollm2_bf16(tmp_path_factory):
     return str(dst)
 
 
-@pytest.mark.parametrize("product", ["widen_fma", "dot_bf16", "amx_bf16"])
+@pytest.mark.parametrize("product", ["widen_fma", "dot_bf16", "amx_bf16", "avx2"])
 def test_smollm2_bf16_matches_llama_cpp(smollm2_bf16, tmp_path, product):
     """BF16 weights under each BF16 product the kernels can choose (kernels/kernel_choice.h),
     against llama.cpp on the same file. Both round activations to bf16 and sum exact products in
     f32, but llama.cpp keeps its KV cache in F16 and orders its sums differently, so positions
     within a rounding of a tie may flip (max |dlogit| measured 0.25-0.30 on Zen 5 with either
     product): the same agreement bar as the quantized formats, against llama.cpp's own. amx_bf16
-    runs where the CPU has AMX-BF16 (Sapphire Rapids and later Xeons)."""
+    runs where the CPU has AMX-BF16 (Sapphire Rapids and later Xeons); avx2 is the avx2 table's
+    panels (RADIX_KERNELS=avx2, its one product: widen_fma on 8-lane vectors)."""
     from server_util import cpu_flags
     if product == "amx_bf16" and "amx_bf16" not in cpu_flags():
         pytest.skip("by design: this CPU has no AMX-BF16")
-    quantized_agreement(smollm2_bf16, tmp_path, f"SmolLM2 BF16 ({product})",
-                        env={"RADIX_BF16_PRODUCT": product})
+    env = {"RADIX_KERNELS": "avx2"} if product == "avx2" else {"RADIX_BF16_PRODUCT": product}
+    quantized_agreement(smollm2_bf16, tmp_path, f"SmolLM2 BF16 ({product})", env=env)
 
 
 def test_smollm2_hf_copy_equals_gguf(tmp_path):

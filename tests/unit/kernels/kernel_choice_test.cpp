@@ -45,8 +45,13 @@ TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
   KernelChoiceInputs inputs{"dot_bf16", dir.str(), "test machine", "expand"};
   const KernelChoiceResult result = ChooseKernels(inputs);
   ASSERT_EQ(result.error, "");
-  EXPECT_EQ(result.choice.bf16_product, Bf16Product::kDotBf16);
-  EXPECT_EQ(result.choice.bf16_source, "forced");
+  if (ActiveKernels().name == "avx2") {  // one product there (AvxTwoHasOneBf16Product)
+    EXPECT_EQ(result.choice.bf16_product, Bf16Product::kWidenFma);
+    EXPECT_EQ(result.choice.bf16_source, "the only avx2 product");
+  } else {
+    EXPECT_EQ(result.choice.bf16_product, Bf16Product::kDotBf16);
+    EXPECT_EQ(result.choice.bf16_source, "forced");
+  }
   EXPECT_FALSE(result.choice.bf16_timing.has_value());
   EXPECT_FALSE(std::filesystem::exists(dir.str()));
   EXPECT_EQ(result.choice.table, ActiveKernels().name);
@@ -54,6 +59,28 @@ TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
 
   inputs.forced_bf16_product = "widen_fma";
   EXPECT_EQ(ChooseKernels(inputs).choice.bf16_product, Bf16Product::kWidenFma);
+}
+
+// The avx2 table runs BF16 panels with its one product, widen_fma, whatever RADIX_BF16_PRODUCT
+// names (another name has no effect; the start-up line says so), and measures nothing.
+TEST(KernelChoiceTest, AvxTwoHasOneBf16Product) {
+  const KernelTable* avx2 = Avx2Kernels();
+  if (avx2 == nullptr) GTEST_SKIP() << "no AVX2 on this CPU";
+  TempDir dir;
+  for (const char* forced : {"", "widen_fma", "dot_bf16"}) {
+    SCOPED_TRACE(forced);
+    const KernelChoiceResult result = ChooseKernels({forced, dir.str(), "test machine", ""}, *avx2);
+    ASSERT_EQ(result.error, "");
+    EXPECT_EQ(result.choice.table, "avx2");
+    EXPECT_TRUE(result.choice.bf16_panels);
+    EXPECT_EQ(result.choice.bf16_product, Bf16Product::kWidenFma);
+    EXPECT_EQ(result.choice.bf16_source,
+              std::string(forced) == "widen_fma" ? "forced" : "the only avx2 product");
+    EXPECT_FALSE(result.choice.bf16_timing.has_value());
+    EXPECT_NE(DescribeKernelChoice(result.choice).find("BF16 panels with widen_fma"),
+              std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.str()));
 }
 
 TEST(KernelChoiceTest, ForcedAmxNeedsTheHardware) {

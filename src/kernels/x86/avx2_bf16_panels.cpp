@@ -1,0 +1,148 @@
+#include "kernels/x86/avx2_bf16_panels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/x86/avx2_panel_tile.h"
+#include "kernels/x86/simd.h"
+#include "kernels/x86/token_tiles.h"
+
+namespace radixserve::kernels::x86 {
+namespace {
+
+constexpr int64_t kRows = 16;  // rows per panel (kernels/bf16_panels.h)
+// How far ahead (in column pairs, one 64-byte line of a panel each) a panel is fetched.
+constexpr int64_t kFetchPairs = 32;
+// Panels sharing each broadcast activation in a step of at most 2 tokens (decode): more panel
+// streams in flight.
+constexpr int kDecodePanels = 3;
+// Steps of kAvx2PanelTokens tokens or more widen a panel to f32 once per kWidePairs column pairs
+// (16 KB, kept in L1) and run every token tile over that (avx2_panel_tile.h), so the tiles issue
+// fused multiply-adds and loads only; kWideGroup panels take each such chunk in turn, so a
+// chunk's activations stay in L2 across them while their running sums (in y) do too.
+// float_kernels_bench gemm-1b with 2 threads, 512 tokens: 173-176 GFLOP/s widening in the tiles
+// (2 shifts and 2 masks per 24 multiply-adds) -> 186-191.
+constexpr int64_t kWidePairs = 128;
+constexpr int64_t kWideGroup = 8;
+
+// Tokens [0, T) times panels [0, P) (panel i at panels + i * stride) over all pairs, widening each
+// pair as it goes: every accumulator adds its even column's product, then its odd column's. The
+// odd columns' weights are loaded again rather than kept (the second load hits L1), which leaves
+// registers for 3 panels at decode.
+template <int P, int T>
+RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, const float* x,
+                     int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+  __m256 acc[P][2][T];
+  for (int i = 0; i < P; ++i)
+    for (int h = 0; h < 2; ++h)
+      for (int t = 0; t < T; ++t) acc[i][h][t] = _mm256_setzero_ps();
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int64_t p = 0; p < pairs; ++p) {
+    const uint32_t* pair[P];
+    for (int i = 0; i < P; ++i) {
+      pair[i] = panels + i * stride + p * kRows;
+      FetchL2(pair[i] + kFetchPairs * kRows);
+    }
+    __m256 wv[P][2];
+    for (int i = 0; i < P; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8 * h));
+        wv[i][h] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_broadcast_ss(x + t * ldx + 2 * p);
+      for (int i = 0; i < P; ++i)
+        for (int h = 0; h < 2; ++h) acc[i][h][t] = _mm256_fmadd_ps(wv[i][h], xv, acc[i][h][t]);
+    }
+    for (int i = 0; i < P; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8 * h));
+        wv[i][h] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_broadcast_ss(x + t * ldx + 2 * p + 1);
+      for (int i = 0; i < P; ++i)
+        for (int h = 0; h < 2; ++h) acc[i][h][t] = _mm256_fmadd_ps(wv[i][h], xv, acc[i][h][t]);
+    }
+  }
+  for (int i = 0; i < P; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      const int64_t live = std::min<int64_t>(8, rows_left - i * kRows - h * 8);
+      for (int t = 0; t < T && live > 0; ++t) {
+        float* out = y + t * ldy + i * kRows + h * 8;
+        if (live == 8) {
+          _mm256_storeu_ps(out, acc[i][h][t]);
+        } else {
+          alignas(32) float sums[8];
+          _mm256_store_ps(sums, acc[i][h][t]);
+          std::memcpy(out, sums, sizeof(float) * static_cast<size_t>(live));
+        }
+      }
+    }
+  }
+}
+
+// Pairs [0, pairs) of one panel widened to f32 (float_matmul.h's F32 panel layout: the panel's 16
+// rows per column).
+RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int64_t p = 0; p < pairs; ++p) {
+    FetchL2(panel + (p + kFetchPairs) * kRows);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i w =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * kRows + 8 * h));
+      _mm256_store_ps(wide + 2 * p * kRows + 8 * h, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+      _mm256_store_ps(wide + (2 * p + 1) * kRows + 8 * h,
+                      _mm256_castsi256_ps(_mm256_and_si256(w, high)));
+    }
+  }
+}
+
+// Tokens [0, n) of panels [p0, p1) through widened chunks.
+RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, const float* xr,
+                          int64_t ldx, int64_t n, int64_t p0, int64_t p1, float* y) {
+  const int64_t stride = pairs * kRows;
+  alignas(64) float wide[2 * kWidePairs * kRows];
+  for (int64_t g = p0; g < p1; g += kWideGroup) {
+    const int64_t g1 = std::min(p1, g + kWideGroup);
+    for (int64_t k0 = 0; k0 < pairs; k0 += kWidePairs) {
+      const int64_t kn = std::min(kWidePairs, pairs - k0);
+      for (int64_t q = g; q < g1; ++q) {
+        Widen(panels + q * stride + k0 * kRows, kn, wide);
+        PanelTokens(xr + 2 * k0, ldx, n, wide, 2 * kn, rows - q * kRows, y + q * kRows, rows,
+                    k0 == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Avx2Bf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, const float* xr,
+                        int64_t ldx, int64_t n, int64_t p0, int64_t p1, float* y) {
+  if (n >= kAvx2PanelTokens) return WideRange(panels, pairs, rows, xr, ldx, n, p0, p1, y);
+  const int64_t stride = pairs * kRows;  // uint32 per panel
+  int64_t p = p0;
+  const auto run = [&]<int P, int T>() {
+    Tile<P, T>(panels + p * stride, stride, pairs, xr, ldx, y + p * kRows, rows, rows - p * kRows);
+  };
+  if (n <= 2) {
+    for (; p + kDecodePanels <= p1; p += kDecodePanels) {
+      if (n == 1) {
+        run.template operator()<kDecodePanels, 1>();
+      } else {
+        run.template operator()<kDecodePanels, 2>();
+      }
+    }
+  }
+  for (; p < p1; ++p) {
+    ForEachTokenTileOf<kAvx2PanelTokens>(
+        n, [&](auto tokens, int64_t) { run.template operator()<1, decltype(tokens)::value>(); });
+  }
+}
+
+}  // namespace radixserve::kernels::x86
