@@ -102,8 +102,8 @@ void BenchGemm(ThreadPool& pool) {
 // The packed BF16 panels (what serving runs) at Llama-3.2-1B's projections, fused as the model
 // fuses them (Q/K/V 3072 x 2048, O 2048 x 2048, gate/up 16384 x 2048, down 2048 x 8192), for one
 // decode row, 32 decode rows and a 512-token prefill chunk: every AVX-512 product the CPU runs,
-// the AVX2 panels, and the AVX2 float GEMM over the unpacked rows (what the avx2 table ran before
-// it had panels).
+// the AVX2 panels, and each table's float GEMM over the unpacked rows (what the avx2 table ran
+// before it had panels, and what the avx512 one runs without AVX512-BF16).
 void BenchBf16Panels1b(ThreadPool& pool) {
   using Run = std::function<void(const float*, int64_t, const kernels::WeightMatrix&,
                                  const uint8_t*, float*)>;
@@ -126,12 +126,14 @@ void BenchBf16Panels1b(ThreadPool& pool) {
       kernels::Bf16PanelMatMulAvx2(&pool, x, n, m, panels, y);
     });
   }
-  if (const kernels::KernelTable* avx2 = kernels::Avx2Kernels(); avx2 != nullptr) {
-    runs.emplace_back(
-        "avx2_rows", [&pool, avx2](const float* x, int64_t n, const kernels::WeightMatrix& m,
-                                   const uint8_t*, float* y) {
-          kernels::MatMul(*avx2, &pool, x, n, m, y, kernels::ActivationMode::kGgmlRounded);
-        });
+  for (const kernels::KernelTable* table : {kernels::Avx2Kernels(), kernels::Avx512Kernels()}) {
+    if (table == nullptr) continue;
+    runs.emplace_back(std::string(table->name) + "_rows",
+                      [&pool, table](const float* x, int64_t n, const kernels::WeightMatrix& m,
+                                     const uint8_t*, float* y) {
+                        kernels::MatMul(*table, &pool, x, n, m, y,
+                                        kernels::ActivationMode::kGgmlRounded);
+                      });
   }
   if (runs.empty()) {
     std::printf("gemm-1b: no BF16 kernels but the reference on this CPU\n");
