@@ -109,8 +109,8 @@ void BenchBf16Panels1b(ThreadPool& pool) {
                                  const uint8_t*, float*)>;
   std::vector<std::pair<std::string, Run>> runs;
   if (kernels::Bf16PanelsSupported()) {
-    std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma,
-                                                  kernels::Bf16Product::kDotBf16};
+    std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma};
+    if (kernels::Bf16DotSupported()) products.push_back(kernels::Bf16Product::kDotBf16);
     if (kernels::Bf16AmxSupported()) products.push_back(kernels::Bf16Product::kAmxTile);
     for (const kernels::Bf16Product product : products) {
       runs.emplace_back(std::string(kernels::Bf16ProductName(product)),

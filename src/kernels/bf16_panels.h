@@ -6,9 +6,10 @@
 //
 // Product: activations are rounded to bf16 (nearest even) and each pair-vector of a panel meets a
 // token's pair broadcast to every lane (Bf16Product below), so one register holds 16 rows of one
-// token and no horizontal sums are needed. A register tile covers up to 2 panels x 10 tokens
-// (20 accumulators). y[t, r] adds the pairs of row r in column order, so it depends only
-// on x row t and weight row r: never on n, the tile, the chunking or the thread count.
+// token and no horizontal sums are needed. A register tile covers up to 3 panels x 8 tokens on
+// AVX-512 (24 accumulators), 1 panel x 6 tokens on AVX2 (12 of 8 lanes). y[t, r] adds the pairs of
+// row r in column order, so it depends only on x row t and weight row r: never on n, the tile, the
+// chunking or the thread count.
 //
 // Numerics equal FloatMatMul's kGgmlRounded contract for BF16 weights (activations rounded to
 // bf16, products exact, sums in f32); only the summation order differs from the unpacked kernel.
@@ -23,10 +24,14 @@
 
 namespace radixserve::kernels {
 
-// True when the CPU runs the packed kernel (AVX-512 F/BW/VL and AVX512-BF16).
+// True when the CPU runs the AVX-512 packed kernel (AVX-512 F/BW/VL/DQ): the kWidenFma product.
 bool Bf16PanelsSupported();
 
-// True when the kAmxTile product runs here too (Bf16PanelsSupported(), AMX-BF16, and the OS grants
+// True when the kDotBf16 product runs here too (Bf16PanelsSupported() and AVX512-BF16: Cooper
+// Lake, Sapphire Rapids and later Xeons, Zen 4 and later; not Skylake to Ice Lake Xeons).
+bool Bf16DotSupported();
+
+// True when the kAmxTile product runs here too (Bf16DotSupported(), AMX-BF16, and the OS grants
 // the tile state).
 bool Bf16AmxSupported();
 
@@ -50,9 +55,9 @@ enum class Bf16Product { kWidenFma, kDotBf16, kAmxTile };
 // The product Bf16PanelMatMul uses in this process (kernel_choice.h's ActiveKernelChoice()).
 Bf16Product ActiveBf16Product();
 
-// True when the kernel table named `table` runs BF16 weights as panels: "avx512" where
-// Bf16PanelsSupported(), "avx2" wherever that table runs (the widen_fma product on 8-lane vectors,
-// x86/avx2_bf16_panels.h, with the same bits as the AVX-512 widen_fma).
+// True when the kernel table named `table` runs BF16 weights as panels: "avx512" (every product
+// this CPU runs) and "avx2" (the widen_fma product on 8-lane vectors, x86/avx2_bf16_panels.h,
+// with the same bits as the AVX-512 widen_fma) wherever those tables run.
 bool Bf16PanelsFor(std::string_view table);
 
 // Bytes of w (kBF16) in panel form.

@@ -27,6 +27,8 @@ namespace radixserve::kernels {
 namespace {
 
 constexpr const char* kForceVariable = "RADIX_BF16_PRODUCT";
+// KernelChoice::bf16_source where the table runs one BF16 product.
+constexpr const char* kOnlyProduct = "the only one here";
 constexpr const char* kForceTilesVariable = "RADIX_QUANT_TILES";
 // Bumped when the measured kernels change in a way that may reorder them.
 constexpr int kChoiceFormat = 3;
@@ -254,14 +256,15 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs, const KernelT
     choice.bf16_product = *forced;
     choice.bf16_source = "forced";
   }
-  if (choice.table == "avx2" && choice.bf16_panels) {
-    // One product here: the 8-lane widen_fma (bf16_panels.h).
+  if (choice.bf16_panels && (choice.table == "avx2" || !Bf16DotSupported())) {
+    // One product here, widen_fma (bf16_panels.h): the avx2 table's, and the avx512 one's on a
+    // CPU without AVX512-BF16.
     if (choice.bf16_source == "forced" && choice.bf16_product != Bf16Product::kWidenFma) {
-      RADIX_LOG_WARN("{}={} has no effect here: the avx2 kernels multiply BF16 panels by widen_fma",
-                     kForceVariable, Bf16ProductName(choice.bf16_product));
+      RADIX_LOG_WARN("{}={} has no effect here: the {} kernels multiply BF16 panels by widen_fma",
+                     kForceVariable, Bf16ProductName(choice.bf16_product), choice.table);
     }
     if (choice.bf16_source != "forced" || choice.bf16_product != Bf16Product::kWidenFma) {
-      choice.bf16_source = "the only avx2 product";
+      choice.bf16_source = kOnlyProduct;
     }
     choice.bf16_product = Bf16Product::kWidenFma;
   }

@@ -40,7 +40,7 @@ struct Bf16Timing {
 };
 // Runs the calibration: alternating rounds of each product this machine runs, the best round of
 // each. Requires
-// Bf16PanelsSupported(). Takes a few tens of milliseconds.
+// Bf16DotSupported(). Takes a few tens of milliseconds.
 Bf16Timing MeasureBf16Products();
 
 struct KernelChoice {
@@ -48,8 +48,8 @@ struct KernelChoice {
   std::string_view quantized;  // the quantized matmul variant ("" when none)
   bool bf16_panels = false;    // BF16 weights run as packed panels (Bf16PanelsFor(table))
   Bf16Product bf16_product = Bf16Product::kWidenFma;
-  // How bf16_product was chosen: "forced", "measured", "cached", "the only avx2 product", or ""
-  // without panels.
+  // How bf16_product was chosen: "forced", "measured", "cached", "the only one here" (the avx2
+  // table, or avx512 without AVX512-BF16: widen_fma), or "" without panels.
   std::string bf16_source;
   std::optional<Bf16Timing> bf16_timing;  // measured or read from the cache
   // With kAmxTile: steps of fewer than 16 tokens run on vector tiles that reproduce the AMX tiles'

@@ -49,9 +49,9 @@ struct PackedWeight {
 };
 
 // Packs w for `table` (splitting the work over pool, which may be null). Call at model load.
-// BF16 matrices are packed into kernels/bf16_panels.h panels for the avx2 table and, on
-// AVX512-BF16 CPUs, the avx512 one (Bf16PanelsFor); F32 matrices into float_matmul.h's F32
-// panels; F16 (and tables without a packing variant) come back unpacked.
+// BF16 matrices are packed into kernels/bf16_panels.h panels for the avx2 and avx512 tables
+// (Bf16PanelsFor); F32 matrices into float_matmul.h's F32 panels; F16 (and tables without a
+// packing variant) come back unpacked.
 PackedWeight Pack(const KernelTable& table, ThreadPool* pool, const WeightMatrix& w);
 
 // The bytes of panels Pack(table, pool, w) would allocate (0: it would not pack w).

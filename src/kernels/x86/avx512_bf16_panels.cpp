@@ -58,9 +58,9 @@ int64_t Pairs(int64_t cols) { return (cols + 1) / 2; }
 // stream per panel, and fetching ahead keeps DRAM busy at decode. Into L2 (FetchL2): 1B BF16
 // decode 16.5-16.6 -> 16.8-17.1 tok/s on the Xeon with AMX.
 template <int P>
-[[gnu::always_inline]] RADIX_AVX512_BF16 inline void LoadPair(const uint32_t* panels,
-                                                              int64_t panel_stride, int64_t p,
-                                                              __m512i* w) {
+[[gnu::always_inline]] RADIX_AVX512 inline void LoadPair(const uint32_t* panels,
+                                                         int64_t panel_stride, int64_t p,
+                                                         __m512i* w) {
 #pragma GCC unroll 4
   for (int i = 0; i < P; ++i) {
     x86::FetchL2(panels + i * panel_stride + (p + kPrefetchPairs) * kRows);
@@ -72,11 +72,10 @@ template <int P>
 // column's products into first, then the odd column's into second (the same accumulators for
 // kWidenFma, two chains for kAmxTile).
 template <int P, int T>
-[[gnu::always_inline]] RADIX_AVX512_BF16 inline void AddWidenedPair(const __m512i* w,
-                                                                    const float* x, int64_t ldx,
-                                                                    int64_t p,
-                                                                    __m512 (&first)[P][T],
-                                                                    __m512 (&second)[P][T]) {
+[[gnu::always_inline]] RADIX_AVX512 inline void AddWidenedPair(const __m512i* w, const float* x,
+                                                               int64_t ldx, int64_t p,
+                                                               __m512 (&first)[P][T],
+                                                               __m512 (&second)[P][T]) {
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   __m512 even[P], odd[P];
 #pragma GCC unroll 4
@@ -96,9 +95,51 @@ template <int P, int T>
   }
 }
 
+// The first rows_left rows of acc's panels (y row stride ldy).
+template <int P, int T>
+[[gnu::always_inline]] RADIX_AVX512 inline void StoreTile(const __m512 (&acc)[P][T], float* y,
+                                                          int64_t ldy, int64_t rows_left) {
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+    const int64_t valid = std::min<int64_t>(kRows, rows_left - i * kRows);
+    const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
+#pragma GCC unroll 10
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + i * kRows, mask, acc[i][t]);
+  }
+}
+
+// The kDotBf16 tile: its own function, the only one that needs AVX512-BF16 (the others run on
+// AVX-512 CPUs without it, such as Ice Lake and Cascade Lake Xeons).
+template <int P, int T>
+RADIX_AVX512_BF16 void DotTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                               const uint32_t* xp, int64_t ldx, float* y, int64_t ldy,
+                               int64_t rows_left) {
+  __m512 acc[P][T];
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 10
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512i w[P];
+    LoadPair<P>(panels, panel_stride, p, w);
+#pragma GCC unroll 10
+    for (int t = 0; t < T; ++t) {
+      const __m512bh xb =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(xp[t * ldx + p])));
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        acc[i][t] = _mm512_dpbf16_ps(acc[i][t], reinterpret_cast<__m512bh>(w[i]), xb);
+      }
+    }
+  }
+  StoreTile<P, T>(acc, y, ldy, rows_left);
+}
+
 template <Bf16Product kProduct, int P, int T>
-RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                            const void* x, int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+RADIX_AVX512 void Tile(const uint32_t* panels, int64_t panel_stride, int64_t pairs, const void* x,
+                       int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+  static_assert(kProduct != Bf16Product::kDotBf16, "DotTile runs that product");
   __m512 acc[P][T];
 #pragma GCC unroll 4
   for (int i = 0; i < P; ++i) {
@@ -106,7 +147,6 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
     for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
   }
   const auto* xf = static_cast<const float*>(x);
-  const auto* xp = static_cast<const uint32_t*>(x);
   if constexpr (kProduct == Bf16Product::kAmxTile) {
     for (int64_t p0 = 0; p0 < pairs; p0 += x86::kAmxPairs) {
       __m512 even_sum[P][T], odd_sum[P][T];
@@ -132,28 +172,10 @@ RADIX_AVX512_BF16 void Tile(const uint32_t* panels, int64_t panel_stride, int64_
     for (int64_t p = 0; p < pairs; ++p) {
       __m512i w[P];
       LoadPair<P>(panels, panel_stride, p, w);
-      if constexpr (kProduct == Bf16Product::kDotBf16) {
-#pragma GCC unroll 10
-        for (int t = 0; t < T; ++t) {
-          const __m512bh xb =
-              reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(xp[t * ldx + p])));
-#pragma GCC unroll 4
-          for (int i = 0; i < P; ++i) {
-            acc[i][t] = _mm512_dpbf16_ps(acc[i][t], reinterpret_cast<__m512bh>(w[i]), xb);
-          }
-        }
-      } else {
-        AddWidenedPair<P, T>(w, xf, ldx, p, acc, acc);
-      }
+      AddWidenedPair<P, T>(w, xf, ldx, p, acc, acc);
     }
   }
-#pragma GCC unroll 4
-  for (int i = 0; i < P; ++i) {
-    const int64_t valid = std::min<int64_t>(kRows, rows_left - i * kRows);
-    const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
-#pragma GCC unroll 10
-    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + i * kRows, mask, acc[i][t]);
-  }
+  StoreTile<P, T>(acc, y, ldy, rows_left);
 }
 
 // A product's prepared activations: f32 values (kWidenFma, 2 * pairs per token row) or bf16
@@ -166,16 +188,21 @@ constexpr int64_t ActivationWidth(Bf16Product product, int64_t pairs) {
 }
 
 template <Bf16Product kProduct, int P, int T>
-RADIX_AVX512_BF16 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                              const Activation<kProduct>* x, int64_t ldx, int64_t t, float* y,
-                              int64_t ldy, int64_t rows_left) {
-  Tile<kProduct, P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
+RADIX_AVX512 void TileAt(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                         const Activation<kProduct>* x, int64_t ldx, int64_t t, float* y,
+                         int64_t ldy, int64_t rows_left) {
+  if constexpr (kProduct == Bf16Product::kDotBf16) {
+    DotTile<P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy, rows_left);
+  } else {
+    Tile<kProduct, P, T>(panels, panel_stride, pairs, x + t * ldx, ldx, y + t * ldy, ldy,
+                         rows_left);
+  }
 }
 
 template <Bf16Product kProduct, int P>
-RADIX_AVX512_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
-                                  const Activation<kProduct>* x, int64_t ldx, int64_t n, float* y,
-                                  int64_t ldy, int64_t rows_left) {
+RADIX_AVX512 void TokensTile(const uint32_t* panels, int64_t panel_stride, int64_t pairs,
+                             const Activation<kProduct>* x, int64_t ldx, int64_t n, float* y,
+                             int64_t ldy, int64_t rows_left) {
   int64_t t = 0;
   if constexpr (kProduct == Bf16Product::kAmxTile) {
     // Two accumulators per output: tiles of at most 2 tokens keep them in registers.
@@ -213,9 +240,9 @@ RADIX_AVX512_BF16 void TokensTile(const uint32_t* panels, int64_t panel_stride, 
 
 // Panels [p0, p1) for tokens [0, n) of the prepared activations xr (ActivationWidth per row).
 template <Bf16Product kProduct>
-RADIX_AVX512_BF16 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
-                                 const Activation<kProduct>* xr, int64_t n, int64_t p0, int64_t p1,
-                                 float* y) {
+RADIX_AVX512 void RunPanels(const WeightMatrix& w, const uint32_t* panels,
+                            const Activation<kProduct>* xr, int64_t n, int64_t p0, int64_t p1,
+                            float* y) {
   const int64_t pairs = Pairs(w.cols);
   const int64_t stride = pairs * kRows;  // uint32 per panel
   const int64_t ldx = ActivationWidth(kProduct, pairs);
@@ -375,11 +402,13 @@ void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& 
 }  // namespace
 
 bool Bf16PanelsSupported() {
-  static const bool ok = x86::CpuHasAvx512Bf16() && Avx512FloatKernels() != nullptr;
+  static const bool ok = x86::CpuHasAvx512() && Avx512FloatKernels() != nullptr;
   return ok;
 }
 
-bool Bf16AmxSupported() { return Bf16PanelsSupported() && x86::AmxBf16Usable(); }
+bool Bf16DotSupported() { return Bf16PanelsSupported() && x86::CpuHasAvx512Bf16(); }
+
+bool Bf16AmxSupported() { return Bf16DotSupported() && x86::AmxBf16Usable(); }
 
 // Whether Tile's kAmxTile gives this CPU's AMX tiles' bits, checked once on a small random
 // product (a ragged last tile, cancellation, denormal inputs and results): the arithmetic was
@@ -489,6 +518,7 @@ void Bf16PanelMatMulWith(Bf16Product product, ThreadPool* pool, const float* x, 
     RADIX_CHECK_MSG(x86::AmxBf16Usable(), "the amx_bf16 product needs AMX-BF16");
     MatMulAmx(pool, x, n, w, panels, y);
   } else if (product == Bf16Product::kDotBf16) {
+    RADIX_CHECK_MSG(Bf16DotSupported(), "the dot_bf16 product needs AVX512-BF16");
     MatMulWith<Bf16Product::kDotBf16>(pool, x, n, w, panels, y);
   } else {
     MatMulWith<Bf16Product::kWidenFma>(pool, x, n, w, panels, y);

@@ -52,7 +52,8 @@ struct PanelKernel {
 std::vector<PanelKernel> PanelKernels() {
   std::vector<PanelKernel> kernels;
   if (Bf16PanelsSupported()) {
-    std::vector<Bf16Product> products = {Bf16Product::kWidenFma, Bf16Product::kDotBf16};
+    std::vector<Bf16Product> products = {Bf16Product::kWidenFma};
+    if (Bf16DotSupported()) products.push_back(Bf16Product::kDotBf16);
     if (Bf16AmxSupported()) products.push_back(Bf16Product::kAmxTile);
     for (const Bf16Product product : products) {
       kernels.push_back({std::string(Bf16ProductName(product)),

@@ -40,14 +40,20 @@ TEST(KernelChoiceTest, ProductNamesRoundTrip) {
   EXPECT_FALSE(ParseBf16Product("fma").has_value());
 }
 
+// Whether the active table runs one BF16 product (widen_fma): avx2, or avx512 without AVX512-BF16.
+bool OneBf16Product() {
+  const std::string_view table = ActiveKernels().name;
+  return Bf16PanelsFor(table) && (table == "avx2" || !Bf16DotSupported());
+}
+
 TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
   TempDir dir;
   KernelChoiceInputs inputs{"dot_bf16", dir.str(), "test machine", "expand"};
   const KernelChoiceResult result = ChooseKernels(inputs);
   ASSERT_EQ(result.error, "");
-  if (ActiveKernels().name == "avx2") {  // one product there (AvxTwoHasOneBf16Product)
+  if (OneBf16Product()) {  // as in AvxTwoHasOneBf16Product
     EXPECT_EQ(result.choice.bf16_product, Bf16Product::kWidenFma);
-    EXPECT_EQ(result.choice.bf16_source, "the only avx2 product");
+    EXPECT_EQ(result.choice.bf16_source, "the only one here");
   } else {
     EXPECT_EQ(result.choice.bf16_product, Bf16Product::kDotBf16);
     EXPECT_EQ(result.choice.bf16_source, "forced");
@@ -62,7 +68,8 @@ TEST(KernelChoiceTest, ForcedProductIsUsedWithoutMeasuring) {
 }
 
 // The avx2 table runs BF16 panels with its one product, widen_fma, whatever RADIX_BF16_PRODUCT
-// names (another name has no effect; the start-up line says so), and measures nothing.
+// names (another name has no effect; the start-up line says so), and measures nothing. So does
+// the avx512 table on a CPU without AVX512-BF16.
 TEST(KernelChoiceTest, AvxTwoHasOneBf16Product) {
   const KernelTable* avx2 = Avx2Kernels();
   if (avx2 == nullptr) GTEST_SKIP() << "no AVX2 on this CPU";
@@ -75,7 +82,7 @@ TEST(KernelChoiceTest, AvxTwoHasOneBf16Product) {
     EXPECT_TRUE(result.choice.bf16_panels);
     EXPECT_EQ(result.choice.bf16_product, Bf16Product::kWidenFma);
     EXPECT_EQ(result.choice.bf16_source,
-              std::string(forced) == "widen_fma" ? "forced" : "the only avx2 product");
+              std::string(forced) == "widen_fma" ? "forced" : "the only one here");
     EXPECT_FALSE(result.choice.bf16_timing.has_value());
     EXPECT_NE(DescribeKernelChoice(result.choice).find("BF16 panels with widen_fma"),
               std::string::npos);
@@ -84,7 +91,7 @@ TEST(KernelChoiceTest, AvxTwoHasOneBf16Product) {
 }
 
 TEST(KernelChoiceTest, ForcedAmxNeedsTheHardware) {
-  if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX512-BF16 panels on this CPU";
+  if (!Bf16PanelsSupported()) GTEST_SKIP() << "no AVX-512 panels on this CPU";
   TempDir dir;
   const KernelChoiceResult result = ChooseKernels({"amx_bf16", dir.str(), "test machine", ""});
   if (Bf16AmxSupported()) {
@@ -160,10 +167,11 @@ TEST(KernelChoiceTest, TilesMeasurementIsKeptBesideTheBf16One) {
   const KernelChoiceResult second = ChooseKernels({"", dir.str(), "machine D", ""});
   EXPECT_EQ(second.choice.quant_tiles_source, "cached");
   EXPECT_EQ(second.choice.quant_tiles, first.choice.quant_tiles);
-  EXPECT_EQ(second.choice.bf16_source, Bf16PanelsSupported() ? "measured" : "");
+  const std::string one = OneBf16Product() ? "the only one here" : "";
+  EXPECT_EQ(second.choice.bf16_source, Bf16DotSupported() ? "measured" : one);
   const KernelChoiceResult third = ChooseKernels({"", dir.str(), "machine D", ""});
   EXPECT_EQ(third.choice.quant_tiles_source, "cached");
-  EXPECT_EQ(third.choice.bf16_source, Bf16PanelsSupported() ? "cached" : "");
+  EXPECT_EQ(third.choice.bf16_source, Bf16DotSupported() ? "cached" : one);
   ASSERT_TRUE(third.choice.quant_tiles_timing.has_value());
   EXPECT_NEAR(third.choice.quant_tiles_timing->compact, timing.compact, 1e-9 * timing.compact);
 }
@@ -175,8 +183,8 @@ TEST(KernelChoiceTest, UnknownForcedProductNamesTheVariable) {
 }
 
 TEST(KernelChoiceTest, MeasurementIsKeptPerMachineKey) {
-  if (ActiveKernels().name != "avx512" || !Bf16PanelsSupported()) {
-    GTEST_SKIP() << "no AVX512-BF16 panels on this CPU: nothing to measure";
+  if (ActiveKernels().name != "avx512" || !Bf16DotSupported()) {
+    GTEST_SKIP() << "no AVX512-BF16 on this CPU: one BF16 product, nothing to measure";
   }
   TempDir dir;
   const KernelChoiceInputs inputs{"", dir.str() + "/kernels", "machine A", ""};
@@ -218,8 +226,8 @@ TEST(KernelChoiceTest, MeasurementIsKeptPerMachineKey) {
 }
 
 TEST(KernelChoiceTest, UnwritableCacheStillChooses) {
-  if (ActiveKernels().name != "avx512" || !Bf16PanelsSupported()) {
-    GTEST_SKIP() << "no AVX512-BF16 panels on this CPU: nothing to measure";
+  if (ActiveKernels().name != "avx512" || !Bf16DotSupported()) {
+    GTEST_SKIP() << "no AVX512-BF16 on this CPU: one BF16 product, nothing to measure";
   }
   const KernelChoiceResult result = ChooseKernels({"", "/proc/radix-no-such-dir", "machine C", ""});
   EXPECT_EQ(result.choice.bf16_source, "measured");
