@@ -87,11 +87,13 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
 }
 
 // Pairs [0, pairs) of one panel widened to f32 (float_matmul.h's F32 panel layout: the panel's 16
-// rows per column).
-RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide) {
+// rows per column), fetching the chunk widened next (`next`, next_pairs pairs) line for line: it
+// is then in L2 when its turn comes, after this chunk's token tiles.
+RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide, const uint32_t* next,
+                      int64_t next_pairs) {
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int64_t p = 0; p < pairs; ++p) {
-    FetchL2(panel + (p + kFetchPairs) * kRows);
+    if (p < next_pairs) FetchL2(next + p * kRows);
     for (int h = 0; h < 2; ++h) {
       const __m256i w =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * kRows + 8 * h));
@@ -100,6 +102,7 @@ RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide) {
                       _mm256_castsi256_ps(_mm256_and_si256(w, high)));
     }
   }
+  for (int64_t p = pairs; p < next_pairs; ++p) FetchL2(next + p * kRows);
 }
 
 // Tokens [0, n) of panels [p0, p1) through widened chunks.
@@ -112,7 +115,17 @@ RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, c
     for (int64_t k0 = 0; k0 < pairs; k0 += kWidePairs) {
       const int64_t kn = std::min(kWidePairs, pairs - k0);
       for (int64_t q = g; q < g1; ++q) {
-        Widen(panels + q * stride + k0 * kRows, kn, wide);
+        // The chunk after this one: the next panel's, else the group's next chunk, else the next
+        // group's first.
+        int64_t next_q = q + 1, next_k = k0;
+        if (next_q == g1) {
+          next_q = g;
+          next_k = k0 + kWidePairs;
+          if (next_k >= pairs) next_q = g1, next_k = 0;
+        }
+        const int64_t next_kn = next_q < p1 ? std::min(kWidePairs, pairs - next_k) : 0;
+        Widen(panels + q * stride + k0 * kRows, kn, wide, panels + next_q * stride + next_k * kRows,
+              next_kn);
         PanelTokens(xr + 2 * k0, ldx, n, wide, 2 * kn, rows - q * kRows, y + q * kRows, rows,
                     k0 == 0);
       }
