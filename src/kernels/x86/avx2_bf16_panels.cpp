@@ -121,7 +121,10 @@ RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, c
         if (next_q == g1) {
           next_q = g;
           next_k = k0 + kWidePairs;
-          if (next_k >= pairs) next_q = g1, next_k = 0;
+        }
+        if (next_k >= pairs) {
+          next_q = g1;
+          next_k = 0;
         }
         const int64_t next_kn = next_q < p1 ? std::min(kWidePairs, pairs - next_k) : 0;
         Widen(panels + q * stride + k0 * kRows, kn, wide, panels + next_q * stride + next_k * kRows,

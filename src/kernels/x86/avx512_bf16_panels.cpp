@@ -1,3 +1,6 @@
+// The BF16 panels (kernels/bf16_panels.h): packing, the AVX-512 products' tiles, and the pool
+// and activation preparation that the AVX2 kernel (avx2_bf16_panels.h) shares.
+//
 // GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* helpers
 // when inlined into masked intrinsics; the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wuninitialized"
