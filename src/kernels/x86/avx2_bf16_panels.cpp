@@ -143,21 +143,23 @@ void Avx2Bf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, con
   if (n >= kAvx2PanelTokens) return WideRange(panels, pairs, rows, xr, ldx, n, p0, p1, y);
   const int64_t stride = pairs * kRows;  // uint32 per panel
   int64_t p = p0;
-  const auto run = [&]<int P, int T>() {
-    Tile<P, T>(panels + p * stride, stride, pairs, xr, ldx, y + p * kRows, rows, rows - p * kRows);
+  // Tokens [t, t + T) of panels [p, p + P).
+  const auto run = [&]<int P, int T>(int64_t t) {
+    Tile<P, T>(panels + p * stride, stride, pairs, xr + t * ldx, ldx, y + t * rows + p * kRows,
+               rows, rows - p * kRows);
   };
   if (n <= 2) {
     for (; p + kDecodePanels <= p1; p += kDecodePanels) {
       if (n == 1) {
-        run.template operator()<kDecodePanels, 1>();
+        run.template operator()<kDecodePanels, 1>(0);
       } else {
-        run.template operator()<kDecodePanels, 2>();
+        run.template operator()<kDecodePanels, 2>(0);
       }
     }
   }
   for (; p < p1; ++p) {
     ForEachTokenTileOf<kAvx2PanelTokens>(
-        n, [&](auto tokens, int64_t) { run.template operator()<1, decltype(tokens)::value>(); });
+        n, [&](auto tokens, int64_t t) { run.template operator()<1, decltype(tokens)::value>(t); });
   }
 }
 
