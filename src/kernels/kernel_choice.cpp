@@ -259,11 +259,11 @@ KernelChoiceResult ChooseKernels(const KernelChoiceInputs& inputs, const KernelT
   if (choice.bf16_panels && (choice.table == "avx2" || !Bf16DotSupported())) {
     // One product here, widen_fma (bf16_panels.h): the avx2 table's, and the avx512 one's on a
     // CPU without AVX512-BF16.
-    if (choice.bf16_source == "forced" && choice.bf16_product != Bf16Product::kWidenFma) {
+    if (choice.bf16_source != "forced") {
+      choice.bf16_source = kOnlyProduct;
+    } else if (choice.bf16_product != Bf16Product::kWidenFma) {
       RADIX_LOG_WARN("{}={} has no effect here: the {} kernels multiply BF16 panels by widen_fma",
                      kForceVariable, Bf16ProductName(choice.bf16_product), choice.table);
-    }
-    if (choice.bf16_source != "forced" || choice.bf16_product != Bf16Product::kWidenFma) {
       choice.bf16_source = kOnlyProduct;
     }
     choice.bf16_product = Bf16Product::kWidenFma;

@@ -27,6 +27,16 @@ constexpr int kDecodePanels = 3;
 constexpr int64_t kWidePairs = 128;
 constexpr int64_t kWideGroup = 8;
 
+// A pair-vector's 8 rows widened to f32: the even columns (the low bf16 of each dword, shifted
+// into the top half) and the odd ones (the high bf16, already in place once the low is masked).
+RADIX_AVX2 inline __m256 EvenColumns(__m256i pairs) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+}
+RADIX_AVX2 inline __m256 OddColumns(__m256i pairs) {
+  return _mm256_castsi256_ps(
+      _mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+
 // Tokens [0, T) times panels [0, P) (panel i at panels + i * stride) over all pairs, widening each
 // pair as it goes: every accumulator adds its even column's product, then its odd column's. The
 // odd columns' weights are loaded again rather than kept (the second load hits L1), which leaves
@@ -38,7 +48,6 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
   for (int i = 0; i < P; ++i)
     for (int h = 0; h < 2; ++h)
       for (int t = 0; t < T; ++t) acc[i][h][t] = _mm256_setzero_ps();
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int64_t p = 0; p < pairs; ++p) {
     const uint32_t* pair[P];
     for (int i = 0; i < P; ++i) {
@@ -49,7 +58,7 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
     for (int i = 0; i < P; ++i) {
       for (int h = 0; h < 2; ++h) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8 * h));
-        wv[i][h] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+        wv[i][h] = EvenColumns(w);
       }
     }
     for (int t = 0; t < T; ++t) {
@@ -60,7 +69,7 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
     for (int i = 0; i < P; ++i) {
       for (int h = 0; h < 2; ++h) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8 * h));
-        wv[i][h] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
+        wv[i][h] = OddColumns(w);
       }
     }
     for (int t = 0; t < T; ++t) {
@@ -91,15 +100,13 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
 // is then in L2 when its turn comes, after this chunk's token tiles.
 RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide, const uint32_t* next,
                       int64_t next_pairs) {
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int64_t p = 0; p < pairs; ++p) {
     if (p < next_pairs) FetchL2(next + p * kRows);
     for (int h = 0; h < 2; ++h) {
       const __m256i w =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * kRows + 8 * h));
-      _mm256_store_ps(wide + 2 * p * kRows + 8 * h, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
-      _mm256_store_ps(wide + (2 * p + 1) * kRows + 8 * h,
-                      _mm256_castsi256_ps(_mm256_and_si256(w, high)));
+      _mm256_store_ps(wide + 2 * p * kRows + 8 * h, EvenColumns(w));
+      _mm256_store_ps(wide + (2 * p + 1) * kRows + 8 * h, OddColumns(w));
     }
   }
   for (int64_t p = pairs; p < next_pairs; ++p) FetchL2(next + p * kRows);
