@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/x86/avx2_panel_tile.h"
 #include "kernels/x86/simd.h"
@@ -112,15 +113,21 @@ RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide, const u
   for (int64_t p = pairs; p < next_pairs; ++p) FetchL2(next + p * kRows);
 }
 
-// Tokens [0, n) of panels [p0, p1) through widened chunks.
+// Tokens [0, n) of panels [p0, p1) through widened chunks. The running sums of a group between
+// its chunks live in `sums` ([panel of the group][token][16 rows], contiguous), not in y: y's
+// rows lie w.rows floats apart, a power of two times 64 bytes for most models, so a panel's
+// sums for all n tokens would map to one set of each cache and miss on every tile.
 RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, const float* xr,
                           int64_t ldx, int64_t n, int64_t p0, int64_t p1, float* y) {
   const int64_t stride = pairs * kRows;
   alignas(64) float wide[2 * kWidePairs * kRows];
+  thread_local std::vector<float> group_sums;
+  group_sums.resize(static_cast<size_t>(kWideGroup * n * kRows));
   for (int64_t g = p0; g < p1; g += kWideGroup) {
     const int64_t g1 = std::min(p1, g + kWideGroup);
     for (int64_t k0 = 0; k0 < pairs; k0 += kWidePairs) {
       const int64_t kn = std::min(kWidePairs, pairs - k0);
+      const bool last = k0 + kn == pairs;
       for (int64_t q = g; q < g1; ++q) {
         // The chunk after this one: the next panel's, else the group's next chunk, else the next
         // group's first.
@@ -136,8 +143,9 @@ RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, c
         const int64_t next_kn = next_q < p1 ? std::min(kWidePairs, pairs - next_k) : 0;
         Widen(panels + q * stride + k0 * kRows, kn, wide, panels + next_q * stride + next_k * kRows,
               next_kn);
-        PanelTokens(xr + 2 * k0, ldx, n, wide, 2 * kn, rows - q * kRows, y + q * kRows, rows,
-                    k0 == 0);
+        float* sums = group_sums.data() + (q - g) * n * kRows;
+        PanelTokens(xr + 2 * k0, ldx, n, wide, 2 * kn, rows - q * kRows, k0 == 0 ? nullptr : sums,
+                    kRows, last ? y + q * kRows : sums, last ? rows : kRows);
       }
     }
   }

@@ -21,25 +21,26 @@ inline constexpr int kAvx2PanelTokens = 6;
 
 // y[t, r] (row stride ldy) for T tokens and the panel's first `live_rows` rows: `cols` columns of
 // `panel` times the activations x[t * ldx + c], one fused multiply-add per column in order, from
-// zero when `first`, else continuing the sums already in y (the same bits as one pass).
+// zero when `sums` is null, else continuing the sums at sums[t * ld_sums + r] (the same bits as
+// one pass; `sums` may be y itself).
 template <int NT>
 [[gnu::always_inline]] RADIX_AVX2 inline void PanelTile(const float* x, int64_t ldx,
                                                         const float* panel, int64_t cols,
-                                                        int64_t live_rows, float* y, int64_t ldy,
-                                                        bool first) {
+                                                        int64_t live_rows, const float* sums,
+                                                        int64_t ld_sums, float* y, int64_t ldy) {
   const int64_t live = std::min(live_rows, kF32PanelRows);
   __m256 lo[NT], hi[NT];
   for (int t = 0; t < NT; ++t) {
-    if (first) {
+    if (sums == nullptr) {
       lo[t] = hi[t] = _mm256_setzero_ps();
     } else if (live == kF32PanelRows) {
-      lo[t] = _mm256_loadu_ps(y + t * ldy);
-      hi[t] = _mm256_loadu_ps(y + t * ldy + 8);
+      lo[t] = _mm256_loadu_ps(sums + t * ld_sums);
+      hi[t] = _mm256_loadu_ps(sums + t * ld_sums + 8);
     } else {
-      alignas(32) float sums[kF32PanelRows] = {};
-      std::memcpy(sums, y + t * ldy, sizeof(float) * static_cast<size_t>(live));
-      lo[t] = _mm256_load_ps(sums);
-      hi[t] = _mm256_load_ps(sums + 8);
+      alignas(32) float in[kF32PanelRows] = {};
+      std::memcpy(in, sums + t * ld_sums, sizeof(float) * static_cast<size_t>(live));
+      lo[t] = _mm256_load_ps(in);
+      hi[t] = _mm256_load_ps(in + 8);
     }
   }
 #pragma GCC unroll 2
@@ -57,10 +58,10 @@ template <int NT>
       _mm256_storeu_ps(y + t * ldy, lo[t]);
       _mm256_storeu_ps(y + t * ldy + 8, hi[t]);
     } else {
-      alignas(32) float sums[kF32PanelRows];
-      _mm256_store_ps(sums, lo[t]);
-      _mm256_store_ps(sums + 8, hi[t]);
-      std::memcpy(y + t * ldy, sums, sizeof(float) * static_cast<size_t>(live));
+      alignas(32) float out[kF32PanelRows];
+      _mm256_store_ps(out, lo[t]);
+      _mm256_store_ps(out + 8, hi[t]);
+      std::memcpy(y + t * ldy, out, sizeof(float) * static_cast<size_t>(live));
     }
   }
 }
@@ -71,17 +72,19 @@ template <int NT>
 // (GCC does not give a lambda its enclosing function's), rather than going through
 // ForEachTokenTileOf (token_tiles.h).
 RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t n, const float* panel,
-                                   int64_t cols, int64_t live_rows, float* y, int64_t ldy,
-                                   bool first) {
+                                   int64_t cols, int64_t live_rows, const float* sums,
+                                   int64_t ld_sums, float* y, int64_t ldy) {
+  const auto sums_at = [&](int64_t t) { return sums == nullptr ? nullptr : sums + t * ld_sums; };
   int64_t t = 0;
   for (; t + kAvx2PanelTokens <= n; t += kAvx2PanelTokens) {
-    PanelTile<kAvx2PanelTokens>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy, ldy, first);
+    PanelTile<kAvx2PanelTokens>(x + t * ldx, ldx, panel, cols, live_rows, sums_at(t), ld_sums,
+                                y + t * ldy, ldy);
   }
   const int64_t rest = n - t;
   [&]<int... I>(std::integer_sequence<int, I...>) RADIX_AVX2 {
-    ((rest == I + 1
-          ? PanelTile<I + 1>(x + t * ldx, ldx, panel, cols, live_rows, y + t * ldy, ldy, first)
-          : void()),
+    ((rest == I + 1 ? PanelTile<I + 1>(x + t * ldx, ldx, panel, cols, live_rows, sums_at(t),
+                                       ld_sums, y + t * ldy, ldy)
+                    : void()),
      ...);
   }
   (std::make_integer_sequence<int, kAvx2PanelTokens - 1>{});
