@@ -66,28 +66,48 @@ template <int NT>
   }
 }
 
-// PanelTile over tokens [0, n): tiles of kAvx2PanelTokens, then one of the rest. The tile must be
-// inlined: out of line, GCC keeps its twelve accumulators on the stack (float_kernels_bench gemm
-// with RADIX_KERNELS=avx2: 259 -> 125 GFLOP/s). So the tail's lambda carries the target itself
-// (GCC does not give a lambda its enclosing function's), rather than going through
-// ForEachTokenTileOf (token_tiles.h).
+// PanelTile of 1 to kAvx2PanelTokens tokens. The tile must be inlined: out of line, GCC keeps its
+// twelve accumulators on the stack (float_kernels_bench gemm with RADIX_KERNELS=avx2: 259 -> 125
+// GFLOP/s), and inside a lambda it is not (GCC does not give a lambda its enclosing function's
+// target), so this is a plain function rather than ForEachTokenTileOf (token_tiles.h).
+RADIX_AVX2 inline void PanelTileOf(int64_t tokens, const float* x, int64_t ldx, const float* panel,
+                                   int64_t cols, int64_t live_rows, const float* sums,
+                                   int64_t ld_sums, float* y, int64_t ldy) {
+  static_assert(kAvx2PanelTokens == 6);
+  switch (tokens) {
+    case 1:
+      return PanelTile<1>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+    case 2:
+      return PanelTile<2>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+    case 3:
+      return PanelTile<3>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+    case 4:
+      return PanelTile<4>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+    case 5:
+      return PanelTile<5>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+    default:
+      return PanelTile<6>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+  }
+}
+
+// PanelTile over tokens [0, n): tiles of kAvx2PanelTokens, then what is left. A tile of 1-3
+// tokens keeps 2-6 accumulator chains, too few to cover the fused multiply-add's latency on two
+// pipes (8), so a rest of 1-3 and the last full tile run as two tiles of 4-5 instead (8 tokens:
+// 4 + 4, not 6 + 2).
 RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t n, const float* panel,
                                    int64_t cols, int64_t live_rows, const float* sums,
                                    int64_t ld_sums, float* y, int64_t ldy) {
-  const auto sums_at = [&](int64_t t) { return sums == nullptr ? nullptr : sums + t * ld_sums; };
-  int64_t t = 0;
-  for (; t + kAvx2PanelTokens <= n; t += kAvx2PanelTokens) {
-    PanelTile<kAvx2PanelTokens>(x + t * ldx, ldx, panel, cols, live_rows, sums_at(t), ld_sums,
-                                y + t * ldy, ldy);
+  const int64_t rest = n % kAvx2PanelTokens;
+  const bool split = n > kAvx2PanelTokens && rest > 0 && rest < 4;
+  const int64_t full = n - rest - (split ? kAvx2PanelTokens : 0);
+  const int64_t left = n - full;
+  const int64_t first_tail = split ? (left + 1) / 2 : left;
+  for (int64_t t = 0; t < n;) {
+    const int64_t tokens = t < full ? kAvx2PanelTokens : t == full ? first_tail : n - t;
+    PanelTileOf(tokens, x + t * ldx, ldx, panel, cols, live_rows,
+                sums == nullptr ? nullptr : sums + t * ld_sums, ld_sums, y + t * ldy, ldy);
+    t += tokens;
   }
-  const int64_t rest = n - t;
-  [&]<int... I>(std::integer_sequence<int, I...>) RADIX_AVX2 {
-    ((rest == I + 1 ? PanelTile<I + 1>(x + t * ldx, ldx, panel, cols, live_rows, sums_at(t),
-                                       ld_sums, y + t * ldy, ldy)
-                    : void()),
-     ...);
-  }
-  (std::make_integer_sequence<int, kAvx2PanelTokens - 1>{});
 }
 
 }  // namespace radixserve::kernels::x86
