@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "kernels/float_matmul.h"
 #include "kernels/x86/simd.h"
