@@ -8,13 +8,17 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace radixserve::kv {
 namespace {
 
+// ctest runs each test in its own process, two at a time: the process id keeps one test's files
+// apart from the other's (a counter alone gave both the same names).
 std::string WriteTemp(const std::string& text) {
   static int counter = 0;
-  const std::string path =
-      ::testing::TempDir() + "kv_scales_" + std::to_string(counter++) + ".json";
+  const std::string path = ::testing::TempDir() + "kv_scales_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(counter++) + ".json";
   std::ofstream(path) << text;
   return path;
 }
