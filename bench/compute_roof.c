@@ -1,6 +1,8 @@
 // The compute roof of this CPU for the kernels' inner instructions: how many 512-bit (and 256-bit)
 // vpdpbusd (int8 VNNI: 64 / 32 multiply-adds), vdpbf16ps (BF16: 32 / 16) and vfmadd231ps (f32:
-// 16 / 8) one core and all requested threads retire per second, on 12 independent accumulator
+// 16 / 8) one core and all requested threads retire per second, and for CPUs without VNNI the
+// AVX2 int8 step the integer tiles run instead (a vpbroadcastd of 4 activation bytes from memory,
+// a vpmaddubsw, a vpaddw: 32 multiply-adds), on 12 independent accumulator
 // chains (more than latency x throughput on the x86 cores measured, and with the two operands
 // within the 16 vector registers of an AVX2-only CPU: 16 chains spilled there and halved the
 // 256-bit figure), best of 5 rounds. Prints G
@@ -24,26 +26,35 @@ static double Now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-typedef enum { kDpbusd512, kDpbusd256, kDpbf16512, kDpbf16256, kFma512, kFma256, kKinds } Kind;
-static const char* kNames[kKinds] = {"vpdpbusd zmm", "vpdpbusd ymm", "vdpbf16ps zmm",
-                                     "vdpbf16ps ymm", "vfmadd231ps zmm", "vfmadd231ps ymm"};
-static const int kMacs[kKinds] = {64, 32, 32, 16, 16, 8};
+typedef enum {
+  kDpbusd512,
+  kDpbusd256,
+  kDpbf16512,
+  kDpbf16256,
+  kFma512,
+  kFma256,
+  kInt8Step256,
+  kKinds
+} Kind;
+static const char* kNames[kKinds] = {"vpdpbusd zmm",  "vpdpbusd ymm",    "vdpbf16ps zmm",
+                                     "vdpbf16ps ymm", "vfmadd231ps zmm", "vfmadd231ps ymm",
+                                     "avx2 int8 step"};
+static const int kMacs[kKinds] = {64, 32, 32, 16, 16, 8, 32};
+static const int kZmm[kKinds] = {1, 0, 1, 0, 1, 0, 0};
 
 static volatile float g_sink;
 
 // Each loop keeps CHAINS accumulators live in registers; the sink stops the compiler from
 // dropping the work. Each kind has its own target attribute, so the program runs (and skips what
 // the CPU lacks) on any x86-64 CPU.
-#define LOOP(type, init, step, reduce)                         \
-  type a[CHAINS];                                              \
-  for (int i = 0; i < CHAINS; ++i) a[i] = init;                \
-  for (long n = 0; n < ITERATIONS; ++n) {                      \
-    _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i) { \
-      a[i] = step;                                             \
-    }                                                          \
-  }                                                            \
-  float s = 0;                                                 \
-  for (int i = 0; i < CHAINS; ++i) s += (float)(reduce);       \
+#define LOOP(type, init, step, reduce)                                         \
+  type a[CHAINS];                                                              \
+  for (int i = 0; i < CHAINS; ++i) a[i] = init;                                \
+  for (long n = 0; n < ITERATIONS; ++n) {                                      \
+    _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i) { a[i] = step; } \
+  }                                                                            \
+  float s = 0;                                                                 \
+  for (int i = 0; i < CHAINS; ++i) s += (float)(reduce);                       \
   g_sink = s;
 
 #define VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
@@ -78,8 +89,30 @@ AVX2 static void Fma256(void) {
   LOOP(__m256, _mm256_set1_ps((float)i), _mm256_fmadd_ps(a[i], w, x), _mm256_cvtss_f32(a[i]))
 }
 
-static void (*const kRuns[kKinds])(void) = {Dpbusd512, Dpbusd256, Dpbf16512,
-                                            Dpbf16256, Fma512,    Fma256};
+// The integer tiles' step: 8 accumulators (as a tile of 8 rows x 4 tokens keeps its 16-bit sums
+// in 4-8 registers) each add the products of a code register with four activation bytes
+// broadcast from memory, other words each iteration (main fills them, so the compiler cannot
+// fold them). The empty asm keeps each sum in its register as the kernels do; without it GCC
+// hoists the broadcasts and spills the sums.
+int g_activations[64];
+#define STEP(acc, k)                                                             \
+  acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, _mm256_set1_epi32(x[k]))); \
+  __asm__("" : "+x"(acc));
+AVX2 static void Int8Step256(void) {
+  const __m256i w = _mm256_set1_epi32(0x01020102);
+  __m256i a0 = _mm256_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (long n = 0; n < ITERATIONS * CHAINS / 8; ++n) {
+    const int* x = g_activations + ((n & 7) << 3);
+    STEP(a0, 0) STEP(a1, 1) STEP(a2, 2) STEP(a3, 3) STEP(a4, 4) STEP(a5, 5) STEP(a6, 6) STEP(a7, 7)
+  }
+  const __m256i s =
+      _mm256_add_epi16(_mm256_add_epi16(_mm256_add_epi16(a0, a1), _mm256_add_epi16(a2, a3)),
+                       _mm256_add_epi16(_mm256_add_epi16(a4, a5), _mm256_add_epi16(a6, a7)));
+  g_sink = (float)_mm256_extract_epi32(s, 0);
+}
+
+static void (*const kRuns[kKinds])(void) = {Dpbusd512, Dpbusd256, Dpbf16512,  Dpbf16256,
+                                            Fma512,    Fma256,    Int8Step256};
 
 static void Run(Kind kind) { kRuns[kind](); }
 
@@ -113,13 +146,14 @@ static double Round(Kind kind, int threads) {
 
 int main(int argc, char** argv) {
   const int max_threads = argc > 1 ? atoi(argv[1]) : 2;
+  for (int i = 0; i < 64; ++i) g_activations[i] = 0x01010101 * (argc + i % 3);
   __builtin_cpu_init();
   const int vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
   const int bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl");
   const int avx512 = __builtin_cpu_supports("avx512f");
   printf("%-17s %7s %14s %14s\n", "instruction", "threads", "G instr/s", "G MAC/s");
   for (int kind = 0; kind < kKinds; ++kind) {
-    const int zmm = kind % 2 == 0;
+    const int zmm = kZmm[kind];
     if ((kind <= kDpbusd256 && !vnni) || (kind >= kDpbf16512 && kind <= kDpbf16256 && !bf16) ||
         (zmm && !avx512)) {
       continue;
