@@ -2,11 +2,11 @@
 // vpdpbusd (int8 VNNI: 64 / 32 multiply-adds), vdpbf16ps (BF16: 32 / 16) and vfmadd231ps (f32:
 // 16 / 8) one core and all requested threads retire per second, and for CPUs without VNNI the
 // AVX2 int8 step the integer tiles run instead (a vpbroadcastd of 4 activation bytes from memory,
-// a vpmaddubsw, a vpaddw: 32 multiply-adds), on 12 independent accumulator
-// chains (more than latency x throughput on the x86 cores measured, and with the two operands
-// within the 16 vector registers of an AVX2-only CPU: 16 chains spilled there and halved the
-// 256-bit figure), best of 5 rounds. Prints G
-// instructions/s and G multiply-adds/s; a prefill or batched decode that reaches the int8 or BF16
+// a vpmaddubsw, a vpaddw: 32 multiply-adds; on 8 chains, see Int8Step256); the instructions on 12
+// independent accumulator chains (more than latency x throughput on the x86 cores measured, and
+// with the two operands within the 16 vector registers of an AVX2-only CPU: 16 chains spilled
+// there and halved the 256-bit figure), best of 5 rounds. Prints G instructions/s and G
+// multiply-adds/s; a prefill or batched decode that reaches the int8 or BF16
 // figure is at the roof of this CPU for its format.
 //
 //   bench/compute_roof.sh [max_threads=2]
@@ -47,14 +47,16 @@ static volatile float g_sink;
 // Each loop keeps CHAINS accumulators live in registers; the sink stops the compiler from
 // dropping the work. Each kind has its own target attribute, so the program runs (and skips what
 // the CPU lacks) on any x86-64 CPU.
-#define LOOP(type, init, step, reduce)                                         \
-  type a[CHAINS];                                                              \
-  for (int i = 0; i < CHAINS; ++i) a[i] = init;                                \
-  for (long n = 0; n < ITERATIONS; ++n) {                                      \
-    _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i) { a[i] = step; } \
-  }                                                                            \
-  float s = 0;                                                                 \
-  for (int i = 0; i < CHAINS; ++i) s += (float)(reduce);                       \
+#define LOOP(type, init, step, reduce)                         \
+  type a[CHAINS];                                              \
+  for (int i = 0; i < CHAINS; ++i) a[i] = init;                \
+  for (long n = 0; n < ITERATIONS; ++n) {                      \
+    _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i) { \
+      a[i] = step;                                             \
+    }                                                          \
+  }                                                            \
+  float s = 0;                                                 \
+  for (int i = 0; i < CHAINS; ++i) s += (float)(reduce);       \
   g_sink = s;
 
 #define VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
