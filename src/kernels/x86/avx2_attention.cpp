@@ -162,135 +162,216 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t l
 // gather's, and summed as the AVX2 float GEMM sums a gathered row against a token (one 8-lane
 // accumulator from zero in column order, then Sum8's additions), so the bits are too.
 
-// Scores of two keys against four queries at a time (8 accumulators, 2 row vectors and the
-// queries' vectors from memory), the eight lane sums at once through Sum8x8. Keys outermost, a
-// row's heads in turn, each step fetching the same head of the next tile's same keys.
-template <KvType T>
+// Scores of keys j and j + 1 (row0, row1) against four queries (8 accumulators, 2 row vectors
+// and the queries' vectors from memory), the eight lane sums at once through Sum8x8, stored at
+// s[b * kKeyTile + r] for query b < nb and key r < nr. Query b is at q + b * D for a whole block
+// (kWhole: one base register for all four), else at qi[b]. The head size D is a constant, so the
+// column loop unrolls whole.
+template <KvType T, int D, bool kWhole>
+RADIX_AVX2 inline void ScoresBlock(const float* q, const float* const* qi, const char* row0,
+                                   const char* row1, float scale, int nb, int nr, float* s) {
+  __m256 acc[8];  // acc[2 b + r]: query b, key r
+  for (__m256& a : acc) a = _mm256_setzero_ps();
+#pragma GCC unroll 32
+  for (int64_t c = 0; c < D; c += 8) {
+    const __m256 k0 = Load8(row0, T, scale, c), k1 = Load8(row1, T, scale, c);
+    for (int b = 0; b < 4; ++b) {
+      const __m256 x = _mm256_loadu_ps((kWhole ? q + b * D : qi[b]) + c);
+      acc[2 * b] = _mm256_fmadd_ps(k0, x, acc[2 * b]);
+      acc[2 * b + 1] = _mm256_fmadd_ps(k1, x, acc[2 * b + 1]);
+    }
+  }
+  float sums[8];
+  Sum8x8(acc, sums);
+  if constexpr (kWhole) nb = 4, nr = 2;
+  for (int b = 0; b < nb; ++b) {
+    for (int r = 0; r < nr; ++r) s[b * kKeyTile + r] = sums[2 * b + r];
+  }
+}
+
+// ScoresBlock for the last queries of a head or the last key of a tile, out of line (inlined
+// beside the whole blocks, it cost them registers).
+template <KvType T, int D>
+[[gnu::noinline]] RADIX_AVX2 void ScoresPart(const float* const* qi, const char* row0,
+                                             const char* row1, float scale, int nb, int nr,
+                                             float* s) {
+  ScoresBlock<T, D, false>(nullptr, qi, row0, row1, scale, nb, nr, s);
+}
+
+// Scores of a tile: keys two at a time outermost (a lone last key is computed twice), then a
+// row's heads in turn (so the rows are read in the order they lie: read head by head, a tile
+// streamed from memory measured 1.3x slower), four queries at a time; each step fetches the
+// same head of the next tile's same keys.
+template <KvType T, int D>
 RADIX_AVX2 void ScoresAs(const float* q, int heads, int64_t nq, const void* base, float scale,
                          const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
-                         int64_t d, const int32_t* ahead, int64_t ahead_count, float* s) {
-  const int64_t head_bytes = d * static_cast<int64_t>(KvTypeSize(T));
+                         const int32_t* ahead, int64_t ahead_count, float* s) {
+  constexpr int64_t kHeadBytes = D * static_cast<int64_t>(KvTypeSize(T));
+  const char* rows[kKeyTile];
+  const char* next[kKeyTile];
+  RowPointers<T>(base, slots, nk, slot_stride, offset, rows);
+  const int64_t na = std::min(ahead_count, kKeyTile);
+  RowPointers<T>(base, ahead, na, slot_stride, offset, next);
   for (int64_t j = 0; j < nk; j += 2) {
-    const int64_t j1 = std::min(j + 1, nk - 1);  // a lone last key is computed twice
+    const int nr = j + 1 < nk ? 2 : 1;
     for (int h = 0; h < heads; ++h) {
-      FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + h * d, head_bytes);
-      FetchRow<T>(base, ahead, j + 1, ahead_count, slot_stride, offset + h * d, head_bytes);
-      const void* row0 = RowAt<T>(base, slots, j, slot_stride, offset + h * d);
-      const void* row1 = RowAt<T>(base, slots, j1, slot_stride, offset + h * d);
-      const float* qh = q + h * nq * d;
-      float* sh = s + h * nq * kKeyTile;
+      const int64_t at = h * kHeadBytes;
+      if (j < na) FetchBytes(next[j] + at, kHeadBytes);
+      if (j + 1 < na) FetchBytes(next[j + 1] + at, kHeadBytes);
+      const char* row0 = rows[j] + at;
+      const char* row1 = rows[j + nr - 1] + at;
       for (int64_t i = 0; i < nq; i += 4) {
+        const float* qh = q + (h * nq + i) * D;
+        float* si = s + (h * nq + i) * kKeyTile + j;
+        if (i + 4 <= nq && nr == 2) {
+          ScoresBlock<T, D, true>(qh, nullptr, row0, row1, scale, 4, 2, si);
+          continue;
+        }
+        const int nb = static_cast<int>(std::min<int64_t>(4, nq - i));
         const float* qi[4];
-        for (int b = 0; b < 4; ++b) qi[b] = qh + std::min<int64_t>(i + b, nq - 1) * d;
-        __m256 acc[8];  // acc[2 b + r]: query i + b, key j + r
-        for (__m256& a : acc) a = _mm256_setzero_ps();
-        for (int64_t c = 0; c < d; c += 8) {
-          const __m256 k0 = Load8(row0, T, scale, c), k1 = Load8(row1, T, scale, c);
-          for (int b = 0; b < 4; ++b) {
-            const __m256 x = _mm256_loadu_ps(qi[b] + c);
-            acc[2 * b] = _mm256_fmadd_ps(k0, x, acc[2 * b]);
-            acc[2 * b + 1] = _mm256_fmadd_ps(k1, x, acc[2 * b + 1]);
-          }
-        }
-        float sums[8];
-        Sum8x8(acc, sums);
-        for (int b = 0; b < 4 && i + b < nq; ++b) {
-          sh[(i + b) * kKeyTile + j] = sums[2 * b];
-          if (j + 1 < nk) sh[(i + b) * kKeyTile + j + 1] = sums[2 * b + 1];
-        }
+        for (int b = 0; b < 4; ++b) qi[b] = qh + std::min(b, nb - 1) * D;
+        ScoresPart<T, D>(qi, row0, row1, scale, nb, nr, si);
       }
     }
   }
 }
 
-// Value sums of Q queries over 16 columns from c (Q * 2 accumulators), keys [0, nk); key j
-// fetches the same columns of row ahead[j] (j < ahead_count).
-template <KvType T, int Q>
-RADIX_AVX2 void AccumulateBlock(const float* p, const void* base, float scale, const int32_t* slots,
-                                int64_t nk, int64_t slot_stride, int64_t offset, int64_t d,
-                                int64_t c, const int32_t* ahead, int64_t ahead_count, float* acc) {
-  __m256 a[Q][2];
+// Value sums of Q queries over C vectors of 8 columns from c (Q * C accumulators), keys
+// [0, nk) of the head at byte `at` of rows[j]; key j also fetches lines [l0, l1) of the head in
+// next[j] (j < na). With Q = 4 and C = 3, 12 independent chains of multiply-adds hide the FMA
+// latency that 8 left exposed.
+template <KvType T, int Q, int C>
+RADIX_AVX2 void AccumulateBlock(const float* p, const char* const* rows, int64_t at, int64_t nk,
+                                const char* const* next, int64_t na, int l0, int l1, float scale,
+                                int64_t d, int64_t c, float* acc) {
+  __m256 a[Q][C];
   for (int q = 0; q < Q; ++q)
-    for (int x = 0; x < 2; ++x) a[q][x] = _mm256_loadu_ps(acc + q * d + c + 8 * x);
+    for (int x = 0; x < C; ++x) a[q][x] = _mm256_loadu_ps(acc + q * d + c + 8 * x);
   for (int64_t j = 0; j < nk; ++j) {
-    FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + c,
-                16 * static_cast<int64_t>(KvTypeSize(T)));
-    const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
-    const __m256 v0 = Load8(row, T, scale, c), v1 = Load8(row, T, scale, c + 8);
+    if (j < na) {
+      for (int l = l0; l < l1; ++l) FetchL2(next[j] + at + 64 * l);
+    }
+    const char* row = rows[j] + at;
+    __m256 v[C];
+    for (int x = 0; x < C; ++x) v[x] = Load8(row, T, scale, c + 8 * x);
     for (int q = 0; q < Q; ++q) {
       const __m256 w = _mm256_set1_ps(p[q * kKeyTile + j]);
-      a[q][0] = _mm256_fmadd_ps(w, v0, a[q][0]);
-      a[q][1] = _mm256_fmadd_ps(w, v1, a[q][1]);
+      for (int x = 0; x < C; ++x) a[q][x] = _mm256_fmadd_ps(w, v[x], a[q][x]);
     }
   }
   for (int q = 0; q < Q; ++q)
-    for (int x = 0; x < 2; ++x) _mm256_storeu_ps(acc + q * d + c + 8 * x, a[q][x]);
+    for (int x = 0; x < C; ++x) _mm256_storeu_ps(acc + q * d + c + 8 * x, a[q][x]);
 }
 
-// Value sums of `heads` heads, one head at a time over the tile's keys; the first queries' pass
-// over each 16 columns fetches the next tile's same columns.
-template <KvType T>
-RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
-                             const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
-                             int64_t d, const int32_t* ahead, int64_t ahead_count,
-                             float* const* acc) {
-  for (int h = 0; h < heads; ++h) {
-    const float* ph = p + h * nq * kKeyTile;
-    const int64_t oh = offset + h * d;
-    for (int64_t c = 0; c < d; c += 16) {
-      for (int64_t i = 0; i < nq; i += 4) {
-        const float* pi = ph + i * kKeyTile;
-        float* ai = acc[h] + i * d;
-        const int64_t na = i == 0 ? ahead_count : 0;
-        switch (std::min<int64_t>(4, nq - i)) {
-          case 4:
-            AccumulateBlock<T, 4>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
-            break;
-          case 3:
-            AccumulateBlock<T, 3>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
-            break;
-          case 2:
-            AccumulateBlock<T, 2>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
-            break;
-          default:
-            AccumulateBlock<T, 1>(pi, base, scale, slots, nk, slot_stride, oh, d, c, ahead, na, ai);
-            break;
-        }
-      }
+// Blocks of AccumulateBlock over the V vectors of columns from c: of 3, the last of 2 (or, from
+// 4, two of 2). The head's lines of the next rows are shared out evenly among the blocks, so the
+// fetches spread over the whole pass (a burst of them stalls the core on its miss buffers).
+constexpr int ColumnBlocks(int v) { return v == 0 ? 0 : v <= 4 ? v / 2 : 1 + ColumnBlocks(v - 3); }
+
+template <KvType T, int Q, int V>
+struct AccumulateColumns {
+  static constexpr int kBlocks = ColumnBlocks(V);
+
+  template <int kLines, int kIndex = 0, int kAllBlocks = kBlocks>
+  RADIX_AVX2 static void Run(const float* p, const char* const* rows, int64_t at, int64_t nk,
+                             const char* const* next, int64_t na, float scale, int64_t d, int64_t c,
+                             float* acc) {
+    if constexpr (V > 0) {
+      constexpr int kWidth = V == 2 || V == 4 ? 2 : 3;
+      constexpr int l0 = (kIndex * kLines + kAllBlocks - 1) / kAllBlocks;
+      constexpr int l1 = ((kIndex + 1) * kLines + kAllBlocks - 1) / kAllBlocks;
+      AccumulateBlock<T, Q, kWidth>(p, rows, at, nk, next, na, l0, l1, scale, d, c, acc);
+      AccumulateColumns<T, Q, V - kWidth>::template Run<kLines, kIndex + 1, kAllBlocks>(
+          p, rows, at, nk, next, na, scale, d, c + 8 * kWidth, acc);
     }
-  }
-}
-
-// Calls K<T>::Run(args...) for the cache's element type (one of ReadsDirect's).
-template <template <KvType> class K, typename... Args>
-RADIX_AVX2 void ForType(KvType type, Args... args) {
-  switch (type) {
-    case KvType::kF32:
-      return K<KvType::kF32>::Run(args...);
-    case KvType::kF16:
-      return K<KvType::kF16>::Run(args...);
-    case KvType::kFp8E4M3:
-      return K<KvType::kFp8E4M3>::Run(args...);
-    case KvType::kFp8E5M2:
-      return K<KvType::kFp8E5M2>::Run(args...);
-    default:
-      return K<KvType::kBF16>::Run(args...);
-  }
-}
-
-template <KvType T>
-struct ScoresKernel {
-  template <typename... Args>
-  RADIX_AVX2 static void Run(Args... args) {
-    ScoresAs<T>(args...);
   }
 };
 
-template <KvType T>
+// Value sums of `heads` heads, one head at a time over the tile's keys, four queries at a time;
+// the first queries' pass fetches the head's rows of the next tile.
+template <KvType T, int D>
+RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
+                             const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
+                             const int32_t* ahead, int64_t ahead_count, float* const* acc) {
+  constexpr int64_t kHeadBytes = D * static_cast<int64_t>(KvTypeSize(T));
+  constexpr int kLines = static_cast<int>((kHeadBytes + 63) / 64);
+  const char* rows[kKeyTile];
+  const char* next[kKeyTile];
+  RowPointers<T>(base, slots, nk, slot_stride, offset, rows);
+  const int64_t na = std::min(ahead_count, kKeyTile);
+  RowPointers<T>(base, ahead, na, slot_stride, offset, next);
+  for (int h = 0; h < heads; ++h) {
+    const int64_t at = h * kHeadBytes;
+    for (int64_t i = 0; i < nq; i += 4) {
+      const float* pi = p + (h * nq + i) * kKeyTile;
+      float* ai = acc[h] + i * D;
+      const int64_t fetch = i == 0 ? na : 0;
+      switch (std::min<int64_t>(4, nq - i)) {
+        case 4:
+          AccumulateColumns<T, 4, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
+                                                               D, 0, ai);
+          break;
+        case 3:
+          AccumulateColumns<T, 3, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
+                                                               D, 0, ai);
+          break;
+        case 2:
+          AccumulateColumns<T, 2, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
+                                                               D, 0, ai);
+          break;
+        default:
+          AccumulateColumns<T, 1, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
+                                                               D, 0, ai);
+          break;
+      }
+    }
+  }
+}
+
+// Calls K<T, D>::Run(args...) for the cache's element type (one of ReadsDirect's) and head size.
+template <template <KvType, int> class K, KvType T, typename... Args>
+RADIX_AVX2 void ForSize(int64_t d, Args... args) {
+  switch (d) {
+    case 32:
+      return K<T, 32>::Run(args...);
+    case 64:
+      return K<T, 64>::Run(args...);
+    case 128:
+      return K<T, 128>::Run(args...);
+    default:
+      return K<T, 256>::Run(args...);
+  }
+}
+
+template <template <KvType, int> class K, typename... Args>
+RADIX_AVX2 void ForType(KvType type, int64_t d, Args... args) {
+  switch (type) {
+    case KvType::kF32:
+      return ForSize<K, KvType::kF32>(d, args...);
+    case KvType::kF16:
+      return ForSize<K, KvType::kF16>(d, args...);
+    case KvType::kFp8E4M3:
+      return ForSize<K, KvType::kFp8E4M3>(d, args...);
+    case KvType::kFp8E5M2:
+      return ForSize<K, KvType::kFp8E5M2>(d, args...);
+    default:
+      return ForSize<K, KvType::kBF16>(d, args...);
+  }
+}
+
+template <KvType T, int D>
+struct ScoresKernel {
+  template <typename... Args>
+  RADIX_AVX2 static void Run(Args... args) {
+    ScoresAs<T, D>(args...);
+  }
+};
+
+template <KvType T, int D>
 struct AccumulateKernel {
   template <typename... Args>
   RADIX_AVX2 static void Run(Args... args) {
-    AccumulateAs<T>(args...);
+    AccumulateAs<T, D>(args...);
   }
 };
 
@@ -299,7 +380,7 @@ RADIX_AVX2 void Scores(const float* q, int heads, int64_t nq, const void* base, 
                        int64_t offset, int64_t d, const int32_t* ahead, int64_t ahead_count,
                        float* s) {
   RADIX_CHECK(ReadsDirect(type, d));
-  ForType<ScoresKernel>(type, q, heads, nq, base, scale, slots, nk, slot_stride, offset, d, ahead,
+  ForType<ScoresKernel>(type, d, q, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
                         ahead_count, s);
 }
 
@@ -308,7 +389,7 @@ RADIX_AVX2 void AccumulateRowsDirect(const float* p, int heads, int64_t nq, cons
                                      int64_t slot_stride, int64_t offset, int64_t d,
                                      const int32_t* ahead, int64_t ahead_count, float* const* acc) {
   RADIX_CHECK(ReadsDirect(type, d));
-  ForType<AccumulateKernel>(type, p, heads, nq, base, scale, slots, nk, slot_stride, offset, d,
+  ForType<AccumulateKernel>(type, d, p, heads, nq, base, scale, slots, nk, slot_stride, offset,
                             ahead, ahead_count, acc);
 }
 

@@ -26,6 +26,11 @@ inline const void* RowAt(const void* base, const int32_t* slots, int64_t j, int6
                                               static_cast<int64_t>(KvTypeSize(T));
 }
 
+// Fetches the `bytes` from `row` into L2 (FetchL2), every line.
+[[gnu::always_inline]] inline void FetchBytes(const char* row, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) FetchL2(row + b);
+}
+
 // Fetches the `bytes` of row i of `slots` (i < count) from `offset` into L2 (FetchL2), every
 // line. The kernels call it one row slice per step of their own loads, never in a burst: a burst
 // of a tile's lines fills the core's miss buffers and stalls it.
@@ -34,8 +39,15 @@ template <KvType T>
                                             int64_t count, int64_t slot_stride, int64_t offset,
                                             int64_t bytes) {
   if (i >= count) return;
-  const char* row = static_cast<const char*>(RowAt<T>(base, slots, i, slot_stride, offset));
-  for (int64_t b = 0; b < bytes; b += 64) FetchL2(row + b);
+  FetchBytes(static_cast<const char*>(RowAt<T>(base, slots, i, slot_stride, offset)), bytes);
+}
+
+// A tile's row pointers: rows[j] = row slots[j] from element `offset`, for j < count.
+template <KvType T>
+inline void RowPointers(const void* base, const int32_t* slots, int64_t count, int64_t slot_stride,
+                        int64_t offset, const char** rows) {
+  for (int64_t j = 0; j < count; ++j)
+    rows[j] = static_cast<const char*>(RowAt<T>(base, slots, j, slot_stride, offset));
 }
 
 }  // namespace radixserve::kernels::x86
