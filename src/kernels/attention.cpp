@@ -115,8 +115,8 @@ float RangeMax(const float* x, int64_t n) {
   return *std::max_element(m, m + 8);
 }
 
-constexpr AttentionKernels kRef{"ref",    RefGather, RefExpTile, RefAccumulate,
-                                RefStore, nullptr,   nullptr,    nullptr};
+constexpr AttentionKernels kRef{"ref",   RefGather, RefExpTile, RefAccumulate, RefStore,
+                                nullptr, nullptr,   nullptr,    nullptr};
 
 }  // namespace
 
@@ -239,6 +239,7 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
   // (up to the last key any query sees: the sequence's next chunk, usually this thread's next).
   int64_t seen_end = key_end;
   for (int64_t i = 0; i < nq; ++i) seen_end = std::max(seen_end, first.last[i] + 1);
+  const bool fused_scale = ak.scale_max != nullptr && shape.scale > 0.0f && shape.softcap <= 0.0f;
   for (int64_t j0 = key_begin; j0 < key_end; j0 += kKeyTile) {
     const int64_t nk = std::min(kKeyTile, key_end - j0);
     const int64_t next_end = std::min(seen_end, j0 + 2 * kKeyTile);
@@ -265,7 +266,11 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
         const int64_t lo = std::max(first.first[i], j0) - j0;
         const int64_t hi = std::min(first.last[i], j0 + nk - 1) - j0;  // inclusive
         float tile_max = kNegInf;
-        if (lo <= hi) {
+        if (lo <= hi && fused_scale) {
+          std::fill(s, s + lo, kNegInf);
+          std::fill(s + hi + 1, s + kKeyTile, kNegInf);
+          tile_max = ak.scale_max(s, shape.scale);
+        } else if (lo <= hi) {
           std::fill(s, s + lo, kNegInf);
           std::fill(s + hi + 1, s + kKeyTile, kNegInf);
           for (int64_t j = lo; j <= hi; ++j) s[j] *= shape.scale;

@@ -100,6 +100,10 @@ struct AttentionKernels {
                           float scale, const int32_t* slots, int64_t nk, int64_t slot_stride,
                           int64_t offset, int64_t d, const int32_t* ahead, int64_t ahead_count,
                           float* const* acc);
+  // x[i] *= scale for i < kKeyTile, returning the largest result: the scores' scaling and the
+  // tile's maximum in one pass (scale > 0, so -inf entries stay -inf and never win). nullptr in
+  // a variant without it (AttendChunkHeads then does both in scalar code, with the same results).
+  float (*scale_max)(float* x, float scale);
 };
 
 const AttentionKernels& RefAttentionKernels();

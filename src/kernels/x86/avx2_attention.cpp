@@ -120,6 +120,21 @@ RADIX_AVX2 float ExpTile(float* x, float max) {
   return _mm_cvtss_f32(s);
 }
 
+RADIX_AVX2 float ScaleMax(float* x, float scale) {
+  static_assert(kKeyTile % 8 == 0);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  __m256 max = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t i = 0; i < kKeyTile; i += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vscale);
+    _mm256_storeu_ps(x + i, v);
+    max = _mm256_max_ps(v, max);  // a NaN score leaves the maximum as it was, as std::max does
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(max), _mm256_extractf128_ps(max, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
 RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk,
                            int64_t d, float* acc) {
   for (int64_t q = 0; q < nq; ++q) {
@@ -470,8 +485,9 @@ RADIX_AVX2 void Store(const float* src, int64_t count, KvType type, float scale,
 }  // namespace
 
 const AttentionKernels& Avx2AttentionTable() {
-  static const AttentionKernels table{"avx2", Gather,      ExpTile, Accumulate,
-                                      Store,  ReadsDirect, Scores,  AccumulateRowsDirect};
+  static const AttentionKernels table{"avx2",  Gather,      ExpTile, Accumulate,
+                                      Store,   ReadsDirect, Scores,  AccumulateRowsDirect,
+                                      ScaleMax};
   return table;
 }
 

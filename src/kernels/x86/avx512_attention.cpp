@@ -432,8 +432,16 @@ RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scal
 }  // namespace
 
 const AttentionKernels& Avx512AttentionTable() {
-  static const AttentionKernels table{"avx512", Gather,      ExpTile, Accumulate,
-                                      Store,    ReadsDirect, Scores,  AccumulateRowsDirect};
+  // The AVX2 scale_max: a tile's 64 scores are 8 vectors of 8, too few to gain from 16.
+  static const AttentionKernels table{"avx512",
+                                      Gather,
+                                      ExpTile,
+                                      Accumulate,
+                                      Store,
+                                      ReadsDirect,
+                                      Scores,
+                                      AccumulateRowsDirect,
+                                      Avx2AttentionTable().scale_max};
   return table;
 }
 
