@@ -2,7 +2,8 @@
 // decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration;
 // the machine is shared, so compare runs taken back to back, never across sessions.
 //
-//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]]
+//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]|
+//                        attention-tile [NQ...]]
 //   (default: all)
 #include <algorithm>
 #include <array>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/bf16_panels.h"
 #include "kernels/float_matmul.h"
 #include "kernels/half.h"
@@ -240,6 +242,88 @@ void BenchAttention(ThreadPool& pool, const kernels::AttentionShape& shape, int6
   }
 }
 
+// The blocked attention's own cost, without memory: one thread, the 1B shape's 8 KV heads of 64
+// at 512 keys in order (1 MB of f16 K and V, in L2/L3), each query count NQ (4: decode with four
+// query heads per KV head; more: prefill). Times AttentionKernels::scores and accumulate_rows
+// over the tiles, and AttendChunkHeads over the chunks (the two plus the online softmax), per key
+// of one layer (all 8 heads).
+void BenchAttentionTile(const std::vector<int64_t>& query_counts) {
+  const kernels::KernelTable& table = kernels::ActiveKernels();
+  const kernels::AttentionKernels& ak = kernels::AttentionKernelsFor(table);
+  constexpr int kHeads = 8;
+  constexpr int64_t kDim = 64, kDepth = 512, kStride = kHeads * kDim;
+  const kernels::KvType type = kernels::KvType::kF16;
+  if (ak.reads_direct == nullptr || !ak.reads_direct(type, kDim)) {
+    std::printf("attention-tile: the %s kernels do not read rows in place\n",
+                std::string(ak.name).c_str());
+    return;
+  }
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> k(static_cast<size_t>(kDepth * kStride)), v(k.size());
+  std::vector<float> row(static_cast<size_t>(kStride));
+  for (int64_t s = 0; s < kDepth; ++s) {
+    for (std::vector<uint16_t>* cache : {&k, &v}) {
+      for (float& x : row) x = dist(rng);
+      ak.store(row.data(), kStride, type, 1.0f, cache->data() + s * kStride);
+    }
+  }
+  std::vector<int32_t> slots(static_cast<size_t>(kDepth));
+  std::iota(slots.begin(), slots.end(), 0);
+  const kernels::AttentionShape shape{kHeads * 4, kHeads, static_cast<int>(kDim), 0.125f, 0.0f};
+  for (int64_t nq : query_counts) {
+    std::vector<float> q(static_cast<size_t>(kHeads * nq * kDim));
+    std::vector<float> scores(static_cast<size_t>(kHeads * nq * kernels::kKeyTile));
+    std::vector<float> acc(q.size()), m(static_cast<size_t>(kHeads * nq)), l(m.size());
+    for (float& x : q) x = dist(rng);
+    for (float& x : scores) x = 0.01f * dist(rng);
+    std::vector<int64_t> first(static_cast<size_t>(nq), 0), last(first.size(), kDepth - 1);
+    std::vector<kernels::QueryBlock> blocks;
+    std::vector<float*> ms, ls, accs;
+    for (int h = 0; h < kHeads; ++h) {
+      blocks.push_back({q.data() + h * nq * kDim, nq, first.data(), last.data(), h});
+      ms.push_back(m.data() + h * nq);
+      ls.push_back(l.data() + h * nq);
+      accs.push_back(acc.data() + h * nq * kDim);
+    }
+    auto tiles = [&](bool values) {
+      for (int64_t j0 = 0; j0 < kDepth; j0 += kernels::kKeyTile) {
+        const int64_t ahead =
+            std::max<int64_t>(0, std::min(kernels::kKeyTile, kDepth - j0 - kernels::kKeyTile));
+        const int32_t* next = slots.data() + std::min(j0 + kernels::kKeyTile, kDepth - 1);
+        if (values) {
+          ak.accumulate_rows(scores.data(), kHeads, nq, v.data(), type, 1.0f, slots.data() + j0,
+                             kernels::kKeyTile, kStride, 0, kDim, next, ahead, accs.data());
+        } else {
+          ak.scores(q.data(), kHeads, nq, k.data(), type, 1.0f, slots.data() + j0,
+                    kernels::kKeyTile, kStride, 0, kDim, next, ahead, scores.data());
+        }
+      }
+    };
+    const double ns = 1e9 / kDepth;
+    const double s_scores = BestSeconds(200, [&] { tiles(false); }) * ns;
+    const double s_values = BestSeconds(200, [&] { tiles(true); }) * ns;
+    const double s_chunks =
+        BestSeconds(200,
+                    [&] {
+                      for (int64_t c = 0; c < kDepth; c += kernels::kKeyChunk) {
+                        kernels::AttendChunkHeads(
+                            table, shape, blocks.data(), kHeads, kernels::KvBuffer(k.data(), type),
+                            kernels::KvBuffer(v.data(), type), slots.data(), c,
+                            c + kernels::kKeyChunk, ms.data(), ls.data(), accs.data());
+                      }
+                    }) *
+        ns;
+    // Multiply-adds per key: each of the heads' nq queries against the key's 64 values, twice.
+    const double macs = 2.0 * kHeads * static_cast<double>(nq) * kDim;
+    std::printf(
+        "attention-tile %s f16 heads=%d d=%ld nq=%3ld: ns per key of a layer: scores %6.1f, "
+        "values %6.1f, chunk (with softmax) %6.1f = %5.1f G multiply-adds/s\n",
+        std::string(ak.name).c_str(), kHeads, static_cast<long>(kDim), static_cast<long>(nq),
+        s_scores, s_values, s_chunks, macs / s_chunks);
+  }
+}
+
 }  // namespace
 }  // namespace radixserve
 
@@ -268,6 +352,12 @@ int main(int argc, char** argv) {
     for (; arg < argc; ++arg) depths.push_back(std::atol(argv[arg]));
     radixserve::BenchAttention(pool, {32, 8, 64, 0.125f, 0.0f}, 16, types, depths,
                                /*shuffled=*/false);
+  }
+  if (all || std::strcmp(argv[1], "attention-tile") == 0) {
+    std::vector<int64_t> query_counts{4, 64};
+    if (argc > 2) query_counts.clear();
+    for (int arg = 2; arg < argc; ++arg) query_counts.push_back(std::atol(argv[arg]));
+    radixserve::BenchAttentionTile(query_counts);
   }
   return 0;
 }
