@@ -180,8 +180,8 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t l
 // Scores of keys j and j + 1 (row0, row1) against four queries (8 accumulators, 2 row vectors
 // and the queries' vectors from memory), the eight lane sums at once through Sum8x8, stored at
 // s[b * kKeyTile + r] for query b < nb and key r < nr. Query b is at q + b * D for a whole block
-// (kWhole: one base register for all four), else at qi[b]. The head size D is a constant, so the
-// column loop unrolls whole.
+// (kWhole: one base register for all four, nb = 4 and nr = 2), else at qi[b]. The head size D is a
+// constant, so the column loop unrolls whole.
 template <KvType T, int D, bool kWhole>
 RADIX_AVX2 inline void ScoresBlock(const float* q, const float* const* qi, const char* row0,
                                    const char* row1, float scale, int nb, int nr, float* s) {
@@ -198,7 +198,6 @@ RADIX_AVX2 inline void ScoresBlock(const float* q, const float* const* qi, const
   }
   float sums[8];
   Sum8x8(acc, sums);
-  if constexpr (kWhole) nb = 4, nr = 2;
   for (int b = 0; b < nb; ++b) {
     for (int r = 0; r < nr; ++r) s[b * kKeyTile + r] = sums[2 * b + r];
   }
