@@ -266,20 +266,20 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
         const int64_t lo = std::max(first.first[i], j0) - j0;
         const int64_t hi = std::min(first.last[i], j0 + nk - 1) - j0;  // inclusive
         float tile_max = kNegInf;
-        if (lo <= hi && fused_scale) {
+        if (lo <= hi) {
           std::fill(s, s + lo, kNegInf);
           std::fill(s + hi + 1, s + kKeyTile, kNegInf);
-          tile_max = ak.scale_max(s, shape.scale);
-        } else if (lo <= hi) {
-          std::fill(s, s + lo, kNegInf);
-          std::fill(s + hi + 1, s + kKeyTile, kNegInf);
-          for (int64_t j = lo; j <= hi; ++j) s[j] *= shape.scale;
-          if (shape.softcap > 0.0f) {
-            for (int64_t j = lo; j <= hi; ++j) {
-              s[j] = shape.softcap * std::tanh(s[j] / shape.softcap);
+          if (fused_scale) {
+            tile_max = ak.scale_max(s, shape.scale);
+          } else {
+            for (int64_t j = lo; j <= hi; ++j) s[j] *= shape.scale;
+            if (shape.softcap > 0.0f) {
+              for (int64_t j = lo; j <= hi; ++j) {
+                s[j] = shape.softcap * std::tanh(s[j] / shape.softcap);
+              }
             }
+            tile_max = RangeMax(s + lo, hi - lo + 1);
           }
-          tile_max = RangeMax(s + lo, hi - lo + 1);
         }
         if (tile_max == kNegInf) {  // no key of this tile: zero weights, state unchanged
           std::fill(s, s + kKeyTile, 0.0f);
