@@ -35,11 +35,11 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
 
 // A weight matrix repacked once at load time into the integer variant's panel layout, which
 // saves the per-call transposition of rows into panels (most of the cost at decode). Q4_0, Q4_1,
-// Q5_0, Q8_0 (avx512_vnni), Q4_K, Q5_K, Q6_K and MXFP4 are stored as compact panels near their
-// block size (plus up to 15 padding rows); the other formats as unpacked byte codes with float
-// scales, about 1.25 bytes per weight. When nothing is packed, `panels` stays empty and the
-// overload below runs the source matrix. The memory behind `source` must outlive the
-// PackedWeight.
+// Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 (and on avx2 Q5_1 too: every format) are stored as
+// compact panels near their block size (plus up to 15 padding rows); the other formats as
+// unpacked byte codes with float scales, about 1.25 bytes per weight. When nothing is packed,
+// `panels` stays empty and the overload below runs the source matrix. The memory behind `source`
+// must outlive the PackedWeight.
 struct PackedWeight {
   WeightMatrix source;
   std::string_view variant;  // QuantMatMulVariant of the table it was packed for, "" if none

@@ -1,7 +1,8 @@
 // AVX2 variant of the quantized MatMul for CPUs without VNNI: panels of 8 weight rows, one dword
 // lane per row; vpmaddubsw + vpmaddwd stand in for vpdpbusd. Q8_0 codes stay signed and use the
 // sign trick (|w| times sign(w) * q), because unsigned codes up to 255 would saturate vpmaddubsw.
-// Panels are packed with the scalar packer, once at load (Pack) or per call (Run).
+// Every format runs compact panels near its block size (quant_kernels.h), packed with the scalar
+// packer once at load (Pack) or per call (Run).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/check.h"
 #include "kernels/half.h"
 #include "kernels/mxfp4.h"
 #include "kernels/x86/quant_kernels.h"
@@ -61,12 +63,6 @@ RADIX_AVX2 inline __m256i PairProducts(__m256i w, __m256i x) {
                  : _mm256_maddubs_epi16(w, x);
 }
 
-// Four codes times four activation bytes per dword lane, summed into `dot`.
-template <bool kSigned>
-RADIX_AVX2 inline __m256i DotAdd(__m256i dot, __m256i w, __m256i x, __m256i ones) {
-  return _mm256_add_epi32(dot, _mm256_madd_epi16(PairProducts<kSigned>(w, x), ones));
-}
-
 // The T accumulators' first `valid` rows into y[t0 + t][...].
 template <int T>
 RADIX_AVX2 inline void StoreRows(const __m256 (&acc)[T], float* y, int64_t t0, int64_t ldy,
@@ -82,39 +78,6 @@ RADIX_AVX2 inline void StoreRows(const __m256 (&acc)[T], float* y, int64_t t0, i
   }
 }
 
-template <int KW, bool kMin, bool kSigned, int T>
-RADIX_AVX2 void Tile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0, float* y,
-                     int64_t ldy, int valid) {
-  const int64_t subs = a.subs, sub = 4 * KW, stride = PanelSubBytes(sub, kRows);
-  const int8_t* q = a.q.data() + t0 * a.cols;
-  const float* d = a.d.data() + t0 * subs;
-  const float* s = a.s.data() + t0 * subs;
-  const int32_t* bias = a.bias.data() + t0 * subs;
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < subs; ++j) {
-    const uint8_t* p = panel + j * stride;
-    if (t0 == 0) PrefetchAhead(p, stride);
-    const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * KW));
-    for (int t = 0; t < T; ++t) {
-      const int8_t* qt = q + t * a.cols + j * sub;
-      __m256i dot = _mm256_set1_epi32(bias[t * subs + j]);
-      for (int k = 0; k < KW; ++k) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
-        dot = DotAdd<kSigned>(dot, w, _mm256_set1_epi32(Load32(qt + 4 * k)), ones);
-      }
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                               _mm256_mul_ps(scale, _mm256_set1_ps(d[t * subs + j])), acc[t]);
-      if constexpr (kMin) {
-        const __m256 min = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * KW + 32));
-        acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(s[t * subs + j]), acc[t]);
-      }
-    }
-  }
-  StoreRows(acc, y, t0, ldy, valid);
-}
-
 using TileFn = void (*)(const uint8_t*, const ref::QuantizedActivations&, int64_t, float*, int64_t,
                         int);
 
@@ -126,7 +89,8 @@ RADIX_AVX2 inline __m256i CompactCode(const uint8_t* regs, int k) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   if constexpr (kFormat == WeightFormat::kQ8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + k * kLanes));
-  } else if constexpr (kFormat == WeightFormat::kQ5_K) {
+  } else if constexpr (kFormat == WeightFormat::kQ5_K || kFormat == WeightFormat::kQ5_0 ||
+                       kFormat == WeightFormat::kQ5_1) {
     // The nibble as for Q4_K, bit 4 from the fifth register (bit k of each byte). The 16-bit
     // shifts carry bits across the byte boundary only below bit 4, which the mask drops.
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + (k & 3) * kLanes));
@@ -181,22 +145,25 @@ template <WeightFormat kFormat, int kGroup, int T>
   }
 }
 
-// One token tile over a compact panel (quant_kernels.h): each code register of a sub-block is
-// unpacked once and serves every token; D and M are the floats the code panel
-// would hold, so the results equal Tile's bit for bit. For the formats of one scale per 32-element
-// block (Q4_0, Q4_1, Q8_0, MXFP4); the K-quants run CompactSuperTile.
+// One token tile over a compact panel (quant_kernels.h): each code register of a block is
+// unpacked once and serves every token. The integer sums are exact and D and M are the blocks'
+// own half-precision scales widened exactly, so every grouping of the sums gives the same bits.
+// For the formats of one scale per 32-element block (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4); the
+// K-quants run CompactSuperTile.
 template <WeightFormat kFormat, int T>
 RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivations& a, int64_t t0,
                             float* y, int64_t ldy, int valid) {
   constexpr bool kQ8 = kFormat == WeightFormat::kQ8_0;
   constexpr bool kMx = kFormat == WeightFormat::kMXFP4;  // a legacy layout with float scales
-  static_assert(kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ8 || kMx);
-  constexpr bool kMin = kFormat == WeightFormat::kQ4_1;
+  constexpr bool kQ5 = kFormat == WeightFormat::kQ5_0 || kFormat == WeightFormat::kQ5_1;
+  static_assert(kFormat == WeightFormat::kQ4_0 || kFormat == WeightFormat::kQ4_1 || kQ5 || kQ8 ||
+                kMx);
+  constexpr bool kMin = kFormat == WeightFormat::kQ4_1 || kFormat == WeightFormat::kQ5_1;
   constexpr int kW = 8;  // code registers per block
-  // Code registers whose 16-bit products may be summed before widening: codes below 16 (Q4) or
-  // 25 (MXFP4) times activations of at most 127 in magnitude, two per 16-bit lane; Q8_0's products
-  // can fill a lane on their own.
-  constexpr int kGroup = kQ8 ? 1 : kMx ? 4 : 8;
+  // Code registers whose 16-bit products may be summed before widening: codes below 16 (Q4), 25
+  // (MXFP4) or 32 (Q5) times activations of at most 127 in magnitude, two per 16-bit lane (Q5:
+  // 4 x 2 x 31 x 127 = 31,496 < 32,768); Q8_0's products can fill a lane on their own.
+  constexpr int kGroup = kQ8 ? 1 : (kMx || kQ5) ? 4 : 8;
   constexpr int64_t kLanes = 4 * kRows;
   const int64_t subs = a.subs, block_bytes = CompactLayoutBlockBytes(kFormat, kRows);
   const int8_t* q = a.q.data() + t0 * a.cols;
@@ -209,7 +176,7 @@ RADIX_AVX2 void CompactTile(const uint8_t* panel, const ref::QuantizedActivation
   for (int64_t j = 0; j < subs; ++j) {
     const uint8_t* p = panel + j * block_bytes;
     if (t0 == 0) PrefetchAhead(p, block_bytes);
-    const uint8_t* scales = p + (kQ8 ? 8 : 4) * kLanes;
+    const uint8_t* scales = p + (kQ8 ? 8 : kQ5 ? 5 : 4) * kLanes;
     __m256 scale, min = _mm256_setzero_ps();
     if constexpr (kMx) {
       scale = _mm256_loadu_ps(reinterpret_cast<const float*>(scales));
@@ -363,33 +330,17 @@ TileFn PickCompactTile(int tokens) {
   }
 }
 
-template <int KW, bool kMin, bool kSigned>
-TileFn PickTile(int tokens) {
-  switch (tokens) {
-    case 1:
-      return Tile<KW, kMin, kSigned, 1>;
-    case 2:
-      return Tile<KW, kMin, kSigned, 2>;
-    case 3:
-      return Tile<KW, kMin, kSigned, 3>;
-    default:
-      return Tile<KW, kMin, kSigned, 4>;
-  }
-}
-
-TileFn ChooseTile(WeightFormat format, const QuantFormatInfo& info, int tokens) {
-  if (info.sub == 16) return PickTile<4, false, false>(tokens);
-  if (format == WeightFormat::kQ8_0) return PickTile<8, false, true>(tokens);
-  return info.has_min ? PickTile<8, true, false>(tokens) : PickTile<8, false, false>(tokens);
-}
-
-// The compact-panel tile of `format`, nullptr for formats packed as code panels.
+// The compact-panel tile of `format` (every block-quantized format has one).
 TileFn CompactTileFor(WeightFormat format, int tokens) {
   switch (format) {
     case WeightFormat::kQ4_0:
       return PickCompactTile<WeightFormat::kQ4_0>(tokens);
     case WeightFormat::kQ4_1:
       return PickCompactTile<WeightFormat::kQ4_1>(tokens);
+    case WeightFormat::kQ5_0:
+      return PickCompactTile<WeightFormat::kQ5_0>(tokens);
+    case WeightFormat::kQ5_1:
+      return PickCompactTile<WeightFormat::kQ5_1>(tokens);
     case WeightFormat::kQ8_0:
       return PickCompactTile<WeightFormat::kQ8_0>(tokens);
     case WeightFormat::kQ4_K:
@@ -401,20 +352,15 @@ TileFn CompactTileFor(WeightFormat format, int tokens) {
     case WeightFormat::kMXFP4:
       return PickCompactTile<WeightFormat::kMXFP4>(tokens);
     default:
+      RADIX_CHECK_MSG(false, "not a block-quantized format");
       return nullptr;
   }
 }
 
-// Load-time packing: compact panels for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K / MXFP4, for the
-// others
-// the same code panels Run makes per call (about 1.25 bytes per weight), made once, so a decode
-// step only streams them.
+// Load-time packing: every format into its compact panels (quant_kernels.h), made once, so a
+// decode step only streams them.
 int64_t PackedPanelBytes(const WeightMatrix& w) {
-  if (HasCompactPanelLayout(w.format)) {
-    return (w.cols / BlockElements(w.format)) * CompactLayoutBlockBytes(w.format, kRows);
-  }
-  const int64_t sub = FormatInfo(w.format, true).sub;
-  return (w.cols / sub) * PanelSubBytes(sub, kRows);
+  return (w.cols / BlockElements(w.format)) * CompactLayoutBlockBytes(w.format, kRows);
 }
 
 int64_t PackedBytes(const WeightMatrix& w) {
@@ -422,11 +368,7 @@ int64_t PackedBytes(const WeightMatrix& w) {
 }
 
 void PackPanel(const WeightMatrix& w, int64_t p, uint8_t* out) {
-  if (HasCompactPanelLayout(w.format)) {
-    PackCompactLayoutPanel(w, p * kRows, kRows, out);
-  } else {
-    PackPanelScalar(w, p * kRows, kRows, true, out);
-  }
+  PackCompactLayoutPanel(w, p * kRows, kRows, out);
 }
 
 void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t panel_end, uint8_t* out) {
@@ -442,10 +384,7 @@ void RunPanel(const WeightMatrix& w, const uint8_t* panel, const ref::QuantizedA
   const int valid = static_cast<int>(std::min(kRows, w.rows - row0));
   for (int64_t t0 = 0; t0 < a.n; t0 += kMaxTokens) {
     const int tokens = static_cast<int>(std::min<int64_t>(kMaxTokens, a.n - t0));
-    const TileFn tile = CompactTileFor(w.format, tokens);
-    tile != nullptr ? tile(panel, a, t0, y + row0, w.rows, valid)
-                    : ChooseTile(w.format, FormatInfo(w.format, true), tokens)(
-                          panel, a, t0, y + row0, w.rows, valid);
+    CompactTileFor(w.format, tokens)(panel, a, t0, y + row0, w.rows, valid);
   }
 }
 

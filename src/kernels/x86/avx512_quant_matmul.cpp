@@ -786,7 +786,7 @@ RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivation
 // the shared layout, Q4_K / Q5_K / Q6_K / MXFP4 (near the source size); code panels for the other
 // formats (about 1.25 bytes per weight: codes plus float scales and offsets).
 bool HasKCompactPanels(WeightFormat format) {
-  return !HasCompactPanels(format) && HasCompactPanelLayout(format);
+  return SumsSuperBlocks(format) || format == WeightFormat::kMXFP4;
 }
 
 int64_t PackedPanelBytes(const WeightMatrix& w) {
@@ -826,7 +826,7 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
     for (int64_t p = panel_begin; p < panel_end; ++p) {
       const int64_t row0 = p * kRows;
       const uint8_t* panel = packed + p * panel_bytes;
-      if (HasCompactPanelLayout(w.format) || HasCompactPanels(w.format)) {
+      if (HasCompactPanels(w.format) || HasKCompactPanels(w.format)) {
         const Lookahead ahead{p + 1 < panel_end ? panel + panel_bytes : nullptr, panel_bytes};
         CompactAllTokens(w.format, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0), tiles,
                          ahead);

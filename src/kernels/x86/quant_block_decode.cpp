@@ -184,6 +184,7 @@ void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bo
 
 bool HasCompactPanelLayout(WeightFormat format) {
   return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
+         format == WeightFormat::kQ5_0 || format == WeightFormat::kQ5_1 ||
          format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_K ||
          format == WeightFormat::kQ5_K || format == WeightFormat::kQ6_K ||
          format == WeightFormat::kMXFP4;
@@ -198,6 +199,7 @@ void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_r
   const bool q4 = w.format == WeightFormat::kQ4_K || five;
   const int64_t regs_per_sub = five ? 5 : 4;
   const bool legacy = w.format == WeightFormat::kQ4_0 || w.format == WeightFormat::kQ4_1 ||
+                      w.format == WeightFormat::kQ5_0 || w.format == WeightFormat::kQ5_1 ||
                       w.format == WeightFormat::kQ8_0;
   uint8_t u[256];
   float scale[16], min[16];
@@ -214,12 +216,25 @@ void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_r
         continue;
       }
       if (legacy) {
-        const int64_t halves = w.format == WeightFormat::kQ4_1 ? 2 : 1;  // d, then m
+        const bool has_m = w.format == WeightFormat::kQ4_1 || w.format == WeightFormat::kQ5_1;
+        const bool fifth = w.format == WeightFormat::kQ5_0 || w.format == WeightFormat::kQ5_1;
+        const int64_t halves = has_m ? 2 : 1;  // d, then m
         const int regs = w.format == WeightFormat::kQ8_0 ? 8 : 4;
-        const uint8_t* codes = block + 2 * halves;
+        // Q5_0 / Q5_1: the 32 fifth bits (bit i: element i) between the halves and the nibbles.
+        const uint8_t* codes = block + 2 * halves + (fifth ? 4 : 0);
         for (int g = 0; g < regs; ++g) std::memcpy(out + g * lanes + 4 * r, codes + 4 * g, 4);
+        if (fifth) {
+          uint32_t high;
+          std::memcpy(&high, block + 2 * halves, sizeof(high));
+          for (int e = 0; e < 4; ++e) {
+            uint8_t byte = 0;
+            for (int k = 0; k < 8; ++k) byte |= ((high >> (4 * k + e)) & 1) << k;
+            out[regs * lanes + 4 * r + e] = byte;
+          }
+        }
+        const int64_t at = (regs + (fifth ? 1 : 0)) * lanes;
         for (int64_t k = 0; k < halves; ++k) {
-          std::memcpy(out + regs * lanes + 2 * (k * panel_rows + r), block + 2 * k, 2);
+          std::memcpy(out + at + 2 * (k * panel_rows + r), block + 2 * k, 2);
         }
         continue;
       }

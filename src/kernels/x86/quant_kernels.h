@@ -61,12 +61,16 @@ void DecodeBlockCodes(WeightFormat format, const uint8_t* block, bool signed_q8,
 void PackPanelScalar(const WeightMatrix& w, int64_t row0, int64_t panel_rows, bool signed_q8,
                      uint8_t* panel);
 
-// Compact panels: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K kept at or near their block size (0.56,
-// 0.63, 1.06, 0.59, 0.72 and 0.83 bytes per weight, against 1.25-1.5 for code panels), for decode
-// steps that stream the weights. Per block of P rows, lanes of 4 bytes per row as in code panels:
+// Compact panels: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K kept at their block size or
+// near it (0.56, 0.63, 0.69, 0.75, 1.06, 0.59, 0.72 and 0.83 bytes per weight, against 1.25-1.5
+// for code panels), for decode steps that stream the weights. Per block of P rows, lanes of 4
+// bytes per row as in code panels:
 //   Q4_0, Q4_1 (32-element blocks): 4 registers of the blocks' own nibble bytes (register g,
 //         lane r, byte e: byte 4g + e of row r's codes, low nibble = element 4g + e, high nibble
 //         = element 16 + 4g + e); then the half-precision d[P] and (Q4_1) m[P] as stored.
+//   Q5_0, Q5_1 (32-element blocks): Q4_0's / Q4_1's 4 registers of nibble bytes, then a fifth
+//         register of the blocks' high bits (lane r, byte e, bit k: bit 4 of element 4k + e, as
+//         Q5_K's); then d[P] and (Q5_1) m[P] as stored.
 //   Q8_0 (32-element blocks): 8 registers of the signed codes (register g, lane r: elements
 //         4g..4g+3 of row r); then the half-precision d[P].
 //   MXFP4 (32-element blocks): 4 registers of the blocks' own E2M1 nibble bytes, arranged as
@@ -94,6 +98,10 @@ constexpr int64_t CompactLayoutBlockBytes(WeightFormat format, int64_t panel_row
     case WeightFormat::kQ4_1:
     case WeightFormat::kMXFP4:
       return panel_rows * (16 + 4);
+    case WeightFormat::kQ5_0:
+      return panel_rows * (16 + 4 + 2);
+    case WeightFormat::kQ5_1:
+      return panel_rows * (16 + 4 + 4);
     case WeightFormat::kQ8_0:
       return panel_rows * (32 + 2);
     case WeightFormat::kQ4_K:

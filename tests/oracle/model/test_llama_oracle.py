@@ -205,6 +205,43 @@ def test_smollm2_bf16_matches_llama_cpp(smollm2_bf16, tmp_path, product):
     quantized_agreement(smollm2_bf16, tmp_path, f"SmolLM2 BF16 ({product})", env=env)
 
 
+@pytest.fixture(scope="module", params=["Q5_0", "Q5_1"])
+def smollm2_q5(request, tmp_path_factory):
+    """SmolLM2 with its matrices in Q5_0 or Q5_1 (the fallback types llama-quantize writes for
+    rows that are no multiple of 256 in Q4_K_M / Q5_K_M files: Qwen2.5-0.5B's 896 columns), made
+    from the dequantized F32 copy by the gguf package's quantizer."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../fixtures"))
+    from gguf import GGMLQuantizationType
+    from gguf.quants import quantize
+    from make_dequantized_gguf import copy_gguf, dequantized
+
+    qtype = GGMLQuantizationType[request.param]
+    src = require(SMOLLM2_F32_GGUF)
+    dst = tmp_path_factory.mktemp("q5") / f"smollm2-135m-{request.param.lower()}.gguf"
+
+    def to_q5(t):
+        array = dequantized(t)
+        if array.ndim != 2:
+            return None
+        return quantize(array, qtype), qtype
+
+    # llama.cpp's MOSTLY_Q5_0 / MOSTLY_Q5_1
+    copy_gguf(src, str(dst), to_q5, file_type=8 if request.param == "Q5_0" else 9)
+    return request.param, str(dst)
+
+
+@pytest.mark.parametrize("kernels", ["native", "avx2"])
+def test_smollm2_q5_matches_llama_cpp(smollm2_q5, tmp_path, kernels):
+    """Q5_0 / Q5_1 weights against llama.cpp on the same file, with the kernels this CPU picks and
+    with the avx2 table (RADIX_KERNELS=avx2: compact panels of the blocks' own bytes and high
+    bits, decoded in registers), at the quantized formats' agreement bar."""
+    name, model = smollm2_q5
+    env = {"RADIX_KERNELS": "avx2"} if kernels == "avx2" else None
+    quantized_agreement(model, tmp_path, f"SmolLM2 {name} ({kernels})", env=env)
+
+
 def test_smollm2_hf_copy_equals_gguf(tmp_path):
     gguf, hf = require(SMOLLM2_GGUF), require(SMOLLM2_HF)
     tokens = tokenize(gguf, TECH)[:128]
