@@ -190,6 +190,20 @@ bool HasCompactPanelLayout(WeightFormat format) {
          format == WeightFormat::kMXFP4;
 }
 
+namespace {
+
+// The 4 bytes of a row's lane in a fifth-bit register (Q5_0, Q5_1, Q5_K's sub-blocks) from
+// `high`, whose bit i is bit 4 of element i: bit k of byte e is that of element 4k + e.
+void FifthBitLane(uint32_t high, uint8_t* lane) {
+  for (int e = 0; e < 4; ++e) {
+    uint8_t byte = 0;
+    for (int k = 0; k < 8; ++k) byte |= ((high >> (4 * k + e)) & 1) << k;
+    lane[e] = byte;
+  }
+}
+
+}  // namespace
+
 void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_rows,
                             uint8_t* panel) {
   RADIX_CHECK(HasCompactPanelLayout(w.format));
@@ -216,9 +230,8 @@ void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_r
         continue;
       }
       if (legacy) {
-        const bool has_m = w.format == WeightFormat::kQ4_1 || w.format == WeightFormat::kQ5_1;
         const bool fifth = w.format == WeightFormat::kQ5_0 || w.format == WeightFormat::kQ5_1;
-        const int64_t halves = has_m ? 2 : 1;  // d, then m
+        const int64_t halves = FormatInfo(w.format, false).has_min ? 2 : 1;  // d, then m
         const int regs = w.format == WeightFormat::kQ8_0 ? 8 : 4;
         // Q5_0 / Q5_1: the 32 fifth bits (bit i: element i) between the halves and the nibbles.
         const uint8_t* codes = block + 2 * halves + (fifth ? 4 : 0);
@@ -226,11 +239,7 @@ void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_r
         if (fifth) {
           uint32_t high;
           std::memcpy(&high, block + 2 * halves, sizeof(high));
-          for (int e = 0; e < 4; ++e) {
-            uint8_t byte = 0;
-            for (int k = 0; k < 8; ++k) byte |= ((high >> (4 * k + e)) & 1) << k;
-            out[regs * lanes + 4 * r + e] = byte;
-          }
+          FifthBitLane(high, out + regs * lanes + 4 * r);
         }
         const int64_t at = (regs + (fifth ? 1 : 0)) * lanes;
         for (int64_t k = 0; k < halves; ++k) {
@@ -250,11 +259,10 @@ void PackCompactLayoutPanel(const WeightMatrix& w, int64_t row0, int64_t panel_r
             }
           }
           if (five) {
-            for (int e = 0; e < 4; ++e) {
-              uint8_t high = 0;
-              for (int k = 0; k < 8; ++k) high |= ((u[32 * j + 4 * k + e] >> 4) & 1) << k;
-              regs[4 * lanes + 4 * r + e] = high;
-            }
+            uint32_t high = 0;
+            for (int i = 0; i < 32; ++i)
+              high |= static_cast<uint32_t>((u[32 * j + i] >> 4) & 1) << i;
+            FifthBitLane(high, regs + 4 * lanes + 4 * r);
           }
           int sc, m;
           ScaleMinK4(j, block + 4, &sc, &m);
