@@ -165,9 +165,10 @@ Status ReadValue(Reader& r, GgufType type, GgufValue* out, const std::string& ke
         return r.Fail("array " + key + " of " + std::to_string(count) +
                       " elements exceeds the file");
       }
-      out->array.resize(count);
+      out->array_length = count;
+      GgufValue element;  // each element is read (so checked) into this one and dropped
       for (uint64_t i = 0; i < count; ++i) {
-        RADIX_RETURN_IF_ERROR(ReadValue(r, out->elem_type, &out->array[i], key, depth + 1));
+        RADIX_RETURN_IF_ERROR(ReadValue(r, out->elem_type, &element, key, depth + 1));
       }
       break;
     }

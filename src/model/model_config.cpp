@@ -638,7 +638,7 @@ Expected<json> GgufConfigJson(const GgufFile& gguf) {
   if (!error.ok()) return error;
   if (!c.contains("vocab_size")) {
     if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {
-      c["vocab_size"] = tokens->array.size();
+      c["vocab_size"] = tokens->array_length;
     } else if (const GgufTensorInfo* embd = gguf.FindTensor("token_embd.weight")) {
       c["vocab_size"] = embd->shape.front();
     }

@@ -99,7 +99,7 @@ TEST(GgufFileTest, ParsesStories260K) {
   ASSERT_NE(embd, nullptr);
   EXPECT_EQ(embd->shape, (std::vector<int64_t>{512, 64}));
   EXPECT_EQ(embd->format, kernels::WeightFormat::kF32);
-  EXPECT_EQ(gguf->Find("tokenizer.ggml.tokens")->array.size(), 512u);
+  EXPECT_EQ(gguf->Find("tokenizer.ggml.tokens")->array_length, 512u);
 }
 
 TEST(GgufFileTest, ParsesHandBuiltFile) {
