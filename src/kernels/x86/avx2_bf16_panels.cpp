@@ -8,7 +8,6 @@
 
 #include "kernels/x86/avx2_panel_tile.h"
 #include "kernels/x86/simd.h"
-#include "kernels/x86/token_tiles.h"
 
 namespace radixserve::kernels::x86 {
 namespace {
@@ -19,12 +18,14 @@ constexpr int64_t kFetchPairs = 32;
 // Panels sharing each broadcast activation in a step of at most 2 tokens (decode): more panel
 // streams in flight.
 constexpr int kDecodePanels = 3;
-// Steps of kAvx2PanelTokens tokens or more widen a panel to f32 once per kWidePairs column pairs
+// Steps of kWideFromTokens tokens or more widen a panel to f32 once per kWidePairs column pairs
 // (16 KB, kept in L1) and run every token tile over that (avx2_panel_tile.h), so the tiles issue
 // fused multiply-adds and loads only; kWideGroup panels take each such chunk in turn, so a
 // chunk's activations stay in L2 across them while their running sums (in y) do too.
 // float_kernels_bench gemm-1b with 2 threads, 512 tokens: 173-176 GFLOP/s widening in the tiles
-// (2 shifts and 2 masks per 24 multiply-adds) -> 186-191.
+// (2 shifts and 2 masks per 24 multiply-adds) -> 186-191. Below that the widened chunk's stores
+// cost more than they save: one thread on Zen 3, 6-24 tokens, 1.07-1.68x in registers (Tile).
+constexpr int64_t kWideFromTokens = 32;
 constexpr int64_t kWidePairs = 128;
 constexpr int64_t kWideGroup = 8;
 
@@ -38,10 +39,21 @@ RADIX_AVX2 inline __m256 OddColumns(__m256i pairs) {
       _mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
 }
 
+// The first `live` (at most 8, none when <= 0) of v's lanes into out.
+[[gnu::always_inline]] RADIX_AVX2 inline void StoreRows(float* out, __m256 v, int64_t live) {
+  if (live >= 8) {
+    _mm256_storeu_ps(out, v);
+  } else if (live > 0) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    std::memcpy(out, lanes, sizeof(float) * static_cast<size_t>(live));
+  }
+}
+
 // Tokens [0, T) times panels [0, P) (panel i at panels + i * stride) over all pairs, widening each
-// pair as it goes: every accumulator adds its even column's product, then its odd column's. The
-// odd columns' weights are loaded again rather than kept (the second load hits L1), which leaves
-// registers for 3 panels at decode.
+// pair as it goes: every accumulator adds its even column's product, then its odd column's. A
+// panel's pair-vectors are loaded (and widened) again for the odd columns rather than kept (the
+// second load hits L1), which leaves registers for 3 panels at decode.
 template <int P, int T>
 RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, const float* x,
                      int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
@@ -55,43 +67,32 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
       pair[i] = panels + i * stride + p * kRows;
       FetchL2(pair[i] + kFetchPairs * kRows);
     }
-    __m256 wv[P][2];
-    for (int i = 0; i < P; ++i) {
-      for (int h = 0; h < 2; ++h) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8 * h));
-        wv[i][h] = EvenColumns(w);
-      }
-    }
-    for (int t = 0; t < T; ++t) {
-      const __m256 xv = _mm256_broadcast_ss(x + t * ldx + 2 * p);
-      for (int i = 0; i < P; ++i)
-        for (int h = 0; h < 2; ++h) acc[i][h][t] = _mm256_fmadd_ps(wv[i][h], xv, acc[i][h][t]);
-    }
-    for (int i = 0; i < P; ++i) {
-      for (int h = 0; h < 2; ++h) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8 * h));
-        wv[i][h] = OddColumns(w);
-      }
-    }
-    for (int t = 0; t < T; ++t) {
-      const __m256 xv = _mm256_broadcast_ss(x + t * ldx + 2 * p + 1);
-      for (int i = 0; i < P; ++i)
-        for (int h = 0; h < 2; ++h) acc[i][h][t] = _mm256_fmadd_ps(wv[i][h], xv, acc[i][h][t]);
-    }
-  }
-  for (int i = 0; i < P; ++i) {
-    for (int h = 0; h < 2; ++h) {
-      const int64_t live = std::min<int64_t>(8, rows_left - i * kRows - h * 8);
-      for (int t = 0; t < T && live > 0; ++t) {
-        float* out = y + t * ldy + i * kRows + h * 8;
-        if (live == 8) {
-          _mm256_storeu_ps(out, acc[i][h][t]);
-        } else {
-          alignas(32) float sums[8];
-          _mm256_store_ps(sums, acc[i][h][t]);
-          std::memcpy(out, sums, sizeof(float) * static_cast<size_t>(live));
+    // The even columns of every panel, then the odd ones; each panel's two weight vectors are
+    // widened just before their multiply-adds, so the live registers are the accumulators, two
+    // weight vectors and a broadcast (P x 2 x T + 3), and GCC keeps them all in registers.
+    for (int odd = 0; odd < 2; ++odd) {
+      for (int i = 0; i < P; ++i) {
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i]));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8));
+        const __m256 w0 = odd ? OddColumns(lo) : EvenColumns(lo);
+        const __m256 w1 = odd ? OddColumns(hi) : EvenColumns(hi);
+        for (int t = 0; t < T; ++t) {
+          const __m256 xv = _mm256_broadcast_ss(x + t * ldx + 2 * p + odd);
+          acc[i][0][t] = _mm256_fmadd_ps(w0, xv, acc[i][0][t]);
+          acc[i][1][t] = _mm256_fmadd_ps(w1, xv, acc[i][1][t]);
         }
       }
+    }
+  }
+  // Unrolled whole, so no accumulator is indexed at run time and none needs a stack slot (one
+  // that GCC then kept up to date in the loop above).
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const int64_t live = std::min<int64_t>(8, rows_left - i * kRows - h * 8);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) StoreRows(y + t * ldy + i * kRows + h * 8, acc[i][h][t], live);
     }
   }
 }
@@ -155,7 +156,7 @@ RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, c
 
 void Avx2Bf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, const float* xr,
                         int64_t ldx, int64_t n, int64_t p0, int64_t p1, float* y) {
-  if (n >= kAvx2PanelTokens) return WideRange(panels, pairs, rows, xr, ldx, n, p0, p1, y);
+  if (n >= kWideFromTokens) return WideRange(panels, pairs, rows, xr, ldx, n, p0, p1, y);
   const int64_t stride = pairs * kRows;  // uint32 per panel
   int64_t p = p0;
   // Tokens [t, t + T) of panels [p, p + P).
@@ -172,9 +173,32 @@ void Avx2Bf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, con
       }
     }
   }
+  static_assert(kAvx2PanelTokens == 6);
   for (; p < p1; ++p) {
-    ForEachTokenTileOf<kAvx2PanelTokens>(
-        n, [&](auto tokens, int64_t t) { run.template operator()<1, decltype(tokens)::value>(t); });
+    for (int64_t t = 0; t < n;) {
+      const int64_t tokens = PanelTileTokens(n, t);
+      switch (tokens) {
+        case 1:
+          run.template operator()<1, 1>(t);
+          break;
+        case 2:
+          run.template operator()<1, 2>(t);
+          break;
+        case 3:
+          run.template operator()<1, 3>(t);
+          break;
+        case 4:
+          run.template operator()<1, 4>(t);
+          break;
+        case 5:
+          run.template operator()<1, 5>(t);
+          break;
+        default:
+          run.template operator()<1, 6>(t);
+          break;
+      }
+      t += tokens;
+    }
   }
 }
 

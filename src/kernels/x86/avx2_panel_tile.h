@@ -89,20 +89,25 @@ RADIX_AVX2 inline void PanelTileOf(int64_t tokens, const float* x, int64_t ldx, 
   }
 }
 
-// PanelTile over tokens [0, n): tiles of kAvx2PanelTokens, then what is left. A tile of 1-3
-// tokens keeps 2-6 accumulator chains, too few to cover the fused multiply-add's latency on two
-// pipes (8), so a rest of 1-3 and the last full tile run as two tiles of 4-5 instead (8 tokens:
-// 4 + 4, not 6 + 2).
-RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t n, const float* panel,
-                                   int64_t cols, int64_t live_rows, const float* sums,
-                                   int64_t ld_sums, float* y, int64_t ldy) {
+// The token tiles of a step of n tokens: tiles of kAvx2PanelTokens, then what is left. A tile of
+// 1-3 tokens keeps 2-6 accumulator chains, too few to cover the fused multiply-add's latency on
+// two pipes (8), so a rest of 1-3 and the last full tile run as two tiles of 4-5 instead (8
+// tokens: 4 + 4, not 6 + 2). Returns the size of the tile that starts at token t.
+inline int64_t PanelTileTokens(int64_t n, int64_t t) {
   const int64_t rest = n % kAvx2PanelTokens;
   const bool split = n > kAvx2PanelTokens && rest > 0 && rest < 4;
   const int64_t full = n - rest - (split ? kAvx2PanelTokens : 0);
   const int64_t left = n - full;
   const int64_t first_tail = split ? (left + 1) / 2 : left;
+  return t < full ? kAvx2PanelTokens : t == full ? first_tail : n - t;
+}
+
+// PanelTile over tokens [0, n) in the tiles of PanelTileTokens.
+RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t n, const float* panel,
+                                   int64_t cols, int64_t live_rows, const float* sums,
+                                   int64_t ld_sums, float* y, int64_t ldy) {
   for (int64_t t = 0; t < n;) {
-    const int64_t tokens = t < full ? kAvx2PanelTokens : t == full ? first_tail : n - t;
+    const int64_t tokens = PanelTileTokens(n, t);
     PanelTileOf(tokens, x + t * ldx, ldx, panel, cols, live_rows,
                 sums == nullptr ? nullptr : sums + t * ld_sums, ld_sums, y + t * ldy, ldy);
     t += tokens;

@@ -101,8 +101,9 @@ TEST(Bf16PanelsTest, MatchesDoubleProductOfRoundedInputs) {
 
 // widen_fma's contract, bit for bit: each result is one chain of fused multiply-adds from zero
 // over its columns in order (std::fma here), activations rounded to bf16. The AVX2 kernel and
-// the AVX-512 one both keep it, over shapes that reach every tile and block tail (7, 8 and 15
-// tokens: the AVX2 tiles' split tails, 4 + 3, 4 + 4 and 6 + 5 + 4).
+// the AVX-512 one both keep it, over shapes that reach every tile and block tail (7, 8, 15 and 31
+// tokens: the AVX2 tiles' split tails, 4 + 3, 4 + 4, 6 + 5 + 4 and 4 x 6 + 4 + 3, multiplied in
+// registers; 32 tokens and more through the widened chunks).
 TEST(Bf16PanelsTest, WidenFmaIsOneFmaChainInColumnOrder) {
   std::vector<PanelKernel> kernels;
   for (PanelKernel& kernel : PanelKernels()) {
@@ -114,7 +115,7 @@ TEST(Bf16PanelsTest, WidenFmaIsOneFmaChainInColumnOrder) {
     SCOPED_TRACE(kernel.name);
     for (int64_t rows : {1, 8, 17, 49, 150}) {  // 150: more than a group of 8 panels
       for (int64_t cols : {1, 7, 64, 101, 577}) {
-        for (int64_t n : {1, 2, 3, 6, 7, 8, 11, 15, 97, 130}) {
+        for (int64_t n : {1, 2, 3, 6, 7, 8, 11, 15, 31, 32, 97, 130}) {
           Case c = MakeCase(rows, cols, n, static_cast<uint32_t>(rows * 7919 + cols * 31 + n));
           std::vector<float> y(static_cast<size_t>(n * rows));
           kernel.run(&pool, c.x.data(), n, c.matrix, c.panels.data(), y.data());
