@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/x86/avx2_panel_tile.h"
@@ -173,30 +174,14 @@ void Avx2Bf16PanelRange(const uint32_t* panels, int64_t pairs, int64_t rows, con
       }
     }
   }
-  static_assert(kAvx2PanelTokens == 6);
+  // Tokens [t, t + tokens) of panel p, tokens 1 .. kAvx2PanelTokens as a compile-time size.
+  const auto run_tile = [&]<int... T>(std::integer_sequence<int, T...>, int64_t tokens, int64_t t) {
+    ((tokens == T + 1 ? run.template operator()<1, T + 1>(t) : void()), ...);
+  };
   for (; p < p1; ++p) {
     for (int64_t t = 0; t < n;) {
       const int64_t tokens = PanelTileTokens(n, t);
-      switch (tokens) {
-        case 1:
-          run.template operator()<1, 1>(t);
-          break;
-        case 2:
-          run.template operator()<1, 2>(t);
-          break;
-        case 3:
-          run.template operator()<1, 3>(t);
-          break;
-        case 4:
-          run.template operator()<1, 4>(t);
-          break;
-        case 5:
-          run.template operator()<1, 5>(t);
-          break;
-        default:
-          run.template operator()<1, 6>(t);
-          break;
-      }
+      run_tile(std::make_integer_sequence<int, kAvx2PanelTokens>{}, tokens, t);
       t += tokens;
     }
   }
