@@ -71,12 +71,15 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
     // The even columns of every panel, then the odd ones; each panel's two weight vectors are
     // widened just before their multiply-adds, so the live registers are the accumulators, two
     // weight vectors and a broadcast (P x 2 x T + 3), and GCC keeps them all in registers.
+#pragma GCC unroll 2
     for (int odd = 0; odd < 2; ++odd) {
+#pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i]));
         const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[i] + 8));
         const __m256 w0 = odd ? OddColumns(lo) : EvenColumns(lo);
         const __m256 w1 = odd ? OddColumns(hi) : EvenColumns(hi);
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256 xv = _mm256_broadcast_ss(x + t * ldx + 2 * p + odd);
           acc[i][0][t] = _mm256_fmadd_ps(w0, xv, acc[i][0][t]);
