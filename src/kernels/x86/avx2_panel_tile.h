@@ -68,10 +68,14 @@ template <int NT>
 // PanelTile of 1 to kAvx2PanelTokens tokens. The tile must be inlined: out of line, GCC keeps its
 // twelve accumulators on the stack (float_kernels_bench gemm with RADIX_KERNELS=avx2: 259 -> 125
 // GFLOP/s), and inside a lambda it is not (GCC does not give a lambda its enclosing function's
-// target), so this is a plain function rather than ForEachTokenTileOf (token_tiles.h).
-RADIX_AVX2 inline void PanelTileOf(int64_t tokens, const float* x, int64_t ldx, const float* panel,
-                                   int64_t cols, int64_t live_rows, const float* sums,
-                                   int64_t ld_sums, float* y, int64_t ldy) {
+// target), so this is a plain function rather than ForEachTokenTileOf (token_tiles.h), and it is
+// forced inline: with two callers GCC made it one out-of-line copy (the F32 panels' GEMM stored
+// every accumulator each column).
+[[gnu::always_inline]] RADIX_AVX2 inline void PanelTileOf(int64_t tokens, const float* x,
+                                                          int64_t ldx, const float* panel,
+                                                          int64_t cols, int64_t live_rows,
+                                                          const float* sums, int64_t ld_sums,
+                                                          float* y, int64_t ldy) {
   static_assert(kAvx2PanelTokens == 6);
   switch (tokens) {
     case 1:
