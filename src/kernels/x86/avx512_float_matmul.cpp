@@ -183,18 +183,26 @@ RADIX_AVX512 void PanelTile(const float* x, int64_t ldx, const float* panel, int
   for (int t = 0; t < NT; ++t)
     for (int p = 0; p < RP; ++p) acc[t][p] = _mm512_setzero_ps();
   const int64_t stride = kF32PanelRows * cols;
+  // The loops over panels and tokens are unrolled whole, so the accumulators stay in registers:
+  // left to GCC, it kept them in stack slots it rewrote every column (one store per fused
+  // multiply-add in PanelTile<4, 6>, <3, 8> and <2, 12>).
 #pragma GCC unroll 2
   for (int64_t c = 0; c < cols; ++c) {
     __m512 wv[RP];
+#pragma GCC unroll 4
     for (int p = 0; p < RP; ++p) wv[p] = _mm512_loadu_ps(panel + p * stride + c * kF32PanelRows);
+#pragma GCC unroll 12
     for (int t = 0; t < NT; ++t) {
       const __m512 xb = _mm512_set1_ps(x[t * ldx + c]);
+#pragma GCC unroll 4
       for (int p = 0; p < RP; ++p) acc[t][p] = _mm512_fmadd_ps(wv[p], xb, acc[t][p]);
     }
   }
+#pragma GCC unroll 4
   for (int p = 0; p < RP; ++p) {
     const int64_t live = live_rows - p * kF32PanelRows;
     const __mmask16 m = Mask16(live);
+#pragma GCC unroll 12
     for (int t = 0; t < NT; ++t)
       _mm512_mask_storeu_ps(y + t * ldy + p * kF32PanelRows, m, acc[t][p]);
   }
