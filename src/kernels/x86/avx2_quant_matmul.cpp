@@ -260,19 +260,27 @@ RADIX_AVX2 void CompactSuperTile(const uint8_t* panel, const ref::QuantizedActiv
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sum16[t], sc2));
         }
       }
-      if constexpr (kQ6K) {
-        // -32 * sc in the low half of each row's lane (|.| <= 4096), times sum(q) (<= 2032).
-        const __m256i offset_sc = _mm256_and_si256(
-            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sc, 5)), low16);
-        for (int t = 0; t < T; ++t) {
-          const __m256i sq =
-              _mm256_set1_epi32(static_cast<uint16_t>(sums[t * subs + b * kSubs + js]));
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(offset_sc, sq));
-        }
-      }
     }
     const __m256 dv = _mm256_loadu_ps(floats);
     if constexpr (kQ6K) {
+      // The codes' offset, -32 * sum_j sc_j * sum_j(q), two sub-blocks per vpmaddwd: each row's
+      // lane holds -32 * sc of sub-blocks 2i and 2i + 1 (|.| <= 4096), times the token's pair of
+      // sub-block sums (|.| <= 2032).
+      for (int i = 0; i < kSubs / 2; ++i) {
+        const __m256i s0 = _mm256_cvtepi8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 2 * i * kRows)));
+        const __m256i s1 = _mm256_cvtepi8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + (2 * i + 1) * kRows)));
+        const __m256i offsets =
+            _mm256_sub_epi16(_mm256_setzero_si256(),
+                             _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(s0, 5), low16),
+                                             _mm256_slli_epi32(s1, 21)));
+        for (int t = 0; t < T; ++t) {
+          int32_t pair;
+          std::memcpy(&pair, sums + t * subs + b * kSubs + 2 * i, sizeof(pair));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(offsets, _mm256_set1_epi32(pair)));
+        }
+      }
       for (int t = 0; t < T; ++t) {
         const __m256 da = _mm256_set1_ps(d[t * subs + b * kSubs]);
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dv, da), acc[t]);
