@@ -15,11 +15,20 @@
 #include "kernels/half.h"
 
 #define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#if defined(RADIX_EMULATE_AVX512)
+// A test build (radix_kernels_avx512emu, compiled with -mavx2 -mfma -mf16c): the AVX-512
+// intrinsics are SIMDe's portable ones, so the AVX-512 kernels run, slowly, on any AVX2 CPU.
+#include "kernels/x86/avx512_emulation.h"
+#define RADIX_AVX512
+#define RADIX_AVX512_VNNI
+#define RADIX_AVX512_BF16
+#else
 #define RADIX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
 #define RADIX_AVX512_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,avx512vnni")))
 #define RADIX_AVX512_BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,avx512bf16")))
+#endif
 
 namespace radixserve::kernels::x86 {
 
@@ -40,6 +49,11 @@ inline bool CpuHasAvx2() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
 }
 
+#if defined(RADIX_EMULATE_AVX512)
+inline bool CpuHasAvx512() { return CpuHasAvx2(); }
+inline bool CpuHasAvx512Vnni() { return CpuHasAvx512(); }
+inline bool CpuHasAvx512Bf16() { return CpuHasAvx512(); }
+#else
 inline bool CpuHasAvx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -50,6 +64,7 @@ inline bool CpuHasAvx512() {
 inline bool CpuHasAvx512Vnni() { return CpuHasAvx512() && __builtin_cpu_supports("avx512vnni"); }
 
 inline bool CpuHasAvx512Bf16() { return CpuHasAvx512() && __builtin_cpu_supports("avx512bf16"); }
+#endif
 
 // exp(x): inputs clamped to [-87, 88] (so 2^n stays a normal float), n = round(x / ln2),
 // r = x - n ln2 in two parts (Cody-Waite), e^r by a degree-6 polynomial (Cephes coefficients),
