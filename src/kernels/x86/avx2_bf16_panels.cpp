@@ -40,17 +40,6 @@ RADIX_AVX2 inline __m256 OddColumns(__m256i pairs) {
       _mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
 }
 
-// The first `live` (at most 8, none when <= 0) of v's lanes into out.
-[[gnu::always_inline]] RADIX_AVX2 inline void StoreRows(float* out, __m256 v, int64_t live) {
-  if (live >= 8) {
-    _mm256_storeu_ps(out, v);
-  } else if (live > 0) {
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, v);
-    std::memcpy(out, lanes, sizeof(float) * static_cast<size_t>(live));
-  }
-}
-
 // Tokens [0, T) times panels [0, P) (panel i at panels + i * stride) over all pairs, widening each
 // pair as it goes: every accumulator adds its even column's product, then its odd column's. A
 // panel's pair-vectors are loaded (and widened) again for the odd columns rather than kept (the
@@ -96,7 +85,8 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
     for (int h = 0; h < 2; ++h) {
       const int64_t live = std::min<int64_t>(8, rows_left - i * kRows - h * 8);
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) StoreRows(y + t * ldy + i * kRows + h * 8, acc[i][h][t], live);
+      for (int t = 0; t < T; ++t)
+        StoreFirstLanes(y + t * ldy + i * kRows + h * 8, acc[i][h][t], live);
     }
   }
 }

@@ -53,15 +53,8 @@ template <int NT>
     }
   }
   for (int t = 0; t < NT; ++t) {
-    if (live == kF32PanelRows) {
-      _mm256_storeu_ps(y + t * ldy, lo[t]);
-      _mm256_storeu_ps(y + t * ldy + 8, hi[t]);
-    } else {
-      alignas(32) float out[kF32PanelRows];
-      _mm256_store_ps(out, lo[t]);
-      _mm256_store_ps(out + 8, hi[t]);
-      std::memcpy(y + t * ldy, out, sizeof(float) * static_cast<size_t>(live));
-    }
+    StoreFirstLanes(y + t * ldy, lo[t], live);
+    StoreFirstLanes(y + t * ldy + 8, hi[t], live - 8);
   }
 }
 

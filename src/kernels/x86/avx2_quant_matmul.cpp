@@ -67,15 +67,7 @@ RADIX_AVX2 inline __m256i PairProducts(__m256i w, __m256i x) {
 template <int T>
 RADIX_AVX2 inline void StoreRows(const __m256 (&acc)[T], float* y, int64_t t0, int64_t ldy,
                                  int valid) {
-  for (int t = 0; t < T; ++t) {
-    if (valid == kRows) {  // a full panel: no call to memmove per token (5 % of a prefill)
-      _mm256_storeu_ps(y + (t0 + t) * ldy, acc[t]);
-      continue;
-    }
-    alignas(32) float out[kRows];
-    _mm256_store_ps(out, acc[t]);
-    std::copy(out, out + valid, y + (t0 + t) * ldy);
-  }
+  for (int t = 0; t < T; ++t) StoreFirstLanes(y + (t0 + t) * ldy, acc[t], valid);
 }
 
 using TileFn = void (*)(const uint8_t*, const ref::QuantizedActivations&, int64_t, float*, int64_t,

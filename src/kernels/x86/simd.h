@@ -12,6 +12,9 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "kernels/half.h"
 
 #define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -111,6 +114,18 @@ RADIX_AVX2 inline float Sum8(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// The first `live` lanes of v into out: all eight when live >= 8, none when live <= 0, and
+// nothing past them written (the last panel of a matrix whose rows are not a multiple of 8).
+[[gnu::always_inline]] RADIX_AVX2 inline void StoreFirstLanes(float* out, __m256 v, int64_t live) {
+  if (live >= 8) {
+    _mm256_storeu_ps(out, v);
+  } else if (live > 0) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    std::memcpy(out, lanes, sizeof(float) * static_cast<size_t>(live));
+  }
 }
 
 // Sum8 of eight vectors at once, with Sum8's additions (so the same bits): out[k] = Sum8(v[k]).
