@@ -27,81 +27,98 @@
 
 namespace radixserve::kernels::x86::emulated {
 
-// SIMDe's vector types are GCC vector types, so lanes are read and written by subscript.
-[[gnu::always_inline]] inline simde__m512 MaskzLoaduPs(uint16_t k, const void* p) {
-  simde__m512 r = simde_mm512_setzero_ps();
-  const float* f = static_cast<const float*>(p);
-  for (int i = 0; i < 16; ++i) {
-    if ((k >> i) & 1) r[i] = f[i];  // masked-off lanes are not read (no fault past the end)
+// Lanes of type Lane, N of them, from p where mask bit i is set, zero elsewhere; the masked-off
+// lanes are not read (no fault past the end), as the real masked loads.
+template <typename V, typename Lane, int N, typename Mask>
+[[gnu::always_inline]] inline V MaskzLoadu(Mask k, const void* p) {
+  Lane lanes[N] = {};
+  const Lane* s = static_cast<const Lane*>(p);
+  for (int i = 0; i < N; ++i) {
+    if ((k >> i) & 1) lanes[i] = s[i];
   }
+  V r;
+  std::memcpy(&r, lanes, sizeof(r));
   return r;
 }
 
-[[gnu::always_inline]] inline void MaskStoreuPs(void* p, uint16_t k, simde__m512 v) {
-  float* f = static_cast<float*>(p);
-  for (int i = 0; i < 16; ++i) {
-    if ((k >> i) & 1) f[i] = v[i];
+// Lanes i of v whose mask bit is set into p; nothing else written.
+template <typename Lane, int N, typename V, typename Mask>
+[[gnu::always_inline]] inline void MaskStoreu(void* p, Mask k, V v) {
+  Lane lanes[N];
+  std::memcpy(lanes, &v, sizeof(lanes));
+  Lane* d = static_cast<Lane*>(p);
+  for (int i = 0; i < N; ++i) {
+    if ((k >> i) & 1) d[i] = lanes[i];
   }
 }
 
-[[gnu::always_inline]] inline __m256i MaskzLoaduEpi16x16(uint16_t k, const void* p) {
-  alignas(32) uint16_t lanes[16] = {};
-  const uint16_t* s = static_cast<const uint16_t*>(p);
-  for (int i = 0; i < 16; ++i) {
-    if ((k >> i) & 1) lanes[i] = s[i];
-  }
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
-}
-
-[[gnu::always_inline]] inline simde__m512i MaskzLoaduEpi16x32(uint32_t k, const void* p) {
-  uint16_t lanes[32] = {};
-  const uint16_t* s = static_cast<const uint16_t*>(p);
-  for (int i = 0; i < 32; ++i) {
-    if ((k >> i) & 1) lanes[i] = s[i];
-  }
-  simde__m512i r;
-  std::memcpy(&r, lanes, 64);
-  return r;
-}
-
-[[gnu::always_inline]] inline simde__m512i Epi32FromHalves(__m256i lo, __m256i hi) {
-  simde__m512i r;
+// A 512-bit vector from two 256-bit halves, and half h (0: lanes 0-7) of one.
+template <typename V, typename Half>
+[[gnu::always_inline]] inline V Join(Half lo, Half hi) {
+  V r;
   std::memcpy(reinterpret_cast<char*>(&r), &lo, 32);
   std::memcpy(reinterpret_cast<char*>(&r) + 32, &hi, 32);
   return r;
 }
 
-[[gnu::always_inline]] inline simde__m512 PsFromHalves(__m256 lo, __m256 hi) {
-  simde__m512 r;
-  std::memcpy(reinterpret_cast<char*>(&r), &lo, 32);
-  std::memcpy(reinterpret_cast<char*>(&r) + 32, &hi, 32);
+template <typename Half, typename V>
+[[gnu::always_inline]] inline Half HalfOf(V v, int h) {
+  Half r;
+  std::memcpy(&r, reinterpret_cast<const char*>(&v) + 32 * h, 32);
   return r;
 }
 
-[[gnu::always_inline]] inline __m256 PsHalf(simde__m512 v, int half) {
-  __m256 r;
-  std::memcpy(&r, reinterpret_cast<const char*>(&v) + 32 * half, 32);
-  return r;
-}
-
-[[gnu::always_inline]] inline __m256i Epi32Half(simde__m512i v, int half) {
-  __m256i r;
-  std::memcpy(&r, reinterpret_cast<const char*>(&v) + 32 * half, 32);
-  return r;
-}
+[[gnu::always_inline]] inline __m256 PsHalf(simde__m512 v, int h) { return HalfOf<__m256>(v, h); }
 
 [[gnu::always_inline]] inline simde__m512i CvtEpu16Epi32(__m256i v) {
-  return Epi32FromHalves(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)),
-                         _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
+  return Join<simde__m512i>(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)),
+                            _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
 }
 
 [[gnu::always_inline]] inline simde__m512 CvtEpi32Ps(simde__m512i v) {
-  return PsFromHalves(_mm256_cvtepi32_ps(Epi32Half(v, 0)), _mm256_cvtepi32_ps(Epi32Half(v, 1)));
+  return Join<simde__m512>(_mm256_cvtepi32_ps(HalfOf<__m256i>(v, 0)),
+                           _mm256_cvtepi32_ps(HalfOf<__m256i>(v, 1)));
 }
 
 [[gnu::always_inline]] inline simde__m512 CvtPhPs(__m256i v) {
-  return PsFromHalves(_mm256_cvtph_ps(_mm256_castsi256_si128(v)),
-                      _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1)));
+  return Join<simde__m512>(_mm256_cvtph_ps(_mm256_castsi256_si128(v)),
+                           _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1)));
+}
+
+[[gnu::always_inline]] inline simde__m512d CvtPsPd(__m256 v) {
+  return Join<simde__m512d>(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                            _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+// Rounded by the current rounding mode (nearest even), out-of-range lanes 0x80000000: as
+// VCVTPS2DQ at either width.
+[[gnu::always_inline]] inline simde__m512i CvtPsEpi32(simde__m512 v) {
+  return Join<simde__m512i>(_mm256_cvtps_epi32(PsHalf(v, 0)), _mm256_cvtps_epi32(PsHalf(v, 1)));
+}
+
+[[gnu::always_inline]] inline simde__m512i CvtEpu8Epi32(__m128i v) {
+  return Join<simde__m512i>(_mm256_cvtepu8_epi32(v), _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+}
+
+[[gnu::always_inline]] inline simde__m512i CvtEpi8Epi32(__m128i v) {
+  return Join<simde__m512i>(_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+}
+
+[[gnu::always_inline]] inline simde__m512i CvtEpu8Epi16(__m256i v) {
+  return Join<simde__m512i>(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(v)),
+                            _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1)));
+}
+
+// VPMOVDW / VPMOVDB: each dword lane's low 16 / 8 bits (truncation, no saturation).
+template <typename V, typename Lane>
+[[gnu::always_inline]] inline V Narrow(simde__m512i v) {
+  uint32_t in[16];
+  std::memcpy(in, &v, 64);
+  Lane out[16];
+  for (int i = 0; i < 16; ++i) out[i] = static_cast<Lane>(in[i]);
+  V r;
+  std::memcpy(&r, out, sizeof(r));
+  return r;
 }
 
 // GCC's own addition tree (avx512fintrin.h): the halves, the quarters, lanes i and i + 2, then
@@ -120,6 +137,22 @@ namespace radixserve::kernels::x86::emulated {
   return _mm_cvtss_f32(_mm_max_ps(t8, _mm_shuffle_ps(t8, t8, _MM_SHUFFLE(0, 1, 0, 1))));
 }
 
+// GCC's tree again: the halves, the quarters, then lanes 0 and 1.
+[[gnu::always_inline]] inline double ReduceAddPd(simde__m512d v) {
+  const __m256d t3 = _mm256_add_pd(HalfOf<__m256d>(v, 1), HalfOf<__m256d>(v, 0));
+  const __m128d t6 = _mm_add_pd(_mm256_extractf128_pd(t3, 1), _mm256_castpd256_pd128(t3));
+  return _mm_cvtsd_f64(t6) + _mm_cvtsd_f64(_mm_unpackhi_pd(t6, t6));
+}
+
+// Integer lane sum (wrapping, so the order does not matter).
+[[gnu::always_inline]] inline int ReduceAddEpi32(simde__m512i v) {
+  uint32_t lanes[16];
+  std::memcpy(lanes, &v, 64);
+  uint32_t sum = 0;
+  for (uint32_t lane : lanes) sum += lane;
+  return static_cast<int>(sum);
+}
+
 // 16 dwords (floats or integers: V), lane i from base + index[i] * scale.
 template <typename V>
 [[gnu::always_inline]] inline V I32Gather(simde__m512i index, const void* base, int scale) {
@@ -133,96 +166,22 @@ template <typename V>
   return r;
 }
 
-[[gnu::always_inline]] inline void MaskStoreuEpi16x16(void* p, uint16_t k, __m256i v) {
-  uint16_t lanes[16];
-  std::memcpy(lanes, &v, 32);
-  uint16_t* d = static_cast<uint16_t*>(p);
-  for (int i = 0; i < 16; ++i) {
-    if ((k >> i) & 1) d[i] = lanes[i];
-  }
-}
-
-[[gnu::always_inline]] inline simde__m512d CvtPsPd(__m256 v) {
-  const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-  const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-  simde__m512d r;
-  std::memcpy(reinterpret_cast<char*>(&r), &lo, 32);
-  std::memcpy(reinterpret_cast<char*>(&r) + 32, &hi, 32);
-  return r;
-}
-
-// GCC's tree again: the halves, the quarters, then lanes 0 and 1.
-[[gnu::always_inline]] inline double ReduceAddPd(simde__m512d v) {
-  __m256d lo, hi;
-  std::memcpy(&lo, reinterpret_cast<const char*>(&v), 32);
-  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + 32, 32);
-  const __m256d t3 = _mm256_add_pd(hi, lo);
-  const __m128d t6 = _mm_add_pd(_mm256_extractf128_pd(t3, 1), _mm256_castpd256_pd128(t3));
-  return _mm_cvtsd_f64(t6) + _mm_cvtsd_f64(_mm_unpackhi_pd(t6, t6));
-}
-
-// Rounded by the current rounding mode (nearest even), out-of-range lanes 0x80000000: as
-// VCVTPS2DQ at either width.
-[[gnu::always_inline]] inline simde__m512i CvtPsEpi32(simde__m512 v) {
-  return Epi32FromHalves(_mm256_cvtps_epi32(PsHalf(v, 0)), _mm256_cvtps_epi32(PsHalf(v, 1)));
-}
-
-[[gnu::always_inline]] inline simde__m512i CvtEpu8Epi32(__m128i v) {
-  return Epi32FromHalves(_mm256_cvtepu8_epi32(v), _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
-}
-
-// VPMOVDW / VPMOVDB: each lane's low 16 / 8 bits (truncation, no saturation).
-[[gnu::always_inline]] inline __m256i CvtEpi32Epi16(simde__m512i v) {
-  int32_t in[16];
-  std::memcpy(in, &v, 64);
-  alignas(32) uint16_t out[16];
-  for (int i = 0; i < 16; ++i) out[i] = static_cast<uint16_t>(static_cast<uint32_t>(in[i]));
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(out));
-}
-
-[[gnu::always_inline]] inline __m128i CvtEpi32Epi8(simde__m512i v) {
-  int32_t in[16];
-  std::memcpy(in, &v, 64);
-  alignas(16) uint8_t out[16];
-  for (int i = 0; i < 16; ++i) out[i] = static_cast<uint8_t>(static_cast<uint32_t>(in[i]));
-  return _mm_load_si128(reinterpret_cast<const __m128i*>(out));
-}
-
-[[gnu::always_inline]] inline simde__m512i CvtEpu8Epi16(__m256i v) {
-  return Epi32FromHalves(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(v)),
-                         _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1)));
-}
-
-[[gnu::always_inline]] inline simde__m512i CvtEpi8Epi32(__m128i v) {
-  return Epi32FromHalves(_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
-}
-
-// Integer lane sum (wrapping, so the order does not matter).
-[[gnu::always_inline]] inline int ReduceAddEpi32(simde__m512i v) {
-  uint32_t lanes[16];
-  std::memcpy(lanes, &v, 64);
-  uint32_t sum = 0;
-  for (uint32_t lane : lanes) sum += lane;
-  return static_cast<int>(sum);
-}
-
 // VDPBF16PS as the instruction set reference gives it: per lane, the odd pair's product is added
 // first, then the even pair's, each addition rounded to nearest even; input denormals read as
 // zero and output denormals are flushed to zero. (SIMDe adds the even product first.)
-[[gnu::always_inline]] inline float Bf16Value(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  if ((bits & 0x7F800000u) == 0) bits &= 0x80000000u;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 [[gnu::always_inline]] inline float FlushDenormal(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
   if ((bits & 0x7F800000u) == 0) bits &= 0x80000000u;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+[[gnu::always_inline]] inline float Bf16Value(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return FlushDenormal(f);
 }
 
 template <typename Bf16Vector>
@@ -242,11 +201,14 @@ template <typename Bf16Vector>
 }  // namespace radixserve::kernels::x86::emulated
 
 #undef _mm512_maskz_loadu_ps
-#define _mm512_maskz_loadu_ps(k, p) radixserve::kernels::x86::emulated::MaskzLoaduPs(k, p)
+#define _mm512_maskz_loadu_ps(k, p) \
+  radixserve::kernels::x86::emulated::MaskzLoadu<simde__m512, float, 16>(k, p)
 #undef _mm512_mask_storeu_ps
-#define _mm512_mask_storeu_ps(p, k, v) radixserve::kernels::x86::emulated::MaskStoreuPs(p, k, v)
+#define _mm512_mask_storeu_ps(p, k, v) \
+  radixserve::kernels::x86::emulated::MaskStoreu<float, 16>(p, k, v)
 #undef _mm256_maskz_loadu_epi16
-#define _mm256_maskz_loadu_epi16(k, p) radixserve::kernels::x86::emulated::MaskzLoaduEpi16x16(k, p)
+#define _mm256_maskz_loadu_epi16(k, p) \
+  radixserve::kernels::x86::emulated::MaskzLoadu<__m256i, uint16_t, 16>(k, p)
 #undef _mm512_cvtepu16_epi32
 #define _mm512_cvtepu16_epi32(v) radixserve::kernels::x86::emulated::CvtEpu16Epi32(v)
 #undef _mm512_cvtepi32_ps
@@ -271,7 +233,7 @@ template <typename Bf16Vector>
 #define _mm512_dpbf16_ps(acc, a, b) radixserve::kernels::x86::emulated::DpBf16Ps(acc, a, b)
 #undef _mm256_mask_storeu_epi16
 #define _mm256_mask_storeu_epi16(p, k, v) \
-  radixserve::kernels::x86::emulated::MaskStoreuEpi16x16(p, k, v)
+  radixserve::kernels::x86::emulated::MaskStoreu<uint16_t, 16>(p, k, v)
 #undef _mm512_cvtps_pd
 #define _mm512_cvtps_pd(v) radixserve::kernels::x86::emulated::CvtPsPd(v)
 #undef _mm512_reduce_add_pd
@@ -281,9 +243,9 @@ template <typename Bf16Vector>
 #undef _mm512_cvtepu8_epi32
 #define _mm512_cvtepu8_epi32(v) radixserve::kernels::x86::emulated::CvtEpu8Epi32(v)
 #undef _mm512_cvtepi32_epi16
-#define _mm512_cvtepi32_epi16(v) radixserve::kernels::x86::emulated::CvtEpi32Epi16(v)
+#define _mm512_cvtepi32_epi16(v) radixserve::kernels::x86::emulated::Narrow<__m256i, uint16_t>(v)
 #undef _mm512_cvtepi32_epi8
-#define _mm512_cvtepi32_epi8(v) radixserve::kernels::x86::emulated::CvtEpi32Epi8(v)
+#define _mm512_cvtepi32_epi8(v) radixserve::kernels::x86::emulated::Narrow<__m128i, uint8_t>(v)
 #undef _mm512_cvtepu8_epi16
 #define _mm512_cvtepu8_epi16(v) radixserve::kernels::x86::emulated::CvtEpu8Epi16(v)
 #undef _mm512_cvtepi8_epi32
@@ -293,4 +255,5 @@ template <typename Bf16Vector>
 #undef _mm512_extractf32x8_ps
 #define _mm512_extractf32x8_ps(v, half) radixserve::kernels::x86::emulated::PsHalf(v, half)
 #undef _mm512_maskz_loadu_epi16
-#define _mm512_maskz_loadu_epi16(k, p) radixserve::kernels::x86::emulated::MaskzLoaduEpi16x32(k, p)
+#define _mm512_maskz_loadu_epi16(k, p) \
+  radixserve::kernels::x86::emulated::MaskzLoadu<simde__m512i, uint16_t, 32>(k, p)

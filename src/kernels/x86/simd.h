@@ -19,8 +19,9 @@
 
 #define RADIX_AVX2 __attribute__((target("avx2,fma,f16c")))
 #if defined(RADIX_EMULATE_AVX512)
-// A test build (radix_kernels_avx512emu, compiled with -mavx2 -mfma -mf16c): the AVX-512
-// intrinsics are SIMDe's portable ones, so the AVX-512 kernels run, slowly, on any AVX2 CPU.
+// A test build (radix_kernels_avx512emu; its files with 512-bit intrinsics are compiled with
+// -mavx2 -mfma -mf16c): the AVX-512 intrinsics are SIMDe's portable ones, so the AVX-512 kernels
+// run, slowly, on any AVX2 CPU.
 #include "kernels/x86/avx512_emulation.h"
 #define RADIX_AVX512
 #define RADIX_AVX512_VNNI
