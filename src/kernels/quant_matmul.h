@@ -34,10 +34,9 @@ bool QuantMatMul(const KernelTable& table, ThreadPool* pool, const float* x, int
                  const WeightMatrix& w, float* y);
 
 // A weight matrix repacked once at load time into the integer variant's panel layout, which
-// saves the per-call transposition of rows into panels (most of the cost at decode). Q4_0, Q4_1,
-// Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 (and on avx2 Q5_1 too: every format) are stored as
-// compact panels near their block size (plus up to 15 padding rows); the other formats as
-// unpacked byte codes with float scales, about 1.25 bytes per weight. When nothing is packed,
+// saves the per-call transposition of rows into panels (most of the cost at decode). Every block
+// format (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) is stored as compact panels near
+// its block size (plus up to 15 padding rows). When nothing is packed,
 // `panels` stays empty and the overload below runs the source matrix. The memory behind `source`
 // must outlive the PackedWeight.
 struct PackedWeight {

@@ -83,7 +83,7 @@ RADIX_AVX2 void Tile(const uint32_t* panels, int64_t stride, int64_t pairs, cons
   for (int i = 0; i < P; ++i) {
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const int64_t live = std::min<int64_t>(8, rows_left - i * kRows - h * 8);
+      const int64_t live = rows_left - i * kRows - h * 8;  // StoreFirstLanes stores 8 at >= 8
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t)
         StoreFirstLanes(y + t * ldy + i * kRows + h * 8, acc[i][h][t], live);

@@ -81,28 +81,39 @@ RADIX_AVX512_VNNI void Transpose16x4(const uint8_t* const* rows, int64_t offset,
 // Compact panels keep a block format's own size: for each block, the codes of 16 rows as
 // transposed dword lanes (Q4_0/Q4_1: 4 registers of nibble pairs, low nibble = elements 4k..4k+3,
 // high nibble = elements 16+4k..; Q8_0: 8 registers of bytes already shifted by 128), then 16
-// float16 scales, then (Q4_1) 16 float16 offsets m. 16 * BlockBytes bytes per block. Q5_0 puts
-// a register of fifth bits between nibbles and scales: bit k of byte 4r + e is the fifth bit of
-// row r's element 4k + e, bit 4 + k that of element 16 + 4k + e.
+// float16 scales, then (Q4_1, Q5_1) 16 float16 offsets m. 16 * BlockBytes bytes per block. Q5_0
+// and Q5_1 put a register of fifth bits between nibbles and scales: bit k of byte 4r + e is the
+// fifth bit of row r's element 4k + e, bit 4 + k that of element 16 + 4k + e.
 bool HasCompactPanels(WeightFormat format) {
   return format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1 ||
-         format == WeightFormat::kQ5_0 || format == WeightFormat::kQ8_0;
+         format == WeightFormat::kQ5_0 || format == WeightFormat::kQ5_1 ||
+         format == WeightFormat::kQ8_0;
 }
 
-// Formats the per-call path packs into compact panels (Q5_0's fifth bits are rearranged with
+constexpr bool HasFifthBits(WeightFormat format) {
+  return format == WeightFormat::kQ5_0 || format == WeightFormat::kQ5_1;
+}
+
+constexpr bool HasMin(WeightFormat format) {
+  return format == WeightFormat::kQ4_1 || format == WeightFormat::kQ5_1;
+}
+
+// Formats the per-call path packs into compact panels (the fifth bits are rearranged with
 // scalar code, which only pays off once, at load time).
 bool PerCallCompact(WeightFormat format) {
-  return HasCompactPanels(format) && format != WeightFormat::kQ5_0;
+  return HasCompactPanels(format) && !HasFifthBits(format);
 }
 
 constexpr int64_t CompactCodeBytes(WeightFormat format) {
-  return format == WeightFormat::kQ8_0 ? 512 : format == WeightFormat::kQ5_0 ? 320 : 256;
+  return format == WeightFormat::kQ8_0 ? 512 : HasFifthBits(format) ? 320 : 256;
 }
 
-void PackFifthBits(const uint8_t* const* rows, int64_t block_offset, uint8_t* out) {
+// high_offset: where a block's 32 fifth bits start (after d, and m for Q5_1).
+void PackFifthBits(const uint8_t* const* rows, int64_t block_offset, int64_t high_offset,
+                   uint8_t* out) {
   for (int r = 0; r < 16; ++r) {
     uint32_t high;
-    std::memcpy(&high, rows[r] + block_offset + 2, sizeof(high));
+    std::memcpy(&high, rows[r] + block_offset + high_offset, sizeof(high));
     for (int e = 0; e < 4; ++e) {
       uint32_t byte = 0;
       for (int k = 0; k < 4; ++k) {
@@ -119,9 +130,9 @@ RADIX_AVX512_VNNI void PackCompact(WeightFormat format, const uint8_t* const* ro
                                    __m512i row_offsets, int64_t blocks, uint8_t* out) {
   const int64_t block_bytes = BlockBytes(format);
   const int64_t code_bytes = CompactCodeBytes(format);
-  const int64_t header_bytes = format == WeightFormat::kQ4_1   ? 4
-                               : format == WeightFormat::kQ5_0 ? 6
-                                                               : 2;
+  // Bytes before a block's codes: d, then m (Q4_1, Q5_1), then the fifth bits (Q5_0, Q5_1).
+  const int64_t scale_bytes = HasMin(format) ? 4 : 2;
+  const int64_t header_bytes = scale_bytes + (HasFifthBits(format) ? 4 : 0);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < blocks; ++b) {
     uint8_t* dst = out + b * 16 * block_bytes;
@@ -138,11 +149,11 @@ RADIX_AVX512_VNNI void PackCompact(WeightFormat format, const uint8_t* const* ro
         _mm512_storeu_si512(dst + 256 * half + 64 * k, v);
       }
     }
-    if (format == WeightFormat::kQ5_0) PackFifthBits(rows, b * block_bytes, dst + 256);
+    if (HasFifthBits(format)) PackFifthBits(rows, b * block_bytes, scale_bytes, dst + 256);
     const __m512i header = GatherRows(rows[0], row_offsets, b * block_bytes);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + code_bytes),
                         _mm512_cvtepi32_epi16(header));
-    if (format == WeightFormat::kQ4_1) {
+    if (HasMin(format)) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + code_bytes + 32),
                           _mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16)));
     }
@@ -188,8 +199,8 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
   }
 };
 
-// Bit k of each byte of h to bit 4 of code register k (Q5_0: bit 4 + k to register 4 + k too,
-// which the same shifts do); the 16-bit shifts move bits across bytes only where the & 0x10
+// Bit k of each byte of h to bit 4 of code register k (Q5_0 / Q5_1: bit 4 + k to register 4 + k
+// too, which the same shifts do); the 16-bit shifts move bits across bytes only where the & 0x10
 // drops them.
 RADIX_AVX512_VNNI inline void OrFifthBits(__m512i h, __m512i* w) {
   const __m512i bit4 = _mm512_set1_epi8(0x10);
@@ -217,6 +228,7 @@ struct CompactPanel {
     constexpr int64_t kCodeBytes = CompactCodeBytes(kFormat);
     constexpr bool kMx = kFormat == WeightFormat::kMXFP4;  // quant_kernels.h's MXFP4 layout
     constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0          ? 34
+                                          : kFormat == WeightFormat::kQ5_1        ? 24
                                           : kFormat == WeightFormat::kQ5_0        ? 22
                                           : kFormat == WeightFormat::kQ4_1 || kMx ? 20
                                                                                   : 18);
@@ -235,7 +247,7 @@ struct CompactPanel {
         w[k] = _mm512_and_si512(g, low);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       }
-      if constexpr (kFormat == WeightFormat::kQ5_0) OrFifthBits(_mm512_loadu_si512(p + 256), w);
+      if constexpr (HasFifthBits(kFormat)) OrFifthBits(_mm512_loadu_si512(p + 256), w);
       if constexpr (kMx) {
         // E2M1 nibble -> unsigned code (the doubled value + 12), the codes DecodeBlockCodes gives.
         const __m512i lut = _mm512_broadcast_i32x4(
@@ -249,7 +261,7 @@ struct CompactPanel {
       *scale =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes)));
     }
-    if constexpr (kFormat == WeightFormat::kQ4_1) {
+    if constexpr (HasMin(kFormat)) {
       *min = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes + 32)));
     } else {
@@ -716,6 +728,8 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
       return CompactOrExpanded<F::kQ4_1, true>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_0:
       return CompactOrExpanded<F::kQ5_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+    case F::kQ5_1:
+      return CompactOrExpanded<F::kQ5_1, true>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ8_0:
       return CompactOrExpanded<F::kQ8_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ4_K:
@@ -782,20 +796,12 @@ RADIX_AVX512_VNNI void Run(const WeightMatrix& w, const ref::QuantizedActivation
   }
 }
 
-// Packed form: compact panels for Q4_0 / Q4_1 / Q5_0 / Q8_0 (same bytes as the source) and, in
-// the shared layout, Q4_K / Q5_K / Q6_K / MXFP4 (near the source size); code panels for the other
-// formats (about 1.25 bytes per weight: codes plus float scales and offsets).
-bool HasKCompactPanels(WeightFormat format) {
-  return SumsSuperBlocks(format) || format == WeightFormat::kMXFP4;
-}
-
+// Packed form, every block format compact: Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 in the panels above
+// (same bytes as the source), Q4_K / Q5_K / Q6_K / MXFP4 in the shared layout (near the source
+// size).
 int64_t PackedPanelBytes(const WeightMatrix& w) {
   if (HasCompactPanels(w.format)) return kRows * w.row_bytes();
-  if (HasKCompactPanels(w.format)) {
-    return (w.cols / BlockElements(w.format)) * CompactLayoutBlockBytes(w.format, kRows);
-  }
-  const int64_t sub = FormatInfo(w.format, false).sub;
-  return (w.cols / sub) * PanelSubBytes(sub, kRows);
+  return (w.cols / BlockElements(w.format)) * CompactLayoutBlockBytes(w.format, kRows);
 }
 
 int64_t PackedBytes(const WeightMatrix& w) {
@@ -808,10 +814,8 @@ RADIX_AVX512_VNNI void Pack(const WeightMatrix& w, int64_t panel_begin, int64_t 
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     if (HasCompactPanels(w.format)) {
       PackCompactPanel(w, p * kRows, out + p * panel_bytes);
-    } else if (HasKCompactPanels(w.format)) {
-      PackCompactLayoutPanel(w, p * kRows, kRows, out + p * panel_bytes);
     } else {
-      PackPanelScalar(w, p * kRows, kRows, false, out + p * panel_bytes);
+      PackCompactLayoutPanel(w, p * kRows, kRows, out + p * panel_bytes);
     }
   }
 }
@@ -826,13 +830,9 @@ RADIX_AVX512_VNNI void RunPacked(const WeightMatrix& w, const uint8_t* packed,
     for (int64_t p = panel_begin; p < panel_end; ++p) {
       const int64_t row0 = p * kRows;
       const uint8_t* panel = packed + p * panel_bytes;
-      if (HasCompactPanels(w.format) || HasKCompactPanels(w.format)) {
-        const Lookahead ahead{p + 1 < panel_end ? panel + panel_bytes : nullptr, panel_bytes};
-        CompactAllTokens(w.format, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0), tiles,
-                         ahead);
-      } else {
-        CodeAllTokens(w.format, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0));
-      }
+      const Lookahead ahead{p + 1 < panel_end ? panel + panel_bytes : nullptr, panel_bytes};
+      CompactAllTokens(w.format, panel, a, tokens, y + row0, w.rows, RowMask(w.rows, row0), tiles,
+                       ahead);
     }
   }
 }

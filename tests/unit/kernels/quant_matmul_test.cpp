@@ -23,18 +23,11 @@
 namespace radixserve::kernels {
 namespace {
 
+// Every one packs into compact panels (quant_kernels.h).
 constexpr WeightFormat kQuantFormats[] = {
     WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1,
     WeightFormat::kQ5_0, WeightFormat::kQ5_1, WeightFormat::kQ4_K,
     WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kMXFP4};
-// The formats packed into compact panels (quant_kernels.h); Q5_1 only by the avx2 variant.
-constexpr WeightFormat kCompactFormats[] = {
-    WeightFormat::kQ4_0, WeightFormat::kQ4_1, WeightFormat::kQ5_0,
-    WeightFormat::kQ5_1, WeightFormat::kQ8_0, WeightFormat::kQ4_K,
-    WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kMXFP4};
-bool PacksCompact(const KernelTable& table, WeightFormat format) {
-  return format != WeightFormat::kQ5_1 || QuantMatMulVariant(table) == "avx2";
-}
 
 // Random block bytes whose float16 scale fields hold small finite values.
 // Blocks of random codes (or, with all_ones, every code and sub-block scale at its largest
@@ -168,15 +161,14 @@ TEST(QuantMatMulTest, PackedWeightFallsBackOutsideItsVariant) {
   }
 }
 
-// Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 (and on avx2 Q5_1) pack into compact
-// panels (near the block size) whose kernels compute the same floats as the per-call path:
+// Every block format packs into compact panels (near the block size) whose kernels compute the
+// same floats as the per-call path:
 // packed and unpacked results are equal bit for bit, over token counts that exercise every tile
 // width and a row count that is not a panel multiple.
 TEST(QuantMatMulTest, CompactPanelsEqualCodePanelsBitForBit) {
   std::mt19937 rng(13);
   for (const KernelTable* table : FastTables()) {
-    for (WeightFormat format : kCompactFormats) {
-      if (!PacksCompact(*table, format)) continue;
+    for (WeightFormat format : kQuantFormats) {
       SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
       const int64_t rows = 21, cols = 3 * 256;
       const auto bytes = RandomBlocks(format, rows, cols, rng);
@@ -367,8 +359,7 @@ TEST(QuantMatMulTest, GroupedExpertsShareQuantizedRowsAndEqualTheirOwnMatMuls) {
 TEST(QuantMatMulTest, CompactPanelsAreExactAtTheLargestCodesAndActivations) {
   std::mt19937 rng(17);
   for (const KernelTable* table : FastTables()) {
-    for (WeightFormat format : kCompactFormats) {
-      if (!PacksCompact(*table, format)) continue;
+    for (WeightFormat format : kQuantFormats) {
       SCOPED_TRACE(std::string(QuantMatMulVariant(*table)) + " " + std::string(FormatName(format)));
       const int64_t rows = 8, cols = 2 * 256;
       const auto bytes = RandomBlocks(format, rows, cols, rng, /*all_ones=*/true);
