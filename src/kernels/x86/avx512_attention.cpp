@@ -118,19 +118,28 @@ RADIX_AVX512 void AccumulateRows(const float* p, const float* v, int64_t ldv, in
   for (int64_t c0 = 0; c0 < d; c0 += 64) {
     __mmask16 m[4];
     __m512 a[Q][4];
+    // Every loop over k and q unrolled whole: with one left rolled GCC kept a[1][4] in stack
+    // slots and stored all four after every key's multiply-adds.
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       m[k] = c0 + 16 * k < d ? Mask16(d - c0 - 16 * k) : static_cast<__mmask16>(0);
+#pragma GCC unroll 2
       for (int q = 0; q < Q; ++q) a[q][k] = _mm512_maskz_loadu_ps(m[k], acc + q * d + c0 + 16 * k);
     }
     for (int64_t j = 0; j < nk; ++j) {
       __m512 vv[4];
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) vv[k] = _mm512_maskz_loadu_ps(m[k], v + j * ldv + c0 + 16 * k);
+#pragma GCC unroll 2
       for (int q = 0; q < Q; ++q) {
         const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
+#pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) a[q][k] = _mm512_fmadd_ps(w, vv[k], a[q][k]);
       }
     }
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 2
       for (int q = 0; q < Q; ++q) _mm512_mask_storeu_ps(acc + q * d + c0 + 16 * k, m[k], a[q][k]);
   }
 }
