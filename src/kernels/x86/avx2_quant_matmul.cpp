@@ -23,12 +23,6 @@ constexpr int64_t kRows = 8;
 // Tokens per tile. 8 (tried with the 16-bit sums below) spills and measured 0.7-1.0x of 4 from
 // 32 tokens on; it only helped at 1-4 tokens, which are bandwidth-bound anyway.
 constexpr int kMaxTokens = 4;
-// Tokens [begin, end) of a matmul's activations.
-struct TokenRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-};
-
 // Tokens per block of a packed matmul: each thread runs its panels over one block of tokens at a
 // time, so the block's activations (up to kTokenBlockBytes; at least 32 tokens, as splitting 32
 // tokens into blocks of 8 or 16 measured 3-15 % slower) stay in L2 while the panels pass, instead
@@ -57,8 +51,8 @@ int32_t Load32(const int8_t* p) {
 
 // Prefetches the `bytes` of panel that lie kPrefetchBytes past `p`. The panel is one sequential
 // stream; prefetching a few KB ahead keeps more of it in flight than the hardware prefetcher does
-// on its own. Only the first token tile (t0 == 0) streams a panel from memory; later ones find it
-// in cache and skip this.
+// on its own. Only the first token tile of a block (StreamsPanel) streams a panel from memory;
+// later ones find it in cache and skip this.
 // Into L2 (FetchL2): on the Xeon with AMX running this table (RADIX_KERNELS=avx2), 1B Q4_K_M
 // decode 21.2-21.7 tok/s with prefetcht0 against 29.6-30.2.
 [[gnu::always_inline]] RADIX_AVX2 inline void PrefetchAhead(const uint8_t* p, int64_t bytes) {

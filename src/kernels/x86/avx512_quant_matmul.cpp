@@ -160,12 +160,6 @@ RADIX_AVX512_VNNI void PackCompact(WeightFormat format, const uint8_t* const* ro
   }
 }
 
-// Tokens [begin, end) of a matmul's activations.
-struct TokenRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-};
-
 // Panel loaders: one sub-block's code registers, scales and offsets.
 // `panel` reading the next panel of `ahead` into L2 as it goes, a whole-cache-line share per
 // each of its `subs` sub-blocks (unchanged when there is nothing to fetch).

@@ -38,6 +38,12 @@ alignas(16) inline constexpr std::array<int8_t, 16> kMxfp4Codes = [] {
   return codes;
 }();
 
+// Tokens [begin, end) of a matmul's activations.
+struct TokenRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
 struct QuantFormatInfo {
   int64_t sub = 32;      // elements per sub-block
   int32_t offset = 0;    // subtracted from the codes
