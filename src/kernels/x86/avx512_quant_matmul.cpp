@@ -221,11 +221,7 @@ struct CompactPanel {
                                                             __m512* min) const {
     constexpr int64_t kCodeBytes = CompactCodeBytes(kFormat);
     constexpr bool kMx = kFormat == WeightFormat::kMXFP4;  // quant_kernels.h's MXFP4 layout
-    constexpr int64_t kBlockBytes = 16 * (kFormat == WeightFormat::kQ8_0          ? 34
-                                          : kFormat == WeightFormat::kQ5_1        ? 24
-                                          : kFormat == WeightFormat::kQ5_0        ? 22
-                                          : kFormat == WeightFormat::kQ4_1 || kMx ? 20
-                                                                                  : 18);
+    constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
     const uint8_t* p = panel + j * kBlockBytes;
     // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
     for (int64_t line = 0; kFetch && line < kBlockBytes; line += 64) {
@@ -632,12 +628,13 @@ RADIX_AVX512_VNNI void ExpandCompactForAmx(const AmxBlocks& blocks, int64_t j0, 
 // chunk of the panel laid out at a time), the rest decoded per token tile for a few tokens
 // (decode steps, which stream the panel), expanded once into a code panel for more (prefill,
 // which reuses it).
-template <WeightFormat kFormat, bool kMin>
+template <WeightFormat kFormat>
 RADIX_AVX512_VNNI void CompactOrExpanded(const CompactPanel<kFormat>& panel,
                                          const ref::QuantizedActivations& a, TokenRange tokens,
                                          float* y, int64_t ldy, __mmask16 mask, Lookahead ahead,
                                          QuantTiles tiles) {
   using Panel = CompactPanel<kFormat>;
+  constexpr bool kMin = HasMin(kFormat);
   const int64_t groups_end = AmxGroupsEnd(a, tokens);
   if (groups_end > tokens.begin) {
     const AmxBlocks blocks{ExpandCompactForAmx<kFormat>, panel.panel,
@@ -717,15 +714,15 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
   using F = WeightFormat;
   switch (format) {
     case F::kQ4_0:
-      return CompactOrExpanded<F::kQ4_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ4_0>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ4_1:
-      return CompactOrExpanded<F::kQ4_1, true>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ4_1>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_0:
-      return CompactOrExpanded<F::kQ5_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ5_0>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_1:
-      return CompactOrExpanded<F::kQ5_1, true>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ5_1>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ8_0:
-      return CompactOrExpanded<F::kQ8_0, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kQ8_0>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ4_K:
       return SuperCompactOrExpanded<F::kQ4_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kQ5_K:
@@ -733,7 +730,7 @@ RADIX_AVX512_VNNI void CompactAllTokens(WeightFormat format, const uint8_t* pane
     case F::kQ6_K:
       return SuperCompactOrExpanded<F::kQ6_K>(panel, a, tokens, y, ldy, mask, ahead, tiles);
     case F::kMXFP4:
-      return CompactOrExpanded<F::kMXFP4, false>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
+      return CompactOrExpanded<F::kMXFP4>({panel}, a, tokens, y, ldy, mask, ahead, tiles);
     default:
       RADIX_CHECK_MSG(false, "no compact panels for this format");
   }
