@@ -88,7 +88,8 @@ struct AttentionKernels {
   bool (*reads_direct)(KvType type, int64_t d);
   // For `heads` KV heads side by side from `offset` (head h at offset + h * d), with queries
   // q + h * nq * d: s[(h * nq + i) * kKeyTile + j] = q_i . row(slots[j]) for i < nq, j < nk
-  // (rows addressed as in gather), summed as FloatGemmKernels::gemm sums a row against a token.
+  // (rows addressed as in gather), summed as FloatGemmKernels::gemm sums a row against a token;
+  // entries j in [nk, kKeyTile) may be written too.
   // Both also fetch the same heads of the rows of slots ahead[0, ahead_count) into the cache (the
   // next tile's), spread over their work.
   void (*scores)(const float* q, int heads, int64_t nq, const void* base, KvType type, float scale,

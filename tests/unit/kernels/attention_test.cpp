@@ -209,15 +209,16 @@ TEST(AttentionTest, EveryVariantAndKvTypeMatchesADoublePrecisionSoftmax) {
   }
 }
 
-TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
+// A query's attention is the same bits alone as inside a block of 21 queries.
+void ExpectSameBitsAloneAsInsideABlock(bool scattered) {
   std::mt19937 rng(9);
   const int64_t d = 64, context = 600;
   Cache cache = RandomCache(KvType::kBF16, context, 3, d, rng);
   std::vector<int32_t> slots(static_cast<size_t>(context));
   std::iota(slots.begin(), slots.end(), 0);
-  std::shuffle(slots.begin(), slots.end(), rng);
+  if (scattered) std::shuffle(slots.begin(), slots.end(), rng);
   AttentionShape shape{9, 3, static_cast<int>(d), 0.125f, 0.0f};
-  const int64_t nq = 12;
+  const int64_t nq = 21;
   std::vector<float> q(static_cast<size_t>(nq * d));
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (float& x : q) x = dist(rng);
@@ -232,6 +233,15 @@ TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
       ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * d, sizeof(float) * d))
           << table->name << " query " << i;
     }
+  }
+}
+
+// With the slots scattered (rows gathered) and in order (rows read in place; from 16 queries on
+// the AVX2 scores transpose the keys).
+TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
+  for (bool scattered : {true, false}) {
+    SCOPED_TRACE(scattered ? "scattered slots" : "slots in order");
+    ExpectSameBitsAloneAsInsideABlock(scattered);
   }
 }
 
@@ -260,8 +270,12 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
         std::iota(slots.begin(), slots.end(), 0);
         std::shuffle(slots.begin(), slots.end(), rng);
         const int64_t stride = heads * d;
-        for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{9}}) {
-          for (int64_t nk : {int64_t{1}, int64_t{7}, kKeyTile}) {
+        // 16 queries and more take the AVX2 variant's transposed keys (the remainders of its tiles
+        // of 3 queries x 4 key vectors: 16, 17 and 23 queries; 7, 14, 33 and 49 keys).
+        for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{17},
+                           int64_t{18}, int64_t{23}}) {
+          for (int64_t nk :
+               {int64_t{1}, int64_t{7}, int64_t{14}, int64_t{33}, int64_t{49}, kKeyTile}) {
             // Heads 1 and 2 of each row; the next rows fetched ahead are the slots after nk.
             const int used = 2;
             const int64_t offset = d;
