@@ -5,11 +5,15 @@ full, in a minute): starts `BINARY --model-path GGUF --threads 2 --mem-fraction-
 and a 16-token prompt decoding 129 tokens minus the time of the same prompt with 1 token
 (decode tok/s = 128 / difference). Greedy, ignore_eos, random token ids (seed 0).
 
-    python bench/quick_speed.py BINARY GGUF [--depth D] [EXTRA_ARGS...]
+    python bench/quick_speed.py BINARY GGUF [--depth D | --prefill-depth D] [EXTRA_ARGS...]
 
 --depth D instead decodes 128 tokens after a D-token prompt (llama-bench's `-p 0 -n 128 -d D`):
 the prompt and 129 new tokens streamed, decode tok/s = 128 / (time of the last event - time of
 the first), twice, each with a fresh random prompt (no prefix-cache hit).
+
+--prefill-depth D instead prefills a D-token prompt once (the radix cache keeps it) and then, twice,
+the same prompt with 512 fresh tokens after it: prefill tok/s = 512 / time (llama-bench's
+`-p 512 -n 0 -d D`). Give `--context-length` when the model's own context is shorter than D + 512.
 
 One line per repetition. Radixserve's decode speed on some VMs depends on the start (see
 docs/performance.md): compare several starts, alternating with the peer.
@@ -25,9 +29,11 @@ import urllib.request
 
 def main():
     binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
-    depth = None
+    depth = prefill_depth = None
     if extra[:1] == ["--depth"]:
         depth, extra = int(extra[1]), extra[2:]
+    elif extra[:1] == ["--prefill-depth"]:
+        prefill_depth, extra = int(extra[1]), extra[2:]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -67,6 +73,14 @@ def main():
 
         random.seed(0)
         generate([random.randrange(100, 40000) for _ in range(16)], 8)  # warm-up
+        if prefill_depth is not None:
+            prefix = [random.randrange(100, 40000) for _ in range(prefill_depth)]
+            generate(prefix, 1)
+            for _ in range(2):
+                ids = prefix + [random.randrange(100, 40000) for _ in range(512)]
+                print(f"prefill512 at depth {prefill_depth}: {512 / generate(ids, 1):.1f} tok/s",
+                      flush=True)
+            return
         if depth is not None:
             for _ in range(2):
                 ids = [random.randrange(100, 40000) for _ in range(depth)]
