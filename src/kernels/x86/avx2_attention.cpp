@@ -272,8 +272,9 @@ RADIX_AVX2 void ScoresAs(const float* q, int heads, int64_t nq, const void* base
 // keys, and Sum8's tree, ((A0 + A4) + (A2 + A6)) + ((A1 + A5) + (A3 + A7)), is vertical additions.
 // The transposition is paid once per head and tile and shared by every query.
 // From 16 queries on (Zen 3, float_kernels_bench attention-tile, ns per key of the 1B shape's
-// 8 heads, alternating with ScoresAs: 8 queries about even, 16 queries 267-273 against 363-423,
-// 64 queries 905-917 against 1433-1808).
+// 8 heads; ScoresAs alternating with a first 4 x 3 form of these tiles: 8 queries about even,
+// 16 queries 363-423 against 268-376, 64 queries 1433-1808 against 861-1163; the final 3 x 4
+// tiles then 267-273 and 905-917, alternating with 4 x 3's 301-349 and 1066-1079).
 inline constexpr int64_t kWideScoreQueries = 16;
 
 // The 8 x 8 block v[row][lane] transposed in place: v[l] = lane l of the eight rows.
