@@ -212,9 +212,11 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
   const int64_t offset = static_cast<int64_t>(first.kv_head) * head_elements;
   const int64_t width = heads * d;  // gathered floats per key: the heads side by side
   // One buffer for a tile's keys, then (once the scores are computed) its values.
-  thread_local std::vector<float> rows, scores;
+  thread_local std::vector<float> rows, scores, m_new, sums;
   if (!direct) rows.resize(static_cast<size_t>(kKeyTile * width));
   scores.resize(static_cast<size_t>(heads * kKeyTile * nq));
+  m_new.resize(static_cast<size_t>(nq));  // a query's maximum after the tile (-inf: no key)
+  sums.resize(static_cast<size_t>(nq));
   for (int h = 0; h < heads; ++h) {
     RADIX_CHECK(blocks[h].nq == nq && blocks[h].kv_head == first.kv_head + h);
     std::fill(m[h], m[h] + nq, kNegInf);
@@ -261,6 +263,9 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
         gk.gemm(blocks[h].q, d, nq, rows.data() + h * d, WeightFormat::kF32, width * 4, d, 0, nk,
                 head_scores, kKeyTile);
       }
+      // The online softmax in three passes over the queries (each query's operations in the same
+      // order as one pass would do them), so the queries' exponentials, which do not depend on
+      // each other, run back to back instead of behind each query's maximum.
       for (int64_t i = 0; i < nq; ++i) {
         float* s = head_scores + i * kKeyTile;
         const int64_t lo = std::max(first.first[i], j0) - j0;
@@ -283,17 +288,26 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
         }
         if (tile_max == kNegInf) {  // no key of this tile: zero weights, state unchanged
           std::fill(s, s + kKeyTile, 0.0f);
+          m_new[static_cast<size_t>(i)] = kNegInf;
           continue;
         }
+        m_new[static_cast<size_t>(i)] = std::max(m[h][i], tile_max);
+      }
+      for (int64_t i = 0; i < nq; ++i) {
+        if (m_new[static_cast<size_t>(i)] == kNegInf) continue;
+        sums[static_cast<size_t>(i)] =
+            ak.exp_tile(head_scores + i * kKeyTile, m_new[static_cast<size_t>(i)]);
+      }
+      for (int64_t i = 0; i < nq; ++i) {
+        const float mn = m_new[static_cast<size_t>(i)];
+        if (mn == kNegInf) continue;
         float& mi = m[h][i];
-        const float m_new = std::max(mi, tile_max);
-        const float alpha = mi == kNegInf ? 0.0f : std::exp(mi - m_new);
-        const float sum = ak.exp_tile(s, m_new);
-        l[h][i] = l[h][i] * alpha + sum;
+        const float alpha = mi == kNegInf ? 0.0f : std::exp(mi - mn);
+        l[h][i] = l[h][i] * alpha + sums[static_cast<size_t>(i)];
         if (alpha != 1.0f) {
           for (int64_t c = 0; c < d; ++c) acc[h][i * d + c] *= alpha;
         }
-        mi = m_new;
+        mi = mn;
       }
     }
     if (direct) {

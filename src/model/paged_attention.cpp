@@ -58,6 +58,9 @@ BatchLayout BatchLayout::Build(const ForwardBatch& batch, int64_t num_slots) {
 
 namespace {
 
+// Partial floats from which the merge runs on the pool rather than on the calling thread.
+constexpr int64_t kParallelMergeFloats = int64_t{1} << 18;
+
 // The queries of one (sequence, KV head, token block) and where its chunk partials live.
 struct QueryGroup {
   int64_t t0 = 0, t1 = 0;  // batch tokens [t0, t1)
@@ -234,8 +237,13 @@ void PagedAttention(const kernels::KernelTable& table, ThreadPool* pool, const F
   } else {
     pool->ParallelFor(num_items, 1, attend);
   }
-  // A few multiply-adds per partial: cheaper inline than another hand-off to the pool.
-  merge(0, num_groups);
+  // A few multiply-adds per partial: cheaper inline than another hand-off to the pool, unless
+  // the partials are many (a prefill block at depth: 1 MB and more, read back from memory).
+  if (pool == nullptr || pool->size() == 1 || partial_floats < kParallelMergeFloats) {
+    merge(0, num_groups);
+  } else {
+    pool->ParallelFor(num_groups, 1, merge);
+  }
 }
 
 }  // namespace radixserve::model

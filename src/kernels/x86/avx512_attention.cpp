@@ -259,6 +259,217 @@ RADIX_AVX512 void ScoresAs(const float* q, int heads, int64_t nq, const void* ba
   }
 }
 
+// Scores of many queries (a prefill block: its tokens times the query heads of a KV head), the
+// bits of ScoresAs by another route, as the AVX2 variant's ScoresWideAs. ScoresAs sums a
+// query-key pair in sixteen lanes (lane l: columns l, l + 16, ... from zero) and adds the lanes
+// in Reduce4's tree, ((T0 + T2) + (T1 + T3)) with Tb = (A4b + A4b+2) + (A4b+1 + A4b+3); with many
+// queries those horizontal sums per pair cost as much as the multiply-adds. Here each head's keys
+// are widened and transposed once per tile (keys along the lanes), so one vector carries lane
+// l's chain for sixteen keys and the tree is vertical additions, shared by every query.
+// From 16 queries on (Intel Xeon with AMX, float_kernels_bench attention-tile, ns per key of the
+// 1B shape's 8 heads, alternating with ScoresAs: 16 queries even at 147-157 against 147-166, 32
+// queries 247-267 against 267-287, 64 queries 444-487 against 488-552, 128 queries 852-927
+// against 854-1091).
+inline constexpr int64_t kWideScoreQueries = 16;
+
+// The 16 x 16 block v[row][lane] transposed in place: v[l] = lane l of the sixteen rows.
+RADIX_AVX512 inline void Transpose16x16(__m512 (&v)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  // u[4 g + k]: in 128-bit block b, column 4 b + k of rows 4 g .. 4 g + 3.
+  __m512 u[16];
+  for (int g = 0; g < 4; ++g) {
+    const __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  for (int k = 0; k < 4; ++k) {
+    // Blocks 0 and 2 (x) or 1 and 3 (y) of groups 0 and 1, and of groups 2 and 3.
+    const __m512 x01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
+    const __m512 y01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xDD);
+    const __m512 x23 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512 y23 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xDD);
+    v[k] = _mm512_shuffle_f32x4(x01, x23, 0x88);
+    v[8 + k] = _mm512_shuffle_f32x4(x01, x23, 0xDD);
+    v[4 + k] = _mm512_shuffle_f32x4(y01, y23, 0x88);
+    v[12 + k] = _mm512_shuffle_f32x4(y01, y23, 0xDD);
+  }
+}
+
+// Columns c .. c + 15 of a row as LoadPair gives them (the same values, one vector).
+template <KvType T>
+RADIX_AVX512 inline __m512 LoadSixteen(const void* row, int64_t c, __m512 factor) {
+  if constexpr (T == KvType::kFp8E4M3 || T == KvType::kFp8E5M2) {
+    const __m256i b = _mm256_cvtepu8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(row) + c)));
+    __m256i h;
+    if constexpr (T == KvType::kFp8E5M2) {
+      h = _mm256_slli_epi16(b, 8);
+    } else {
+      h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8),
+                          _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7));
+    }
+    return _mm512_mul_ps(_mm512_cvtph_ps(h), factor);
+  } else if constexpr (T == KvType::kF32) {
+    return _mm512_loadu_ps(static_cast<const float*>(row) + c);
+  } else {
+    const __m256i h =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + c));
+    if constexpr (T == KvType::kF16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+// Keys [0, nk) of one head (element `offset` of their rows) widened as LoadPair widens them into
+// kt[c * kKeyTile + j], c < 32 C, j below nk rounded up to 16 (the last key fills the rest); the
+// same head of the next tile's keys is fetched on the way.
+template <KvType T, int C>
+RADIX_AVX512 void TransposeKeys(const void* base, const int32_t* slots, int64_t nk,
+                                int64_t slot_stride, int64_t offset, const int32_t* ahead,
+                                int64_t ahead_count, __m512 factor, float* kt) {
+  constexpr int64_t kHeadBytes = 32 * C * static_cast<int64_t>(KvTypeSize(T));
+  for (int64_t j0 = 0; j0 < nk; j0 += 16) {
+    for (int64_t j = j0; j < j0 + 16; ++j)
+      FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset, kHeadBytes);
+    const void* r[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = RowAt<T>(base, slots, std::min<int64_t>(j0 + i, nk - 1), slot_stride, offset);
+    for (int c = 0; c < 32 * C; c += 16) {
+      __m512 v[16];
+      for (int i = 0; i < 16; ++i) v[i] = LoadSixteen<T>(r[i], c, factor);
+      Transpose16x16(v);
+      for (int l = 0; l < 16; ++l) _mm512_store_ps(kt + (c + l) * kKeyTile + j0, v[l]);
+    }
+  }
+}
+
+// Lane l's chains (columns l, l + 16, ... from zero) of Q queries (x, D floats apart) against G
+// vectors of sixteen transposed keys from kt.
+template <int D, int Q, int G>
+[[gnu::always_inline]] RADIX_AVX512 inline void LaneChains(const float* x, const float* kt, int l,
+                                                           __m512 (&a)[Q][G]) {
+  for (auto& row : a)
+    for (__m512& chain : row) chain = _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int c0 = 0; c0 < D; c0 += 16) {
+    __m512 k[G];
+    for (int g = 0; g < G; ++g) k[g] = _mm512_load_ps(kt + (c0 + l) * kKeyTile + 16 * g);
+    for (int i = 0; i < Q; ++i) {
+      const __m512 xv = _mm512_set1_ps(x[i * D + c0 + l]);
+      for (int g = 0; g < G; ++g) a[i][g] = _mm512_fmadd_ps(k[g], xv, a[i][g]);
+    }
+  }
+}
+
+// a += part (each lane sum's own operands: float addition commutes), and a into part.
+template <int Q, int G>
+[[gnu::always_inline]] RADIX_AVX512 inline void AddPart(__m512 (&a)[Q][G],
+                                                        const float (&part)[Q][G][16]) {
+  for (int i = 0; i < Q; ++i)
+    for (int g = 0; g < G; ++g) a[i][g] = _mm512_add_ps(_mm512_load_ps(part[i][g]), a[i][g]);
+}
+
+template <int Q, int G>
+[[gnu::always_inline]] RADIX_AVX512 inline void KeepPart(const __m512 (&a)[Q][G],
+                                                         float (&part)[Q][G][16]) {
+  for (int i = 0; i < Q; ++i)
+    for (int g = 0; g < G; ++g) _mm512_store_ps(part[i][g], a[i][g]);
+}
+
+// Tb of Reduce4's tree into a: (A4b + A4b+2) + (A4b+1 + A4b+3), through two partial sums.
+template <int D, int Q, int G>
+[[gnu::always_inline]] RADIX_AVX512 inline void BlockSum(const float* x, const float* kt, int b,
+                                                         __m512 (&a)[Q][G],
+                                                         float (&part)[2][Q][G][16]) {
+  LaneChains<D, Q, G>(x, kt, 4 * b, a);
+  KeepPart<Q, G>(a, part[0]);
+  LaneChains<D, Q, G>(x, kt, 4 * b + 2, a);
+  AddPart<Q, G>(a, part[0]);
+  KeepPart<Q, G>(a, part[0]);
+  LaneChains<D, Q, G>(x, kt, 4 * b + 1, a);
+  KeepPart<Q, G>(a, part[1]);
+  LaneChains<D, Q, G>(x, kt, 4 * b + 3, a);
+  AddPart<Q, G>(a, part[1]);
+  AddPart<Q, G>(a, part[0]);
+}
+
+// Scores of Q queries against G vectors of sixteen transposed keys, into s (query i at
+// s + i * kKeyTile): (T0 + T2) + (T1 + T3).
+template <int D, int Q, int G>
+RADIX_AVX512 void WideTile(const float* x, const float* kt, float* s) {
+  alignas(64) float part[2][Q][G][16];
+  alignas(64) float half[2][Q][G][16];  // T0 + T2, and T1
+  __m512 a[Q][G];
+  BlockSum<D, Q, G>(x, kt, 0, a, part);
+  KeepPart<Q, G>(a, half[0]);
+  BlockSum<D, Q, G>(x, kt, 2, a, part);
+  AddPart<Q, G>(a, half[0]);
+  KeepPart<Q, G>(a, half[0]);
+  BlockSum<D, Q, G>(x, kt, 1, a, part);
+  KeepPart<Q, G>(a, half[1]);
+  BlockSum<D, Q, G>(x, kt, 3, a, part);
+  AddPart<Q, G>(a, half[1]);
+  AddPart<Q, G>(a, half[0]);
+  for (int i = 0; i < Q; ++i)
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(s + i * kKeyTile + 16 * g, a[i][g]);
+}
+
+// WideTile over `vectors` key vectors (at most kKeyTile / 16).
+template <int D, int Q>
+RADIX_AVX512 void WideRow(const float* x, const float* kt, int64_t vectors, float* s) {
+  static_assert(kKeyTile == 64);
+  switch (vectors) {
+    case 4:
+      return WideTile<D, Q, 4>(x, kt, s);
+    case 3:
+      return WideTile<D, Q, 3>(x, kt, s);
+    case 2:
+      return WideTile<D, Q, 2>(x, kt, s);
+    default:
+      return WideTile<D, Q, 1>(x, kt, s);
+  }
+}
+
+// ScoresAs for nq >= kWideScoreQueries (see above). Writes s up to nk rounded up to 16 keys.
+template <KvType T, int C>
+RADIX_AVX512 void ScoresWideAs(const float* q, int heads, int64_t nq, const void* base, float scale,
+                               const int32_t* slots, int64_t nk, int64_t slot_stride,
+                               int64_t offset, const int32_t* ahead, int64_t ahead_count,
+                               float* s) {
+  constexpr int D = 32 * C;
+  constexpr int Q = 4;
+  alignas(64) static thread_local float kt[D * kKeyTile];
+  const __m512 factor = Fp8Factor<T>(scale);
+  const int64_t vectors = (nk + 15) / 16;
+  for (int h = 0; h < heads; ++h) {
+    TransposeKeys<T, C>(base, slots, nk, slot_stride, offset + h * D, ahead,
+                        std::min(ahead_count, kKeyTile), factor, kt);
+    const float* x = q + h * nq * D;
+    float* sh = s + h * nq * kKeyTile;
+    int64_t i = 0;
+    for (; i + Q <= nq; i += Q) WideRow<D, Q>(x + i * D, kt, vectors, sh + i * kKeyTile);
+    switch (nq - i) {
+      case 3:
+        WideRow<D, 3>(x + i * D, kt, vectors, sh + i * kKeyTile);
+        break;
+      case 2:
+        WideRow<D, 2>(x + i * D, kt, vectors, sh + i * kKeyTile);
+        break;
+      case 1:
+        WideRow<D, 1>(x + i * D, kt, vectors, sh + i * kKeyTile);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 // Value sums of Q queries over CB pairs of columns starting at column c0 (2 CB vectors per row),
 // keys [0, nk). Key j fetches the same columns of row ahead[j] (j < ahead_count).
 template <KvType T, int CB, int Q>
@@ -335,6 +546,93 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
   }
 }
 
+// Value sums of many queries, the bits of AccumulateAs by another route: AccumulateAs widens a
+// row's columns for every group of queries it serves, and the widening (two micro-operations per
+// vector on Intel's multiply-add ports) costs a third of the multiply-adds. Here each head's rows
+// are widened once per tile into vt (row j at vt + j * D) and the queries' sums read them from L1;
+// every element still sums its keys in ascending order from the same accumulator.
+// From 16 queries on (same runs as kWideScoreQueries: 16 queries 97-103 against 118-125 ns per
+// key, 64 queries 330-340 against 470-486, 128 queries 636-657 against 943-973).
+inline constexpr int64_t kWideValueQueries = 16;
+
+// Rows [0, nk) of one head (element `offset` of their rows) widened into vt; the same head of the
+// next tile's rows is fetched on the way.
+template <KvType T, int C>
+RADIX_AVX512 void WidenRows(const void* base, const int32_t* slots, int64_t nk, int64_t slot_stride,
+                            int64_t offset, const int32_t* ahead, int64_t ahead_count,
+                            __m512 factor, float* vt) {
+  constexpr int64_t kHeadBytes = 32 * C * static_cast<int64_t>(KvTypeSize(T));
+  for (int64_t j = 0; j < nk; ++j) {
+    FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset, kHeadBytes);
+    const void* row = RowAt<T>(base, slots, j, slot_stride, offset);
+    for (int c = 0; c < 32 * C; c += 16)
+      _mm512_store_ps(vt + j * 32 * C + c, LoadSixteen<T>(row, c, factor));
+  }
+}
+
+// Value sums of Q queries over V vectors of columns from c0, keys [0, nk) of the widened rows.
+template <int D, int Q, int V>
+RADIX_AVX512 void WideValues(const float* p, const float* vt, int64_t nk, int64_t c0, float* acc) {
+  __m512 a[Q][V];
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * D + c0 + 16 * x);
+  for (int64_t j = 0; j < nk; ++j) {
+    __m512 v[V];
+    for (int x = 0; x < V; ++x) v[x] = _mm512_load_ps(vt + j * D + c0 + 16 * x);
+    for (int q = 0; q < Q; ++q) {
+      const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
+      for (int x = 0; x < V; ++x) a[q][x] = _mm512_fmadd_ps(w, v[x], a[q][x]);
+    }
+  }
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < V; ++x) _mm512_storeu_ps(acc + q * D + c0 + 16 * x, a[q][x]);
+}
+
+// AccumulateAs for nq >= kWideValueQueries (see above): blocks of 64 columns (V = 4) and six
+// queries, 24 accumulators.
+template <KvType T, int C>
+RADIX_AVX512 void AccumulateWideAs(const float* p, int heads, int64_t nq, const void* base,
+                                   float scale, const int32_t* slots, int64_t nk,
+                                   int64_t slot_stride, int64_t offset, const int32_t* ahead,
+                                   int64_t ahead_count, float* const* acc) {
+  constexpr int D = 32 * C;
+  constexpr int V = D < 64 ? D / 16 : 4;
+  constexpr int Q = 6;
+  alignas(64) static thread_local float vt[kKeyTile * D];
+  const __m512 factor = Fp8Factor<T>(scale);
+  for (int h = 0; h < heads; ++h) {
+    WidenRows<T, C>(base, slots, nk, slot_stride, offset + h * D, ahead,
+                    std::min(ahead_count, kKeyTile), factor, vt);
+    const float* ph = p + h * nq * kKeyTile;
+    for (int64_t c0 = 0; c0 < D; c0 += 16 * V) {
+      int64_t i = 0;
+      for (; i + Q <= nq; i += Q)
+        WideValues<D, Q, V>(ph + i * kKeyTile, vt, nk, c0, acc[h] + i * D);
+      const float* pi = ph + i * kKeyTile;
+      float* ai = acc[h] + i * D;
+      switch (nq - i) {
+        case 5:
+          WideValues<D, 5, V>(pi, vt, nk, c0, ai);
+          break;
+        case 4:
+          WideValues<D, 4, V>(pi, vt, nk, c0, ai);
+          break;
+        case 3:
+          WideValues<D, 3, V>(pi, vt, nk, c0, ai);
+          break;
+        case 2:
+          WideValues<D, 2, V>(pi, vt, nk, c0, ai);
+          break;
+        case 1:
+          WideValues<D, 1, V>(pi, vt, nk, c0, ai);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
 // Dispatch on (type, d) for a kernel template K<T, C>.
 template <template <KvType, int> class K, typename... Args>
 RADIX_AVX512 void ForTypeAndDim(KvType type, int64_t d, Args... args) {
@@ -370,8 +668,13 @@ struct ScoresKernel {
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
                                float* s) {
-    ScoresAs<T, C>(q, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead, ahead_count,
-                   s);
+    if (nq >= kWideScoreQueries) {
+      ScoresWideAs<T, C>(q, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
+                         ahead_count, s);
+    } else {
+      ScoresAs<T, C>(q, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead, ahead_count,
+                     s);
+    }
   }
 };
 
@@ -381,8 +684,13 @@ struct AccumulateKernel {
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
                                float* const* acc) {
-    AccumulateAs<T, C>(p, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
-                       ahead_count, acc);
+    if (nq >= kWideValueQueries) {
+      AccumulateWideAs<T, C>(p, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
+                             ahead_count, acc);
+    } else {
+      AccumulateAs<T, C>(p, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
+                         ahead_count, acc);
+    }
   }
 };
 

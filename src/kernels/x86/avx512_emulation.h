@@ -257,3 +257,6 @@ template <typename Bf16Vector>
 #undef _mm512_maskz_loadu_epi16
 #define _mm512_maskz_loadu_epi16(k, p) \
   radixserve::kernels::x86::emulated::MaskzLoadu<simde__m512i, uint16_t, 32>(k, p)
+// SIMDe has the operation but no native alias for it.
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)

@@ -237,7 +237,7 @@ void ExpectSameBitsAloneAsInsideABlock(bool scattered) {
 }
 
 // With the slots scattered (rows gathered) and in order (rows read in place; from 16 queries on
-// the AVX2 scores transpose the keys).
+// the AVX2 and AVX-512 scores transpose the keys).
 TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
   for (bool scattered : {true, false}) {
     SCOPED_TRACE(scattered ? "scattered slots" : "slots in order");
@@ -270,12 +270,14 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
         std::iota(slots.begin(), slots.end(), 0);
         std::shuffle(slots.begin(), slots.end(), rng);
         const int64_t stride = heads * d;
-        // 16 queries and more take the AVX2 variant's transposed keys (the remainders of its tiles
-        // of 3 queries x 4 key vectors: 16, 17 and 23 queries; 7, 14, 33 and 49 keys).
+        // 16 queries and more take the transposed keys (the remainders of the AVX2 tiles of 3
+        // queries x 4 vectors of 8 keys and of the AVX-512 tiles of 4 queries x 4 vectors of 16:
+        // 16 to 23 queries; 7, 14, 20, 33 and 49 keys) and, with AVX-512, the value sums over
+        // widened rows (tiles of 6 queries: 16 to 23 queries).
         for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{17},
-                           int64_t{18}, int64_t{23}}) {
-          for (int64_t nk :
-               {int64_t{1}, int64_t{7}, int64_t{14}, int64_t{33}, int64_t{49}, kKeyTile}) {
+                           int64_t{18}, int64_t{19}, int64_t{20}, int64_t{21}, int64_t{23}}) {
+          for (int64_t nk : {int64_t{1}, int64_t{7}, int64_t{14}, int64_t{20}, int64_t{33},
+                             int64_t{49}, kKeyTile}) {
             // Heads 1 and 2 of each row; the next rows fetched ahead are the slots after nk.
             const int used = 2;
             const int64_t offset = d;
