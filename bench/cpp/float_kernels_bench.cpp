@@ -3,7 +3,7 @@
 // the machine is shared, so compare runs taken back to back, never across sessions.
 //
 //   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]|
-//                        attention-tile [NQ...]]
+//                        attention-tile [dHEAD_SIZE] [NQ...]]   (head size 64 unless d128 etc.)
 //   (default: all)
 #include <algorithm>
 #include <array>
@@ -242,37 +242,39 @@ void BenchAttention(ThreadPool& pool, const kernels::AttentionShape& shape, int6
   }
 }
 
-// The blocked attention's own cost, without memory: one thread, the 1B shape's 8 KV heads of 64
-// at 512 keys in order (1 MB of f16 K and V, in L2/L3), each query count NQ (4: decode with four
+// The blocked attention's own cost, without memory: one thread, 8 KV heads of `dim` (64: the 1B
+// shape's; 128: Qwen2.5-3B's and the 8B's) at 512 keys in order (1 MB of f16 K and V at 64, in
+// L2/L3), each query count NQ (4: decode with four
 // query heads per KV head; more: prefill). Times AttentionKernels::scores and accumulate_rows
 // over the tiles, and AttendChunkHeads over the chunks (the two plus the online softmax), per key
 // of one layer (all 8 heads).
-void BenchAttentionTile(const std::vector<int64_t>& query_counts) {
+void BenchAttentionTile(int64_t dim, const std::vector<int64_t>& query_counts) {
   const kernels::KernelTable& table = kernels::ActiveKernels();
   const kernels::AttentionKernels& ak = kernels::AttentionKernelsFor(table);
   constexpr int kHeads = 8;
-  constexpr int64_t kDim = 64, kDepth = 512, kStride = kHeads * kDim;
+  constexpr int64_t kDepth = 512;
+  const int64_t stride = kHeads * dim;
   const kernels::KvType type = kernels::KvType::kF16;
-  if (ak.reads_direct == nullptr || !ak.reads_direct(type, kDim)) {
+  if (ak.reads_direct == nullptr || !ak.reads_direct(type, dim)) {
     std::printf("attention-tile: the %s kernels do not read rows in place\n",
                 std::string(ak.name).c_str());
     return;
   }
   std::mt19937 rng(3);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<uint16_t> k(static_cast<size_t>(kDepth * kStride)), v(k.size());
-  std::vector<float> row(static_cast<size_t>(kStride));
+  std::vector<uint16_t> k(static_cast<size_t>(kDepth * stride)), v(k.size());
+  std::vector<float> row(static_cast<size_t>(stride));
   for (int64_t s = 0; s < kDepth; ++s) {
     for (std::vector<uint16_t>* cache : {&k, &v}) {
       for (float& x : row) x = dist(rng);
-      ak.store(row.data(), kStride, type, 1.0f, cache->data() + s * kStride);
+      ak.store(row.data(), stride, type, 1.0f, cache->data() + s * stride);
     }
   }
   std::vector<int32_t> slots(static_cast<size_t>(kDepth));
   std::iota(slots.begin(), slots.end(), 0);
-  const kernels::AttentionShape shape{kHeads * 4, kHeads, static_cast<int>(kDim), 0.125f, 0.0f};
+  const kernels::AttentionShape shape{kHeads * 4, kHeads, static_cast<int>(dim), 0.125f, 0.0f};
   for (int64_t nq : query_counts) {
-    std::vector<float> q(static_cast<size_t>(kHeads * nq * kDim));
+    std::vector<float> q(static_cast<size_t>(kHeads * nq * dim));
     std::vector<float> scores(static_cast<size_t>(kHeads * nq * kernels::kKeyTile));
     std::vector<float> acc(q.size()), m(static_cast<size_t>(kHeads * nq)), l(m.size());
     for (float& x : q) x = dist(rng);
@@ -281,10 +283,10 @@ void BenchAttentionTile(const std::vector<int64_t>& query_counts) {
     std::vector<kernels::QueryBlock> blocks;
     std::vector<float*> ms, ls, accs;
     for (int h = 0; h < kHeads; ++h) {
-      blocks.push_back({q.data() + h * nq * kDim, nq, first.data(), last.data(), h});
+      blocks.push_back({q.data() + h * nq * dim, nq, first.data(), last.data(), h});
       ms.push_back(m.data() + h * nq);
       ls.push_back(l.data() + h * nq);
-      accs.push_back(acc.data() + h * nq * kDim);
+      accs.push_back(acc.data() + h * nq * dim);
     }
     auto tiles = [&](bool values) {
       for (int64_t j0 = 0; j0 < kDepth; j0 += kernels::kKeyTile) {
@@ -293,10 +295,10 @@ void BenchAttentionTile(const std::vector<int64_t>& query_counts) {
         const int32_t* next = slots.data() + std::min(j0 + kernels::kKeyTile, kDepth - 1);
         if (values) {
           ak.accumulate_rows(scores.data(), kHeads, nq, v.data(), type, 1.0f, slots.data() + j0,
-                             kernels::kKeyTile, kStride, 0, kDim, next, ahead, accs.data());
+                             kernels::kKeyTile, stride, 0, dim, next, ahead, accs.data());
         } else {
           ak.scores(q.data(), kHeads, nq, k.data(), type, 1.0f, slots.data() + j0,
-                    kernels::kKeyTile, kStride, 0, kDim, next, ahead, scores.data());
+                    kernels::kKeyTile, stride, 0, dim, next, ahead, scores.data());
         }
       }
     };
@@ -315,11 +317,11 @@ void BenchAttentionTile(const std::vector<int64_t>& query_counts) {
                     }) *
         ns;
     // Multiply-adds per key: each of the heads' nq queries against the key's 64 values, twice.
-    const double macs = 2.0 * kHeads * static_cast<double>(nq) * kDim;
+    const double macs = 2.0 * kHeads * static_cast<double>(nq) * dim;
     std::printf(
         "attention-tile %s f16 heads=%d d=%ld nq=%3ld: ns per key of a layer: scores %6.1f, "
         "values %6.1f, chunk (with softmax) %6.1f = %5.1f G multiply-adds/s\n",
-        std::string(ak.name).c_str(), kHeads, static_cast<long>(kDim), static_cast<long>(nq),
+        std::string(ak.name).c_str(), kHeads, static_cast<long>(dim), static_cast<long>(nq),
         s_scores, s_values, s_chunks, macs / s_chunks);
   }
 }
@@ -354,10 +356,13 @@ int main(int argc, char** argv) {
                                /*shuffled=*/false);
   }
   if (all || std::strcmp(argv[1], "attention-tile") == 0) {
+    int arg = 2;
+    int64_t dim = 64;
+    if (argc > arg && argv[arg][0] == 'd') dim = std::atol(argv[arg++] + 1);
     std::vector<int64_t> query_counts{4, 64};
-    if (argc > 2) query_counts.clear();
-    for (int arg = 2; arg < argc; ++arg) query_counts.push_back(std::atol(argv[arg]));
-    radixserve::BenchAttentionTile(query_counts);
+    if (argc > arg) query_counts.clear();
+    for (; arg < argc; ++arg) query_counts.push_back(std::atol(argv[arg]));
+    radixserve::BenchAttentionTile(dim, query_counts);
   }
   return 0;
 }
