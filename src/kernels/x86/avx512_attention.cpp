@@ -316,13 +316,8 @@ RADIX_AVX512 inline __m512 LoadSixteen(const void* row, int64_t c, __m512 factor
                           _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7));
     }
     return _mm512_mul_ps(_mm512_cvtph_ps(h), factor);
-  } else if constexpr (T == KvType::kF32) {
-    return _mm512_loadu_ps(static_cast<const float*>(row) + c);
   } else {
-    const __m256i h =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + c));
-    if constexpr (T == KvType::kF16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return LoadAs(row, T, c, 0xFFFF);  // the gather's widening
   }
 }
 
