@@ -282,6 +282,8 @@ void BenchAttentionTile(int64_t dim, const std::vector<int64_t>& query_counts) {
     std::vector<int64_t> first(static_cast<size_t>(nq), 0), last(first.size(), kDepth - 1);
     std::vector<kernels::QueryBlock> blocks;
     std::vector<float*> ms, ls, accs;
+    // The value pass of a tile after the first: each query's sums rescaled as they are loaded.
+    const std::vector<float> rescale(static_cast<size_t>(kHeads * nq), 1.0f);
     for (int h = 0; h < kHeads; ++h) {
       blocks.push_back({q.data() + h * nq * dim, nq, first.data(), last.data(), h});
       ms.push_back(m.data() + h * nq);
@@ -295,7 +297,8 @@ void BenchAttentionTile(int64_t dim, const std::vector<int64_t>& query_counts) {
         const int32_t* next = slots.data() + std::min(j0 + kernels::kKeyTile, kDepth - 1);
         if (values) {
           ak.accumulate_rows(scores.data(), kHeads, nq, v.data(), type, 1.0f, slots.data() + j0,
-                             kernels::kKeyTile, stride, 0, dim, next, ahead, accs.data());
+                             kernels::kKeyTile, stride, 0, dim, next, ahead, rescale.data(),
+                             accs.data());
         } else {
           ak.scores(q.data(), kHeads, nq, k.data(), type, 1.0f, slots.data() + j0,
                     kernels::kKeyTile, stride, 0, dim, next, ahead, scores.data());

@@ -72,9 +72,13 @@ struct AttentionKernels {
   // x[i] = exp(x[i] - max) for i < kKeyTile (exactly 0 where x[i] is -inf); returns the sum of
   // the results, always added in the same order.
   float (*exp_tile)(float* x, float max);
-  // acc[q * d + c] += sum_{j < nk} p[q * kKeyTile + j] * v[j * ldv + c], j ascending.
+  // acc[q * d + c] = acc[q * d + c] * rescale[q]
+  //                  + sum_{j < nk} p[q * kKeyTile + j] * v[j * ldv + c]:
+  // the product by rescale[q] rounded on its own, then the keys added j ascending; a null rescale
+  // starts every sum from zero instead (acc is only written). The online softmax's rescale of a
+  // tile rides on the pass that reads and writes the sums anyway.
   void (*accumulate)(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk, int64_t d,
-                     float* acc);
+                     const float* rescale, float* acc);
   // Converts `count` f32 values to `type` at dst; fp8 stores encode(src[i] * (1 / scale)); int8
   // stores one head: count codes round(src[i] / s), then s = max |src| / 127 (0 codes, s = 0 for
   // an all-zero head).
@@ -95,12 +99,14 @@ struct AttentionKernels {
   void (*scores)(const float* q, int heads, int64_t nq, const void* base, KvType type, float scale,
                  const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset, int64_t d,
                  const int32_t* ahead, int64_t ahead_count, float* s);
-  // acc[h][i * d + c] += sum_{j < nk} p[(h * nq + i) * kKeyTile + j] * row(slots[j])[c], j
-  // ascending: the same products and sums as accumulate over gathered rows.
+  // acc[h][i * d + c] = acc[h][i * d + c] * rescale[h * nq + i]
+  //                     + sum_{j < nk} p[(h * nq + i) * kKeyTile + j] * row(slots[j])[c],
+  // j ascending (from zero when rescale is null): the same products and sums as accumulate over
+  // gathered rows.
   void (*accumulate_rows)(const float* p, int heads, int64_t nq, const void* base, KvType type,
                           float scale, const int32_t* slots, int64_t nk, int64_t slot_stride,
                           int64_t offset, int64_t d, const int32_t* ahead, int64_t ahead_count,
-                          float* const* acc);
+                          const float* rescale, float* const* acc);
   // x[i] *= scale for i < kKeyTile, returning the largest result: the scores' scaling and the
   // tile's maximum in one pass (scale > 0, so -inf entries stay -inf and never win). nullptr in
   // a variant without it (AttendChunkHeads then does both in scalar code, with the same results).

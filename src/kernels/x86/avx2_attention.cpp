@@ -135,15 +135,21 @@ RADIX_AVX2 float ScaleMax(float* x, float scale) {
   return _mm_cvtss_f32(m);
 }
 
+// A query's sums as the value pass starts from them: acc times its factor, or zero without one.
+RADIX_AVX2 inline __m256 LoadSums(const float* acc, const float* rescale, int64_t q) {
+  return rescale != nullptr ? _mm256_mul_ps(_mm256_loadu_ps(acc), _mm256_set1_ps(rescale[q]))
+                            : _mm256_setzero_ps();
+}
+
 RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk,
-                           int64_t d, float* acc) {
+                           int64_t d, const float* rescale, float* acc) {
   for (int64_t q = 0; q < nq; ++q) {
     const float* pq = p + q * kKeyTile;
     float* aq = acc + q * d;
     int64_t c0 = 0;
     for (; c0 + 32 <= d; c0 += 32) {
-      __m256 a0 = _mm256_loadu_ps(aq + c0), a1 = _mm256_loadu_ps(aq + c0 + 8);
-      __m256 a2 = _mm256_loadu_ps(aq + c0 + 16), a3 = _mm256_loadu_ps(aq + c0 + 24);
+      __m256 a0 = LoadSums(aq + c0, rescale, q), a1 = LoadSums(aq + c0 + 8, rescale, q);
+      __m256 a2 = LoadSums(aq + c0 + 16, rescale, q), a3 = LoadSums(aq + c0 + 24, rescale, q);
       for (int64_t j = 0; j < nk; ++j) {
         const __m256 w = _mm256_set1_ps(pq[j]);
         const float* vj = v + j * ldv + c0;
@@ -158,14 +164,14 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t l
       _mm256_storeu_ps(aq + c0 + 24, a3);
     }
     for (; c0 + 8 <= d; c0 += 8) {
-      __m256 a = _mm256_loadu_ps(aq + c0);
+      __m256 a = LoadSums(aq + c0, rescale, q);
       for (int64_t j = 0; j < nk; ++j) {
         a = _mm256_fmadd_ps(_mm256_set1_ps(pq[j]), _mm256_loadu_ps(v + j * ldv + c0), a);
       }
       _mm256_storeu_ps(aq + c0, a);
     }
     for (; c0 < d; ++c0) {
-      float a = aq[c0];
+      float a = rescale != nullptr ? aq[c0] * rescale[q] : 0.0f;
       for (int64_t j = 0; j < nk; ++j) a = std::fma(pq[j], v[j * ldv + c0], a);
       aq[c0] = a;
     }
@@ -436,10 +442,10 @@ RADIX_AVX2 void ScoresWideAs(const float* q, int heads, int64_t nq, const void* 
 template <KvType T, int Q, int C>
 RADIX_AVX2 void AccumulateBlock(const float* p, const char* const* rows, int64_t at, int64_t nk,
                                 const char* const* next, int64_t na, int l0, int l1, float scale,
-                                int64_t d, int64_t c, float* acc) {
+                                int64_t d, int64_t c, const float* rescale, float* acc) {
   __m256 a[Q][C];
   for (int q = 0; q < Q; ++q)
-    for (int x = 0; x < C; ++x) a[q][x] = _mm256_loadu_ps(acc + q * d + c + 8 * x);
+    for (int x = 0; x < C; ++x) a[q][x] = LoadSums(acc + q * d + c + 8 * x, rescale, q);
   for (int64_t j = 0; j < nk; ++j) {
     if (j < na) {
       for (int l = l0; l < l1; ++l) FetchL2(next[j] + at + 64 * l);
@@ -468,14 +474,14 @@ struct AccumulateColumns {
   template <int kLines, int kIndex = 0, int kAllBlocks = kBlocks>
   RADIX_AVX2 static void Run(const float* p, const char* const* rows, int64_t at, int64_t nk,
                              const char* const* next, int64_t na, float scale, int64_t d, int64_t c,
-                             float* acc) {
+                             const float* rescale, float* acc) {
     if constexpr (V > 0) {
       constexpr int kWidth = V == 2 || V == 4 ? 2 : 3;
       constexpr int l0 = (kIndex * kLines + kAllBlocks - 1) / kAllBlocks;
       constexpr int l1 = ((kIndex + 1) * kLines + kAllBlocks - 1) / kAllBlocks;
-      AccumulateBlock<T, Q, kWidth>(p, rows, at, nk, next, na, l0, l1, scale, d, c, acc);
+      AccumulateBlock<T, Q, kWidth>(p, rows, at, nk, next, na, l0, l1, scale, d, c, rescale, acc);
       AccumulateColumns<T, Q, V - kWidth>::template Run<kLines, kIndex + 1, kAllBlocks>(
-          p, rows, at, nk, next, na, scale, d, c + 8 * kWidth, acc);
+          p, rows, at, nk, next, na, scale, d, c + 8 * kWidth, rescale, acc);
     }
   }
 };
@@ -485,7 +491,8 @@ struct AccumulateColumns {
 template <KvType T, int D>
 RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
                              const int32_t* slots, int64_t nk, int64_t slot_stride, int64_t offset,
-                             const int32_t* ahead, int64_t ahead_count, float* const* acc) {
+                             const int32_t* ahead, int64_t ahead_count, const float* rescale,
+                             float* const* acc) {
   constexpr int64_t kHeadBytes = D * static_cast<int64_t>(KvTypeSize(T));
   constexpr int kLines = static_cast<int>((kHeadBytes + 63) / 64);
   const TileRows<T> tile(base, slots, nk, slot_stride, offset, ahead, ahead_count);
@@ -497,23 +504,24 @@ RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* 
     for (int64_t i = 0; i < nq; i += 4) {
       const float* pi = p + (h * nq + i) * kKeyTile;
       float* ai = acc[h] + i * D;
+      const float* ri = rescale != nullptr ? rescale + h * nq + i : nullptr;
       const int64_t fetch = i == 0 ? na : 0;
       switch (std::min<int64_t>(4, nq - i)) {
         case 4:
           AccumulateColumns<T, 4, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
-                                                               D, 0, ai);
+                                                               D, 0, ri, ai);
           break;
         case 3:
           AccumulateColumns<T, 3, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
-                                                               D, 0, ai);
+                                                               D, 0, ri, ai);
           break;
         case 2:
           AccumulateColumns<T, 2, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
-                                                               D, 0, ai);
+                                                               D, 0, ri, ai);
           break;
         default:
           AccumulateColumns<T, 1, D / 8>::template Run<kLines>(pi, rows, at, nk, next, fetch, scale,
-                                                               D, 0, ai);
+                                                               D, 0, ri, ai);
           break;
       }
     }
@@ -583,10 +591,11 @@ RADIX_AVX2 void Scores(const float* q, int heads, int64_t nq, const void* base, 
 RADIX_AVX2 void AccumulateRowsDirect(const float* p, int heads, int64_t nq, const void* base,
                                      KvType type, float scale, const int32_t* slots, int64_t nk,
                                      int64_t slot_stride, int64_t offset, int64_t d,
-                                     const int32_t* ahead, int64_t ahead_count, float* const* acc) {
+                                     const int32_t* ahead, int64_t ahead_count,
+                                     const float* rescale, float* const* acc) {
   RADIX_CHECK(ReadsDirect(type, d));
   ForType<AccumulateKernel>(type, d, p, heads, nq, base, scale, slots, nk, slot_stride, offset,
-                            ahead, ahead_count, acc);
+                            ahead, ahead_count, rescale, acc);
 }
 
 // Eight floats to fp8 codes, the vector form of kernels/fp8.h's encoder: saturate, then round the

@@ -111,44 +111,92 @@ RADIX_AVX512 float ExpTile(float* x, float max) {
   return _mm512_reduce_add_ps(sum);
 }
 
-// Two queries at a time share each V load; every element still sums j in ascending order.
+// A query's sums as a value pass starts from them: acc times its factor (rounded on its own, as
+// the separate rescale it replaces was), or zero without one.
+RADIX_AVX512 inline __m512 LoadSums(__mmask16 m, const float* acc, const float* rescale, int q) {
+  return rescale != nullptr
+             ? _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc), _mm512_set1_ps(rescale[q]))
+             : _mm512_setzero_ps();
+}
+
+// Value sums of Q queries over V vectors of columns from c0 (the last one's lanes masked by
+// `tail`), keys [0, nk) of the f32 rows v + j * ldv: query q's weights at p + q * kKeyTile, its
+// sums at acc + q * d. Every element sums its keys in ascending order.
+template <int Q, int V>
+RADIX_AVX512 void ValueSums(const float* p, const float* v, int64_t ldv, int64_t nk, int64_t d,
+                            int64_t c0, __mmask16 tail, const float* rescale, float* acc) {
+  __mmask16 m[V];
+  __m512 a[Q][V];
+  // Every loop over queries and vectors unrolled whole: with one left rolled GCC kept the
+  // accumulators in stack slots and stored them after every key's multiply-adds.
+#pragma GCC unroll 4
+  for (int x = 0; x < V; ++x) {
+    m[x] = x + 1 < V ? static_cast<__mmask16>(0xFFFF) : tail;
+#pragma GCC unroll 6
+    for (int q = 0; q < Q; ++q) a[q][x] = LoadSums(m[x], acc + q * d + c0 + 16 * x, rescale, q);
+  }
+  for (int64_t j = 0; j < nk; ++j) {
+    __m512 vv[V];
+#pragma GCC unroll 4
+    for (int x = 0; x < V; ++x) {
+      const float* at = v + j * ldv + c0 + 16 * x;
+      vv[x] = x + 1 < V ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(m[x], at);
+    }
+#pragma GCC unroll 6
+    for (int q = 0; q < Q; ++q) {
+      const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
+#pragma GCC unroll 4
+      for (int x = 0; x < V; ++x) a[q][x] = _mm512_fmadd_ps(w, vv[x], a[q][x]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int x = 0; x < V; ++x)
+#pragma GCC unroll 6
+    for (int q = 0; q < Q; ++q) _mm512_mask_storeu_ps(acc + q * d + c0 + 16 * x, m[x], a[q][x]);
+}
+
 template <int Q>
-RADIX_AVX512 void AccumulateRows(const float* p, const float* v, int64_t ldv, int64_t nk, int64_t d,
-                                 float* acc) {
-  for (int64_t c0 = 0; c0 < d; c0 += 64) {
-    __mmask16 m[4];
-    __m512 a[Q][4];
-    // Every loop over k and q unrolled whole: with one left rolled GCC kept a[1][4] in stack
-    // slots and stored all four after every key's multiply-adds.
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      m[k] = c0 + 16 * k < d ? Mask16(d - c0 - 16 * k) : static_cast<__mmask16>(0);
-#pragma GCC unroll 2
-      for (int q = 0; q < Q; ++q) a[q][k] = _mm512_maskz_loadu_ps(m[k], acc + q * d + c0 + 16 * k);
-    }
-    for (int64_t j = 0; j < nk; ++j) {
-      __m512 vv[4];
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) vv[k] = _mm512_maskz_loadu_ps(m[k], v + j * ldv + c0 + 16 * k);
-#pragma GCC unroll 2
-      for (int q = 0; q < Q; ++q) {
-        const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) a[q][k] = _mm512_fmadd_ps(w, vv[k], a[q][k]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-#pragma GCC unroll 2
-      for (int q = 0; q < Q; ++q) _mm512_mask_storeu_ps(acc + q * d + c0 + 16 * k, m[k], a[q][k]);
+RADIX_AVX512 void ValueSumsOfWidth(int vectors, const float* p, const float* v, int64_t ldv,
+                                   int64_t nk, int64_t d, int64_t c0, __mmask16 tail,
+                                   const float* rescale, float* acc) {
+  switch (vectors) {
+    case 4:
+      return ValueSums<Q, 4>(p, v, ldv, nk, d, c0, tail, rescale, acc);
+    case 3:
+      return ValueSums<Q, 3>(p, v, ldv, nk, d, c0, tail, rescale, acc);
+    case 2:
+      return ValueSums<Q, 2>(p, v, ldv, nk, d, c0, tail, rescale, acc);
+    default:
+      return ValueSums<Q, 1>(p, v, ldv, nk, d, c0, tail, rescale, acc);
   }
 }
 
+// At most six queries share a block's value loads: 6 x 4 accumulators and 4 values.
+inline constexpr int64_t kValueQueries = 6;
+constexpr void (*kValueSumsOf[kValueQueries])(int, const float*, const float*, int64_t, int64_t,
+                                              int64_t, int64_t, __mmask16, const float*, float*) = {
+    ValueSumsOfWidth<1>, ValueSumsOfWidth<2>, ValueSumsOfWidth<3>,
+    ValueSumsOfWidth<4>, ValueSumsOfWidth<5>, ValueSumsOfWidth<6>};
+
+// accumulate (AttentionKernels) of nq queries over all d columns of the f32 rows v + j * ldv:
+// blocks of 64 columns (the last one narrower when d is not a multiple of 64, with no work for the
+// columns past d), the queries in groups of at most six of near-equal size.
 RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk,
-                             int64_t d, float* acc) {
-  int64_t q = 0;
-  for (; q + 2 <= nq; q += 2) AccumulateRows<2>(p + q * kKeyTile, v, ldv, nk, d, acc + q * d);
-  if (q < nq) AccumulateRows<1>(p + q * kKeyTile, v, ldv, nk, d, acc + q * d);
+                             int64_t d, const float* rescale, float* acc) {
+  const int64_t groups = (nq + kValueQueries - 1) / kValueQueries;
+  for (int64_t c0 = 0; c0 < d; c0 += 64) {
+    const int64_t cols = std::min<int64_t>(64, d - c0);
+    const auto vectors = static_cast<int>((cols + 15) / 16);
+    const __mmask16 tail = Mask16(cols - 16 * (vectors - 1));
+    for (int64_t g = 0, i = 0; g < groups; ++g) {
+      const int64_t n = nq / groups + (g < nq % groups ? 1 : 0);
+      const float* pi = p + i * kKeyTile;
+      const float* ri = rescale != nullptr ? rescale + i : nullptr;
+      float* ai = acc + i * d;
+      kValueSumsOf[n - 1](vectors, pi, v, ldv, nk, d, c0, tail, ri, ai);
+      i += n;
+    }
+  }
 }
 
 // Direct reads (AttentionKernels::scores and accumulate_rows). A row's d columns are read 32 at a
@@ -471,12 +519,13 @@ template <KvType T, int CB, int Q>
 RADIX_AVX512 void AccumulateBlock(const float* p, const void* base, __m512 factor,
                                   const int32_t* slots, int64_t nk, int64_t slot_stride,
                                   int64_t offset, int64_t d, int64_t c0, const int32_t* ahead,
-                                  int64_t ahead_count, float* acc) {
+                                  int64_t ahead_count, const float* rescale, float* acc) {
   constexpr int V = 2 * CB;
   constexpr int64_t bytes = 32 * CB * static_cast<int64_t>(KvTypeSize(T));
   __m512 a[Q][V];
   for (int q = 0; q < Q; ++q)
-    for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * d + c0 + 16 * x);
+    for (int x = 0; x < V; ++x)
+      a[q][x] = LoadSums(static_cast<__mmask16>(0xFFFF), acc + q * d + c0 + 16 * x, rescale, q);
   for (int64_t j = 0; j < nk; ++j) {
     FetchRow<T>(base, ahead, j, ahead_count, slot_stride, offset + c0, bytes);
     __m512 v[V];
@@ -498,7 +547,7 @@ template <KvType T, int C>
 RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void* base, float scale,
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
-                               float* const* acc) {
+                               const float* rescale, float* const* acc) {
   constexpr int CB = C < 4 ? C : 4;   // at most 8 vectors of a row at once
   constexpr int Q = CB <= 2 ? 4 : 2;  // Q * 2 CB accumulators + 2 CB values
   constexpr int64_t d = 32 * C;
@@ -510,30 +559,31 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
       for (int64_t i = 0; i < nq; i += Q) {
         const float* pi = ph + i * kKeyTile;
         float* ai = acc[h] + i * d;
+        const float* ri = rescale != nullptr ? rescale + h * nq + i : nullptr;
         // The first queries' pass fetches the next tile's same columns, a row per key.
         const int64_t na = i == 0 ? ahead_count : 0;
         switch (std::min<int64_t>(Q, nq - i)) {
           case 4:
             if constexpr (Q >= 4) {
               AccumulateBlock<T, CB, 4>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
-                                        na, ai);
+                                        na, ri, ai);
               break;
             }
             [[fallthrough]];
           case 3:
             if constexpr (Q >= 3) {
               AccumulateBlock<T, CB, 3>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
-                                        na, ai);
+                                        na, ri, ai);
               break;
             }
             [[fallthrough]];
           case 2:
             AccumulateBlock<T, CB, 2>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
-                                      na, ai);
+                                      na, ri, ai);
             break;
           default:
             AccumulateBlock<T, CB, 1>(pi, base, factor, slots, nk, slot_stride, oh, d, c0, ahead,
-                                      na, ai);
+                                      na, ri, ai);
             break;
         }
       }
@@ -565,66 +615,21 @@ RADIX_AVX512 void WidenRows(const void* base, const int32_t* slots, int64_t nk, 
   }
 }
 
-// Value sums of Q queries over V vectors of columns from c0, keys [0, nk) of the widened rows.
-template <int D, int Q, int V>
-RADIX_AVX512 void WideValues(const float* p, const float* vt, int64_t nk, int64_t c0, float* acc) {
-  __m512 a[Q][V];
-  for (int q = 0; q < Q; ++q)
-    for (int x = 0; x < V; ++x) a[q][x] = _mm512_loadu_ps(acc + q * D + c0 + 16 * x);
-  for (int64_t j = 0; j < nk; ++j) {
-    __m512 v[V];
-    for (int x = 0; x < V; ++x) v[x] = _mm512_load_ps(vt + j * D + c0 + 16 * x);
-    for (int q = 0; q < Q; ++q) {
-      const __m512 w = _mm512_set1_ps(p[q * kKeyTile + j]);
-      for (int x = 0; x < V; ++x) a[q][x] = _mm512_fmadd_ps(w, v[x], a[q][x]);
-    }
-  }
-  for (int q = 0; q < Q; ++q)
-    for (int x = 0; x < V; ++x) _mm512_storeu_ps(acc + q * D + c0 + 16 * x, a[q][x]);
-}
-
-// AccumulateAs for nq >= kWideValueQueries (see above): blocks of 64 columns (V = 4) and six
-// queries, 24 accumulators.
+// AccumulateAs for nq >= kWideValueQueries (see above): each head's rows widened, then the
+// gathered rows' value sums over them.
 template <KvType T, int C>
 RADIX_AVX512 void AccumulateWideAs(const float* p, int heads, int64_t nq, const void* base,
                                    float scale, const int32_t* slots, int64_t nk,
                                    int64_t slot_stride, int64_t offset, const int32_t* ahead,
-                                   int64_t ahead_count, float* const* acc) {
+                                   int64_t ahead_count, const float* rescale, float* const* acc) {
   constexpr int D = 32 * C;
-  constexpr int V = D < 64 ? D / 16 : 4;
-  constexpr int Q = 6;
   alignas(64) static thread_local float vt[kKeyTile * D];
   const __m512 factor = Fp8Factor<T>(scale);
   for (int h = 0; h < heads; ++h) {
     WidenRows<T, C>(base, slots, nk, slot_stride, offset + h * D, ahead,
                     std::min(ahead_count, kKeyTile), factor, vt);
-    const float* ph = p + h * nq * kKeyTile;
-    for (int64_t c0 = 0; c0 < D; c0 += 16 * V) {
-      int64_t i = 0;
-      for (; i + Q <= nq; i += Q)
-        WideValues<D, Q, V>(ph + i * kKeyTile, vt, nk, c0, acc[h] + i * D);
-      const float* pi = ph + i * kKeyTile;
-      float* ai = acc[h] + i * D;
-      switch (nq - i) {
-        case 5:
-          WideValues<D, 5, V>(pi, vt, nk, c0, ai);
-          break;
-        case 4:
-          WideValues<D, 4, V>(pi, vt, nk, c0, ai);
-          break;
-        case 3:
-          WideValues<D, 3, V>(pi, vt, nk, c0, ai);
-          break;
-        case 2:
-          WideValues<D, 2, V>(pi, vt, nk, c0, ai);
-          break;
-        case 1:
-          WideValues<D, 1, V>(pi, vt, nk, c0, ai);
-          break;
-        default:
-          break;
-      }
-    }
+    Accumulate(p + h * nq * kKeyTile, nq, vt, D, nk, D,
+               rescale != nullptr ? rescale + h * nq : nullptr, acc[h]);
   }
 }
 
@@ -678,13 +683,13 @@ struct AccumulateKernel {
   RADIX_AVX512 static void Run(const float* p, int heads, int64_t nq, const void* base, float scale,
                                const int32_t* slots, int64_t nk, int64_t slot_stride,
                                int64_t offset, const int32_t* ahead, int64_t ahead_count,
-                               float* const* acc) {
+                               const float* rescale, float* const* acc) {
     if (nq >= kWideValueQueries) {
       AccumulateWideAs<T, C>(p, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
-                             ahead_count, acc);
+                             ahead_count, rescale, acc);
     } else {
       AccumulateAs<T, C>(p, heads, nq, base, scale, slots, nk, slot_stride, offset, ahead,
-                         ahead_count, acc);
+                         ahead_count, rescale, acc);
     }
   }
 };
@@ -702,10 +707,10 @@ RADIX_AVX512 void AccumulateRowsDirect(const float* p, int heads, int64_t nq, co
                                        KvType type, float scale, const int32_t* slots, int64_t nk,
                                        int64_t slot_stride, int64_t offset, int64_t d,
                                        const int32_t* ahead, int64_t ahead_count,
-                                       float* const* acc) {
+                                       const float* rescale, float* const* acc) {
   RADIX_CHECK(ReadsDirect(type, d));
   ForTypeAndDim<AccumulateKernel>(type, d, p, heads, nq, base, scale, slots, nk, slot_stride,
-                                  offset, ahead, ahead_count, acc);
+                                  offset, ahead, ahead_count, rescale, acc);
 }
 
 RADIX_AVX512 void Store(const float* src, int64_t count, KvType type, float scale, void* dst) {

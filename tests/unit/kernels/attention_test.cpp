@@ -122,7 +122,9 @@ std::vector<float> Attend(const KernelTable& table, const AttentionShape& shape,
   const int64_t begin = *std::min_element(b.first, b.first + b.nq) / kKeyChunk * kKeyChunk;
   const int64_t chunks = (end - begin + kKeyChunk - 1) / kKeyChunk;
   const int64_t stride = b.nq * (d + 2);
-  std::vector<float> partial(static_cast<size_t>(chunks * stride));
+  // Not cleared: AttendChunk writes every partial (NaN here would show through otherwise).
+  std::vector<float> partial(static_cast<size_t>(chunks * stride),
+                             std::numeric_limits<float>::quiet_NaN());
   for (int64_t c = 0; c < chunks; ++c) {
     float* p = partial.data() + c * stride;
     const int64_t kb = begin + c * kKeyChunk;
@@ -245,6 +247,52 @@ TEST(AttentionTest, AQueryGivesTheSameBitsAloneAsInsideABlock) {
   }
 }
 
+// The online softmax's rescale rides on the value pass: accumulate with factors r gives the bits
+// of multiplying each query's sums by its factor first (one rounded product) and accumulating with
+// factors of 1 (x * 1 is x: the pass as it was before the fold), and no factors give the bits of
+// accumulating onto zeros, whatever acc held (NaN here). Every variant, head sizes with and
+// without a remainder of the vectors, query counts around each variant's groups.
+TEST(AttentionTest, AccumulateRescalesTheSumsThenAddsTheKeys) {
+  std::mt19937 rng(33);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const AttentionKernels* k : AvailableAttentionKernels()) {
+    for (int64_t d :
+         {int64_t{20}, int64_t{32}, int64_t{48}, int64_t{64}, int64_t{80}, int64_t{128}}) {
+      for (int64_t nq :
+           {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}, int64_t{7}, int64_t{13}, int64_t{17}}) {
+        for (int64_t nk : {int64_t{1}, int64_t{9}, kKeyTile}) {
+          const int64_t ldv = d + 16;  // rows of a wider gather, as with several heads
+          std::vector<float> v(static_cast<size_t>(nk * ldv)),
+              p(static_cast<size_t>(nq * kKeyTile));
+          for (float& x : v) x = dist(rng);
+          for (float& x : p) x = std::fabs(dist(rng));
+          std::vector<float> r(static_cast<size_t>(nq)), ones(r.size(), 1.0f);
+          for (float& x : r) x = std::fabs(dist(rng));
+          r[0] = 0.0f;
+          if (nq > 1) r[1] = 1.0f;
+          std::vector<float> acc(static_cast<size_t>(nq * d));
+          for (float& x : acc) x = dist(rng);
+          std::vector<float> got = acc, want = acc;
+          for (int64_t i = 0; i < nq; ++i)
+            for (int64_t c = 0; c < d; ++c)
+              want[static_cast<size_t>(i * d + c)] *= r[static_cast<size_t>(i)];
+          k->accumulate(p.data(), nq, v.data(), ldv, nk, d, r.data(), got.data());
+          k->accumulate(p.data(), nq, v.data(), ldv, nk, d, ones.data(), want.data());
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * got.size()))
+              << k->name << " d=" << d << " nq=" << nq << " nk=" << nk << " rescaled";
+          std::fill(got.begin(), got.end(), nan);
+          std::fill(want.begin(), want.end(), 0.0f);
+          k->accumulate(p.data(), nq, v.data(), ldv, nk, d, nullptr, got.data());
+          k->accumulate(p.data(), nq, v.data(), ldv, nk, d, ones.data(), want.data());
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * got.size()))
+              << k->name << " d=" << d << " nq=" << nq << " nk=" << nk << " from zero";
+        }
+      }
+    }
+  }
+}
+
 // Direct reads (AttentionKernels::scores and accumulate_rows): the scores against dot products
 // in double precision of what the cache holds, and both bit for bit against the variant's float
 // GEMM and accumulate over gathered rows, for every head size they take and blocks of any size.
@@ -311,24 +359,30 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
                 }
               }
             }
-            // Value sums onto non-zero accumulators.
+            // Value sums onto non-zero accumulators, rescaled, and from zero.
             std::vector<float> p(static_cast<size_t>(used * nq * kKeyTile));
             for (float& x : p) x = std::fabs(dist(rng));
-            std::vector<float> acc(static_cast<size_t>(used * nq * d));
-            for (float& x : acc) x = dist(rng);
-            std::vector<float> want = acc;
-            for (int h = 0; h < used; ++h) {
-              k->gather(cache.v.data(), type, cache.scale, slots.data(), nk, stride, offset + h * d,
-                        d, rows.data());
-              k->accumulate(p.data() + h * nq * kKeyTile, nq, rows.data(), d, nk, d,
-                            want.data() + h * nq * d);
+            std::vector<float> rescale(static_cast<size_t>(used * nq));
+            for (float& x : rescale) x = std::fabs(dist(rng));
+            for (const float* r :
+                 {static_cast<const float*>(rescale.data()), static_cast<const float*>(nullptr)}) {
+              std::vector<float> acc(static_cast<size_t>(used * nq * d));
+              for (float& x : acc) x = dist(rng);
+              std::vector<float> want = acc;
+              for (int h = 0; h < used; ++h) {
+                k->gather(cache.v.data(), type, cache.scale, slots.data(), nk, stride,
+                          offset + h * d, d, rows.data());
+                k->accumulate(p.data() + h * nq * kKeyTile, nq, rows.data(), d, nk, d,
+                              r != nullptr ? r + h * nq : nullptr, want.data() + h * nq * d);
+              }
+              float* const accs[] = {acc.data(), acc.data() + nq * d};
+              k->accumulate_rows(p.data(), used, nq, cache.v.data(), type, cache.scale,
+                                 slots.data(), nk, stride, offset, d, slots.data() + nk,
+                                 slots_total - nk, r, accs);
+              ASSERT_EQ(0, std::memcmp(acc.data(), want.data(), sizeof(float) * acc.size()))
+                  << k->name << " type=" << static_cast<int>(type) << " d=" << d << " nq=" << nq
+                  << " nk=" << nk << (r != nullptr ? " rescaled" : " from zero");
             }
-            float* const accs[] = {acc.data(), acc.data() + nq * d};
-            k->accumulate_rows(p.data(), used, nq, cache.v.data(), type, cache.scale, slots.data(),
-                               nk, stride, offset, d, slots.data() + nk, slots_total - nk, accs);
-            ASSERT_EQ(0, std::memcmp(acc.data(), want.data(), sizeof(float) * acc.size()))
-                << k->name << " type=" << static_cast<int>(type) << " d=" << d << " nq=" << nq
-                << " nk=" << nk;
           }
         }
       }
