@@ -141,39 +141,67 @@ RADIX_AVX2 inline __m256 LoadSums(const float* acc, const float* rescale, int64_
                             : _mm256_setzero_ps();
 }
 
+// Value sums of Q queries over C vectors of 8 columns from c, keys [0, nk) of the f32 rows
+// v + j * ldv: query q's weights at p + q * kKeyTile, its sums at acc + q * d. Every element sums
+// its keys in ascending order. With Q = 4 and C = 3, 12 independent chains of multiply-adds hide
+// the FMA latency that 8 left exposed.
+template <int Q, int C>
+RADIX_AVX2 void ValueSums(const float* p, const float* v, int64_t ldv, int64_t nk, int64_t d,
+                          int64_t c, const float* rescale, float* acc) {
+  __m256 a[Q][C];
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < C; ++x) a[q][x] = LoadSums(acc + q * d + c + 8 * x, rescale, q);
+  for (int64_t j = 0; j < nk; ++j) {
+    __m256 vv[C];
+    for (int x = 0; x < C; ++x) vv[x] = _mm256_loadu_ps(v + j * ldv + c + 8 * x);
+    for (int q = 0; q < Q; ++q) {
+      const __m256 w = _mm256_set1_ps(p[q * kKeyTile + j]);
+      for (int x = 0; x < C; ++x) a[q][x] = _mm256_fmadd_ps(w, vv[x], a[q][x]);
+    }
+  }
+  for (int q = 0; q < Q; ++q)
+    for (int x = 0; x < C; ++x) _mm256_storeu_ps(acc + q * d + c + 8 * x, a[q][x]);
+}
+
+using ValueSumsFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, int64_t,
+                             const float*, float*);
+
+// At most four queries share a block's value loads: 4 x 3 accumulators and 3 values.
+inline constexpr int64_t kValueQueries = 4;
+constexpr ValueSumsFn kValueSumsOf[kValueQueries][3] = {
+    {ValueSums<1, 1>, ValueSums<1, 2>, ValueSums<1, 3>},
+    {ValueSums<2, 1>, ValueSums<2, 2>, ValueSums<2, 3>},
+    {ValueSums<3, 1>, ValueSums<3, 2>, ValueSums<3, 3>},
+    {ValueSums<4, 1>, ValueSums<4, 2>, ValueSums<4, 3>}};
+
+// Vectors of 8 columns in the next block of a row with `vectors` left: blocks of 3, the last of 2
+// (or, from 4, two of 2).
+constexpr int NextBlock(int64_t vectors) {
+  return vectors == 4 || vectors == 2 ? 2 : vectors == 1 ? 1 : 3;
+}
+
+// accumulate (AttentionKernels) of nq queries over the d columns of the f32 rows v + j * ldv:
+// blocks of columns as NextBlock makes them, the queries in groups of at most four of
+// near-equal size, and the last d % 8 columns one at a time.
 RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk,
                            int64_t d, const float* rescale, float* acc) {
+  const int64_t groups = (nq + kValueQueries - 1) / kValueQueries;
+  const int64_t full = d & ~int64_t{7};
+  for (int64_t c = 0; c < full;) {
+    const int width = NextBlock((full - c) / 8);
+    for (int64_t g = 0, i = 0; g < groups; ++g) {
+      const int64_t n = nq / groups + (g < nq % groups ? 1 : 0);
+      kValueSumsOf[n - 1][width - 1](p + i * kKeyTile, v, ldv, nk, d, c,
+                                     rescale != nullptr ? rescale + i : nullptr, acc + i * d);
+      i += n;
+    }
+    c += 8 * width;
+  }
   for (int64_t q = 0; q < nq; ++q) {
-    const float* pq = p + q * kKeyTile;
-    float* aq = acc + q * d;
-    int64_t c0 = 0;
-    for (; c0 + 32 <= d; c0 += 32) {
-      __m256 a0 = LoadSums(aq + c0, rescale, q), a1 = LoadSums(aq + c0 + 8, rescale, q);
-      __m256 a2 = LoadSums(aq + c0 + 16, rescale, q), a3 = LoadSums(aq + c0 + 24, rescale, q);
-      for (int64_t j = 0; j < nk; ++j) {
-        const __m256 w = _mm256_set1_ps(pq[j]);
-        const float* vj = v + j * ldv + c0;
-        a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj), a0);
-        a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 8), a1);
-        a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 16), a2);
-        a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 24), a3);
-      }
-      _mm256_storeu_ps(aq + c0, a0);
-      _mm256_storeu_ps(aq + c0 + 8, a1);
-      _mm256_storeu_ps(aq + c0 + 16, a2);
-      _mm256_storeu_ps(aq + c0 + 24, a3);
-    }
-    for (; c0 + 8 <= d; c0 += 8) {
-      __m256 a = LoadSums(aq + c0, rescale, q);
-      for (int64_t j = 0; j < nk; ++j) {
-        a = _mm256_fmadd_ps(_mm256_set1_ps(pq[j]), _mm256_loadu_ps(v + j * ldv + c0), a);
-      }
-      _mm256_storeu_ps(aq + c0, a);
-    }
-    for (; c0 < d; ++c0) {
-      float a = rescale != nullptr ? aq[c0] * rescale[q] : 0.0f;
-      for (int64_t j = 0; j < nk; ++j) a = std::fma(pq[j], v[j * ldv + c0], a);
-      aq[c0] = a;
+    for (int64_t c = full; c < d; ++c) {
+      float a = rescale != nullptr ? acc[q * d + c] * rescale[q] : 0.0f;
+      for (int64_t j = 0; j < nk; ++j) a = std::fma(p[q * kKeyTile + j], v[j * ldv + c], a);
+      acc[q * d + c] = a;
     }
   }
 }
@@ -528,6 +556,33 @@ RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* 
   }
 }
 
+// Value sums of many queries, the bits of AccumulateAs by another route: AccumulateAs widens a
+// row's columns for every group of four queries, and the widening (bf16: a shift; f16: two
+// micro-operations on Intel's multiply-add ports) costs a share of the multiply-adds. Here each
+// head's rows are widened once per tile into vt (row j at vt + j * D) and the gathered rows' value
+// sums run over them; every element still sums its keys in ascending order.
+inline constexpr int64_t kWideValueQueries = 16;
+
+template <KvType T, int D>
+RADIX_AVX2 void AccumulateWideAs(const float* p, int heads, int64_t nq, const void* base,
+                                 float scale, const int32_t* slots, int64_t nk, int64_t slot_stride,
+                                 int64_t offset, const int32_t* ahead, int64_t ahead_count,
+                                 const float* rescale, float* const* acc) {
+  constexpr int64_t kHeadBytes = D * static_cast<int64_t>(KvTypeSize(T));
+  alignas(32) static thread_local float vt[kKeyTile * D];
+  const TileRows<T> tile(base, slots, nk, slot_stride, offset, ahead, ahead_count);
+  for (int h = 0; h < heads; ++h) {
+    const int64_t at = h * kHeadBytes;
+    for (int64_t j = 0; j < nk; ++j) {
+      if (j < tile.na) FetchBytes(tile.next[j] + at, kHeadBytes);
+      const char* row = tile.rows[j] + at;
+      for (int64_t c = 0; c < D; c += 8) _mm256_store_ps(vt + j * D + c, Load8(row, T, scale, c));
+    }
+    Accumulate(p + h * nq * kKeyTile, nq, vt, D, nk, D,
+               rescale != nullptr ? rescale + h * nq : nullptr, acc[h]);
+  }
+}
+
 // Calls K<T, D>::Run(args...) for the cache's element type (one of ReadsDirect's) and head size.
 template <template <KvType, int> class K, KvType T, typename... Args>
 RADIX_AVX2 void ForSize(int64_t d, Args... args) {
@@ -574,8 +629,12 @@ struct ScoresKernel {
 template <KvType T, int D>
 struct AccumulateKernel {
   template <typename... Args>
-  RADIX_AVX2 static void Run(Args... args) {
-    AccumulateAs<T, D>(args...);
+  RADIX_AVX2 static void Run(const float* p, int heads, int64_t nq, Args... args) {
+    if (nq >= kWideValueQueries) {
+      AccumulateWideAs<T, D>(p, heads, nq, args...);
+    } else {
+      AccumulateAs<T, D>(p, heads, nq, args...);
+    }
   }
 };
 

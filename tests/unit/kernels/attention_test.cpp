@@ -320,8 +320,8 @@ TEST(AttentionTest, DirectReadsGiveTheGatheredRowsBits) {
         const int64_t stride = heads * d;
         // 16 queries and more take the transposed keys (the remainders of the AVX2 tiles of 3
         // queries x 4 vectors of 8 keys and of the AVX-512 tiles of 4 queries x 4 vectors of 16:
-        // 16 to 23 queries; 7, 14, 20, 33 and 49 keys) and, with AVX-512, the value sums over
-        // widened rows (tiles of 6 queries: 16 to 23 queries).
+        // 16 to 23 queries; 7, 14, 20, 33 and 49 keys) and the value sums over widened rows
+        // (groups of up to 4 or 6 queries of near-equal size).
         for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{17},
                            int64_t{18}, int64_t{19}, int64_t{20}, int64_t{21}, int64_t{23}}) {
           for (int64_t nk : {int64_t{1}, int64_t{7}, int64_t{14}, int64_t{20}, int64_t{33},
