@@ -69,7 +69,8 @@ float RefExpTile(float* x, float max) {
 void RefAccumulate(const float* p, int64_t nq, const float* v, int64_t ldv, int64_t nk, int64_t d,
                    const float* rescale, float* acc) {
   for (int64_t q = 0; q < nq; ++q) {
-    for (int64_t c = 0; c < d; ++c) acc[q * d + c] = rescale ? acc[q * d + c] * rescale[q] : 0.0f;
+    for (int64_t c = 0; c < d; ++c)
+      acc[q * d + c] = rescale != nullptr ? acc[q * d + c] * rescale[q] : 0.0f;
     for (int64_t j = 0; j < nk; ++j) {
       const float w = p[q * kKeyTile + j];
       for (int64_t c = 0; c < d; ++c) acc[q * d + c] += w * v[j * ldv + c];

@@ -35,10 +35,20 @@ bool Bf16DotSupported();
 // the tile state).
 bool Bf16AmxSupported();
 
-// Whether the kAmxTile product's steps of fewer than 16 tokens run on vector tiles that give the
-// AMX tiles' bits (faster at decode), checked once per process on a small product; false without
-// AMX-BF16, or where this CPU's tiles add differently (then every step stays on the tiles).
+// Whether the kAmxTile product's steps of up to kBf16AmxReproducedTokens tokens run on vector
+// tiles that give the AMX tiles' bits (faster at decode), checked once per process on a small
+// product; false without AMX-BF16, or where this CPU's tiles add differently (then every step
+// stays on the tiles).
 bool Bf16AmxSmallStepsReproduced();
+
+// The most tokens a step of the kAmxTile product runs on that reproduction. One or two tokens
+// read the weights faster through the vector tiles than through a tile of 16 tokens; from three
+// on the reproduction's arithmetic (the tiles' two chains per pair, on 512-bit FMAs) costs more
+// than the tiles' padding (Intel Xeon with AMX, 1B shape BF16, decode_step ms per step,
+// reproduction against tiles: 2 streams 66 against 75, 3 streams 85 against 76, 4 streams 90
+// against 76, 8 streams 136-139 against 77-80). Faster memory makes the tiles cheaper still, so
+// the crossover does not move up on other AMX machines.
+inline constexpr int64_t kBf16AmxReproducedTokens = 2;
 
 // How a pair-vector of a panel meets a token's activation pair. Both compute the same products
 // (exact in f32) and add them in f32; they differ in speed by CPU and in the order the two

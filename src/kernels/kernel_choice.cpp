@@ -387,7 +387,7 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
     text += ")";
     if (choice.bf16_panels && choice.bf16_product == Bf16Product::kAmxTile) {
       text += choice.bf16_amx_small_steps
-                  ? ", steps under 16 tokens on vector tiles that reproduce the AMX tiles' bits"
+                  ? ", steps of 1-2 tokens on vector tiles that reproduce the AMX tiles' bits"
                   : ", every step on the AMX tiles";
     }
   }

@@ -52,8 +52,9 @@ struct KernelChoice {
   // table, or avx512 without AVX512-BF16: widen_fma), or "" without panels.
   std::string bf16_source;
   std::optional<Bf16Timing> bf16_timing;  // measured or read from the cache
-  // With kAmxTile: steps of fewer than 16 tokens run on vector tiles that reproduce the AMX tiles'
-  // bits (Bf16AmxSmallStepsReproduced()); false means they stay on the tiles.
+  // With kAmxTile: steps of up to kBf16AmxReproducedTokens tokens run on vector tiles that
+  // reproduce the AMX tiles' bits (Bf16AmxSmallStepsReproduced()); false means they stay on the
+  // tiles.
   bool bf16_amx_small_steps = false;
   // The avx512_vnni variant's token tiles; quant_tiles_source as bf16_source ("" when the
   // variant is not avx512_vnni, which has nothing to choose).

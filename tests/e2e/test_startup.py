@@ -134,7 +134,7 @@ def test_server_info_reports_the_kernel_choice(tmp_path):
             # start-up and reported (a CPU whose tiles add differently reports false).
             if kernels["bf16_product"] == "amx_bf16":
                 assert isinstance(kernels["bf16_amx_small_steps_reproduced"], bool), kernels
-                assert ("steps under 16 tokens on vector tiles" in line) == \
+                assert ("steps of 1-2 tokens on vector tiles" in line) == \
                     kernels["bf16_amx_small_steps_reproduced"], line
             else:
                 assert "bf16_amx_small_steps_reproduced" not in kernels, kernels

@@ -390,13 +390,13 @@ void MatMulAmxTiles(ThreadPool* pool, const float* x, int64_t n, const WeightMat
   });
 }
 
-// The AMX product: steps of fewer tokens than a tile through its reproduction where it holds,
-// the rest on the tiles.
+// The AMX product: steps of one or two tokens through its reproduction where it holds, the rest
+// on the tiles (kBf16AmxReproducedTokens).
 void MatMulAmx(ThreadPool* pool, const float* x, int64_t n, const WeightMatrix& w,
                const uint8_t* panels, float* y) {
-  if (n < x86::kAmxTokens && Bf16AmxSmallStepsReproduced()) {
-    // A step of fewer tokens than a tile (decode) streams the weights faster through the VNNI-
-    // style tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
+  if (n <= kBf16AmxReproducedTokens && Bf16AmxSmallStepsReproduced()) {
+    // A step of one or two tokens (decode) streams the weights faster through the VNNI-style
+    // tiles, which reproduce the AMX tiles' bits (Tile's kAmxTile).
     return MatMulWith<Bf16Product::kAmxTile>(pool, x, n, w, panels, y);
   }
   MatMulAmxTiles(pool, x, n, w, panels, y);
