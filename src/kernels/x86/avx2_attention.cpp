@@ -493,7 +493,7 @@ RADIX_AVX2 void AccumulateBlock(const float* p, const char* const* rows, int64_t
 // Blocks of AccumulateBlock over the V vectors of columns from c: of 3, the last of 2 (or, from
 // 4, two of 2). The head's lines of the next rows are shared out evenly among the blocks, so the
 // fetches spread over the whole pass (a burst of them stalls the core on its miss buffers).
-constexpr int ColumnBlocks(int v) { return v == 0 ? 0 : v <= 4 ? v / 2 : 1 + ColumnBlocks(v - 3); }
+constexpr int ColumnBlocks(int v) { return v == 0 ? 0 : 1 + ColumnBlocks(v - NextBlock(v)); }
 
 template <KvType T, int Q, int V>
 struct AccumulateColumns {
@@ -504,7 +504,7 @@ struct AccumulateColumns {
                              const char* const* next, int64_t na, float scale, int64_t d, int64_t c,
                              const float* rescale, float* acc) {
     if constexpr (V > 0) {
-      constexpr int kWidth = V == 2 || V == 4 ? 2 : 3;
+      constexpr int kWidth = NextBlock(V);
       constexpr int l0 = (kIndex * kLines + kAllBlocks - 1) / kAllBlocks;
       constexpr int l1 = ((kIndex + 1) * kLines + kAllBlocks - 1) / kAllBlocks;
       AccumulateBlock<T, Q, kWidth>(p, rows, at, nk, next, na, l0, l1, scale, d, c, rescale, acc);
