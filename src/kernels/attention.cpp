@@ -329,7 +329,7 @@ void AttendChunkHeads(const KernelTable& table, const AttentionShape& shape,
               width, rows.data());
     for (int h = 0; h < heads; ++h) {
       ak.accumulate(scores.data() + h * kKeyTile * nq, nq, rows.data() + h * d, width, nk, d,
-                    tile_rescale != nullptr ? tile_rescale + h * nq : nullptr, acc[h]);
+                    RescaleFrom(tile_rescale, h * nq), acc[h]);
     }
   }
   if (!started) {  // no key in the range for any query

@@ -113,6 +113,12 @@ struct AttentionKernels {
   float (*scale_max)(float* x, float scale);
 };
 
+// The factors of the queries from i on, for accumulate / accumulate_rows: null stays null (sums
+// from zero).
+inline const float* RescaleFrom(const float* rescale, int64_t i) {
+  return rescale != nullptr ? rescale + i : nullptr;
+}
+
 const AttentionKernels& RefAttentionKernels();
 const AttentionKernels* Avx2AttentionKernels();    // nullptr without AVX2+FMA+F16C
 const AttentionKernels* Avx512AttentionKernels();  // nullptr without AVX-512 F/BW/VL+F16C

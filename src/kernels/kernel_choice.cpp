@@ -387,7 +387,10 @@ std::string DescribeKernelChoice(const KernelChoice& choice) {
     text += ")";
     if (choice.bf16_panels && choice.bf16_product == Bf16Product::kAmxTile) {
       text += choice.bf16_amx_small_steps
-                  ? ", steps of 1-2 tokens on vector tiles that reproduce the AMX tiles' bits"
+                  ? fmt::format(
+                        ", steps of 1-{} tokens on vector tiles that reproduce the AMX "
+                        "tiles' bits",
+                        kBf16AmxReproducedTokens)
                   : ", every step on the AMX tiles";
     }
   }

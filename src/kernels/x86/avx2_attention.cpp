@@ -191,8 +191,8 @@ RADIX_AVX2 void Accumulate(const float* p, int64_t nq, const float* v, int64_t l
     const int width = NextBlock((full - c) / 8);
     for (int64_t g = 0, i = 0; g < groups; ++g) {
       const int64_t n = nq / groups + (g < nq % groups ? 1 : 0);
-      kValueSumsOf[n - 1][width - 1](p + i * kKeyTile, v, ldv, nk, d, c,
-                                     rescale != nullptr ? rescale + i : nullptr, acc + i * d);
+      kValueSumsOf[n - 1][width - 1](p + i * kKeyTile, v, ldv, nk, d, c, RescaleFrom(rescale, i),
+                                     acc + i * d);
       i += n;
     }
     c += 8 * width;
@@ -532,7 +532,7 @@ RADIX_AVX2 void AccumulateAs(const float* p, int heads, int64_t nq, const void* 
     for (int64_t i = 0; i < nq; i += 4) {
       const float* pi = p + (h * nq + i) * kKeyTile;
       float* ai = acc[h] + i * D;
-      const float* ri = rescale != nullptr ? rescale + h * nq + i : nullptr;
+      const float* ri = RescaleFrom(rescale, h * nq + i);
       const int64_t fetch = i == 0 ? na : 0;
       switch (std::min<int64_t>(4, nq - i)) {
         case 4:
@@ -578,8 +578,7 @@ RADIX_AVX2 void AccumulateWideAs(const float* p, int heads, int64_t nq, const vo
       const char* row = tile.rows[j] + at;
       for (int64_t c = 0; c < D; c += 8) _mm256_store_ps(vt + j * D + c, Load8(row, T, scale, c));
     }
-    Accumulate(p + h * nq * kKeyTile, nq, vt, D, nk, D,
-               rescale != nullptr ? rescale + h * nq : nullptr, acc[h]);
+    Accumulate(p + h * nq * kKeyTile, nq, vt, D, nk, D, RescaleFrom(rescale, h * nq), acc[h]);
   }
 }
 

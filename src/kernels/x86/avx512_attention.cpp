@@ -155,28 +155,18 @@ RADIX_AVX512 void ValueSums(const float* p, const float* v, int64_t ldv, int64_t
     for (int q = 0; q < Q; ++q) _mm512_mask_storeu_ps(acc + q * d + c0 + 16 * x, m[x], a[q][x]);
 }
 
-template <int Q>
-RADIX_AVX512 void ValueSumsOfWidth(int vectors, const float* p, const float* v, int64_t ldv,
-                                   int64_t nk, int64_t d, int64_t c0, __mmask16 tail,
-                                   const float* rescale, float* acc) {
-  switch (vectors) {
-    case 4:
-      return ValueSums<Q, 4>(p, v, ldv, nk, d, c0, tail, rescale, acc);
-    case 3:
-      return ValueSums<Q, 3>(p, v, ldv, nk, d, c0, tail, rescale, acc);
-    case 2:
-      return ValueSums<Q, 2>(p, v, ldv, nk, d, c0, tail, rescale, acc);
-    default:
-      return ValueSums<Q, 1>(p, v, ldv, nk, d, c0, tail, rescale, acc);
-  }
-}
+using ValueSumsFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, int64_t,
+                             __mmask16, const float*, float*);
 
 // At most six queries share a block's value loads: 6 x 4 accumulators and 4 values.
 inline constexpr int64_t kValueQueries = 6;
-constexpr void (*kValueSumsOf[kValueQueries])(int, const float*, const float*, int64_t, int64_t,
-                                              int64_t, int64_t, __mmask16, const float*, float*) = {
-    ValueSumsOfWidth<1>, ValueSumsOfWidth<2>, ValueSumsOfWidth<3>,
-    ValueSumsOfWidth<4>, ValueSumsOfWidth<5>, ValueSumsOfWidth<6>};
+constexpr ValueSumsFn kValueSumsOf[kValueQueries][4] = {
+    {ValueSums<1, 1>, ValueSums<1, 2>, ValueSums<1, 3>, ValueSums<1, 4>},
+    {ValueSums<2, 1>, ValueSums<2, 2>, ValueSums<2, 3>, ValueSums<2, 4>},
+    {ValueSums<3, 1>, ValueSums<3, 2>, ValueSums<3, 3>, ValueSums<3, 4>},
+    {ValueSums<4, 1>, ValueSums<4, 2>, ValueSums<4, 3>, ValueSums<4, 4>},
+    {ValueSums<5, 1>, ValueSums<5, 2>, ValueSums<5, 3>, ValueSums<5, 4>},
+    {ValueSums<6, 1>, ValueSums<6, 2>, ValueSums<6, 3>, ValueSums<6, 4>}};
 
 // accumulate (AttentionKernels) of nq queries over all d columns of the f32 rows v + j * ldv:
 // blocks of 64 columns (the last one narrower when d is not a multiple of 64, with no work for the
@@ -191,9 +181,9 @@ RADIX_AVX512 void Accumulate(const float* p, int64_t nq, const float* v, int64_t
     for (int64_t g = 0, i = 0; g < groups; ++g) {
       const int64_t n = nq / groups + (g < nq % groups ? 1 : 0);
       const float* pi = p + i * kKeyTile;
-      const float* ri = rescale != nullptr ? rescale + i : nullptr;
+      const float* ri = RescaleFrom(rescale, i);
       float* ai = acc + i * d;
-      kValueSumsOf[n - 1](vectors, pi, v, ldv, nk, d, c0, tail, ri, ai);
+      kValueSumsOf[n - 1][vectors - 1](pi, v, ldv, nk, d, c0, tail, ri, ai);
       i += n;
     }
   }
@@ -559,7 +549,7 @@ RADIX_AVX512 void AccumulateAs(const float* p, int heads, int64_t nq, const void
       for (int64_t i = 0; i < nq; i += Q) {
         const float* pi = ph + i * kKeyTile;
         float* ai = acc[h] + i * d;
-        const float* ri = rescale != nullptr ? rescale + h * nq + i : nullptr;
+        const float* ri = RescaleFrom(rescale, h * nq + i);
         // The first queries' pass fetches the next tile's same columns, a row per key.
         const int64_t na = i == 0 ? ahead_count : 0;
         switch (std::min<int64_t>(Q, nq - i)) {
@@ -628,8 +618,7 @@ RADIX_AVX512 void AccumulateWideAs(const float* p, int heads, int64_t nq, const 
   for (int h = 0; h < heads; ++h) {
     WidenRows<T, C>(base, slots, nk, slot_stride, offset + h * D, ahead,
                     std::min(ahead_count, kKeyTile), factor, vt);
-    Accumulate(p + h * nq * kKeyTile, nq, vt, D, nk, D,
-               rescale != nullptr ? rescale + h * nq : nullptr, acc[h]);
+    Accumulate(p + h * nq * kKeyTile, nq, vt, D, nk, D, RescaleFrom(rescale, h * nq), acc[h]);
   }
 }
 
