@@ -1,8 +1,9 @@
 // Micro-benchmark of the packed integer MatMul (quant_matmul.h) at Llama-3.2-1B's FFN shape
 // (8192 x 2048 and 2048 x 8192) for the block formats GGUF files hold, over token counts from a
 // single-stream decode (1) through batched decode (4, 32) to a prefill chunk (512). Prints the
-// best of several runs as G multiply-adds per second; the machine is shared, so compare runs
-// taken back to back, never across sessions.
+// best of several runs as G multiply-adds per second, and the mean of those runs (what a server,
+// which lives with every run, sees); the machine is shared, so compare runs taken back to back,
+// never across sessions.
 //
 //   quant_kernels_bench [threads] [format] [n]   (default: 2 threads, every format and n)
 // A format name (Q4_K, Q6_K, ...) and a token count (any, not only the four above) narrow the
@@ -28,16 +29,23 @@ namespace {
 
 using kernels::WeightFormat;
 
-template <typename Fn>
-double BestSeconds(int reps, Fn&& fn) {
+struct Seconds {
   double best = 1e30;
+  double mean = 0.0;
+};
+
+template <typename Fn>
+Seconds TimeRuns(int reps, Fn&& fn) {
+  fn();  // untimed: the first run also faults in the output's pages
+  Seconds out;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.best = std::min(out.best, s);
+    out.mean += s / reps;
   }
-  return best;
+  return out;
 }
 
 // Random codes with small half-precision scales (the scale fields of each block format).
@@ -79,14 +87,15 @@ void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n) {
       for (float& v : x) v = dist(rng);
       std::vector<float> y(static_cast<size_t>(n * rows));
       const int reps = (n >= 512 ? 3 : n >= 32 ? 10 : 40) * (only_n > 0 ? 50 : 1);
-      const double s = BestSeconds(reps, [&] {
+      const Seconds s = TimeRuns(reps, [&] {
         kernels::MatMul(table, &pool, x.data(), n, packed, y.data(),
                         kernels::ActivationMode::kGgmlRounded);
       });
-      std::printf("%-5s %5lld x %-5lld n=%-4lld %8.2f ms  %7.1f GMAC/s\n",
+      const double macs = static_cast<double>(rows * cols * n);
+      std::printf("%-5s %5lld x %-5lld n=%-4lld %8.2f ms  %7.1f GMAC/s  (mean of %d: %7.1f)\n",
                   std::string(kernels::FormatName(format)).c_str(), static_cast<long long>(rows),
-                  static_cast<long long>(cols), static_cast<long long>(n), s * 1e3,
-                  static_cast<double>(rows * cols * n) / s * 1e-9);
+                  static_cast<long long>(cols), static_cast<long long>(n), s.best * 1e3,
+                  macs / s.best * 1e-9, reps, macs / s.mean * 1e-9);
     }
   }
 }
