@@ -1,13 +1,13 @@
 // Micro-benchmark of the float GEMM (BF16 weights, llama.cpp-rounded activations) and of paged
-// decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration;
-// the machine is shared, so compare runs taken back to back, never across sessions.
+// decode attention at SmolLM2-135M's shape. Prints the best of several runs per configuration (the
+// GEMMs also their mean: run_timing.h); the machine is shared, so compare runs taken back to
+// back, never across sessions.
 //
 //   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]|
 //                        attention-tile [dHEAD_SIZE] [NQ...]]   (head size 64 unless d128 etc.)
 //   (default: all)
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,21 +28,10 @@
 #include "kernels/quant_matmul.h"
 #include "model/kv_cache_view.h"
 #include "model/paged_attention.h"
+#include "run_timing.h"
 
 namespace radixserve {
 namespace {
-
-template <typename Fn>
-double BestSeconds(int reps, Fn&& fn) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
 
 void BenchGemmShape(ThreadPool& pool, kernels::WeightFormat format, int64_t rows, int64_t cols,
                     std::initializer_list<int64_t> ns) {
@@ -62,21 +51,26 @@ void BenchGemmShape(ThreadPool& pool, kernels::WeightFormat format, int64_t rows
     const double flops = 2.0 * static_cast<double>(rows * cols * n);
     const int reps = static_cast<int>(std::clamp(2e9 / flops, 3.0, 2000.0));
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      const double s = BestSeconds(reps, [&] {
+      const bench::RunSeconds t = bench::TimeRuns(reps, [&] {
         kernels::FloatMatMul(k, p, x.data(), n, m, y.data(), kernels::ActivationMode::kGgmlRounded);
       });
-      std::printf("gemm %s %s %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f GFLOP/s\n",
-                  std::string(k.name).c_str(), f32 ? "f32 " : "bf16", static_cast<long>(rows),
-                  static_cast<long>(cols), static_cast<long>(n), p ? p->size() : 1, s * 1e6,
-                  static_cast<double>(m.row_bytes() * rows) / s / 1e9, flops / s / 1e9);
+      const double s = t.best;
+      std::printf(
+          "gemm %s %s %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f GFLOP/s (mean of "
+          "%d: %6.1f)\n",
+          std::string(k.name).c_str(), f32 ? "f32 " : "bf16", static_cast<long>(rows),
+          static_cast<long>(cols), static_cast<long>(n), p ? p->size() : 1, s * 1e6,
+          static_cast<double>(m.row_bytes() * rows) / s / 1e9, flops / s / 1e9, reps,
+          flops / t.mean / 1e9);
     }
     if (!f32) continue;
     std::vector<float> panels(static_cast<size_t>(kernels::F32PanelFloats(rows, cols)));
     kernels::PackF32Panels(w32.data(), cols, rows, cols, false, panels.data());
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      const double s = BestSeconds(reps, [&] {
-        kernels::F32PanelMatMul(k, p, x.data(), cols, n, panels.data(), rows, cols, y.data(), rows);
-      });
+      const double s = bench::TimeRuns(reps, [&] {
+                         kernels::F32PanelMatMul(k, p, x.data(), cols, n, panels.data(), rows, cols,
+                                                 y.data(), rows);
+                       }).best;
       std::printf(
           "gemm %s f32 panels %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GB/s %6.1f "
           "GFLOP/s\n",
@@ -158,12 +152,15 @@ void BenchBf16Panels1b(ThreadPool& pool) {
       for (auto& v : x) v = dist(rng);
       const double flops = 2.0 * static_cast<double>(rows * cols * n);
       for (size_t ri = 0; ri < runs.size(); ++ri) {
-        const double s =
-            BestSeconds(5, [&] { runs[ri].second(x.data(), n, m, panels.data(), y.data()); });
+        const bench::RunSeconds t =
+            bench::TimeRuns(5, [&] { runs[ri].second(x.data(), n, m, panels.data(), y.data()); });
+        const double s = t.best;
         total[ri][ni] += s;
-        std::printf("gemm-1b bf16 %-9s %5ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s\n",
-                    runs[ri].first.c_str(), static_cast<long>(rows), static_cast<long>(cols),
-                    static_cast<long>(n), pool.size(), s * 1e6, flops / s / 1e9);
+        std::printf(
+            "gemm-1b bf16 %-9s %5ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s (mean of 5: "
+            "%6.1f)\n",
+            runs[ri].first.c_str(), static_cast<long>(rows), static_cast<long>(cols),
+            static_cast<long>(n), pool.size(), s * 1e6, flops / s / 1e9, flops / t.mean / 1e9);
       }
     }
   }
@@ -219,13 +216,14 @@ void BenchAttention(ThreadPool& pool, const kernels::AttentionShape& shape, int6
       for (auto* vec : {&q, &k, &v})
         for (float& x : *vec) x = dist(rng);
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        const double s = BestSeconds(20, [&] {
-          for (int64_t l = 0; l < layers; ++l) {
-            model::PagedAttention(table, p, batch, layout, shape, 0, q.data(), k.data(), v.data(),
-                                  kv.view().k[static_cast<size_t>(l)],
-                                  kv.view().v[static_cast<size_t>(l)], out.data());
-          }
-        });
+        const double s =
+            bench::TimeRuns(20, [&] {
+              for (int64_t l = 0; l < layers; ++l) {
+                model::PagedAttention(table, p, batch, layout, shape, 0, q.data(), k.data(),
+                                      v.data(), kv.view().k[static_cast<size_t>(l)],
+                                      kv.view().v[static_cast<size_t>(l)], out.data());
+              }
+            }).best;
         const double bytes = 2.0 * static_cast<double>((depth + 1) * row_bytes * layers);
         std::printf(
             "attention %s heads=%d/%d kv=%s depth=%4ld slots=%s threads=%d: %8.1f us per token "
@@ -306,18 +304,20 @@ void BenchAttentionTile(int64_t dim, const std::vector<int64_t>& query_counts) {
       }
     };
     const double ns = 1e9 / kDepth;
-    const double s_scores = BestSeconds(200, [&] { tiles(false); }) * ns;
-    const double s_values = BestSeconds(200, [&] { tiles(true); }) * ns;
+    const double s_scores = bench::TimeRuns(200, [&] { tiles(false); }).best * ns;
+    const double s_values = bench::TimeRuns(200, [&] { tiles(true); }).best * ns;
     const double s_chunks =
-        BestSeconds(200,
-                    [&] {
-                      for (int64_t c = 0; c < kDepth; c += kernels::kKeyChunk) {
-                        kernels::AttendChunkHeads(
-                            table, shape, blocks.data(), kHeads, kernels::KvBuffer(k.data(), type),
-                            kernels::KvBuffer(v.data(), type), slots.data(), c,
-                            c + kernels::kKeyChunk, ms.data(), ls.data(), accs.data());
-                      }
-                    }) *
+        bench::TimeRuns(200,
+                        [&] {
+                          for (int64_t c = 0; c < kDepth; c += kernels::kKeyChunk) {
+                            kernels::AttendChunkHeads(table, shape, blocks.data(), kHeads,
+                                                      kernels::KvBuffer(k.data(), type),
+                                                      kernels::KvBuffer(v.data(), type),
+                                                      slots.data(), c, c + kernels::kKeyChunk,
+                                                      ms.data(), ls.data(), accs.data());
+                          }
+                        })
+            .best *
         ns;
     // Multiply-adds per key: each of the heads' nq queries against the key's 64 values, twice.
     const double macs = 2.0 * kHeads * static_cast<double>(nq) * dim;

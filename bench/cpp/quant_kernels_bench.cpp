@@ -9,7 +9,6 @@
 // A format name (Q4_K, Q6_K, ...) and a token count (any, not only the four above) narrow the
 // run, e.g. for a profiler or to compare tilings (RADIX_QUANT_TILES=expand|compact).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,30 +22,12 @@
 #include "kernels/kernel_table.h"
 #include "kernels/quant_matmul.h"
 #include "kernels/weight_format.h"
+#include "run_timing.h"
 
 namespace radixserve {
 namespace {
 
 using kernels::WeightFormat;
-
-struct Seconds {
-  double best = 1e30;
-  double mean = 0.0;
-};
-
-template <typename Fn>
-Seconds TimeRuns(int reps, Fn&& fn) {
-  fn();  // untimed: the first run also faults in the output's pages
-  Seconds out;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    out.best = std::min(out.best, s);
-    out.mean += s / reps;
-  }
-  return out;
-}
 
 // Random codes with small half-precision scales (the scale fields of each block format).
 std::vector<uint8_t> RandomBlocks(WeightFormat format, int64_t rows, int64_t cols,
@@ -87,7 +68,7 @@ void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n) {
       for (float& v : x) v = dist(rng);
       std::vector<float> y(static_cast<size_t>(n * rows));
       const int reps = (n >= 512 ? 3 : n >= 32 ? 10 : 40) * (only_n > 0 ? 50 : 1);
-      const Seconds s = TimeRuns(reps, [&] {
+      const bench::RunSeconds s = bench::TimeRuns(reps, [&] {
         kernels::MatMul(table, &pool, x.data(), n, packed, y.data(),
                         kernels::ActivationMode::kGgmlRounded);
       });
