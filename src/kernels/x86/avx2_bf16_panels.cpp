@@ -108,16 +108,26 @@ RADIX_AVX2 void Widen(const uint32_t* panel, int64_t pairs, float* wide, const u
   for (int64_t p = pairs; p < next_pairs; ++p) FetchL2(next + p * kRows);
 }
 
-// Tokens [0, n) of panels [p0, p1) through widened chunks. The running sums of a group between
-// its chunks live in `sums` ([panel of the group][token][16 rows], contiguous), not in y: y's
-// rows lie w.rows floats apart, a power of two times 64 bytes for most models, so a panel's
-// sums for all n tokens would map to one set of each cache and miss on every tile.
+// Tokens [0, n) of panels [p0, p1) through widened chunks, the activations laid out token-major
+// per tile (TokenMajorTiles: each thread copies the block it was given once, one copy per
+// activation against ~w.rows / 2 multiply-adds): the tiles' broadcasts read one stream, not one
+// per token row. Zen 3, against the rows as given: float_kernels_bench gemm-1b, 2 threads, three
+// alternating runs, 512 tokens 142-152 -> 153-164 GFLOP/s and 32 tokens 99-128 -> 130-146; the 1B
+// shape's BF16 prefill of 512 tokens 63-73 -> 64-76 tok/s (two alternating starts, four prefills
+// each) and its 32-sequence decode step 576-583 -> 545-546 ms (bench/decode_step.py, 2 rounds).
+// The running sums of a group between its chunks live in `sums` ([panel of the group][token][16
+// rows], contiguous), not in y: y's rows lie w.rows floats apart, a power of two times 64 bytes
+// for most models, so a panel's sums for all n tokens would map to one set of each cache and miss
+// on every tile.
 RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, const float* xr,
                           int64_t ldx, int64_t n, int64_t p0, int64_t p1, float* y) {
   const int64_t stride = pairs * kRows;
   alignas(64) float wide[2 * kWidePairs * kRows];
-  thread_local std::vector<float> group_sums;
+  thread_local std::vector<float> group_sums, token_major;
   group_sums.resize(static_cast<size_t>(kWideGroup * n * kRows));
+  const int64_t cols = 2 * pairs;
+  token_major.resize(static_cast<size_t>(n * cols));
+  TokenMajorTiles(xr, ldx, n, cols, token_major.data());
   for (int64_t g = p0; g < p1; g += kWideGroup) {
     const int64_t g1 = std::min(p1, g + kWideGroup);
     for (int64_t k0 = 0; k0 < pairs; k0 += kWidePairs) {
@@ -139,8 +149,9 @@ RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, c
         Widen(panels + q * stride + k0 * kRows, kn, wide, panels + next_q * stride + next_k * kRows,
               next_kn);
         float* sums = group_sums.data() + (q - g) * n * kRows;
-        PanelTokens(xr + 2 * k0, ldx, n, wide, 2 * kn, rows - q * kRows, k0 == 0 ? nullptr : sums,
-                    kRows, last ? y + q * kRows : sums, last ? rows : kRows);
+        TokenMajorPanelTokens(token_major.data(), cols, 2 * k0, n, wide, 2 * kn, rows - q * kRows,
+                              k0 == 0 ? nullptr : sums, kRows, last ? y + q * kRows : sums,
+                              last ? rows : kRows);
       }
     }
   }

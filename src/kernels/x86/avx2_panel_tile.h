@@ -19,10 +19,11 @@ namespace radixserve::kernels::x86 {
 inline constexpr int kAvx2PanelTokens = 6;
 
 // y[t, r] (row stride ldy) for T tokens and the panel's first `live_rows` rows: `cols` columns of
-// `panel` times the activations x[t * ldx + c], one fused multiply-add per column in order, from
-// zero when `sums` is null, else continuing the sums at sums[t * ld_sums + r] (the same bits as
-// one pass; `sums` may be y itself).
-template <int NT>
+// `panel` times the activations x[t * ldx + c] (kTokenMajor: x[c * NT + t], the tile's tokens of
+// a column side by side, ldx unused), one fused multiply-add per column in order, from zero when
+// `sums` is null, else continuing the sums at sums[t * ld_sums + r] (the same bits as one pass;
+// `sums` may be y itself).
+template <int NT, bool kTokenMajor = false>
 [[gnu::always_inline]] RADIX_AVX2 inline void PanelTile(const float* x, int64_t ldx,
                                                         const float* panel, int64_t cols,
                                                         int64_t live_rows, const float* sums,
@@ -47,7 +48,7 @@ template <int NT>
     const __m256 w0 = _mm256_loadu_ps(panel + c * kF32PanelRows);
     const __m256 w1 = _mm256_loadu_ps(panel + c * kF32PanelRows + 8);
     for (int t = 0; t < NT; ++t) {
-      const __m256 xb = _mm256_broadcast_ss(x + t * ldx + c);
+      const __m256 xb = _mm256_broadcast_ss(kTokenMajor ? x + c * NT + t : x + t * ldx + c);
       lo[t] = _mm256_fmadd_ps(w0, xb, lo[t]);
       hi[t] = _mm256_fmadd_ps(w1, xb, hi[t]);
     }
@@ -64,6 +65,7 @@ template <int NT>
 // target), so this is a plain function rather than ForEachTokenTileOf (token_tiles.h), and it is
 // forced inline: with two callers GCC made it one out-of-line copy (the F32 panels' GEMM stored
 // every accumulator each column).
+template <bool kTokenMajor = false>
 [[gnu::always_inline]] RADIX_AVX2 inline void PanelTileOf(int64_t tokens, const float* x,
                                                           int64_t ldx, const float* panel,
                                                           int64_t cols, int64_t live_rows,
@@ -72,17 +74,17 @@ template <int NT>
   static_assert(kAvx2PanelTokens == 6);
   switch (tokens) {
     case 1:
-      return PanelTile<1>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+      return PanelTile<1, kTokenMajor>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
     case 2:
-      return PanelTile<2>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+      return PanelTile<2, kTokenMajor>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
     case 3:
-      return PanelTile<3>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+      return PanelTile<3, kTokenMajor>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
     case 4:
-      return PanelTile<4>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+      return PanelTile<4, kTokenMajor>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
     case 5:
-      return PanelTile<5>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+      return PanelTile<5, kTokenMajor>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
     default:
-      return PanelTile<6>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
+      return PanelTile<6, kTokenMajor>(x, ldx, panel, cols, live_rows, sums, ld_sums, y, ldy);
   }
 }
 
@@ -107,6 +109,37 @@ RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t n, const
     const int64_t tokens = PanelTileTokens(n, t);
     PanelTileOf(tokens, x + t * ldx, ldx, panel, cols, live_rows,
                 sums == nullptr ? nullptr : sums + t * ld_sums, ld_sums, y + t * ldy, ldy);
+    t += tokens;
+  }
+}
+
+// Tokens [0, n) of x (row stride ldx, `cols` values per row) rearranged token-major per tile of
+// PanelTileTokens(n, .): the tile of T tokens at t takes the T rows' place, xt[t * cols + c * T +
+// j] = x[(t + j) * ldx + c], so a tile's broadcasts of one column read T neighbouring floats
+// instead of one float of each of T rows (which, rows a power of two apart, share an L1 set).
+RADIX_AVX2 inline void TokenMajorTiles(const float* x, int64_t ldx, int64_t n, int64_t cols,
+                                       float* xt) {
+  for (int64_t t = 0; t < n;) {
+    const int64_t tokens = PanelTileTokens(n, t);
+    float* tile = xt + t * cols;
+    for (int64_t j = 0; j < tokens; ++j) {
+      const float* row = x + (t + j) * ldx;
+      for (int64_t c = 0; c < cols; ++c) tile[c * tokens + j] = row[c];
+    }
+    t += tokens;
+  }
+}
+
+// PanelTokens over activations that TokenMajorTiles laid out (`cols_all` values per token), from
+// their column c0 on.
+RADIX_AVX2 inline void TokenMajorPanelTokens(const float* xt, int64_t cols_all, int64_t c0,
+                                             int64_t n, const float* panel, int64_t cols,
+                                             int64_t live_rows, const float* sums, int64_t ld_sums,
+                                             float* y, int64_t ldy) {
+  for (int64_t t = 0; t < n;) {
+    const int64_t tokens = PanelTileTokens(n, t);
+    PanelTileOf<true>(tokens, xt + t * cols_all + c0 * tokens, 0, panel, cols, live_rows,
+                      sums == nullptr ? nullptr : sums + t * ld_sums, ld_sums, y + t * ldy, ldy);
     t += tokens;
   }
 }
