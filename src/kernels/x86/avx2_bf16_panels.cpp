@@ -149,9 +149,9 @@ RADIX_AVX2 void WideRange(const uint32_t* panels, int64_t pairs, int64_t rows, c
         Widen(panels + q * stride + k0 * kRows, kn, wide, panels + next_q * stride + next_k * kRows,
               next_kn);
         float* sums = group_sums.data() + (q - g) * n * kRows;
-        TokenMajorPanelTokens(token_major.data(), cols, 2 * k0, n, wide, 2 * kn, rows - q * kRows,
-                              k0 == 0 ? nullptr : sums, kRows, last ? y + q * kRows : sums,
-                              last ? rows : kRows);
+        PanelTokens<true>(token_major.data(), cols, 2 * k0, n, wide, 2 * kn, rows - q * kRows,
+                          k0 == 0 ? nullptr : sums, kRows, last ? y + q * kRows : sums,
+                          last ? rows : kRows);
       }
     }
   }

@@ -167,7 +167,7 @@ RADIX_AVX2 void GemmF32Panels(const float* x, int64_t ldx, int64_t n, const floa
                               int64_t ldy) {
   for (int64_t p = p_begin; p < p_end; ++p) {
     const int64_t r0 = p * kF32PanelRows;
-    PanelTokens(x, ldx, n, panels + r0 * cols, cols, rows - r0, nullptr, 0, y + r0, ldy);
+    PanelTokens(x, ldx, 0, n, panels + r0 * cols, cols, rows - r0, nullptr, 0, y + r0, ldy);
   }
 }
 

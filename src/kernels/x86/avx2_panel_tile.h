@@ -101,14 +101,17 @@ inline int64_t PanelTileTokens(int64_t n, int64_t t) {
   return t < full ? kAvx2PanelTokens : t == full ? first_tail : n - t;
 }
 
-// PanelTile over tokens [0, n) in the tiles of PanelTileTokens.
-RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t n, const float* panel,
-                                   int64_t cols, int64_t live_rows, const float* sums,
-                                   int64_t ld_sums, float* y, int64_t ldy) {
+// PanelTile over tokens [0, n) in the tiles of PanelTileTokens, from column c0 of x: rows of
+// stride ldx, or (kTokenMajor) as TokenMajorTiles laid them out with ldx values per token.
+template <bool kTokenMajor = false>
+RADIX_AVX2 inline void PanelTokens(const float* x, int64_t ldx, int64_t c0, int64_t n,
+                                   const float* panel, int64_t cols, int64_t live_rows,
+                                   const float* sums, int64_t ld_sums, float* y, int64_t ldy) {
   for (int64_t t = 0; t < n;) {
     const int64_t tokens = PanelTileTokens(n, t);
-    PanelTileOf(tokens, x + t * ldx, ldx, panel, cols, live_rows,
-                sums == nullptr ? nullptr : sums + t * ld_sums, ld_sums, y + t * ldy, ldy);
+    PanelTileOf<kTokenMajor>(tokens, x + t * ldx + c0 * (kTokenMajor ? tokens : 1), ldx, panel,
+                             cols, live_rows, sums == nullptr ? nullptr : sums + t * ld_sums,
+                             ld_sums, y + t * ldy, ldy);
     t += tokens;
   }
 }
@@ -126,20 +129,6 @@ RADIX_AVX2 inline void TokenMajorTiles(const float* x, int64_t ldx, int64_t n, i
       const float* row = x + (t + j) * ldx;
       for (int64_t c = 0; c < cols; ++c) tile[c * tokens + j] = row[c];
     }
-    t += tokens;
-  }
-}
-
-// PanelTokens over activations that TokenMajorTiles laid out (`cols_all` values per token), from
-// their column c0 on.
-RADIX_AVX2 inline void TokenMajorPanelTokens(const float* xt, int64_t cols_all, int64_t c0,
-                                             int64_t n, const float* panel, int64_t cols,
-                                             int64_t live_rows, const float* sums, int64_t ld_sums,
-                                             float* y, int64_t ldy) {
-  for (int64_t t = 0; t < n;) {
-    const int64_t tokens = PanelTileTokens(n, t);
-    PanelTileOf<true>(tokens, xt + t * cols_all + c0 * tokens, 0, panel, cols, live_rows,
-                      sums == nullptr ? nullptr : sums + t * ld_sums, ld_sums, y + t * ldy, ldy);
     t += tokens;
   }
 }
