@@ -29,15 +29,17 @@ if [ -f "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt" ] &&
 fi
 radix_cmake_build "$RADIX_ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DRADIX_SANITIZE=ON -- "${TARGETS[@]}"
 
-for target in "${TARGETS[@]}"; do
-  corpus="$FUZZ_DIR/corpus/$target"
-  artifacts="$FUZZ_DIR/artifacts/$target"
+# Runs one target; its output goes to $FUZZ_DIR/<target>.log.
+fuzz_one() {
+  local target="$1"
+  local corpus="$FUZZ_DIR/corpus/$target"
+  local artifacts="$FUZZ_DIR/artifacts/$target"
   mkdir -p "$corpus" "$artifacts"
   cp -rn "$SRC/corpus/$target/." "$corpus/"
-  args=(-max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10
-        -print_final_stats=1 -artifact_prefix="$artifacts/")
+  local args=(-max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10
+              -print_final_stats=1 -artifact_prefix="$artifacts/")
   [ -f "$SRC/$target.dict" ] && args+=(-dict="$SRC/$target.dict")
-  dirs=("$corpus" "$SRC/corpus/$target")
+  local dirs=("$corpus" "$SRC/corpus/$target")
   case "$target" in
     # The real checkpoints seed the model readers (read-only, cut to 64 KiB by -max_len).
     gguf_file_fuzz)
@@ -48,17 +50,37 @@ for target in "${TARGETS[@]}"; do
       [ -d "$SHARED/models/stories260K/hf" ] && dirs+=("$SHARED/models/stories260K/hf") ;;
     *) args+=(-max_len=16384) ;;
   esac
-  radix_log "fuzzing $target for ${SECONDS_PER_TARGET}s"
   # detect_leaks stays on: a leak is a finding like any other.
-  if ! ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
-       RADIX_SHARED_DIR="$SHARED" "$RADIX_ASAN_BUILD_DIR/$target" "${args[@]}" "${dirs[@]}" \
-       2>"$FUZZ_DIR/$target.log"; then
-    tail -n 80 "$FUZZ_DIR/$target.log" >&2
-    radix_log "$target FAILED; the input is in $artifacts/ (full log: $FUZZ_DIR/$target.log)"
-    exit 1
-  fi
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
+    RADIX_SHARED_DIR="$SHARED" "$RADIX_ASAN_BUILD_DIR/$target" "${args[@]}" "${dirs[@]}" \
+    2>"$FUZZ_DIR/$target.log"
+}
+
+# Each target is one process on one core: they run side by side, as many at once as there are
+# cores, each for its full time.
+declare -A pid_target=()
+failed=()
+reap_one() {
+  local pid
+  # wait -n -p (bash 5.1) names the job that ended.
+  if wait -n -p pid; then :; else failed+=("${pid_target[$pid]}"); fi
+  local target="${pid_target[$pid]}"
+  unset "pid_target[$pid]"
+  printf '%s: ' "$target" >&2
   grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::average_exec_per_sec' \
     "$FUZZ_DIR/$target.log" | tr '\n' ' ' >&2 || true
   echo >&2
+}
+for target in "${TARGETS[@]}"; do
+  while [ ${#pid_target[@]} -ge "$(nproc)" ]; do reap_one; done
+  radix_log "fuzzing $target for ${SECONDS_PER_TARGET}s"
+  fuzz_one "$target" &
+  pid_target[$!]="$target"
 done
+while [ ${#pid_target[@]} -gt 0 ]; do reap_one; done
+for target in "${failed[@]}"; do
+  tail -n 80 "$FUZZ_DIR/$target.log" >&2
+  radix_log "$target FAILED; the input is in $FUZZ_DIR/artifacts/$target/ (full log: $FUZZ_DIR/$target.log)"
+done
+[ ${#failed[@]} -eq 0 ] || exit 1
 radix_log "fuzzing passed: ${TARGETS[*]}"
