@@ -41,6 +41,17 @@ radix_cmake_build() {
   fi
 }
 
+# The sanitizer build (clang, ASan + UBSan, the libFuzzer targets) in $RADIX_ASAN_BUILD_DIR.
+# CMakeLists.txt picks clang when it is installed; a directory configured earlier with another
+# compiler is started afresh. Usage: radix_sanitizer_build [targets...]
+radix_sanitizer_build() {
+  if [ -f "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt" ] && command -v clang++ >/dev/null &&
+     ! grep -q '^CMAKE_CXX_COMPILER:.*clang' "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt"; then
+    rm -rf "$RADIX_ASAN_BUILD_DIR"
+  fi
+  radix_cmake_build "$RADIX_ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DRADIX_SANITIZE=ON -- "$@"
+}
+
 # The llama.cpp tree vendored in the llama-cpp-python sdist of scripts/requirements-test.txt
 # (the version the oracle bindings are built from), downloaded and extracted once under
 # $RADIX_CACHE/peer. Prints the tree's path. Used for the peer build (bench/build_peer.sh) and

@@ -21,13 +21,7 @@ SRC="$RADIX_REPO/tests/fuzz"
 SHARED="${RADIX_SHARED_DIR:-$RADIX_REPO/../shared}"
 
 command -v clang++ >/dev/null || { radix_log "fuzzing needs clang (scripts/setup installs it)"; exit 1; }
-# The sanitizer build uses clang when it is installed (CMakeLists.txt); a directory configured
-# earlier with another compiler is started afresh.
-if [ -f "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt" ] &&
-   ! grep -q '^CMAKE_CXX_COMPILER:.*clang' "$RADIX_ASAN_BUILD_DIR/CMakeCache.txt"; then
-  rm -rf "$RADIX_ASAN_BUILD_DIR"
-fi
-radix_cmake_build "$RADIX_ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DRADIX_SANITIZE=ON -- "${TARGETS[@]}"
+radix_sanitizer_build "${TARGETS[@]}"
 
 # Runs one target; its output goes to $FUZZ_DIR/<target>.log.
 fuzz_one() {
