@@ -3,8 +3,10 @@
 // GEMMs also their mean: run_timing.h); the machine is shared, so compare runs taken back to
 // back, never across sessions.
 //
-//   float_kernels_bench [gemm|gemm-1b|attention|attention-1b [f16|bf16|fp8] [DEPTH...]|
-//                        attention-tile [dHEAD_SIZE] [NQ...]]   (head size 64 unless d128 etc.)
+//   float_kernels_bench [gemm|gemm-1b [THREADS [KERNEL]]|attention|attention-1b [f16|bf16|fp8]
+//                        [DEPTH...]|attention-tile [dHEAD_SIZE] [NQ...]]   (head size 64 unless
+//                        d128 etc.; gemm-1b: 2 threads and every kernel unless given, e.g.
+//                        `taskset -c 0 float_kernels_bench gemm-1b 1 avx2` for a kernel A/B)
 //   (default: all)
 #include <algorithm>
 #include <array>
@@ -16,6 +18,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -99,8 +102,9 @@ void BenchGemm(ThreadPool& pool) {
 // fuses them (Q/K/V 3072 x 2048, O 2048 x 2048, gate/up 16384 x 2048, down 2048 x 8192), for one
 // decode row, 32 decode rows and a 512-token prefill chunk: every AVX-512 product the CPU runs,
 // the AVX2 panels, and each table's float GEMM over the unpacked rows (what the avx2 table ran
-// before it had panels, and what the avx512 one runs without AVX512-BF16).
-void BenchBf16Panels1b(ThreadPool& pool) {
+// before it had panels, and what the avx512 one runs without AVX512-BF16). `only`: just the run
+// of that name (all when empty).
+void BenchBf16Panels1b(ThreadPool& pool, std::string_view only) {
   using Run = std::function<void(const float*, int64_t, const kernels::WeightMatrix&,
                                  const uint8_t*, float*)>;
   std::vector<std::pair<std::string, Run>> runs;
@@ -131,8 +135,11 @@ void BenchBf16Panels1b(ThreadPool& pool) {
                                         kernels::ActivationMode::kGgmlRounded);
                       });
   }
+  if (!only.empty()) {
+    std::erase_if(runs, [only](const auto& run) { return run.first != only; });
+  }
   if (runs.empty()) {
-    std::printf("gemm-1b: no BF16 kernels but the reference on this CPU\n");
+    std::printf("gemm-1b: no BF16 kernel %s on this CPU\n", std::string(only).c_str());
     return;
   }
   std::mt19937 rng(1);
@@ -333,10 +340,11 @@ void BenchAttentionTile(int64_t dim, const std::vector<int64_t>& query_counts) {
 }  // namespace radixserve
 
 int main(int argc, char** argv) {
-  radixserve::ThreadPool pool(2);
   const bool all = argc < 2;
+  const bool gemm_1b = !all && std::strcmp(argv[1], "gemm-1b") == 0;
+  radixserve::ThreadPool pool(gemm_1b && argc > 2 ? std::max(1, std::atoi(argv[2])) : 2);
   if (all || std::strcmp(argv[1], "gemm") == 0) radixserve::BenchGemm(pool);
-  if (all || std::strcmp(argv[1], "gemm-1b") == 0) radixserve::BenchBf16Panels1b(pool);
+  if (all || gemm_1b) radixserve::BenchBf16Panels1b(pool, gemm_1b && argc > 3 ? argv[3] : "");
   using radixserve::kernels::KvType;
   if (all || std::strcmp(argv[1], "attention") == 0) {
     // SmolLM2-135M's attention (9 / 3 heads, 30 layers).

@@ -5,9 +5,13 @@
 // which lives with every run, sees); the machine is shared, so compare runs taken back to back,
 // never across sessions.
 //
-//   quant_kernels_bench [threads] [format] [n]   (default: 2 threads, every format and n)
+//   quant_kernels_bench [threads] [format] [n] [ROWSxCOLS]   (default: 2 threads, every format
+//                                                           and n, the two FFN shapes)
 // A format name (Q4_K, Q6_K, ...) and a token count (any, not only the four above) narrow the
-// run, e.g. for a profiler or to compare tilings (RADIX_QUANT_TILES=expand|compact).
+// run, e.g. for a profiler or to compare tilings (RADIX_QUANT_TILES=expand|compact); a shape
+// replaces the two FFN ones, e.g. `2 Q8_0 1 262144x640` for Gemma 3 270M's output matrix, which
+// (178 MB) streams from memory where the FFN shapes stay in a large L3. GB/s: the GGUF bytes of
+// the matrix per run.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -53,10 +57,11 @@ std::vector<uint8_t> RandomBlocks(WeightFormat format, int64_t rows, int64_t col
   return data;
 }
 
-void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n) {
+void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n,
+                 const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   const kernels::KernelTable& table = kernels::ActiveKernels();
   std::mt19937 rng(1);
-  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{8192, 2048}, {2048, 8192}}) {
+  for (const auto& [rows, cols] : shapes) {
     const auto bytes = RandomBlocks(format, rows, cols, rng);
     const kernels::WeightMatrix w{format, rows, cols, bytes.data()};
     const kernels::PackedWeight packed = kernels::Pack(table, &pool, w);
@@ -73,10 +78,14 @@ void BenchFormat(ThreadPool& pool, WeightFormat format, int64_t only_n) {
                         kernels::ActivationMode::kGgmlRounded);
       });
       const double macs = static_cast<double>(rows * cols * n);
-      std::printf("%-5s %5lld x %-5lld n=%-4lld %8.2f ms  %7.1f GMAC/s  (mean of %d: %7.1f)\n",
-                  std::string(kernels::FormatName(format)).c_str(), static_cast<long long>(rows),
-                  static_cast<long long>(cols), static_cast<long long>(n), s.best * 1e3,
-                  macs / s.best * 1e-9, reps, macs / s.mean * 1e-9);
+      const auto gguf_bytes = static_cast<double>(bytes.size());
+      std::printf(
+          "%-5s %5lld x %-5lld n=%-4lld %8.2f ms  %7.1f GMAC/s  (mean of %d: %7.1f)  %6.1f GB/s "
+          "(mean %6.1f)\n",
+          std::string(kernels::FormatName(format)).c_str(), static_cast<long long>(rows),
+          static_cast<long long>(cols), static_cast<long long>(n), s.best * 1e3,
+          macs / s.best * 1e-9, reps, macs / s.mean * 1e-9, gguf_bytes / s.best * 1e-9,
+          gguf_bytes / s.mean * 1e-9);
     }
   }
 }
@@ -95,10 +104,19 @@ int main(int argc, char** argv) {
   using radixserve::kernels::WeightFormat;
   const std::string only_format = argc > 2 ? argv[2] : "";
   const int64_t only_n = argc > 3 ? std::atoll(argv[3]) : 0;
+  std::vector<std::pair<int64_t, int64_t>> shapes{{8192, 2048}, {2048, 8192}};
+  if (argc > 4) {
+    long long rows = 0, cols = 0;
+    if (std::sscanf(argv[4], "%lldx%lld", &rows, &cols) != 2 || rows <= 0 || cols <= 0) {
+      std::fprintf(stderr, "quant_kernels_bench: shape %s is not ROWSxCOLS\n", argv[4]);
+      return 2;
+    }
+    shapes = {{rows, cols}};
+  }
   for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K, WeightFormat::kQ4_1,
                               WeightFormat::kQ5_K, WeightFormat::kQ8_0}) {
     if (!only_format.empty() && radixserve::kernels::FormatName(format) != only_format) continue;
-    radixserve::BenchFormat(pool, format, only_n);
+    radixserve::BenchFormat(pool, format, only_n, shapes);
   }
   return 0;
 }
