@@ -139,7 +139,11 @@ void BenchBf16Panels1b(ThreadPool& pool, std::string_view only) {
     std::erase_if(runs, [only](const auto& run) { return run.first != only; });
   }
   if (runs.empty()) {
-    std::printf("gemm-1b: no BF16 kernel %s on this CPU\n", std::string(only).c_str());
+    if (only.empty()) {
+      std::printf("gemm-1b: no BF16 kernels but the reference on this CPU\n");
+    } else {
+      std::printf("gemm-1b: no BF16 kernel %s on this CPU\n", std::string(only).c_str());
+    }
     return;
   }
   std::mt19937 rng(1);

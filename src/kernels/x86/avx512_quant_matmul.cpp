@@ -42,11 +42,16 @@ constexpr int64_t kPrefetchBlocks = 6;
 // Q4_K_M single-stream decode, one binary alternating: 30.1-31.7 tok/s with T0, 33.5-37.6 with
 // T1 at 8-24 KB (16 KB: 34.1-36.3), 25.5 with no fetch, 17 with NTA.
 // Each line is also fetched from L2 into L1 (FetchL1) kL1PrefetchBytes ahead, once the far fetch
-// has had time to bring it. Zen 4, one binary alternating (RADIX_PF_NEAR, session 60): the
+// has had time to bring it. Zen 4, a throwaway build alternating 0 and 2 KB (session 60): the
 // one-token tile on a 302 MB matrix, best GB/s of five rounds, Q6_K 51-59 against 42-44, Q4_K
 // 34-53 against 33-43; 1B Q4_K_M served decode, best of each start, higher in 6 of 8 rounds
 // (mean 46.0 against 40.3 tok/s), prefill unchanged.
 constexpr int64_t kL1PrefetchBytes = 2048;
+// The panel loaders' fetches for the line at `line`, both distances.
+[[gnu::always_inline]] inline void FetchPanelLine(const uint8_t* line) {
+  FetchL2(line + kPrefetchBytes);
+  FetchL1(line + kL1PrefetchBytes);
+}
 
 // Dword lane r of the result holds row r's value at row_offsets[r] + offset (bytes).
 RADIX_AVX512_VNNI __m512i GatherRows(const uint8_t* base, __m512i row_offsets, int64_t offset) {
@@ -190,8 +195,7 @@ struct CodePanel {  // unpacked bytes (see quant_kernels.h)
                                                             __m512* min) const {
     const uint8_t* p = panel + j * stride;
     for (int64_t line = 0; prefetch && line < stride; line += 64) {
-      FetchL2(p + kPrefetchBytes + line);
-      FetchL1(p + kL1PrefetchBytes + line);
+      FetchPanelLine(p + line);
     }
     PrefetchNext(next, next_chunk, j);
     for (int k = 0; k < KW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
@@ -232,8 +236,7 @@ struct CompactPanel {
     const uint8_t* p = panel + j * kBlockBytes;
     // Panels are one sequential stream; fetching a few blocks ahead keeps DRAM busy at decode.
     for (int64_t line = 0; kFetch && line < kBlockBytes; line += 64) {
-      FetchL2(p + kPrefetchBytes + line);
-      FetchL1(p + kL1PrefetchBytes + line);
+      FetchPanelLine(p + line);
     }
     if constexpr (kFetch) PrefetchNext(next, next_chunk, j);
     if constexpr (kFormat == WeightFormat::kQ8_0) {
@@ -293,8 +296,7 @@ struct CompactSuperPanel {
     const int64_t js = j % kSubs;
     const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
     for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
-      FetchL2(p + kPrefetchBytes + line);
-      FetchL1(p + kL1PrefetchBytes + line);
+      FetchPanelLine(p + line);
     }
     PrefetchNext(next, next_chunk, j);
     const uint8_t* regs = p + js * kRegs * 64;
