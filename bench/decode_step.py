@@ -4,10 +4,11 @@ side by side (issue 15 part 1: before/after event formatting left the engine thr
 
     python bench/decode_step.py --binary before=/path/radixserve --binary after=/path/radixserve
                                 [--model GGUF] [--streams 1,256] [--max-new N] [--rounds R]
-                                [--server-args "MORE ARGS"]
+                                [--server-args "MORE ARGS"] [--sampling JSON]
 
 For each binary and each stream count, one server at a time: N streaming /generate requests
-(distinct short prompts, ignore_eos, max_new_tokens N) are sent at once and read by an asyncio
+(distinct short prompts, ignore_eos, max_new_tokens N, greedy unless --sampling gives other
+sampling parameters) are sent at once and read by an asyncio
 client that only counts SSE events. Two figures per run:
   - engine: the median of the server's own decode step time, from its "Decode batch" lines
     (--decode-log-interval 1: each line's gen throughput covers one step, so step time =
@@ -72,11 +73,11 @@ def peer_decode(peer_bin, model, streams, max_new):
                        % (streams, out))
 
 
-async def one_stream(port, prompt, max_new):
+async def one_stream(port, prompt, max_new, sampling):
     """Returns (time of the first event, time of the end)."""
     body = json.dumps({"text": prompt, "stream": True,
                        "sampling_params": {"max_new_tokens": max_new, "ignore_eos": True,
-                                           "temperature": 0}}).encode()
+                                           **sampling}}).encode()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"POST /generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                  b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" +
@@ -94,8 +95,9 @@ async def one_stream(port, prompt, max_new):
     return first or end, end
 
 
-async def burst(port, streams, max_new):
-    results = await asyncio.gather(*(one_stream(port, f"Story {i}: once upon a time", max_new)
+async def burst(port, streams, max_new, sampling):
+    results = await asyncio.gather(*(one_stream(port, f"Story {i}: once upon a time", max_new,
+                                                sampling)
                                      for i in range(streams)))
     last_first = max(r[0] for r in results)
     last_end = max(r[1] for r in results)
@@ -110,11 +112,16 @@ def main():
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--peer-bin", help="llama.cpp bin directory (bench/build_peer.sh)")
+    ap.add_argument("--sampling", default='{"temperature": 0}',
+                    help="the requests' sampling parameters besides max_new_tokens and "
+                         "ignore_eos, as JSON (default greedy; e.g. '{\"temperature\": 0.7, "
+                         "\"top_p\": 0.9}' for a sampled decode)")
     ap.add_argument("--server-args", default="",
                     help="more radixserve arguments, one string (e.g. \"--mem-fraction-static "
                          "0.6\" for a model whose weights leave the default too little KV room)")
     args = ap.parse_args()
     binaries = [b.split("=", 1) for b in args.binary]
+    sampling = json.loads(args.sampling)
     streams_list = [int(s) for s in args.streams.split(",")]
     best = {}
     peer_best = {}
@@ -124,7 +131,7 @@ def main():
                 server = start_server(path, args.model, streams, args.max_new,
                                       shlex.split(args.server_args))
                 try:
-                    client = asyncio.run(burst(server.port, streams, args.max_new))
+                    client = asyncio.run(burst(server.port, streams, args.max_new, sampling))
                     time.sleep(0.2)
                     engine = step_times(server, streams)
                 finally:

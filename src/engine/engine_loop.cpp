@@ -16,6 +16,7 @@
 #include "sampling/token_bitmask.h"
 
 #include "common/log.h"
+#include "kernels/kernel_table.h"
 #include "spec/kv_view.h"
 
 namespace radixserve::engine {
@@ -33,7 +34,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<kv::KvMemory> memory
       pool_(pool),
       vocab_size_(model_->config().vocab_size),
       logits_processor_(static_cast<int32_t>(vocab_size_)),
-      sampler_(static_cast<int32_t>(vocab_size_)),
+      sampler_(static_cast<int32_t>(vocab_size_), kernels::ActiveKernels(), pool),
       seeds_(config_.random_seed, config_.deterministic_inference),
       profiler_(config_.dp_rank) {
   const model::ModelConfig& mc = model_->config();

@@ -14,6 +14,10 @@
 
 namespace radixserve::kernels {
 
+// The sampler's rows are cut into blocks of this many logits; exp_blocks reports a sum and a
+// largest value per block, so later passes can skip blocks and find a cumulative mass by block.
+inline constexpr int64_t kExpBlock = 256;
+
 struct KernelTable {
   std::string_view name;
   // sum_i a[i] * b[i]
@@ -38,6 +42,19 @@ struct KernelTable {
   float (*dot_bf16)(const uint16_t* h, const float* b, int64_t n);
   void (*axpy_f16)(float alpha, const uint16_t* h, float* y, int64_t n);
   void (*axpy_bf16)(float alpha, const uint16_t* h, float* y, int64_t n);
+  // The sampler's passes over a row of logits (one vocabulary).
+  // Index of the largest of x[0, n), the lowest on ties; NaN never wins; -1 when there is none.
+  int64_t (*argmax)(const float* x, int64_t n);
+  // out[i] = exp(x[i] * scale - shift), exactly 0 where that exponent is below -87 or NaN (so
+  // -inf, a masked logit, gives 0). For each block b of kExpBlock outputs (the last may be
+  // shorter): block_sum[b] = their float sum, in an order the variant chooses, and block_max[b]
+  // = their largest (0 for a block of zeros).
+  void (*exp_blocks)(const float* x, float scale, float shift, float* out, float* block_sum,
+                     float* block_max, int64_t n);
+  // The float sum of the x[i] >= tau, in an order the variant chooses; *count = how many.
+  float (*sum_at_least)(const float* x, int64_t n, float tau, int64_t* count);
+  // Writes first + i for every x[i] >= tau to ids, in increasing i; returns how many.
+  int64_t (*gather_at_least)(const float* x, int64_t n, float tau, int32_t first, int32_t* ids);
 };
 
 const KernelTable& RefKernels();

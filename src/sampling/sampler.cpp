@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
 #include "common/check.h"
-#include "sampling/fast_exp.h"
 #include "sampling/request_rng.h"
 
 namespace radixserve::sampling {
@@ -40,80 +40,133 @@ SampleRowParams SampleRowParams::From(const SamplingParams& params, uint64_t see
   return row;
 }
 
-float MaxValue(std::span<const float> values) {
-  // Eight independent lanes so the compiler can vectorize the reduction; NaN never wins.
-  constexpr size_t kLanes = 8;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
-  size_t i = 0;
-  for (; i + kLanes <= values.size(); i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j)
-      lanes[j] = values[i + j] > lanes[j] ? values[i + j] : lanes[j];
-  }
-  for (; i < values.size(); ++i) lanes[0] = values[i] > lanes[0] ? values[i] : lanes[0];
-  return *std::max_element(lanes, lanes + kLanes);
+int32_t ArgmaxLowestId(std::span<const float> logits, const kernels::KernelTable& kernels) {
+  const int64_t best = kernels.argmax(logits.data(), static_cast<int64_t>(logits.size()));
+  return best < 0 ? 0 : static_cast<int32_t>(best);  // every value NaN: 0
 }
 
-int32_t ArgmaxLowestId(std::span<const float> logits) {
-  const float max = MaxValue(logits);
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] == max) return static_cast<int32_t>(i);  // first, i.e. lowest id
-  }
-  return 0;  // every value NaN
-}
-
-Sampler::Sampler(int32_t vocab_size)
+Sampler::Sampler(int32_t vocab_size, const kernels::KernelTable& kernels, ThreadPool* pool)
     : vocab_size_(vocab_size),
-      scaled_(static_cast<size_t>(vocab_size)),
+      kernels_(kernels),
+      pool_(pool),
+      part_best_(static_cast<size_t>(pool != nullptr ? pool->size() : 1)),
       logprobs_(static_cast<size_t>(vocab_size)),
       probs_(static_cast<size_t>(vocab_size)),
+      block_sum_(static_cast<size_t>((vocab_size + kernels::kExpBlock - 1) / kernels::kExpBlock)),
+      block_max_(block_sum_.size()),
+      block_scratch_(block_sum_.size()),
       order_(static_cast<size_t>(vocab_size)) {
   RADIX_CHECK(vocab_size > 0);
 }
 
+size_t Sampler::BlockEnd(size_t b) const {
+  return std::min(BlockBegin(b + 1), static_cast<size_t>(vocab_size_));
+}
+
+template <typename Fn>
+void Sampler::OverBlocks(Fn&& fn) {
+  // A part below this many blocks costs more to hand over than it saves.
+  constexpr size_t kMinBlocksPerPart = 32;
+  const size_t blocks = block_sum_.size();
+  if (pool_ == nullptr || pool_->size() < 2 || blocks < 2 * kMinBlocksPerPart) {
+    fn(0, size_t{0}, blocks);
+    return;
+  }
+  pool_->RunOnAll([&](int part, int parts) {
+    const auto p = static_cast<size_t>(part), count = static_cast<size_t>(parts);
+    fn(part, blocks * p / count, blocks * (p + 1) / count);
+  });
+}
+
+int64_t Sampler::Argmax(std::span<const float> logits) {
+  std::fill(part_best_.begin(), part_best_.end(), int64_t{-1});
+  OverBlocks([&](int part, size_t first, size_t end) {
+    const size_t begin = BlockBegin(first);
+    const int64_t best =
+        kernels_.argmax(logits.data() + begin, static_cast<int64_t>(BlockEnd(end - 1) - begin));
+    part_best_[static_cast<size_t>(part)] = best < 0 ? -1 : best + static_cast<int64_t>(begin);
+  });
+  // Parts in token order: a later part wins only with a strictly larger value.
+  int64_t best = -1;
+  for (int64_t candidate : part_best_) {
+    if (candidate >= 0 &&
+        (best < 0 || logits[static_cast<size_t>(candidate)] > logits[static_cast<size_t>(best)])) {
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 bool Sampler::ComputeProbs(std::span<const float> logits, double temperature, bool with_logprobs) {
-  const size_t n = logits.size();
   const float inv_t = static_cast<float>(1.0 / temperature);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < n; ++i) {
-    const float s = logits[i] * inv_t;
-    scaled_[i] = s != s ? kNegInf : s;  // a NaN logit can never be chosen
-  }
-  const float max_scaled = MaxValue(scaled_);
+  const int64_t best = Argmax(logits);
+  // Rounding is monotonic, so the largest scaled logit is the largest logit scaled.
+  const float max_scaled = best < 0 ? kNegInf : logits[static_cast<size_t>(best)] * inv_t;
   if (!std::isfinite(max_scaled)) {
     std::fill(logprobs_.begin(), logprobs_.end(), kLowest);
     std::fill(probs_.begin(), probs_.end(), 0.0f);
+    std::fill(block_sum_.begin(), block_sum_.end(), 0.0f);
+    std::fill(block_max_.begin(), block_max_.end(), 0.0f);
+    total_ = 0.0;
     return false;
   }
-  for (size_t i = 0; i < n; ++i) probs_[i] = FastExp(scaled_[i] - max_scaled);
-  double sums[4] = {0.0, 0.0, 0.0, 0.0};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (size_t j = 0; j < 4; ++j) sums[j] += static_cast<double>(probs_[i + j]);
-  }
-  for (; i < n; ++i) sums[0] += static_cast<double>(probs_[i]);
-  const double sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-  const float inv_sum = static_cast<float>(1.0 / sum);
-  for (size_t t = 0; t < n; ++t) probs_[t] *= inv_sum;
+  OverBlocks([&](int, size_t first, size_t end) {
+    const size_t begin = BlockBegin(first);
+    kernels_.exp_blocks(logits.data() + begin, inv_t, max_scaled, probs_.data() + begin,
+                        block_sum_.data() + first, block_max_.data() + first,
+                        static_cast<int64_t>(BlockEnd(end - 1) - begin));
+  });
+  double total = 0.0;
+  for (float s : block_sum_) total += static_cast<double>(s);
+  total_ = total;
   if (with_logprobs) {
-    const float log_norm = static_cast<float>(static_cast<double>(max_scaled) + std::log(sum));
-    for (size_t t = 0; t < n; ++t) logprobs_[t] = std::max(scaled_[t] - log_norm, kLowest);
+    const float log_norm = static_cast<float>(static_cast<double>(max_scaled) + std::log(total));
+    OverBlocks([&](int, size_t first, size_t end) {
+      for (size_t t = BlockBegin(first); t < BlockEnd(end - 1); ++t) {
+        const float s = logits[t] * inv_t;
+        logprobs_[t] = s != s ? kLowest : std::max(s - log_norm, kLowest);  // NaN: as -inf
+      }
+    });
   }
   return true;
 }
 
 int32_t Sampler::SampleUnfiltered(const SampleRowParams& params) {
-  const size_t n = static_cast<size_t>(vocab_size_);
-  const double target = RequestRng(params.seed).Uniform(params.step);
+  const double target = RequestRng(params.seed).Uniform(params.step) * total_;
+  // The block holding the target first, then token by token from its start (on into the next
+  // blocks if rounding left the target past the block's own tokens).
   double cumulative = 0.0;
-  int32_t last_positive = 0;
-  for (size_t i = 0; i < n; ++i) {
+  size_t b = 0;
+  for (; b + 1 < block_sum_.size(); ++b) {
+    const double next = cumulative + static_cast<double>(block_sum_[b]);
+    if (next > target) break;
+    cumulative = next;
+  }
+  const size_t n = static_cast<size_t>(vocab_size_);
+  int32_t last_positive = -1;
+  for (size_t i = BlockBegin(b); i < n; ++i) {
     if (probs_[i] <= 0.0f) continue;
     cumulative += static_cast<double>(probs_[i]);
     last_positive = static_cast<int32_t>(i);
     if (cumulative > target) return last_positive;
   }
-  return last_positive;  // rounding left the target beyond the total mass
+  if (last_positive >= 0) return last_positive;  // rounding left the target beyond the total
+  for (size_t i = BlockBegin(b); i-- > 0;) {
+    if (probs_[i] > 0.0f) return static_cast<int32_t>(i);
+  }
+  return 0;
+}
+
+size_t Sampler::GatherAtLeast(float tau, size_t count) {
+  for (size_t b = 0; b < block_max_.size(); ++b) {
+    if (block_max_[b] < tau) continue;
+    const size_t begin = BlockBegin(b);
+    count += static_cast<size_t>(
+        kernels_.gather_at_least(probs_.data() + begin, static_cast<int64_t>(BlockEnd(b) - begin),
+                                 tau, static_cast<int32_t>(begin), order_.data() + count));
+  }
+  return count;
 }
 
 size_t Sampler::GatherCandidates(const SampleRowParams& params, float p_max_float) {
@@ -121,50 +174,67 @@ size_t Sampler::GatherCandidates(const SampleRowParams& params, float p_max_floa
   // tau low enough that the kept prefix provably lies inside that set: it holds all tokens that
   // pass min-p, or at least top_k tokens, or more than top_p of the mass (the first token after
   // it would have more than top_p before it). Start near the top and lower tau until one holds;
-  // each try is one vectorizable pass.
-  const size_t n = static_cast<size_t>(vocab_size_);
+  // each try sums only the blocks whose largest value reaches tau.
   // One float step below the exact threshold: the candidate set may only be a superset.
   const float min_p_threshold =
       std::nextafter(static_cast<float>(static_cast<double>(p_max_float) * params.min_p), 0.0f);
   const size_t k = static_cast<size_t>(std::min<int64_t>(params.top_k, vocab_size_));
+  // The mass test must hold despite the float sums' rounding: ask for a little more.
+  const double top_p_mass = params.top_p * total_ * (1.0 + 1e-5);
+  // Tokens of probability 0 (masked, or below exp's range) can never be drawn: never gather them.
+  constexpr float kPositive = std::numeric_limits<float>::denorm_min();
+  if (k <= kDirectTopK && k <= block_max_.size()) {
+    // A small top_k: the k-th largest block maximum is a threshold that at least k tokens reach
+    // (each of those blocks has one), so it needs no counting pass.
+    block_scratch_.assign(block_max_.begin(), block_max_.end());
+    const auto kth = block_scratch_.begin() + static_cast<std::ptrdiff_t>(k - 1);
+    std::nth_element(block_scratch_.begin(), kth, block_scratch_.end(), std::greater<float>());
+    return GatherAtLeast(std::max({*kth, min_p_threshold, kPositive}), 0);
+  }
   const float floor_tau = p_max_float * 1e-12f;
   float tau = std::max(min_p_threshold, p_max_float * 0.25f);
   while (tau > 0.0f) {
     size_t count = 0;
     double mass = 0.0;
-    for (size_t i = 0; i < n; ++i) {
-      const bool in = probs_[i] >= tau;
-      count += in ? 1 : 0;
-      mass += in ? static_cast<double>(probs_[i]) : 0.0;
+    for (size_t b = 0; b < block_max_.size(); ++b) {
+      if (block_max_[b] < tau) continue;
+      const size_t begin = BlockBegin(b);
+      int64_t in = 0;
+      mass += static_cast<double>(kernels_.sum_at_least(
+          probs_.data() + begin, static_cast<int64_t>(BlockEnd(b) - begin), tau, &in));
+      count += static_cast<size_t>(in);
     }
-    if (tau <= min_p_threshold || count >= k || mass > params.top_p) break;
+    if (tau <= min_p_threshold || count >= k || mass > top_p_mass) break;
     tau = tau * 0.125f;
     if (tau < floor_tau) tau = std::max(min_p_threshold, 0.0f);
     if (tau <= 0.0f) break;
   }
-  size_t count = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (probs_[i] >= tau) order_[count++] = static_cast<int32_t>(i);
-  }
-  return count;
+  return GatherAtLeast(std::max(tau, kPositive), 0);
 }
 
 int32_t Sampler::SampleFiltered(const SampleRowParams& params) {
-  const float p_max = MaxValue(probs_);
+  // probs_ are p * total_: thresholds relative to p_max need no change, masses are scaled.
+  const float p_max = *std::max_element(block_max_.begin(), block_max_.end());
   const double min_p_threshold = static_cast<double>(p_max) * params.min_p;
+  const double top_p_mass = params.top_p * total_;
   size_t kept = 0;
+  const auto first = order_.begin();
   if (params.top_k >= vocab_size_ && params.top_p >= 1.0) {
-    // min-p alone keeps a set, not a prefix: no sort needed.
-    for (size_t i = 0; i < static_cast<size_t>(vocab_size_); ++i) {
-      if (static_cast<double>(probs_[i]) >= min_p_threshold)
-        order_[kept++] = static_cast<int32_t>(i);
+    // min-p alone keeps a set, not a prefix: no sort needed. Gather from one float step below
+    // the threshold, then apply it exactly.
+    const size_t count =
+        GatherAtLeast(std::nextafter(static_cast<float>(min_p_threshold), 0.0f), 0);
+    for (size_t i = 0; i < count; ++i) {
+      const int32_t id = order_[i];
+      if (static_cast<double>(probs_[static_cast<size_t>(id)]) >= min_p_threshold) {
+        order_[kept++] = id;
+      }
     }
   } else {
     const size_t count = GatherCandidates(params, p_max);
     const size_t k =
         std::min(count, static_cast<size_t>(std::min<int64_t>(params.top_k, vocab_size_)));
     ByProbDesc cmp{probs_.data()};
-    const auto first = order_.begin();
     if (k < count) {
       std::partial_sort(first, first + static_cast<std::ptrdiff_t>(k),
                         first + static_cast<std::ptrdiff_t>(count), cmp);
@@ -175,7 +245,7 @@ int32_t Sampler::SampleFiltered(const SampleRowParams& params) {
     double before = 0.0;
     for (; kept < k; ++kept) {
       const double p = static_cast<double>(probs_[static_cast<size_t>(order_[kept])]);
-      if (kept > 0 && (before > params.top_p || p < min_p_threshold)) break;
+      if (kept > 0 && (before > top_p_mass || p < min_p_threshold)) break;
       before += p;
     }
     // Draw in token-id order, as the unfiltered path does.
@@ -230,10 +300,11 @@ void Sampler::SampleRow(std::span<const float> logits, const SampleRowParams& pa
       const auto i = static_cast<size_t>(v);
       if (probs_[i] > 0.0f) sum -= static_cast<double>(probs_[i]) * logprobs_[i];
     }
-    out.entropy = static_cast<float>(sum);
+    out.entropy = static_cast<float>(sum / total_);
   }
   if (greedy || !finite) {
-    out.token_id = ArgmaxLowestId(logits);
+    const int64_t best = Argmax(logits);
+    out.token_id = best < 0 ? 0 : static_cast<int32_t>(best);  // every logit NaN: 0
   } else if (params.top_k >= vocab_size_ && params.top_p >= 1.0 && params.min_p <= 0.0) {
     out.token_id = SampleUnfiltered(params);
   } else {

@@ -16,14 +16,23 @@
 //     log_softmax(processed logits); a top_k = 1 request with T != 1 uses its T whatever the
 //     batch (SGLang would drop T when the whole batch is greedy). -inf (masked) becomes the
 //     lowest finite float, as SGLang clamps to the dtype minimum.
+// The passes over the vocabulary (argmax, exponentials, candidate thresholds) run on the
+// KernelTable's sampler primitives; the exponentials are kept unnormalized (largest ~1) with
+// their total, and blocks of kernels::kExpBlock tokens carry a sum and a largest value, so the
+// inverse-CDF draw finds its block first and truncation skips blocks below its threshold. Sums
+// are in a fixed order per variant, so a row's result does not depend on the batch.
+// With a pool, a long row's argmax and exponentials run on all its threads, each over whole
+// blocks (the same bits as one thread).
 // Thread affinity: one instance per engine thread (reuses scratch buffers; no per-token heap
-// allocation once outputs have reached their capacity).
+// allocation once outputs have reached their capacity); the pool, if any, belongs to that thread.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "common/thread_pool.h"
+#include "kernels/kernel_table.h"
 #include "sampling/sampling_params.h"
 
 namespace radixserve::sampling {
@@ -66,7 +75,9 @@ struct SampleOutput {
 
 class Sampler {
  public:
-  explicit Sampler(int32_t vocab_size);
+  explicit Sampler(int32_t vocab_size,
+                   const kernels::KernelTable& kernels = kernels::ActiveKernels(),
+                   ThreadPool* pool = nullptr);
 
   void SampleRow(std::span<const float> logits, const SampleRowParams& params, SampleOutput& out);
 
@@ -86,28 +97,46 @@ class Sampler {
   int32_t vocab_size() const { return vocab_size_; }
 
  private:
-  // Fills probs_ with softmax(logits / temperature) and, if asked, logprobs_ with its log. If the
-  // largest logit is not finite (all -inf, or +inf present) returns false with every logprob at
-  // the lowest float and every prob 0; the row then falls back to argmax. NaN logits count as
-  // -inf.
+  // Fills probs_ with exp(logits / temperature - max) (p times total_, total_ their sum) with
+  // block_sum_ / block_max_, and, if asked, logprobs_ with log p. If the largest logit is not
+  // finite (all -inf, or +inf present) returns false with every logprob at the lowest float and
+  // every prob 0; the row then falls back to argmax. NaN logits count as -inf.
   bool ComputeProbs(std::span<const float> logits, double temperature, bool with_logprobs);
+  // A top_k up to this many takes its candidates from the block maxima in one pass.
+  static constexpr size_t kDirectTopK = 256;
   // Puts into order_[0, count) every token that can survive truncation; returns count.
   size_t GatherCandidates(const SampleRowParams& params, float p_max_float);
+  // The tokens of blocks whose largest value reaches tau with probs_ >= tau, into order_ from
+  // `count` on, in id order; returns the new count.
+  size_t GatherAtLeast(float tau, size_t count);
+  // Index of the largest logit, lowest on ties, NaN never winning; -1 if every one is NaN.
+  int64_t Argmax(std::span<const float> logits);
+  // Runs fn(part, first_block, end_block) over the row's blocks: in parts on the pool's threads
+  // when the row is long enough, else as one part.
+  template <typename Fn>
+  void OverBlocks(Fn&& fn);
+  // Tokens [begin, end) of block b.
+  size_t BlockBegin(size_t b) const { return b * static_cast<size_t>(kernels::kExpBlock); }
+  size_t BlockEnd(size_t b) const;
   int32_t SampleFiltered(const SampleRowParams& params);
   int32_t SampleUnfiltered(const SampleRowParams& params);
   void FillLogprobOutputs(const SampleRowParams& params, SampleOutput& out);
 
   int32_t vocab_size_;
-  std::vector<float> scaled_;    // scratch: logits / temperature for the current row
-  std::vector<float> logprobs_;  // scratch: log p for the current row
-  std::vector<float> probs_;     // scratch: p for the current row
-  std::vector<int32_t> order_;   // scratch: token ids, sorted by p for the current row
+  const kernels::KernelTable& kernels_;
+  ThreadPool* pool_;
+  std::vector<int64_t> part_best_;    // scratch: each part's argmax
+  std::vector<float> logprobs_;       // scratch: log p for the current row
+  std::vector<float> probs_;          // scratch: p * total_ for the current row (largest ~1)
+  std::vector<float> block_sum_;      // scratch: per block of kExpBlock tokens, the sum of probs_
+  std::vector<float> block_max_;      // ... and the largest of them
+  std::vector<float> block_scratch_;  // scratch: block_max_ reordered
+  double total_ = 0.0;                // the sum of block_sum_, in block order
+  std::vector<int32_t> order_;        // scratch: token ids, sorted by p for the current row
 };
 
 // Index of the largest logit, lowest index on ties (NaN never wins). Returns 0 if all are NaN.
-int32_t ArgmaxLowestId(std::span<const float> logits);
-
-// Largest value (NaN ignored; -inf for an empty or all-NaN span).
-float MaxValue(std::span<const float> values);
+int32_t ArgmaxLowestId(std::span<const float> logits,
+                       const kernels::KernelTable& kernels = kernels::ActiveKernels());
 
 }  // namespace radixserve::sampling

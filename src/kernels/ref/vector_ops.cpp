@@ -1,5 +1,6 @@
 // Scalar reference of the KernelTable primitives. Written for clarity, not speed: every SIMD
 // variant is tested against these.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/half.h"
@@ -73,6 +74,51 @@ void GeluErf(const float* x, float* out, int64_t n) {
   }
 }
 
+int64_t Argmax(const float* x, int64_t n) {
+  int64_t best = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] == x[i] && (best < 0 || x[i] > x[best])) best = i;
+  }
+  return best;
+}
+
+void ExpBlocks(const float* x, float scale, float shift, float* out, float* block_sum,
+               float* block_max, int64_t n) {
+  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
+    const int64_t end = std::min(n, begin + kExpBlock);
+    double sum = 0.0;
+    float max = 0.0f;
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = x[i] * scale - shift;
+      out[i] = v >= -87.0f ? std::exp(v) : 0.0f;
+      sum += out[i];
+      max = std::max(max, out[i]);
+    }
+    block_sum[begin / kExpBlock] = static_cast<float>(sum);
+    block_max[begin / kExpBlock] = max;
+  }
+}
+
+float SumAtLeast(const float* x, int64_t n, float tau, int64_t* count) {
+  double sum = 0.0;
+  *count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] >= tau) {
+      sum += x[i];
+      ++*count;
+    }
+  }
+  return static_cast<float>(sum);
+}
+
+int64_t GatherAtLeast(const float* x, int64_t n, float tau, int32_t first, int32_t* ids) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] >= tau) ids[count++] = first + static_cast<int32_t>(i);
+  }
+  return count;
+}
+
 }  // namespace
 
 const KernelTable& RefKernels() {
@@ -87,7 +133,11 @@ const KernelTable& RefKernels() {
                                  DotHalf<F16ToF32>,
                                  DotHalf<Bf16ToF32>,
                                  AxpyHalf<F16ToF32>,
-                                 AxpyHalf<Bf16ToF32>};
+                                 AxpyHalf<Bf16ToF32>,
+                                 Argmax,
+                                 ExpBlocks,
+                                 SumAtLeast,
+                                 GatherAtLeast};
   return table;
 }
 

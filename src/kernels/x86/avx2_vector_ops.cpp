@@ -2,6 +2,7 @@
 // so this file compiles without -mavx2 and is only called after a CPUID check.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/half.h"
@@ -229,6 +230,94 @@ RADIX_AVX2 void GeluErf(const float* x, float* out, int64_t n) {
   }
 }
 
+RADIX_AVX2 int64_t Argmax(const float* x, int64_t n) {
+  // The largest first (max_ps returns its second operand when the first is NaN), then its first
+  // position.
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(x + i), vmax);
+  float max = HorizontalMax(vmax);
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  const __m256 best = _mm256_set1_ps(max);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), best, _CMP_EQ_OQ));
+    if (hits != 0) return i + __builtin_ctz(static_cast<unsigned>(hits));
+  }
+  for (; i < n; ++i) {
+    if (x[i] == max) return i;
+  }
+  return -1;
+}
+
+// Eight values from x[i, i + live) into a vector, `pad` in the lanes past them.
+RADIX_AVX2 __m256 LoadFirstLanes(const float* x, int64_t live, float pad) {
+  if (live >= 8) return _mm256_loadu_ps(x);
+  alignas(32) float lanes[8] = {pad, pad, pad, pad, pad, pad, pad, pad};
+  for (int64_t k = 0; k < live; ++k) lanes[k] = x[k];
+  return _mm256_load_ps(lanes);
+}
+
+RADIX_AVX2 void ExpBlocks(const float* x, float scale, float shift, float* out, float* block_sum,
+                          float* block_max, int64_t n) {
+  const __m256 vscale = _mm256_set1_ps(scale), vshift = _mm256_set1_ps(shift);
+  const __m256 floor = _mm256_set1_ps(-87.0f);
+  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
+    const int64_t end = std::min(n, begin + kExpBlock);
+    __m256 vsum = _mm256_setzero_ps(), vmax = _mm256_setzero_ps();
+    for (int64_t i = begin; i < end; i += 8) {
+      // Lanes past the end hold -inf, whose exponential is 0.
+      const __m256 v =
+          _mm256_sub_ps(_mm256_mul_ps(LoadFirstLanes(x + i, end - i, -INFINITY), vscale), vshift);
+      const __m256 e = _mm256_and_ps(Exp(v), _mm256_cmp_ps(v, floor, _CMP_GE_OQ));
+      StoreFirstLanes(out + i, e, end - i);
+      vsum = _mm256_add_ps(vsum, e);
+      vmax = _mm256_max_ps(vmax, e);
+    }
+    block_sum[begin / kExpBlock] = HorizontalSum(vsum);
+    block_max[begin / kExpBlock] = HorizontalMax(vmax);
+  }
+}
+
+RADIX_AVX2 float SumAtLeast(const float* x, int64_t n, float tau, int64_t* count) {
+  const __m256 vtau = _mm256_set1_ps(tau);
+  __m256 vsum = _mm256_setzero_ps();
+  int64_t c = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 in = _mm256_cmp_ps(v, vtau, _CMP_GE_OQ);
+    vsum = _mm256_add_ps(vsum, _mm256_and_ps(v, in));
+    c += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(in)));
+  }
+  float sum = HorizontalSum(vsum);
+  for (; i < n; ++i) {
+    if (x[i] >= tau) {
+      sum += x[i];
+      ++c;
+    }
+  }
+  *count = c;
+  return sum;
+}
+
+RADIX_AVX2 int64_t GatherAtLeast(const float* x, int64_t n, float tau, int32_t first,
+                                 int32_t* ids) {
+  const __m256 vtau = _mm256_set1_ps(tau);
+  int64_t count = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    auto in = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vtau, _CMP_GE_OQ)));
+    for (; in != 0; in &= in - 1) {
+      ids[count++] = first + static_cast<int32_t>(i + __builtin_ctz(in));
+    }
+  }
+  for (; i < n; ++i) {
+    if (x[i] >= tau) ids[count++] = first + static_cast<int32_t>(i);
+  }
+  return count;
+}
+
 }  // namespace
 
 const KernelTable& Avx2Table() {
@@ -243,7 +332,11 @@ const KernelTable& Avx2Table() {
                                  DotHalf<LoadF16>,
                                  DotHalf<LoadBf16>,
                                  AxpyHalf<LoadF16>,
-                                 AxpyHalf<LoadBf16>};
+                                 AxpyHalf<LoadBf16>,
+                                 Argmax,
+                                 ExpBlocks,
+                                 SumAtLeast,
+                                 GatherAtLeast};
   return table;
 }
 

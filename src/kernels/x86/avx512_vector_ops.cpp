@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernel_table.h"
@@ -193,6 +194,75 @@ RADIX_AVX512 void GeluErf(const float* x, float* out, int64_t n) {
   }
 }
 
+RADIX_AVX512 int64_t Argmax(const float* x, int64_t n) {
+  // The largest first (max_ps returns its second operand when the first is NaN), then its first
+  // position.
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    vmax = _mm512_mask_max_ps(vmax, m, _mm512_maskz_loadu_ps(m, x + i), vmax);
+  }
+  const __m512 best = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    const unsigned hits =
+        _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), best, _CMP_EQ_OQ);
+    if (hits != 0) return i + __builtin_ctz(hits);
+  }
+  return -1;
+}
+
+RADIX_AVX512 void ExpBlocks(const float* x, float scale, float shift, float* out, float* block_sum,
+                            float* block_max, int64_t n) {
+  const __m512 vscale = _mm512_set1_ps(scale), vshift = _mm512_set1_ps(shift);
+  const __m512 floor = _mm512_set1_ps(-87.0f);
+  for (int64_t begin = 0; begin < n; begin += kExpBlock) {
+    const int64_t end = std::min(n, begin + kExpBlock);
+    __m512 vsum = _mm512_setzero_ps(), vmax = _mm512_setzero_ps();
+    for (int64_t i = begin; i < end; i += 16) {
+      const __mmask16 m = TailMask(end - i);
+      const __m512 v =
+          _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vscale), vshift);
+      const __mmask16 live = _mm512_mask_cmp_ps_mask(m, v, floor, _CMP_GE_OQ);
+      const __m512 e = _mm512_maskz_mov_ps(live, Exp(v));
+      _mm512_mask_storeu_ps(out + i, m, e);
+      vsum = _mm512_add_ps(vsum, e);
+      vmax = _mm512_max_ps(vmax, e);
+    }
+    block_sum[begin / kExpBlock] = _mm512_reduce_add_ps(vsum);
+    block_max[begin / kExpBlock] = _mm512_reduce_max_ps(vmax);
+  }
+}
+
+RADIX_AVX512 float SumAtLeast(const float* x, int64_t n, float tau, int64_t* count) {
+  const __m512 vtau = _mm512_set1_ps(tau);
+  __m512 vsum = _mm512_setzero_ps();
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __mmask16 in = _mm512_mask_cmp_ps_mask(m, v, vtau, _CMP_GE_OQ);
+    vsum = _mm512_mask_add_ps(vsum, in, vsum, v);
+    c += __builtin_popcount(static_cast<unsigned>(in));
+  }
+  *count = c;
+  return _mm512_reduce_add_ps(vsum);
+}
+
+RADIX_AVX512 int64_t GatherAtLeast(const float* x, int64_t n, float tau, int32_t first,
+                                   int32_t* ids) {
+  const __m512 vtau = _mm512_set1_ps(tau);
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    unsigned in = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), vtau, _CMP_GE_OQ);
+    for (; in != 0; in &= in - 1) {
+      ids[count++] = first + static_cast<int32_t>(i + __builtin_ctz(in));
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 const KernelTable& Avx512Table() {
@@ -207,7 +277,11 @@ const KernelTable& Avx512Table() {
                                  DotHalf<LoadF16>,
                                  DotHalf<LoadBf16>,
                                  AxpyHalf<LoadF16>,
-                                 AxpyHalf<LoadBf16>};
+                                 AxpyHalf<LoadBf16>,
+                                 Argmax,
+                                 ExpBlocks,
+                                 SumAtLeast,
+                                 GatherAtLeast};
   return table;
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -109,6 +110,65 @@ TEST(VectorOpsTest, EveryVariantMatchesReference) {
       ref.gelu_tanh_mul(a.data(), b.data(), g2.data(), n);
       ExpectClose(g1, g2, 1e-5f, "gelu_tanh_mul");
     }
+  }
+}
+
+// The sampler's primitives against the reference over rows of several blocks with a short last
+// block: argmax exactly (ties to the lowest index, NaN skipped), exponentials and their block
+// sums and maxima to float rounding, masked (-inf) and NaN logits exactly 0, the threshold sums'
+// counts and gathered ids exactly.
+TEST(VectorOpsTest, SamplerPrimitivesMatchReference) {
+  const KernelTable& ref = RefKernels();
+  std::mt19937 rng(77);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (const KernelTable* table : AvailableKernels()) {
+    SCOPED_TRACE(std::string(table->name));
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{17}, int64_t{256}, int64_t{257},
+                      int64_t{1000}, int64_t{3 * 256 + 13}}) {
+      SCOPED_TRACE(n);
+      auto x = Random(n, rng, -40.0f, 10.0f);
+      if (n > 5) {
+        x[2] = -kInf;
+        x[3] = std::numeric_limits<float>::quiet_NaN();
+        x[static_cast<size_t>(n) - 1] = 12.0f;  // the largest, twice: the first one wins
+        x[static_cast<size_t>(n) / 2] = 12.0f;
+      }
+      EXPECT_EQ(table->argmax(x.data(), n), ref.argmax(x.data(), n));
+
+      const int64_t blocks = (n + kExpBlock - 1) / kExpBlock;
+      std::vector<float> e1(x.size()), e2(x.size());
+      std::vector<float> sum1(static_cast<size_t>(blocks)), sum2(sum1.size());
+      std::vector<float> max1(sum1.size()), max2(sum1.size());
+      table->exp_blocks(x.data(), 0.8f, 9.6f, e1.data(), sum1.data(), max1.data(), n);
+      ref.exp_blocks(x.data(), 0.8f, 9.6f, e2.data(), sum2.data(), max2.data(), n);
+      ExpectClose(e1, e2, 1e-6f, "exp_blocks");
+      for (size_t i = 0; i < e1.size(); ++i) {
+        if (!(x[i] * 0.8f - 9.6f >= -87.0f)) {
+          EXPECT_EQ(e1[i], 0.0f) << "at " << i;
+        }
+      }
+      for (size_t b = 0; b < sum1.size(); ++b) {
+        // A fused multiply-add in x * scale - shift moves exp's argument by up to an ulp of the
+        // product (~2e-6 at 24): relative differences of a few 1e-6.
+        EXPECT_NEAR(sum1[b], sum2[b], 1e-5f * sum2[b]) << "block " << b;
+        EXPECT_NEAR(max1[b], max2[b], 1e-5f * max2[b]) << "block " << b;
+      }
+
+      for (float tau : {1e-30f, 1e-3f, 0.5f, 2.0f}) {
+        int64_t c1 = -1, c2 = -1;
+        const float s1 = table->sum_at_least(e2.data(), n, tau, &c1);
+        const float s2 = ref.sum_at_least(e2.data(), n, tau, &c2);
+        EXPECT_EQ(c1, c2) << "tau " << tau;
+        EXPECT_NEAR(s1, s2, 1e-5f * s2) << "tau " << tau;
+        std::vector<int32_t> ids1(x.size() + 1, -1), ids2(x.size() + 1, -1);
+        EXPECT_EQ(table->gather_at_least(e2.data(), n, tau, 5, ids1.data()), c2);
+        ref.gather_at_least(e2.data(), n, tau, 5, ids2.data());
+        EXPECT_EQ(ids1, ids2) << "tau " << tau;
+      }
+    }
+    const std::vector<float> nans(40, std::numeric_limits<float>::quiet_NaN());
+    EXPECT_EQ(table->argmax(nans.data(), 40), -1);
+    EXPECT_EQ(table->argmax(nans.data(), 0), -1);
   }
 }
 

@@ -12,7 +12,9 @@
 #include <numeric>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "sampling/logits_processor.h"
+#include "sampling/request_rng.h"
 
 namespace radixserve::sampling {
 namespace {
@@ -223,6 +225,129 @@ TEST(SamplerTest, SeededRowIsBatchInvariant) {
     previous = single.token_id;
   }
   EXPECT_GT(distinct_tokens, 10);  // the row really samples (not a constant)
+}
+
+// A row of a served vocabulary's size (many blocks, split over a pool's threads): each draw
+// against the documented rule evaluated here in double precision (softmax(logits / T), the
+// truncation by sorted prefix, the inverse CDF in token-id order with u = RequestRng's uniform),
+// for every kernel variant, with and without a pool. Draws whose u falls within float rounding
+// of a boundary between two tokens may differ; allow a handful.
+struct LongRow {
+  static constexpr int32_t kV = 40000;
+  std::vector<float> logits;
+  LongRow() : logits(kV) {
+    for (int32_t i = 0; i < kV; ++i) {
+      logits[static_cast<size_t>(i)] =
+          static_cast<float>(std::sin(i * 0.7311) * 4.0 + std::cos(i * 0.0173) * 2.0);
+    }
+    for (int32_t i : {11, 333, 20001, 39998}) logits[static_cast<size_t>(i)] = 9.5f;
+    logits[32000] = 10.25f;  // the largest, twice: the lower id is the greedy token
+    logits[17] = 10.25f;
+    logits[5] = -std::numeric_limits<float>::infinity();  // masked
+  }
+};
+
+// The kept tokens of a setting (in id order) and their probabilities, in double precision.
+struct Rule {
+  std::vector<int32_t> ids;
+  std::vector<double> probs;
+
+  Rule(const LongRow& row, const SampleRowParams& p) {
+    const auto v = static_cast<size_t>(LongRow::kV);
+    std::vector<double> prob(v);
+    double z = 0.0;
+    const double max = 10.25 / p.temperature;
+    for (size_t i = 0; i < v; ++i) {
+      prob[i] = std::exp(row.logits[i] / p.temperature - max);
+      z += prob[i];
+    }
+    for (double& q : prob) q /= z;
+    std::vector<int32_t> order(v);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return prob[static_cast<size_t>(a)] > prob[static_cast<size_t>(b)];
+    });
+    const double p_max = prob[static_cast<size_t>(order[0])];
+    size_t kept = 0;
+    double before = 0.0;
+    for (; kept < std::min(v, static_cast<size_t>(p.top_k)); ++kept) {
+      const double q = prob[static_cast<size_t>(order[kept])];
+      if (kept > 0 && (before > p.top_p || q < p_max * p.min_p)) break;
+      before += q;
+    }
+    ids.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept));
+    std::sort(ids.begin(), ids.end());
+    for (int32_t id : ids) probs.push_back(prob[static_cast<size_t>(id)]);
+  }
+
+  int32_t Draw(uint64_t seed, uint64_t step) const {
+    double mass = 0.0;
+    for (double q : probs) mass += q;
+    const double target = RequestRng(seed).Uniform(step) * mass;
+    double cumulative = 0.0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      cumulative += probs[i];
+      if (cumulative > target) return ids[i];
+    }
+    return ids.back();
+  }
+};
+
+TEST(SamplerLongRowTest, DrawsFollowTheRuleInEveryVariantWithAndWithoutAPool) {
+  const LongRow row;
+  ThreadPool pool(2);
+  const SampleRowParams settings[] = {Row(1.0, kTopKAll, 1.0, 0.0), Row(0.7, kTopKAll, 0.9, 0.0),
+                                      Row(1.0, 40, 1.0, 0.0),       Row(1.3, kTopKAll, 1.0, 0.05),
+                                      Row(0.8, 1000, 0.95, 0.01),   Row(0.5, 1, 1.0, 0.0)};
+  std::vector<Rule> rules;
+  for (const SampleRowParams& params : settings) rules.emplace_back(row, params);
+  for (const kernels::KernelTable* table : kernels::AvailableKernels()) {
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      SCOPED_TRACE(std::string(table->name) + (p != nullptr ? " pool" : " alone"));
+      Sampler sampler(LongRow::kV, *table, p);
+      SampleOutput out;
+      for (size_t k = 0; k < std::size(settings); ++k) {
+        SampleRowParams params = settings[k];
+        SCOPED_TRACE(params.top_k);
+        const Rule& rule = rules[k];
+        int differ = 0, distinct = 0, previous = -1;
+        for (uint64_t step = 0; step < 200; ++step) {
+          params.step = step;
+          sampler.SampleRow(row.logits, params, out);
+          ASSERT_NE(out.token_id, 5) << "a masked token was drawn";
+          differ += out.token_id != rule.Draw(params.seed, step) ? 1 : 0;
+          distinct += out.token_id != previous ? 1 : 0;
+          previous = out.token_id;
+        }
+        EXPECT_LE(differ, 2);
+        if (params.top_k == 1) {
+          EXPECT_EQ(out.token_id, 17);
+        } else {
+          EXPECT_GT(distinct, 20);
+        }
+      }
+    }
+  }
+}
+
+// The pool splits the row's passes over whole blocks, so it gives the same bits as one thread.
+TEST(SamplerLongRowTest, APoolChangesNoToken) {
+  const LongRow row;
+  ThreadPool pool(2);
+  Sampler alone(LongRow::kV), pooled(LongRow::kV, kernels::ActiveKernels(), &pool);
+  SampleOutput a, b;
+  for (uint64_t step = 0; step < 200; ++step) {
+    SampleRowParams params = Row(0.9, step % 2 ? 50 : kTopKAll, 0.9, 0.0);
+    params.step = step;
+    params.top_logprobs_num = 3;
+    params.return_entropy = true;
+    alone.SampleRow(row.logits, params, a);
+    pooled.SampleRow(row.logits, params, b);
+    ASSERT_EQ(a.token_id, b.token_id) << "step " << step;
+    ASSERT_EQ(a.logprob, b.logprob);
+    ASSERT_EQ(a.entropy, b.entropy);
+    ASSERT_EQ(a.top_logprobs.size(), b.top_logprobs.size());
+  }
 }
 
 }  // namespace
