@@ -205,8 +205,7 @@ RADIX_AVX512 int64_t Argmax(const float* x, int64_t n) {
   const __m512 best = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = TailMask(n - i);
-    const unsigned hits =
-        _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), best, _CMP_EQ_OQ);
+    const unsigned hits = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, x + i), best, _CMP_EQ_OQ) & m;
     if (hits != 0) return i + __builtin_ctz(hits);
   }
   return -1;
@@ -223,7 +222,7 @@ RADIX_AVX512 void ExpBlocks(const float* x, float scale, float shift, float* out
       const __mmask16 m = TailMask(end - i);
       const __m512 v =
           _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vscale), vshift);
-      const __mmask16 live = _mm512_mask_cmp_ps_mask(m, v, floor, _CMP_GE_OQ);
+      const __mmask16 live = _mm512_cmp_ps_mask(v, floor, _CMP_GE_OQ) & m;
       const __m512 e = _mm512_maskz_mov_ps(live, Exp(v));
       _mm512_mask_storeu_ps(out + i, m, e);
       vsum = _mm512_add_ps(vsum, e);
@@ -241,7 +240,7 @@ RADIX_AVX512 float SumAtLeast(const float* x, int64_t n, float tau, int64_t* cou
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = TailMask(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    const __mmask16 in = _mm512_mask_cmp_ps_mask(m, v, vtau, _CMP_GE_OQ);
+    const __mmask16 in = _mm512_cmp_ps_mask(v, vtau, _CMP_GE_OQ) & m;
     vsum = _mm512_mask_add_ps(vsum, in, vsum, v);
     c += __builtin_popcount(static_cast<unsigned>(in));
   }
@@ -255,7 +254,7 @@ RADIX_AVX512 int64_t GatherAtLeast(const float* x, int64_t n, float tau, int32_t
   int64_t count = 0;
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = TailMask(n - i);
-    unsigned in = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), vtau, _CMP_GE_OQ);
+    unsigned in = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, x + i), vtau, _CMP_GE_OQ) & m;
     for (; in != 0; in &= in - 1) {
       ids[count++] = first + static_cast<int32_t>(i + __builtin_ctz(in));
     }
