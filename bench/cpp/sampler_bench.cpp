@@ -26,6 +26,7 @@ struct Setting {
   double top_p;
   double min_p;
   bool logprobs;
+  int32_t top_logprobs = 0;
 };
 
 constexpr Setting kSettings[] = {
@@ -35,6 +36,7 @@ constexpr Setting kSettings[] = {
     {"top_k 40", 1.0, 40, 1.0, 0.0, false},
     {"min_p 0.05", 1.0, sampling::kTopKAll, 1.0, 0.05, false},
     {"temperature 1 + logprobs", 1.0, sampling::kTopKAll, 1.0, 0.0, true},
+    {"... + 5 top logprobs", 1.0, sampling::kTopKAll, 1.0, 0.0, true, 5},
 };
 
 void Run(int32_t vocab, ThreadPool* pool) {
@@ -63,6 +65,7 @@ void Run(int32_t vocab, ThreadPool* pool) {
         p.seed = 42;
         p.step = step++;
         p.return_logprob = s.logprobs;
+        p.top_logprobs_num = s.top_logprobs;
         sampler.SampleRow(std::span<const float>(logits).subspan(static_cast<size_t>(r) * vocab,
                                                                  static_cast<size_t>(vocab)),
                           p, out);

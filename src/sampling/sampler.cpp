@@ -158,6 +158,13 @@ int32_t Sampler::SampleUnfiltered(const SampleRowParams& params) {
   return 0;
 }
 
+float Sampler::KthBlockMax(size_t k) {
+  block_scratch_.assign(block_max_.begin(), block_max_.end());
+  const auto kth = block_scratch_.begin() + static_cast<std::ptrdiff_t>(k - 1);
+  std::nth_element(block_scratch_.begin(), kth, block_scratch_.end(), std::greater<float>());
+  return *kth;
+}
+
 size_t Sampler::GatherAtLeast(float tau, size_t count) {
   for (size_t b = 0; b < block_max_.size(); ++b) {
     if (block_max_[b] < tau) continue;
@@ -186,10 +193,7 @@ size_t Sampler::GatherCandidates(const SampleRowParams& params, float p_max_floa
   if (k <= kDirectTopK && k <= block_max_.size()) {
     // A small top_k: the k-th largest block maximum is a threshold that at least k tokens reach
     // (each of those blocks has one), so it needs no counting pass.
-    block_scratch_.assign(block_max_.begin(), block_max_.end());
-    const auto kth = block_scratch_.begin() + static_cast<std::ptrdiff_t>(k - 1);
-    std::nth_element(block_scratch_.begin(), kth, block_scratch_.end(), std::greater<float>());
-    return GatherAtLeast(std::max({*kth, min_p_threshold, kPositive}), 0);
+    return GatherAtLeast(std::max({KthBlockMax(k), min_p_threshold, kPositive}), 0);
   }
   const float floor_tau = p_max_float * 1e-12f;
   float tau = std::max(min_p_threshold, p_max_float * 0.25f);
@@ -270,8 +274,20 @@ void Sampler::FillLogprobOutputs(const SampleRowParams& params, SampleOutput& ou
   if (params.top_logprobs_num > 0) {
     const size_t k = std::min<size_t>(static_cast<size_t>(params.top_logprobs_num),
                                       static_cast<size_t>(vocab_size_));
-    std::iota(order_.begin(), order_.end(), 0);
-    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k), order_.end(),
+    // Candidates from the block maxima as for top_k: at least k tokens reach the k-th largest,
+    // and a token ranked higher by logprob has at least its probability, up to exp's rounding
+    // (the margin). Without finite probabilities, the whole vocabulary.
+    size_t count = 0;
+    if (total_ > 0.0 && k <= kDirectTopK && k <= block_max_.size()) {
+      const float kth = KthBlockMax(k);
+      if (kth > 0.0f) count = GatherAtLeast(kth * (1.0f - 1e-5f), 0);
+    }
+    if (count < k) {
+      std::iota(order_.begin(), order_.end(), 0);
+      count = order_.size();
+    }
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k),
+                      order_.begin() + static_cast<std::ptrdiff_t>(count),
                       ByLogprobDesc{logprobs_.data()});
     for (size_t i = 0; i < k; ++i) {
       out.top_logprobs.push_back({order_[i], logprobs_[static_cast<size_t>(order_[i])]});

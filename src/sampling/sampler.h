@@ -102,10 +102,13 @@ class Sampler {
   // finite (all -inf, or +inf present) returns false with every logprob at the lowest float and
   // every prob 0; the row then falls back to argmax. NaN logits count as -inf.
   bool ComputeProbs(std::span<const float> logits, double temperature, bool with_logprobs);
-  // A top_k up to this many takes its candidates from the block maxima in one pass.
+  // A top_k (or top_logprobs_num) up to this many takes its candidates from the block maxima in
+  // one pass.
   static constexpr size_t kDirectTopK = 256;
   // Puts into order_[0, count) every token that can survive truncation; returns count.
   size_t GatherCandidates(const SampleRowParams& params, float p_max_float);
+  // The k-th largest of block_max_ (1 <= k <= its size): at least k tokens reach it.
+  float KthBlockMax(size_t k);
   // The tokens of blocks whose largest value reaches tau with probs_ >= tau, into order_ from
   // `count` on, in id order; returns the new count.
   size_t GatherAtLeast(float tau, size_t count);

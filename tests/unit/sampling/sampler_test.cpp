@@ -330,6 +330,43 @@ TEST(SamplerLongRowTest, DrawsFollowTheRuleInEveryVariantWithAndWithoutAPool) {
   }
 }
 
+// The top logprobs of a long row: the ids of a double-precision log_softmax sorted (ties to the
+// lower id), the values to float rounding, for every variant.
+TEST(SamplerLongRowTest, TopLogprobsAreTheLargest) {
+  const LongRow row;
+  const double temperature = 0.9;
+  std::vector<double> logprob(LongRow::kV);
+  double z = 0.0;
+  for (int32_t i = 0; i < LongRow::kV; ++i)
+    z += std::exp(row.logits[static_cast<size_t>(i)] / temperature);
+  for (int32_t i = 0; i < LongRow::kV; ++i) {
+    logprob[static_cast<size_t>(i)] =
+        row.logits[static_cast<size_t>(i)] / temperature - std::log(z);
+  }
+  std::vector<int32_t> order(LongRow::kV);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logprob[static_cast<size_t>(a)] > logprob[static_cast<size_t>(b)];
+  });
+  for (const kernels::KernelTable* table : kernels::AvailableKernels()) {
+    SCOPED_TRACE(std::string(table->name));
+    Sampler sampler(LongRow::kV, *table);
+    SampleOutput out;
+    for (int32_t n : {1, 5, 20, 200}) {
+      SampleRowParams params = Row(temperature, kTopKAll, 1.0, 0.0);
+      params.top_logprobs_num = n;
+      sampler.SampleRow(row.logits, params, out);
+      ASSERT_EQ(out.top_logprobs.size(), static_cast<size_t>(n));
+      for (int32_t i = 0; i < n; ++i) {
+        EXPECT_EQ(out.top_logprobs[static_cast<size_t>(i)].token_id, order[static_cast<size_t>(i)])
+            << "rank " << i << " of " << n;
+        EXPECT_NEAR(out.top_logprobs[static_cast<size_t>(i)].logprob,
+                    logprob[static_cast<size_t>(order[static_cast<size_t>(i)])], 1e-4);
+      }
+    }
+  }
+}
+
 // The pool splits the row's passes over whole blocks, so it gives the same bits as one thread.
 TEST(SamplerLongRowTest, APoolChangesNoToken) {
   const LongRow row;
