@@ -24,7 +24,6 @@ struct ByValueDesc {
     return va != vb ? va > vb : a < b;
   }
 };
-using ByLogprobDesc = ByValueDesc<float>;
 using ByProbDesc = ByValueDesc<float>;
 
 }  // namespace
@@ -50,7 +49,6 @@ Sampler::Sampler(int32_t vocab_size, const kernels::KernelTable& kernels, Thread
       kernels_(kernels),
       pool_(pool),
       part_best_(static_cast<size_t>(pool != nullptr ? pool->size() : 1)),
-      logprobs_(static_cast<size_t>(vocab_size)),
       probs_(static_cast<size_t>(vocab_size)),
       block_sum_(static_cast<size_t>((vocab_size + kernels::kExpBlock - 1) / kernels::kExpBlock)),
       block_max_(block_sum_.size()),
@@ -97,14 +95,16 @@ int64_t Sampler::Argmax(std::span<const float> logits) {
   return best;
 }
 
-bool Sampler::ComputeProbs(std::span<const float> logits, double temperature, bool with_logprobs) {
+bool Sampler::ComputeProbs(std::span<const float> logits, double temperature) {
   const float inv_t = static_cast<float>(1.0 / temperature);
+  logits_ = logits;
+  inv_t_ = inv_t;
+  finite_ = false;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t best = Argmax(logits);
   // Rounding is monotonic, so the largest scaled logit is the largest logit scaled.
   const float max_scaled = best < 0 ? kNegInf : logits[static_cast<size_t>(best)] * inv_t;
   if (!std::isfinite(max_scaled)) {
-    std::fill(logprobs_.begin(), logprobs_.end(), kLowest);
     std::fill(probs_.begin(), probs_.end(), 0.0f);
     std::fill(block_sum_.begin(), block_sum_.end(), 0.0f);
     std::fill(block_max_.begin(), block_max_.end(), 0.0f);
@@ -120,16 +120,15 @@ bool Sampler::ComputeProbs(std::span<const float> logits, double temperature, bo
   double total = 0.0;
   for (float s : block_sum_) total += static_cast<double>(s);
   total_ = total;
-  if (with_logprobs) {
-    const float log_norm = static_cast<float>(static_cast<double>(max_scaled) + std::log(total));
-    OverBlocks([&](int, size_t first, size_t end) {
-      for (size_t t = BlockBegin(first); t < BlockEnd(end - 1); ++t) {
-        const float s = logits[t] * inv_t;
-        logprobs_[t] = s != s ? kLowest : std::max(s - log_norm, kLowest);  // NaN: as -inf
-      }
-    });
-  }
+  log_norm_ = static_cast<float>(static_cast<double>(max_scaled) + std::log(total));
+  finite_ = true;
   return true;
+}
+
+float Sampler::Logprob(size_t t) const {
+  if (!finite_) return kLowest;
+  const float s = logits_[t] * inv_t_;
+  return s != s ? kLowest : std::max(s - log_norm_, kLowest);  // NaN: as -inf
 }
 
 int32_t Sampler::SampleUnfiltered(const SampleRowParams& params) {
@@ -269,7 +268,7 @@ int32_t Sampler::SampleFiltered(const SampleRowParams& params) {
 }
 
 void Sampler::FillLogprobOutputs(const SampleRowParams& params, SampleOutput& out) {
-  out.logprob = logprobs_[static_cast<size_t>(out.token_id)];
+  out.logprob = Logprob(static_cast<size_t>(out.token_id));
   out.top_logprobs.clear();
   if (params.top_logprobs_num > 0) {
     const size_t k = std::min<size_t>(static_cast<size_t>(params.top_logprobs_num),
@@ -288,15 +287,19 @@ void Sampler::FillLogprobOutputs(const SampleRowParams& params, SampleOutput& ou
     }
     std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k),
                       order_.begin() + static_cast<std::ptrdiff_t>(count),
-                      ByLogprobDesc{logprobs_.data()});
+                      [this](int32_t a, int32_t b) {
+                        const float la = Logprob(static_cast<size_t>(a));
+                        const float lb = Logprob(static_cast<size_t>(b));
+                        return la != lb ? la > lb : a < b;
+                      });
     for (size_t i = 0; i < k; ++i) {
-      out.top_logprobs.push_back({order_[i], logprobs_[static_cast<size_t>(order_[i])]});
+      out.top_logprobs.push_back({order_[i], Logprob(static_cast<size_t>(order_[i]))});
     }
   }
   out.token_ids_logprobs.clear();
   for (int32_t id : params.token_ids_logprob) {
     RADIX_CHECK_MSG(id >= 0 && id < vocab_size_, "token_ids_logprob must be validated");
-    out.token_ids_logprobs.push_back(logprobs_[static_cast<size_t>(id)]);
+    out.token_ids_logprobs.push_back(Logprob(static_cast<size_t>(id)));
   }
 }
 
@@ -308,13 +311,13 @@ void Sampler::SampleRow(std::span<const float> logits, const SampleRowParams& pa
   const bool greedy = params.top_k <= 1;
   bool finite = true;
   const bool with_logprobs = params.return_logprob || params.return_entropy;
-  if (!greedy || with_logprobs) finite = ComputeProbs(logits, params.temperature, with_logprobs);
+  if (!greedy || with_logprobs) finite = ComputeProbs(logits, params.temperature);
   out.entropy = 0.0f;
   if (params.return_entropy && finite) {
     double sum = 0.0;
     for (int32_t v = 0; v < vocab_size_; ++v) {
       const auto i = static_cast<size_t>(v);
-      if (probs_[i] > 0.0f) sum -= static_cast<double>(probs_[i]) * logprobs_[i];
+      if (probs_[i] > 0.0f) sum -= static_cast<double>(probs_[i]) * Logprob(i);
     }
     out.entropy = static_cast<float>(sum / total_);
   }
@@ -340,7 +343,7 @@ void Sampler::ScoreRow(std::span<const float> logits, int32_t token_id,
   RADIX_CHECK(logits.size() == static_cast<size_t>(vocab_size_));
   RADIX_CHECK(params.temperature > 0.0);
   RADIX_CHECK(token_id >= 0 && token_id < vocab_size_);
-  (void)ComputeProbs(logits, params.temperature, /*with_logprobs=*/true);
+  (void)ComputeProbs(logits, params.temperature);
   out.token_id = token_id;
   FillLogprobOutputs(params, out);
 }

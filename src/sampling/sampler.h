@@ -98,10 +98,14 @@ class Sampler {
 
  private:
   // Fills probs_ with exp(logits / temperature - max) (p times total_, total_ their sum) with
-  // block_sum_ / block_max_, and, if asked, logprobs_ with log p. If the largest logit is not
-  // finite (all -inf, or +inf present) returns false with every logprob at the lowest float and
-  // every prob 0; the row then falls back to argmax. NaN logits count as -inf.
-  bool ComputeProbs(std::span<const float> logits, double temperature, bool with_logprobs);
+  // block_sum_ / block_max_, and keeps what Logprob needs (the logits stay the caller's until the
+  // row is done). If the largest logit is not finite (all -inf, or +inf present) returns false
+  // with every prob 0 and every logprob the lowest float; the row then falls back to argmax. NaN
+  // logits count as -inf.
+  bool ComputeProbs(std::span<const float> logits, double temperature);
+  // log p of token t for the row ComputeProbs last saw, computed when asked (a row's logprobs
+  // need a few tokens, not the vocabulary): logit / T - log_norm_, at least the lowest float.
+  float Logprob(size_t t) const;
   // A top_k (or top_logprobs_num) up to this many takes its candidates from the block maxima in
   // one pass.
   static constexpr size_t kDirectTopK = 256;
@@ -129,13 +133,17 @@ class Sampler {
   const kernels::KernelTable& kernels_;
   ThreadPool* pool_;
   std::vector<int64_t> part_best_;    // scratch: each part's argmax
-  std::vector<float> logprobs_;       // scratch: log p for the current row
   std::vector<float> probs_;          // scratch: p * total_ for the current row (largest ~1)
   std::vector<float> block_sum_;      // scratch: per block of kExpBlock tokens, the sum of probs_
   std::vector<float> block_max_;      // ... and the largest of them
   std::vector<float> block_scratch_;  // scratch: block_max_ reordered
-  double total_ = 0.0;                // the sum of block_sum_, in block order
-  std::vector<int32_t> order_;        // scratch: token ids, sorted by p for the current row
+  // The current row, for Logprob: its logits, 1 / T, max + log(total) of the scaled logits.
+  std::span<const float> logits_;
+  float inv_t_ = 1.0f;
+  float log_norm_ = 0.0f;
+  bool finite_ = false;
+  double total_ = 0.0;          // the sum of block_sum_, in block order
+  std::vector<int32_t> order_;  // scratch: token ids, sorted by p for the current row
 };
 
 // Index of the largest logit, lowest index on ties (NaN never wins). Returns 0 if all are NaN.
