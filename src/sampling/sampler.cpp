@@ -14,17 +14,15 @@ namespace {
 
 constexpr float kLowest = std::numeric_limits<float>::lowest();
 
-// Sort keys: larger value first, then lower id.
-template <typename T>
-struct ByValueDesc {
-  const T* values;
+// Sort keys: larger probability first, then lower id.
+struct ByProbDesc {
+  const float* probs;
   bool operator()(int32_t a, int32_t b) const {
-    const T va = values[a];
-    const T vb = values[b];
-    return va != vb ? va > vb : a < b;
+    const float pa = probs[a];
+    const float pb = probs[b];
+    return pa != pb ? pa > pb : a < b;
   }
 };
-using ByProbDesc = ByValueDesc<float>;
 
 }  // namespace
 
@@ -99,18 +97,12 @@ bool Sampler::ComputeProbs(std::span<const float> logits, double temperature) {
   const float inv_t = static_cast<float>(1.0 / temperature);
   logits_ = logits;
   inv_t_ = inv_t;
-  finite_ = false;
+  total_ = 0.0;  // until the row proves finite
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t best = Argmax(logits);
   // Rounding is monotonic, so the largest scaled logit is the largest logit scaled.
   const float max_scaled = best < 0 ? kNegInf : logits[static_cast<size_t>(best)] * inv_t;
-  if (!std::isfinite(max_scaled)) {
-    std::fill(probs_.begin(), probs_.end(), 0.0f);
-    std::fill(block_sum_.begin(), block_sum_.end(), 0.0f);
-    std::fill(block_max_.begin(), block_max_.end(), 0.0f);
-    total_ = 0.0;
-    return false;
-  }
+  if (!std::isfinite(max_scaled)) return false;
   OverBlocks([&](int, size_t first, size_t end) {
     const size_t begin = BlockBegin(first);
     kernels_.exp_blocks(logits.data() + begin, inv_t, max_scaled, probs_.data() + begin,
@@ -121,12 +113,11 @@ bool Sampler::ComputeProbs(std::span<const float> logits, double temperature) {
   for (float s : block_sum_) total += static_cast<double>(s);
   total_ = total;
   log_norm_ = static_cast<float>(static_cast<double>(max_scaled) + std::log(total));
-  finite_ = true;
   return true;
 }
 
 float Sampler::Logprob(size_t t) const {
-  if (!finite_) return kLowest;
+  if (total_ <= 0.0) return kLowest;  // no finite logit
   const float s = logits_[t] * inv_t_;
   return s != s ? kLowest : std::max(s - log_norm_, kLowest);  // NaN: as -inf
 }
@@ -164,7 +155,8 @@ float Sampler::KthBlockMax(size_t k) {
   return *kth;
 }
 
-size_t Sampler::GatherAtLeast(float tau, size_t count) {
+size_t Sampler::GatherAtLeast(float tau) {
+  size_t count = 0;
   for (size_t b = 0; b < block_max_.size(); ++b) {
     if (block_max_[b] < tau) continue;
     const size_t begin = BlockBegin(b);
@@ -192,7 +184,7 @@ size_t Sampler::GatherCandidates(const SampleRowParams& params, float p_max_floa
   if (k <= kDirectTopK && k <= block_max_.size()) {
     // A small top_k: the k-th largest block maximum is a threshold that at least k tokens reach
     // (each of those blocks has one), so it needs no counting pass.
-    return GatherAtLeast(std::max({KthBlockMax(k), min_p_threshold, kPositive}), 0);
+    return GatherAtLeast(std::max({KthBlockMax(k), min_p_threshold, kPositive}));
   }
   const float floor_tau = p_max_float * 1e-12f;
   float tau = std::max(min_p_threshold, p_max_float * 0.25f);
@@ -212,7 +204,7 @@ size_t Sampler::GatherCandidates(const SampleRowParams& params, float p_max_floa
     if (tau < floor_tau) tau = std::max(min_p_threshold, 0.0f);
     if (tau <= 0.0f) break;
   }
-  return GatherAtLeast(std::max(tau, kPositive), 0);
+  return GatherAtLeast(std::max(tau, kPositive));
 }
 
 int32_t Sampler::SampleFiltered(const SampleRowParams& params) {
@@ -225,8 +217,7 @@ int32_t Sampler::SampleFiltered(const SampleRowParams& params) {
   if (params.top_k >= vocab_size_ && params.top_p >= 1.0) {
     // min-p alone keeps a set, not a prefix: no sort needed. Gather from one float step below
     // the threshold, then apply it exactly.
-    const size_t count =
-        GatherAtLeast(std::nextafter(static_cast<float>(min_p_threshold), 0.0f), 0);
+    const size_t count = GatherAtLeast(std::nextafter(static_cast<float>(min_p_threshold), 0.0f));
     for (size_t i = 0; i < count; ++i) {
       const int32_t id = order_[i];
       if (static_cast<double>(probs_[static_cast<size_t>(id)]) >= min_p_threshold) {
@@ -279,7 +270,7 @@ void Sampler::FillLogprobOutputs(const SampleRowParams& params, SampleOutput& ou
     size_t count = 0;
     if (total_ > 0.0 && k <= kDirectTopK && k <= block_max_.size()) {
       const float kth = KthBlockMax(k);
-      if (kth > 0.0f) count = GatherAtLeast(kth * (1.0f - 1e-5f), 0);
+      if (kth > 0.0f) count = GatherAtLeast(kth * (1.0f - 1e-5f));
     }
     if (count < k) {
       std::iota(order_.begin(), order_.end(), 0);

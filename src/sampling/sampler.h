@@ -100,8 +100,8 @@ class Sampler {
   // Fills probs_ with exp(logits / temperature - max) (p times total_, total_ their sum) with
   // block_sum_ / block_max_, and keeps what Logprob needs (the logits stay the caller's until the
   // row is done). If the largest logit is not finite (all -inf, or +inf present) returns false
-  // with every prob 0 and every logprob the lowest float; the row then falls back to argmax. NaN
-  // logits count as -inf.
+  // with total_ 0, probs_ and the blocks left as they were (nothing reads them then) and every
+  // logprob the lowest float; the row then falls back to argmax. NaN logits count as -inf.
   bool ComputeProbs(std::span<const float> logits, double temperature);
   // log p of token t for the row ComputeProbs last saw, computed when asked (a row's logprobs
   // need a few tokens, not the vocabulary): logit / T - log_norm_, at least the lowest float.
@@ -113,9 +113,9 @@ class Sampler {
   size_t GatherCandidates(const SampleRowParams& params, float p_max_float);
   // The k-th largest of block_max_ (1 <= k <= its size): at least k tokens reach it.
   float KthBlockMax(size_t k);
-  // The tokens of blocks whose largest value reaches tau with probs_ >= tau, into order_ from
-  // `count` on, in id order; returns the new count.
-  size_t GatherAtLeast(float tau, size_t count);
+  // The tokens with probs_ >= tau (from the blocks whose largest value reaches it) into order_,
+  // in id order; returns how many.
+  size_t GatherAtLeast(float tau);
   // Index of the largest logit, lowest on ties, NaN never winning; -1 if every one is NaN.
   int64_t Argmax(std::span<const float> logits);
   // Runs fn(part, first_block, end_block) over the row's blocks: in parts on the pool's threads
@@ -141,8 +141,7 @@ class Sampler {
   std::span<const float> logits_;
   float inv_t_ = 1.0f;
   float log_norm_ = 0.0f;
-  bool finite_ = false;
-  double total_ = 0.0;          // the sum of block_sum_, in block order
+  double total_ = 0.0;  // the sum of block_sum_, in block order; 0 for a row with no finite logit
   std::vector<int32_t> order_;  // scratch: token ids, sorted by p for the current row
 };
 
