@@ -64,45 +64,94 @@ RADIX_AVX2 void Row32(WeightFormat weight, int32_t offset, const float* x, int64
   }
 }
 
+RADIX_AVX2 float MaxLane(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+RADIX_AVX2 float MinLane(__m256 v) {
+  __m128 h = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_min_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_min_ss(h, _mm_movehdup_ps(h)));
+}
+
+// The first of the 256 values at x of the largest magnitude, as the scalar scan picks it (zero
+// when all are): the one of that magnitude unless both signs reach it.
+RADIX_AVX2 float FirstLargest(const float* x) {
+  __m256 lo[4], hi[4];  // four independent chains
+  for (int k = 0; k < 4; ++k) lo[k] = hi[k] = _mm256_loadu_ps(x + 8 * k);
+  for (int i = 4; i < 32; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      const __m256 v = _mm256_loadu_ps(x + 8 * (i + k));
+      lo[k] = _mm256_min_ps(lo[k], v);
+      hi[k] = _mm256_max_ps(hi[k], v);
+    }
+  }
+  const float top =
+      MaxLane(_mm256_max_ps(_mm256_max_ps(hi[0], hi[1]), _mm256_max_ps(hi[2], hi[3])));
+  const float bottom =
+      MinLane(_mm256_min_ps(_mm256_min_ps(lo[0], lo[1]), _mm256_min_ps(lo[2], lo[3])));
+  const float amax = std::max(top, -bottom);
+  if (amax == 0.0f) return 0.0f;
+  if (top != -bottom) return top == amax ? top : bottom;
+  const __m256 vamax = _mm256_set1_ps(amax);
+  for (int i = 0;; i += 8) {
+    const int hit =
+        _mm256_movemask_ps(_mm256_cmp_ps(Abs(_mm256_loadu_ps(x + i)), vamax, _CMP_EQ_OQ));
+    if (hit != 0) return x[i + __builtin_ctz(static_cast<unsigned>(hit))];
+  }
+}
+
+// One 256-block at x quantized by iscale (its scale 1 / iscale): codes at q, and its sub-blocks
+// from first on.
+RADIX_AVX2 void BlockK(int32_t offset, const float* x, float iscale, float scale, int64_t sub,
+                       int8_t* q, int64_t first, float* d, float* s, int32_t* bias, int16_t* sums) {
+  const __m256 viscale = _mm256_set1_ps(iscale);
+  const __m256i cap = _mm256_set1_epi32(127);
+  auto put = [&](int64_t g, int sum) {  // sub-block g's scale, sums and bias
+    d[g] = scale;
+    s[g] = scale * static_cast<float>(sum);
+    bias[g] = -offset * sum;
+    sums[g] = static_cast<int16_t>(sum);
+  };
+  for (int64_t i = 0; i < 256; i += 32) {
+    __m256i v[4];
+    Codes32(x + i, viscale, cap, q + i, v);
+    // Sub-blocks of 32 (or 16: Q6_K) elements of this run of 32.
+    const __m256i halves[2] = {_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])};
+    if (sub == 32) {
+      put(first + i / 32, SumLanes(_mm256_add_epi32(halves[0], halves[1])));
+    } else {
+      for (int h = 0; h < 2; ++h) put(first + i / 16 + h, SumLanes(halves[h]));
+    }
+  }
+}
+
+// Up to 8 blocks' scales are divided at once, off each block's path (two dependent divisions per
+// block otherwise).
 RADIX_AVX2 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q, float* d,
                      float* s, int32_t* bias, int16_t* sums) {
-  for (int64_t b = 0; b < cols; b += 256) {
-    const float amax = AbsMax(x + b, 256);
-    const int64_t first = b / sub, last = (b + 256) / sub;
-    if (amax == 0.0f) {
-      ZeroBlockK(b, first, last, q, d, s, bias, sums);
-      continue;
-    }
-    // The first element of largest magnitude, as the scalar scan picks it.
-    float max = 0.0f;
-    const __m256 vamax = _mm256_set1_ps(amax);
-    for (int64_t i = b; i < b + 256; i += 8) {
-      const int hit =
-          _mm256_movemask_ps(_mm256_cmp_ps(Abs(_mm256_loadu_ps(x + i)), vamax, _CMP_EQ_OQ));
-      if (hit != 0) {
-        max = x[i + __builtin_ctz(static_cast<unsigned>(hit))];
-        break;
-      }
-    }
-    const float iscale = -127.0f / max;
-    const float scale = 1.0f / iscale;
-    const __m256 viscale = _mm256_set1_ps(iscale);
-    const __m256i cap = _mm256_set1_epi32(127);
-    auto put = [&](int64_t g, int sum) {  // sub-block g's scale, sums and bias
-      d[g] = scale;
-      s[g] = scale * static_cast<float>(sum);
-      bias[g] = -offset * sum;
-      sums[g] = static_cast<int16_t>(sum);
-    };
-    for (int64_t i = b; i < b + 256; i += 32) {
-      __m256i v[4];
-      Codes32(x + i, viscale, cap, q + i, v);
-      // Sub-blocks of 32 (or 16: Q6_K) elements of this run of 32.
-      const __m256i halves[2] = {_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])};
-      if (sub == 32) {
-        put(i / 32, SumLanes(_mm256_add_epi32(halves[0], halves[1])));
+  for (int64_t b0 = 0; b0 < cols; b0 += 8 * 256) {
+    const int64_t blocks = std::min<int64_t>(8, (cols - b0) / 256);
+    alignas(32) float max[8] = {};
+    for (int64_t j = 0; j < blocks; ++j) max[j] = FirstLargest(x + b0 + 256 * j);
+    // iscale = -127 / max and scale = 1 / iscale, as the scalar code divides (blocks of zeros
+    // are not divided for).
+    const __m256 vmax = _mm256_load_ps(max);
+    const __m256 nonzero = _mm256_cmp_ps(vmax, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 viscale =
+        _mm256_div_ps(_mm256_set1_ps(-127.0f), _mm256_blendv_ps(one, vmax, nonzero));
+    alignas(32) float iscale[8], scale[8];
+    _mm256_store_ps(iscale, viscale);
+    _mm256_store_ps(scale, _mm256_div_ps(one, viscale));
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t b = b0 + 256 * j, first = b / sub;
+      if (max[j] == 0.0f) {
+        ZeroBlockK(b, first, (b + 256) / sub, q, d, s, bias, sums);
       } else {
-        for (int h = 0; h < 2; ++h) put(i / 16 + h, SumLanes(halves[h]));
+        BlockK(offset, x + b, iscale[j], scale[j], sub, q + b, first, d, s, bias, sums);
       }
     }
   }

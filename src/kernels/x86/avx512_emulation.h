@@ -137,6 +137,13 @@ template <typename V, typename Lane>
   return _mm_cvtss_f32(_mm_max_ps(t8, _mm_shuffle_ps(t8, t8, _MM_SHUFFLE(0, 1, 0, 1))));
 }
 
+[[gnu::always_inline]] inline float ReduceMinPs(simde__m512 v) {
+  const __m256 t3 = _mm256_min_ps(PsHalf(v, 1), PsHalf(v, 0));
+  const __m128 t6 = _mm_min_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+  const __m128 t8 = _mm_min_ps(t6, _mm_shuffle_ps(t6, t6, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm_cvtss_f32(_mm_min_ps(t8, _mm_shuffle_ps(t8, t8, _MM_SHUFFLE(0, 1, 0, 1))));
+}
+
 // GCC's tree again: the halves, the quarters, then lanes 0 and 1.
 [[gnu::always_inline]] inline double ReduceAddPd(simde__m512d v) {
   const __m256d t3 = _mm256_add_pd(HalfOf<__m256d>(v, 1), HalfOf<__m256d>(v, 0));
@@ -223,6 +230,8 @@ template <typename Bf16Vector>
 #define _mm512_reduce_add_ps(v) radixserve::kernels::x86::emulated::ReduceAddPs(v)
 #undef _mm512_reduce_max_ps
 #define _mm512_reduce_max_ps(v) radixserve::kernels::x86::emulated::ReduceMaxPs(v)
+#undef _mm512_reduce_min_ps
+#define _mm512_reduce_min_ps(v) radixserve::kernels::x86::emulated::ReduceMinPs(v)
 #undef _mm512_i32gather_ps
 #define _mm512_i32gather_ps(index, base, scale) \
   radixserve::kernels::x86::emulated::I32Gather<simde__m512>(index, base, scale)
