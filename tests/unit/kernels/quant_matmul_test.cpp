@@ -429,31 +429,40 @@ TEST(QuantMatMulTest, SimdActivationQuantizationIsBitIdentical) {
     variants.emplace_back("avx512", x86::QuantizeActivationRowsAvx512);
   if (variants.empty()) GTEST_SKIP() << "no AVX2";
   std::mt19937 rng(9);
+  // 768 columns: three 256-blocks (24 sub-blocks of 32); 4,608: the blocks' scales in two runs
+  // of up to 16, and 144 sub-blocks of 32 in runs of 16.
   for (const auto& [name, quantize] : variants) {
     for (WeightFormat format : kQuantFormats) {
-      SCOPED_TRACE(name + " " + std::string(FormatName(format)));
-      const int64_t n = 5, cols = 768;
-      auto x = RandomActivations(n, cols, rng);
-      // Ties: halves of the grid land exactly between two codes after scaling by 127 / 127.
-      for (int64_t i = 0; i < 32; ++i)
-        x[static_cast<size_t>(3 * cols + i)] = (i == 0) ? 127.0f : i + 0.5f;
-      // A row of zeros, and one whose largest magnitude is negative and repeated.
-      std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
-      x[static_cast<size_t>(4 * cols + 40)] = -9.0f;
-      x[static_cast<size_t>(4 * cols + 90)] = 9.0f;
-      // Scales in float16's subnormal range, and block sums past its largest value.
-      for (int64_t i = 0; i < cols; ++i)
-        x[static_cast<size_t>(2 * cols + i)] *= i < 384 ? 3e-5f : 1e4f;
-      ref::QuantizedActivations want, got;
-      ref::ResizeQuantizedActivations(format, n, cols, &want);
-      ref::ResizeQuantizedActivations(format, n, cols, &got);
-      ref::QuantizeActivationRows(format, 7, x.data(), 0, n, &want);
-      quantize(format, 7, x.data(), 0, n, &got);
-      EXPECT_EQ(got.q, want.q);
-      EXPECT_EQ(got.d, want.d);
-      EXPECT_EQ(got.s, want.s);
-      EXPECT_EQ(got.bias, want.bias);
-      EXPECT_EQ(got.sums, want.sums);
+      for (const int64_t cols : {768, 4608}) {
+        SCOPED_TRACE(name + " " + std::string(FormatName(format)) + " " + std::to_string(cols));
+        const int64_t n = 5;
+        auto x = RandomActivations(n, cols, rng);
+        const auto at = [&](int64_t t, int64_t c) -> float& {
+          return x[static_cast<size_t>(t * cols + c)];
+        };
+        // Ties: halves of the grid land exactly between two codes after scaling by 127 / 127.
+        for (int64_t i = 0; i < 32; ++i) at(3, i) = (i == 0) ? 127.0f : i + 0.5f;
+        // A row of zeros; one whose largest magnitude is reached by both signs, the negative
+        // first in one block and the positive first in the last; a block of zeros in a row.
+        std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
+        at(4, 40) = -500.0f;
+        at(4, 90) = 500.0f;
+        at(4, cols - 200) = 500.0f;
+        at(4, cols - 100) = -500.0f;
+        std::fill(x.begin() + 256, x.begin() + 512, 0.0f);
+        // Scales in float16's subnormal range, and block sums past its largest value.
+        for (int64_t i = 0; i < cols; ++i) at(2, i) *= i < cols / 2 ? 3e-5f : 1e4f;
+        ref::QuantizedActivations want, got;
+        ref::ResizeQuantizedActivations(format, n, cols, &want);
+        ref::ResizeQuantizedActivations(format, n, cols, &got);
+        ref::QuantizeActivationRows(format, 7, x.data(), 0, n, &want);
+        quantize(format, 7, x.data(), 0, n, &got);
+        EXPECT_EQ(got.q, want.q);
+        EXPECT_EQ(got.d, want.d);
+        EXPECT_EQ(got.s, want.s);
+        EXPECT_EQ(got.bias, want.bias);
+        EXPECT_EQ(got.sums, want.sums);
+      }
     }
   }
 }
