@@ -161,6 +161,27 @@ def test_a_rank_dying_mid_step_stops_the_leader():
         assert re.search(f"tensor-parallel rank 0 of 3: {killed}", logs), logs[-2000:]
 
 
+def ignores_sigpipe(pid):
+    """Whether the process's SigIgn mask in /proc holds SIGPIPE."""
+    status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+    return bool(ignored & (1 << (signal.SIGPIPE - 1)))
+
+
+def test_every_rank_ignores_sigpipe():
+    """A write to a rank that is gone must fail with EPIPE, which the leader logs before it
+    exits 1 (the test below), not kill the writer with SIGPIPE: gloo's TCP pairs write with
+    writev, which raises it."""
+    srv = Server(require(STORIES), "--skip-server-warmup", "--pp-size", 2)
+    try:
+        children = child_pids(srv)
+        assert len(children) == 1, children
+        assert ignores_sigpipe(srv.proc.pid)
+        assert ignores_sigpipe(children[0])
+    finally:
+        srv.stop()
+
+
 def test_a_stage_dying_mid_step_stops_the_leader():
     """The last pipeline stage killed while the first decodes: the leader's next receive or
     broadcast fails at once."""
