@@ -129,10 +129,7 @@ RADIX_AVX2 float ScaleMax(float* x, float scale) {
     _mm256_storeu_ps(x + i, v);
     max = _mm256_max_ps(v, max);  // a NaN score leaves the maximum as it was, as std::max does
   }
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(max), _mm256_extractf128_ps(max, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
+  return Max8(max);
 }
 
 // A query's sums as the value pass starts from them: acc times its factor, or zero without one.

@@ -17,10 +17,7 @@ RADIX_AVX2 inline __m256 Abs(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(
 RADIX_AVX2 float AbsMax(const float* x, int64_t count) {
   __m256 m = _mm256_setzero_ps();
   for (int64_t i = 0; i < count; i += 8) m = _mm256_max_ps(m, Abs(_mm256_loadu_ps(x + i)));
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
+  return Max8(m);
 }
 
 RADIX_AVX2 int SumLanes(__m256i v) {
@@ -64,18 +61,6 @@ RADIX_AVX2 void Row32(WeightFormat weight, int32_t offset, const float* x, int64
   }
 }
 
-RADIX_AVX2 float MaxLane(__m256 v) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
-}
-
-RADIX_AVX2 float MinLane(__m256 v) {
-  __m128 h = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_min_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_min_ss(h, _mm_movehdup_ps(h)));
-}
-
 // The first of the 256 values at x of the largest magnitude, as the scalar scan picks it (zero
 // when all are): the one of that magnitude unless both signs reach it.
 RADIX_AVX2 float FirstLargest(const float* x) {
@@ -88,10 +73,9 @@ RADIX_AVX2 float FirstLargest(const float* x) {
       hi[k] = _mm256_max_ps(hi[k], v);
     }
   }
-  const float top =
-      MaxLane(_mm256_max_ps(_mm256_max_ps(hi[0], hi[1]), _mm256_max_ps(hi[2], hi[3])));
+  const float top = Max8(_mm256_max_ps(_mm256_max_ps(hi[0], hi[1]), _mm256_max_ps(hi[2], hi[3])));
   const float bottom =
-      MinLane(_mm256_min_ps(_mm256_min_ps(lo[0], lo[1]), _mm256_min_ps(lo[2], lo[3])));
+      Min8(_mm256_min_ps(_mm256_min_ps(lo[0], lo[1]), _mm256_min_ps(lo[2], lo[3])));
   const float amax = std::max(top, -bottom);
   if (amax == 0.0f) return 0.0f;
   if (top != -bottom) return top == amax ? top : bottom;

@@ -21,15 +21,6 @@ RADIX_AVX2 float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-RADIX_AVX2 float HorizontalMax(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v);
-  __m128 hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_max_ps(lo, hi);
-  lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_max_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-  return _mm_cvtss_f32(lo);
-}
-
 RADIX_AVX2 float Dot(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
@@ -139,7 +130,7 @@ RADIX_AVX2 void Softmax(float* x, int64_t n) {
   __m256 vmax = _mm256_set1_ps(x[0]);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
-  float max = HorizontalMax(vmax);
+  float max = Max8(vmax);
   for (; i < n; ++i) max = std::fmax(max, x[i]);
   const __m256 vm = _mm256_set1_ps(max);
   __m256 vsum = _mm256_setzero_ps();
@@ -236,7 +227,7 @@ RADIX_AVX2 int64_t Argmax(const float* x, int64_t n) {
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(x + i), vmax);
-  float max = HorizontalMax(vmax);
+  float max = Max8(vmax);
   for (; i < n; ++i) max = x[i] > max ? x[i] : max;
   const __m256 best = _mm256_set1_ps(max);
   for (i = 0; i + 8 <= n; i += 8) {
@@ -274,7 +265,7 @@ RADIX_AVX2 void ExpBlocks(const float* x, float scale, float shift, float* out, 
       vmax = _mm256_max_ps(vmax, e);
     }
     block_sum[begin / kExpBlock] = HorizontalSum(vsum);
-    block_max[begin / kExpBlock] = HorizontalMax(vmax);
+    block_max[begin / kExpBlock] = Max8(vmax);
   }
 }
 

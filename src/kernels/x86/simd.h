@@ -122,6 +122,20 @@ RADIX_AVX2 inline float Sum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// The largest (Max8) and smallest (Min8) lane of v, in Sum8's order: the halves, then lanes i
+// and i + 2, then the last two.
+RADIX_AVX2 inline float Max8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+RADIX_AVX2 inline float Min8(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_movehdup_ps(m)));
+}
+
 // The first `live` lanes of v into out: all eight when live >= 8, none when live <= 0, and
 // nothing past them written (the last panel of a matrix whose rows are not a multiple of 8).
 [[gnu::always_inline]] RADIX_AVX2 inline void StoreFirstLanes(float* out, __m256 v, int64_t live) {
