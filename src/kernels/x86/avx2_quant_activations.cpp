@@ -112,33 +112,21 @@ RADIX_AVX2 void BlockK(int32_t offset, const float* x, float iscale, float scale
   }
 }
 
-// Up to 8 blocks' scales are divided at once, off each block's path (two dependent divisions per
-// block otherwise).
+// A run of 8 blocks' scales (QuantizeRowKInRuns): iscale = -127 / max, scale = 1 / iscale
+// (blocks of zeros divide 1 instead, and are not read).
+RADIX_AVX2 void RunScales(const float* max, float* iscale, float* scale) {
+  const __m256 vmax = _mm256_load_ps(max);
+  const __m256 nonzero = _mm256_cmp_ps(vmax, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 viscale =
+      _mm256_div_ps(_mm256_set1_ps(-127.0f), _mm256_blendv_ps(one, vmax, nonzero));
+  _mm256_store_ps(iscale, viscale);
+  _mm256_store_ps(scale, _mm256_div_ps(one, viscale));
+}
+
 RADIX_AVX2 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q, float* d,
                      float* s, int32_t* bias, int16_t* sums) {
-  for (int64_t b0 = 0; b0 < cols; b0 += 8 * 256) {
-    const int64_t blocks = std::min<int64_t>(8, (cols - b0) / 256);
-    alignas(32) float max[8] = {};
-    for (int64_t j = 0; j < blocks; ++j) max[j] = FirstLargest(x + b0 + 256 * j);
-    // iscale = -127 / max and scale = 1 / iscale, as the scalar code divides (blocks of zeros
-    // are not divided for).
-    const __m256 vmax = _mm256_load_ps(max);
-    const __m256 nonzero = _mm256_cmp_ps(vmax, _mm256_setzero_ps(), _CMP_NEQ_UQ);
-    const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 viscale =
-        _mm256_div_ps(_mm256_set1_ps(-127.0f), _mm256_blendv_ps(one, vmax, nonzero));
-    alignas(32) float iscale[8], scale[8];
-    _mm256_store_ps(iscale, viscale);
-    _mm256_store_ps(scale, _mm256_div_ps(one, viscale));
-    for (int64_t j = 0; j < blocks; ++j) {
-      const int64_t b = b0 + 256 * j, first = b / sub;
-      if (max[j] == 0.0f) {
-        ZeroBlockK(b, first, (b + 256) / sub, q, d, s, bias, sums);
-      } else {
-        BlockK(offset, x + b, iscale[j], scale[j], sub, q + b, first, d, s, bias, sums);
-      }
-    }
-  }
+  QuantizeRowKInRuns<8>(offset, x, cols, sub, q, d, s, bias, sums, FirstLargest, RunScales, BlockK);
 }
 
 }  // namespace

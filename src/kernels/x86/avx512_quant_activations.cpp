@@ -202,30 +202,19 @@ RADIX_AVX512 void BlockK(int32_t offset, const float* x, float iscale, float sca
   }
 }
 
-// Up to 16 blocks' scales are divided at once, off each block's path (two dependent divisions
-// per block otherwise).
+// A run of 16 blocks' scales (QuantizeRowKInRuns): iscale = -127 / max, scale = 1 / iscale.
+RADIX_AVX512 void RunScales(const float* max, float* iscale, float* scale) {
+  const __m512 vmax = _mm512_load_ps(max);
+  const __mmask16 nonzero = _mm512_cmp_ps_mask(vmax, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+  const __m512 viscale = _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(-127.0f), vmax);
+  _mm512_store_ps(iscale, viscale);
+  _mm512_store_ps(scale, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), viscale));
+}
+
 RADIX_AVX512 void RowK(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q,
                        float* d, float* s, int32_t* bias, int16_t* sums) {
-  for (int64_t b0 = 0; b0 < cols; b0 += 16 * 256) {
-    const int64_t blocks = std::min<int64_t>(16, (cols - b0) / 256);
-    alignas(64) float max[16] = {};
-    for (int64_t j = 0; j < blocks; ++j) max[j] = FirstLargest(x + b0 + 256 * j);
-    // iscale = -127 / max and scale = 1 / iscale, as the scalar code divides.
-    const __m512 vmax = _mm512_load_ps(max);
-    const __mmask16 nonzero = _mm512_cmp_ps_mask(vmax, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-    const __m512 viscale = _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(-127.0f), vmax);
-    alignas(64) float iscale[16], scale[16];
-    _mm512_store_ps(iscale, viscale);
-    _mm512_store_ps(scale, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), viscale));
-    for (int64_t j = 0; j < blocks; ++j) {
-      const int64_t b = b0 + 256 * j, first = b / sub;
-      if (max[j] == 0.0f) {
-        ZeroBlockK(b, first, (b + 256) / sub, q, d, s, bias, sums);
-      } else {
-        BlockK(offset, x + b, iscale[j], scale[j], sub, q + b, first, d, s, bias, sums);
-      }
-    }
-  }
+  QuantizeRowKInRuns<16>(offset, x, cols, sub, q, d, s, bias, sums, FirstLargest, RunScales,
+                         BlockK);
 }
 
 }  // namespace

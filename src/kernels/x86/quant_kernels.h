@@ -158,6 +158,34 @@ inline void ZeroBlockK(int64_t b, int64_t first, int64_t last, int8_t* q, float*
   std::fill(sums + first, sums + last, int16_t{0});
 }
 
+// RowK of both variants: a row of `cols` values in 256-blocks of sub-blocks of `sub`, kRun blocks
+// at a time so that one vector division gives the run's scales (two dependent divisions per block
+// otherwise). first_largest(x) is a block's first value of the largest magnitude (zero when all
+// are zero); scales(max, iscale, scale) sets iscale = -127 / max and scale = 1 / iscale for the
+// run's kRun lanes as the scalar code divides (lanes whose max is zero are not read); block(offset,
+// x, iscale, scale, sub, q, first, d, s, bias, sums) quantizes a block whose sub-blocks start at
+// `first`.
+template <int kRun, typename FirstLargest, typename Scales, typename Block>
+inline void QuantizeRowKInRuns(int32_t offset, const float* x, int64_t cols, int64_t sub, int8_t* q,
+                               float* d, float* s, int32_t* bias, int16_t* sums,
+                               FirstLargest first_largest, Scales scales, Block block) {
+  for (int64_t b0 = 0; b0 < cols; b0 += kRun * 256) {
+    const int64_t blocks = std::min<int64_t>(kRun, (cols - b0) / 256);
+    alignas(64) float max[kRun] = {};
+    alignas(64) float iscale[kRun], scale[kRun];
+    for (int64_t j = 0; j < blocks; ++j) max[j] = first_largest(x + b0 + 256 * j);
+    scales(max, iscale, scale);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t b = b0 + 256 * j, first = b / sub;
+      if (max[j] == 0.0f) {
+        ZeroBlockK(b, first, (b + 256) / sub, q, d, s, bias, sums);
+      } else {
+        block(offset, x + b, iscale[j], scale[j], sub, q + b, first, d, s, bias, sums);
+      }
+    }
+  }
+}
+
 // The row loop both share: row k of x goes to row_k(offset, x, cols, sub, q, d, s, bias, sums)
 // for formats of 256-element blocks (Q8_K), else to row_32(weight, offset, x, subs, ...).
 template <typename RowK, typename Row32>
