@@ -272,9 +272,11 @@ struct CompactPanel {
 };
 
 // The K-quants' compact panels read for the integer super-block sums (quant_kernels.h):
-// Codes decodes sub-block j's kKW code registers, Scales gives its scales as int32 lanes (6-bit
-// unsigned, Q6_K's int8), Super the block's header: d, and for Q4_K / Q5_K -dmin and the mins
-// as kSuperHeaderBytes's int16 pairs.
+// Codes decodes sub-block js of super-block b (sub-block kSubs * b + js of the panel) into kKW
+// code registers, Scales gives its scales as int32 lanes (6-bit unsigned, Q6_K's int8), Super the
+// block's header: d, and for Q4_K / Q5_K -dmin and the mins as kSuperHeaderBytes's int16 pairs.
+// The super-block and the sub-block come separately, from the tiles' two loops: a flat sub-block
+// index cost every sub-block a signed division's shifts and fix-ups to split it again.
 template <WeightFormat kFormat>
 struct CompactSuperPanel {
   static constexpr bool kQ6 = kFormat == WeightFormat::kQ6_K;
@@ -285,27 +287,28 @@ struct CompactSuperPanel {
   static constexpr int kRegs = kQ6 ? 3 : kQ5 ? 5 : 4;  // stored registers per sub-block
   static constexpr int64_t kBlockBytes = CompactLayoutBlockBytes(kFormat, kRows);
   static constexpr int64_t kScaleOffset = kSubs * kRegs * 64;  // sc[kSubs][16], then the rest
-  // The block's bytes each sub-block prefetches, so one pass over a block fetches all of it.
+  // The block's bytes each sub-block prefetches, so one pass over a block fetches all of it:
+  // kChunkLines lines from js * kChunk, a count known here so that the fetches are unrolled (as a
+  // loop to (js + 1) * kChunk, with its counter and branches, they were a quarter of a one-token
+  // tile's instructions).
   static constexpr int64_t kChunk = (kBlockBytes + kSubs - 1) / kSubs;
+  static constexpr int kChunkLines = static_cast<int>((kChunk + 63) / 64);
   const uint8_t* panel;
   const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
   int64_t next_chunk = 0;
 
   // Inlined into the tiles: a call would spill the code registers to the stack.
-  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
-    const int64_t js = j % kSubs;
-    const uint8_t* p = panel + (j / kSubs) * kBlockBytes;
-    for (int64_t line = js * kChunk; line < (js + 1) * kChunk; line += 64) {
-      FetchPanelLine(p + line);
-    }
-    PrefetchNext(next, next_chunk, j);
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t b, int js, __m512i* w) const {
+    const uint8_t* p = panel + b * kBlockBytes;
+#pragma GCC unroll 8
+    for (int line = 0; line < kChunkLines; ++line) FetchPanelLine(p + js * kChunk + 64 * line);
+    PrefetchNext(next, next_chunk, kSubs * b + js);
     const uint8_t* regs = p + js * kRegs * 64;
     const __m512i low = _mm512_set1_epi8(0x0F);
     if constexpr (kQ6) {
       // Register g holds the low 4 bits of elements 4g.. (low nibble) and 8 + 4g.. (high);
       // bits 2k, 2k + 1 of the third register are bits 4-5 of elements 4k...
-      const __m512i n0 = _mm512_loadu_si512(regs), n1 = _mm512_loadu_si512(regs + 64);
-      const __m512i hb = _mm512_loadu_si512(regs + 128);
+      const __m512i n0 = LoadKept(regs), n1 = LoadKept(regs + 64), hb = LoadKept(regs + 128);
       const __m512i bits45 = _mm512_set1_epi8(0x30);
       w[0] = _mm512_or_si512(_mm512_and_si512(n0, low),
                              _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
@@ -317,16 +320,16 @@ struct CompactSuperPanel {
                              _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
     } else {
       for (int k = 0; k < 4; ++k) {
-        const __m512i g = _mm512_loadu_si512(regs + 64 * k);
+        const __m512i g = LoadKept(regs + 64 * k);
         w[k] = _mm512_and_si512(g, low);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       }
-      if constexpr (kQ5) OrFifthBits(_mm512_loadu_si512(regs + 256), w);
+      if constexpr (kQ5) OrFifthBits(LoadKept(regs + 256), w);
     }
   }
-  [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t j) const {
-    const auto* sc = reinterpret_cast<const __m128i*>(panel + (j / kSubs) * kBlockBytes +
-                                                      kScaleOffset + (j % kSubs) * kRows);
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t b, int js) const {
+    const auto* sc =
+        reinterpret_cast<const __m128i*>(panel + b * kBlockBytes + kScaleOffset + js * kRows);
     return kQ6 ? _mm512_cvtepi8_epi32(_mm_loadu_si128(sc))
                : _mm512_cvtepu8_epi32(_mm_loadu_si128(sc));
   }
@@ -364,14 +367,13 @@ struct CodeSuperPanel {
   const uint8_t* next = nullptr;  // Lookahead::next, next_chunk bytes of it per sub-block
   int64_t next_chunk = 0;
 
-  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t j, __m512i* w) const {
-    PrefetchNext(next, next_chunk, j);
-    const uint8_t* p = panel + (j / kSubs) * kSuperBytes + (j % kSubs) * kSubBytes;
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Codes(int64_t b, int js, __m512i* w) const {
+    PrefetchNext(next, next_chunk, kSubs * b + js);
+    const uint8_t* p = panel + b * kSuperBytes + js * kSubBytes;
     for (int k = 0; k < kKW; ++k) w[k] = _mm512_loadu_si512(p + 64 * k);
   }
-  [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t j) const {
-    return _mm512_loadu_si512(panel + (j / kSubs) * kSuperBytes + (j % kSubs) * kSubBytes +
-                              kKW * 64);
+  [[gnu::always_inline]] RADIX_AVX512_VNNI inline __m512i Scales(int64_t b, int js) const {
+    return _mm512_loadu_si512(panel + b * kSuperBytes + js * kSubBytes + kKW * 64);
   }
   [[gnu::always_inline]] RADIX_AVX512_VNNI inline void Super(int64_t b, __m512* d, __m512* neg_dmin,
                                                              __m512i* mins) const {
@@ -479,10 +481,11 @@ RADIX_AVX512_VNNI void SuperTile(const Panel& panel, const ref::QuantizedActivat
     __m512i isum[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-    for (int64_t j = kSubs * b; j < kSubs * (b + 1); ++j) {
+    for (int js = 0; js < kSubs; ++js) {
+      const int64_t j = kSubs * b + js;
       __m512i w[kKW];
-      panel.Codes(j, w);
-      const __m512i sc = panel.Scales(j);
+      panel.Codes(b, js, w);
+      const __m512i sc = panel.Scales(b, js);
 #pragma GCC unroll 8
       for (int t = 0; t < T; t += kChains) {
         const int n = std::min(kChains, T - t);
@@ -704,11 +707,11 @@ RADIX_AVX512_VNNI void ExpandSuper(const Panel& source, int64_t supers, uint8_t*
   using Expanded = ExpandedSuperPanel<Panel>;
   for (int64_t b = 0; b < supers; ++b) {
     uint8_t* dst = out + b * Expanded::kSuperBytes;
-    for (int64_t j = Panel::kSubs * b; j < Panel::kSubs * (b + 1); ++j) {
+    for (int js = 0; js < Panel::kSubs; ++js) {
       __m512i w[Panel::kKW];
-      source.Codes(j, w);
+      source.Codes(b, js, w);
       for (int k = 0; k < Panel::kKW; ++k) _mm512_storeu_si512(dst + 64 * k, w[k]);
-      _mm512_storeu_si512(dst + Panel::kKW * 64, source.Scales(j));
+      _mm512_storeu_si512(dst + Panel::kKW * 64, source.Scales(b, js));
       dst += Expanded::kSubBytes;
     }
     StoreSuperHeader(source, b, dst);
@@ -877,10 +880,10 @@ template <class Panel>
 RADIX_AVX512_VNNI void ExpandSuperForAmx(const Panel& source, int64_t b, uint8_t* out) {
   constexpr int kPerStep = 64 / (4 * Panel::kKW);
   constexpr __mmask64 kOdd = 0xAAAAAAAAAAAAAAAAull;
-  for (int64_t js = 0; js < Panel::kSubs; ++js) {
+  for (int js = 0; js < Panel::kSubs; ++js) {
     __m512i w[Panel::kKW];
-    source.Codes(Panel::kSubs * b + js, w);
-    const __m512i sc = source.Scales(Panel::kSubs * b + js);  // int32 lanes
+    source.Codes(b, js, w);
+    const __m512i sc = source.Scales(b, js);  // int32 lanes
     const __m512i sc16 =
         _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc, 16));
     const __m512i even_sc = _mm512_and_si512(sc16, _mm512_set1_epi16(0x00FF));  // bytes (sc, 0)

@@ -53,6 +53,19 @@ namespace radixserve::kernels::x86 {
   _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
 }
 
+// 64 bytes at p, loaded once into a register the compiler must keep. A plain load that feeds
+// several instructions (a code register's low and high nibbles, Q6_K's high bits feeding four
+// code registers) may instead be folded into each one's memory operand: GCC did so in the K-quant
+// one-token tiles once their loop got simpler, and every fold is another 64-byte load (Zen 4 has
+// two load ports at that width), which cost those tiles 10-14 % in L3 (session 63).
+[[gnu::always_inline]] RADIX_AVX512 inline __m512i LoadKept(const void* p) {
+  __m512i v = _mm512_loadu_si512(p);
+#if !defined(RADIX_EMULATE_AVX512)
+  asm("" : "+v"(v));
+#endif
+  return v;
+}
+
 inline bool CpuHasAvx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
