@@ -3,10 +3,13 @@
 // GEMMs also their mean: run_timing.h); the machine is shared, so compare runs taken back to
 // back, never across sessions.
 //
-//   float_kernels_bench [gemm|gemm-1b [THREADS [KERNEL]]|attention|attention-1b [f16|bf16|fp8]
-//                        [DEPTH...]|attention-tile [dHEAD_SIZE] [NQ...]]   (head size 64 unless
-//                        d128 etc.; gemm-1b: 2 threads and every kernel unless given, e.g.
-//                        `taskset -c 0 float_kernels_bench gemm-1b 1 avx2` for a kernel A/B)
+//   float_kernels_bench [gemm|gemm-1b [THREADS [KERNEL]]|bf16 ROWSxCOLS [N [THREADS [KERNEL]]]|
+//                        attention|attention-1b [f16|bf16|fp8] [DEPTH...]|attention-tile
+//                        [dHEAD_SIZE] [NQ...]]   (head size 64 unless d128 etc.; gemm-1b: 2
+//                        threads and every kernel unless given, e.g. `taskset -c 0
+//                        float_kernels_bench gemm-1b 1 avx2` for a kernel A/B; bf16: one matrix
+//                        of any shape for N tokens (1 unless given), e.g. 16384x8192 (268 MB)
+//                        streams from memory at one token, with its weights' GB/s)
 //   (default: all)
 #include <algorithm>
 #include <array>
@@ -104,9 +107,13 @@ void BenchGemm(ThreadPool& pool) {
 // the AVX2 panels, and each table's float GEMM over the unpacked rows (what the avx2 table ran
 // before it had panels, and what the avx512 one runs without AVX512-BF16). `only`: just the run
 // of that name (all when empty).
-void BenchBf16Panels1b(ThreadPool& pool, std::string_view only) {
-  using Run = std::function<void(const float*, int64_t, const kernels::WeightMatrix&,
-                                 const uint8_t*, float*)>;
+using Bf16Run = std::function<void(const float*, int64_t, const kernels::WeightMatrix&,
+                                   const uint8_t*, float*)>;
+
+// The BF16 products this CPU runs, by name (only the one named `only`, unless empty); prints why
+// and returns none when there is nothing to run.
+std::vector<std::pair<std::string, Bf16Run>> Bf16Runs(ThreadPool& pool, std::string_view only) {
+  using Run = Bf16Run;
   std::vector<std::pair<std::string, Run>> runs;
   if (kernels::Bf16PanelsSupported()) {
     std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma};
@@ -140,12 +147,46 @@ void BenchBf16Panels1b(ThreadPool& pool, std::string_view only) {
   }
   if (runs.empty()) {
     if (only.empty()) {
-      std::printf("gemm-1b: no BF16 kernels but the reference on this CPU\n");
+      std::printf("no BF16 kernels but the reference on this CPU\n");
     } else {
-      std::printf("gemm-1b: no BF16 kernel %s on this CPU\n", std::string(only).c_str());
+      std::printf("no BF16 kernel %s on this CPU\n", std::string(only).c_str());
     }
-    return;
   }
+  return runs;
+}
+
+// One BF16 matrix of any shape (one beyond the caches included) for n tokens: GFLOP/s and the
+// bytes of the BF16 weights read per second, best and mean of `reps` runs, for each product.
+void BenchBf16Shape(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n,
+                    std::string_view only) {
+  const auto runs = Bf16Runs(pool, only);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> w16(static_cast<size_t>(rows * cols));
+  for (auto& v : w16) v = kernels::F32ToBf16(dist(rng));
+  const kernels::WeightMatrix m{kernels::WeightFormat::kBF16, rows, cols, w16.data()};
+  std::vector<uint8_t> panels(static_cast<size_t>(kernels::Bf16PanelBytes(m)));
+  kernels::PackBf16Panels(m, &pool, panels.data());
+  std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
+  for (auto& v : x) v = dist(rng);
+  const double flops = 2.0 * static_cast<double>(rows * cols * n);
+  const double bytes = 2.0 * static_cast<double>(rows * cols);
+  const int reps = static_cast<int>(std::clamp(4e9 / bytes, 5.0, 200.0));
+  for (const auto& [name, run] : runs) {
+    const bench::RunSeconds t =
+        bench::TimeRuns(reps, [&] { run(x.data(), n, m, panels.data(), y.data()); });
+    std::printf(
+        "bf16 %-9s %6ldx%ld n=%3ld threads=%d: %9.1f us %6.1f GFLOP/s %6.1f GB/s (mean of %d: "
+        "%6.1f GFLOP/s %6.1f GB/s)\n",
+        name.c_str(), static_cast<long>(rows), static_cast<long>(cols), static_cast<long>(n),
+        pool.size(), t.best * 1e6, flops / t.best / 1e9, bytes / t.best / 1e9, reps,
+        flops / t.mean / 1e9, bytes / t.mean / 1e9);
+  }
+}
+
+void BenchBf16Panels1b(ThreadPool& pool, std::string_view only) {
+  const auto runs = Bf16Runs(pool, only);
+  if (runs.empty()) return;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const int64_t ns[] = {1, 32, 512};
@@ -346,6 +387,18 @@ void BenchAttentionTile(int64_t dim, const std::vector<int64_t>& query_counts) {
 int main(int argc, char** argv) {
   const bool all = argc < 2;
   const bool gemm_1b = !all && std::strcmp(argv[1], "gemm-1b") == 0;
+  if (!all && std::strcmp(argv[1], "bf16") == 0) {
+    long long rows = 0, cols = 0;
+    if (argc < 3 || std::sscanf(argv[2], "%lldx%lld", &rows, &cols) != 2 || rows <= 0 ||
+        cols <= 0) {
+      std::fprintf(stderr, "float_kernels_bench: bf16 needs a shape ROWSxCOLS\n");
+      return 2;
+    }
+    const int64_t n = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
+    radixserve::ThreadPool pool(argc > 4 ? std::max(1, std::atoi(argv[4])) : 2);
+    radixserve::BenchBf16Shape(pool, rows, cols, n, argc > 5 ? argv[5] : "");
+    return 0;
+  }
   radixserve::ThreadPool pool(gemm_1b && argc > 2 ? std::max(1, std::atoi(argv[2])) : 2);
   if (all || std::strcmp(argv[1], "gemm") == 0) radixserve::BenchGemm(pool);
   if (all || gemm_1b) radixserve::BenchBf16Panels1b(pool, gemm_1b && argc > 3 ? argv[3] : "");
