@@ -113,8 +113,7 @@ using Bf16Run = std::function<void(const float*, int64_t, const kernels::WeightM
 // The BF16 products this CPU runs, by name (only the one named `only`, unless empty); prints why
 // and returns none when there is nothing to run.
 std::vector<std::pair<std::string, Bf16Run>> Bf16Runs(ThreadPool& pool, std::string_view only) {
-  using Run = Bf16Run;
-  std::vector<std::pair<std::string, Run>> runs;
+  std::vector<std::pair<std::string, Bf16Run>> runs;
   if (kernels::Bf16PanelsSupported()) {
     std::vector<kernels::Bf16Product> products = {kernels::Bf16Product::kWidenFma};
     if (kernels::Bf16DotSupported()) products.push_back(kernels::Bf16Product::kDotBf16);
@@ -160,6 +159,7 @@ std::vector<std::pair<std::string, Bf16Run>> Bf16Runs(ThreadPool& pool, std::str
 void BenchBf16Shape(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n,
                     std::string_view only) {
   const auto runs = Bf16Runs(pool, only);
+  if (runs.empty()) return;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<uint16_t> w16(static_cast<size_t>(rows * cols));
